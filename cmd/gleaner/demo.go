@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/eval"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+func newDemo(g *globals) *cobra.Command {
+	var out string
+	var seed uint64
+	var people, queries int
+	cmd := &cobra.Command{
+		Use:   "demo [--out demo]",
+		Short: "Generate a synthetic multi-hop corpus graph, index it and evaluate every method",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := synth.Generate(synth.Options{Seed: seed, People: people, Queries: queries})
+			cdir, idir := filepath.Join(out, "corpus"), filepath.Join(out, "index")
+			if err := corpus.Write(cdir, c); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "corpus: %s (%d nodes, %d edges, %d multi-hop questions)\n", cdir, len(c.Nodes), len(c.Edges), len(c.Queries))
+			err := index.Build(cmd.Context(), c, idir, index.WithLogger(g.log), index.WithSource(cdir),
+				index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)))
+			if err != nil {
+				return err
+			}
+			ix, err := index.Open(idir, store.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			defer ix.Close()
+			var ms []retrieve.Method
+			for _, name := range retrieve.Names() {
+				m, err := retrieve.New(name, ix)
+				if err != nil {
+					return err
+				}
+				ms = append(ms, m)
+			}
+			rep, err := eval.Evaluate(cmd.Context(), ix, c.Queries, ms, eval.Options{K: 10, Logger: g.log, RunDir: filepath.Join(out, "runs")})
+			if err != nil {
+				return err
+			}
+			rep.Queries = filepath.Join(cdir, corpus.QueriesFile)
+			if err := rep.WriteJSON(filepath.Join(out, "report.json")); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "index: %s; report: %s\n\n", idir, filepath.Join(out, "report.json"))
+			return rep.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "demo", "folder for the generated corpus, index, runs and report")
+	cmd.Flags().Uint64Var(&seed, "seed", 7, "generator seed")
+	cmd.Flags().IntVar(&people, "people", 600, "number of person passages")
+	cmd.Flags().IntVar(&queries, "queries", 300, "number of questions")
+	return cmd
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/eval"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+type evalFlags struct {
+	index, queries, methods, report, runs, queryVectors, cutoffs string
+	runFiles                                                     []string
+	k, concurrency, trMaxHops                                    int
+}
+
+func newEval(g *globals) *cobra.Command {
+	f := &evalFlags{}
+	cmd := &cobra.Command{
+		Use:   "eval --index <dir> --queries <queries.jsonl> --method bm25,vector --k 10 [--report r.json]",
+		Short: "Evaluate retrieval methods (and TREC run files) on queries with gold ids",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := runEval(cmd, g, f)
+			if err != nil {
+				return err
+			}
+			return rep.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.index, "index", "", "index folder")
+	fl.StringVar(&f.queries, "queries", "", "queries.jsonl with gold ids (default: <index source>/queries.jsonl)")
+	fl.StringVar(&f.methods, "method", "bm25,vector", "comma-separated methods: "+strings.Join(retrieve.Names(), ", "))
+	fl.IntVarP(&f.k, "k", "k", 10, "cut-off shown in the table")
+	fl.StringVar(&f.cutoffs, "cutoffs", "1,2,5,10,20,100", "cut-offs computed for the report")
+	fl.StringVar(&f.report, "report", "", "write the JSON report here")
+	fl.StringVar(&f.runs, "runs", "", "write TREC runs here (default: beside the report)")
+	fl.StringArrayVar(&f.runFiles, "run-file", nil, "also evaluate this TREC run file (repeatable)")
+	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
+	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
+	return cmd
+}
+
+func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error) {
+	if f.index == "" {
+		return nil, fmt.Errorf("--index is required")
+	}
+	ix, err := index.Open(f.index, store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
+	if f.queries == "" {
+		f.queries = filepath.Join(ix.Meta.Source, corpus.QueriesFile)
+	}
+	qs, err := corpus.ReadQueries(f.queries, nil, corpus.ReadOptions{Logger: g.log})
+	if err != nil {
+		return nil, err
+	}
+	opt, err := evalOptions(f, ix, qs, g)
+	if err != nil {
+		return nil, err
+	}
+	var ms []retrieve.Method
+	for _, name := range splitList(f.methods) {
+		m, err := retrieve.New(name, ix)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	rep, err := eval.Evaluate(cmd.Context(), ix, qs, ms, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep.Queries = f.queries
+	if err := addRunFiles(ix, qs, rep, f.runFiles, opt); err != nil {
+		return nil, err
+	}
+	if f.report != "" {
+		if err := rep.WriteJSON(f.report); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", f.report)
+	}
+	return rep, nil
+}
+
+func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs}
+	for _, c := range splitList(f.cutoffs) {
+		var k int
+		if _, err := fmt.Sscan(c, &k); err != nil || k <= 0 {
+			return opt, fmt.Errorf("--cutoffs: %q is not a positive integer", c)
+		}
+		opt.Cutoffs = append(opt.Cutoffs, k)
+	}
+	if opt.RunDir == "" && f.report != "" {
+		opt.RunDir = strings.TrimSuffix(f.report, filepath.Ext(f.report)) + ".runs"
+	}
+	for _, q := range qs {
+		for _, id := range q.Gold {
+			if _, ok := ix.Lookup(id); !ok {
+				return opt, fmt.Errorf("%s: query %q: gold id %q is not in the index %s", f.queries, q.ID, id, ix.Dir)
+			}
+		}
+	}
+	if f.queryVectors != "" {
+		ids := make([]string, len(qs))
+		for i, q := range qs {
+			ids[i] = q.ID
+		}
+		v, d, err := models.ReadVectors(f.queryVectors, ids)
+		if err != nil {
+			return opt, err
+		}
+		opt.Vectors = map[string][]float32{}
+		for i, id := range ids {
+			opt.Vectors[id] = v[i*d : (i+1)*d]
+		}
+	}
+	return opt, nil
+}
+
+func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []string, opt eval.Options) error {
+	for _, path := range files {
+		run, err := eval.ReadTREC(path)
+		if err != nil {
+			return err
+		}
+		mr, err := eval.EvaluateRun(ix, qs, run, "run:"+filepath.Base(path), rep, opt)
+		if err != nil {
+			return err
+		}
+		rep.Methods = append(rep.Methods, *mr)
+	}
+	return nil
+}
+

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+)
+
+func newImport(g *globals) *cobra.Command {
+	var out, split string
+	var skip bool
+	cmd := &cobra.Command{
+		Use:   "import beir|2wiki|jsonl <path> -o <dir>",
+		Short: "Convert a dataset to gleaner JSONL (nodes.jsonl, edges.jsonl, queries.jsonl)",
+		Long: `Convert a dataset to gleaner JSONL.
+
+  beir   a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv
+  2wiki  the HippoRAG 2WikiMultihopQA layout: corpus.json, test_gfmrag.json
+  jsonl  a gleaner JSONL folder (validated and rewritten)`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("-o <dir> is required")
+			}
+			opt := corpus.ReadOptions{SkipInvalid: skip, Logger: g.log}
+			var c *corpus.Corpus
+			var err error
+			switch args[0] {
+			case "beir":
+				c, err = corpus.ReadBEIR(args[1], split, opt)
+			case "2wiki":
+				c, err = corpus.ReadTwoWiki(args[1], opt)
+			case "jsonl":
+				c, err = corpus.Load(args[1], opt)
+			default:
+				return fmt.Errorf("unknown format %q (want beir, 2wiki or jsonl)", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			if err := corpus.Write(out, c); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d nodes, %d edges, %d queries\n", out, len(c.Nodes), len(c.Edges), len(c.Queries))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output folder")
+	cmd.Flags().StringVar(&split, "split", "test", "BEIR qrels split")
+	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
+	return cmd
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+type indexFlags struct {
+	out, embedder, vectors, metric string
+	dims                           int
+	seed                           uint64
+	k1, b                          float64
+	skip                           bool
+}
+
+func newIndex(g *globals) *cobra.Command {
+	f := &indexFlags{}
+	cmd := &cobra.Command{
+		Use:   "index <corpus-dir> -o <index-dir>",
+		Short: "Build an index from a gleaner JSONL corpus",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runIndex(cmd, g, f, args[0])
+		},
+	}
+	lsa, bm := lexical.DefaultLSA(), lexical.DefaultBM25()
+	fl := cmd.Flags()
+	fl.StringVarP(&f.out, "out", "o", "", "index folder to create (replaced atomically if it exists)")
+	fl.StringVar(&f.embedder, "embedder", index.EmbedderLSA, "node vectors: lsa (fitted here) or precomputed (--vectors)")
+	fl.StringVar(&f.vectors, "vectors", "", "precomputed node vectors: .npy (float32, rows in nodes.jsonl order) or .jsonl {id, vector}")
+	fl.StringVar(&f.metric, "metric", index.MetricCosine, "vector similarity: cosine or dot")
+	fl.IntVar(&f.dims, "dims", lsa.Dims, "LSA dimensions")
+	fl.Uint64Var(&f.seed, "seed", lsa.Seed, "LSA random seed")
+	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
+	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
+	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
+	cmd.AddCommand(newIndexInfo())
+	return cmd
+}
+
+func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
+	if f.out == "" {
+		return fmt.Errorf("-o <index-dir> is required")
+	}
+	c, err := corpus.Load(dir, corpus.ReadOptions{SkipInvalid: f.skip, Logger: g.log})
+	if err != nil {
+		return err
+	}
+	lsa := lexical.DefaultLSA()
+	lsa.Dims, lsa.Seed = f.dims, f.seed
+	start := time.Now()
+	err = index.Build(cmd.Context(), c, f.out,
+		index.WithEmbedder(f.embedder), index.WithVectors(f.vectors), index.WithMetric(f.metric),
+		index.WithLSA(lsa), index.WithBM25(lexical.BM25Params{K1: f.k1, B: f.b}),
+		index.WithLogger(g.log), index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)),
+		index.WithSource(dir))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", len(c.Nodes), len(c.Edges), f.out, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func newIndexInfo() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "info <index-dir>",
+		Short: "Print what an index holds, after verifying it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ix, err := index.Open(args[0], store.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			defer ix.Close()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ix.Manifest)
+			}
+			return printInfo(cmd, ix)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
+	return cmd
+}
+
+func printInfo(cmd *cobra.Command, ix *index.Index) error {
+	m := ix.Meta
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "index\t%s (format %s v%d, created %s, checksums ok)\n", ix.Dir, ix.Manifest.Format, ix.Manifest.Version, ix.Manifest.Created)
+	fmt.Fprintf(w, "source\t%s\n", m.Source)
+	fmt.Fprintf(w, "nodes\t%d\n", m.Nodes)
+	fmt.Fprintf(w, "edges\t%d (relations %d, graph kinds %v)\n", m.Edges, m.Relations, m.GraphKinds)
+	fmt.Fprintf(w, "bm25\tk1=%v b=%v, %d terms, %d postings\n", m.BM25["k1"], m.BM25["b"], m.Terms, m.Postings)
+	fmt.Fprintf(w, "vectors\t%d × %d, embedder %s, metric %s\n", m.Nodes, m.Dims, m.Embedder, m.Metric)
+	if m.LSA != nil {
+		fmt.Fprintf(w, "lsa\t%v\n", m.LSA)
+	}
+	names := make([]string, 0, len(ix.Manifest.Files))
+	var total int64
+	for n, f := range ix.Manifest.Files {
+		names = append(names, n)
+		total += f.Bytes
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "files\t%d, %.1f MiB\n", len(names), float64(total)/(1<<20))
+	for _, n := range names {
+		f := ix.Manifest.Files[n]
+		fmt.Fprintf(w, "  %s\t%s\t%d B\tcrc32c %08x\n", n, f.Kind, f.Bytes, f.CRC32C)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+func newQuery(g *globals) *cobra.Command {
+	var dir, method string
+	var k int
+	cmd := &cobra.Command{
+		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
+		Short: "Run one query and print the ranked nodes with scores and titles",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return fmt.Errorf("--index is required")
+			}
+			if k <= 0 {
+				return fmt.Errorf("-k must be positive, got %d", k)
+			}
+			ix, err := index.Open(dir, store.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			defer ix.Close()
+			m, err := retrieve.New(method, ix)
+			if err != nil {
+				return err
+			}
+			text := strings.Join(args, " ")
+			start := time.Now()
+			hits, err := m.Retrieve(cmd.Context(), retrieve.Query{Text: text}, k)
+			if err != nil {
+				return err
+			}
+			el := time.Since(start)
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(w, "rank\tscore\tid\ttitle")
+			for i, h := range hits {
+				fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\n", i+1, h.Score, ix.NodeID(int(h.Index)), ix.Title(int(h.Index)))
+			}
+			w.Flush()
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d results by %s in %v\n", len(hits), method, el.Round(time.Microsecond))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "index", "", "index folder")
+	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
+	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
+	return cmd
+}

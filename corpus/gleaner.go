@@ -1,0 +1,168 @@
+package corpus
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File names of the gleaner JSONL layout.
+const (
+	NodesFile   = "nodes.jsonl"
+	EdgesFile   = "edges.jsonl"
+	QueriesFile = "queries.jsonl"
+)
+
+// Load reads a gleaner JSONL corpus folder: nodes.jsonl (required),
+// edges.jsonl and queries.jsonl (optional).
+func Load(dir string, opt ReadOptions) (*Corpus, error) {
+	c := &Corpus{}
+	var err error
+	if c.Nodes, err = ReadNodes(filepath.Join(dir, NodesFile), opt); err != nil {
+		return nil, err
+	}
+	ids := c.NodeIndex()
+	if c.Edges, err = ReadEdges(filepath.Join(dir, EdgesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if c.Queries, err = ReadQueries(filepath.Join(dir, QueriesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ReadNodes reads nodes.jsonl. Missing ids, duplicate ids and empty texts are
+// errors (empty texts may be skipped with opt.SkipInvalid).
+func ReadNodes(path string, opt ReadOptions) ([]Node, error) {
+	var nodes []Node
+	seen := map[string]int{}
+	err := eachJSONL(path, func(line int, n *Node) error {
+		if err := checkNode(path, line, n, seen); err != nil {
+			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrMalformed) {
+				return err
+			}
+			return opt.reject(err)
+		}
+		seen[n.ID] = line
+		nodes = append(nodes, *n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, recErr(path, 0, "", fmt.Errorf("%w: no nodes", ErrMissing))
+	}
+	return nodes, nil
+}
+
+func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError {
+	switch {
+	case strings.TrimSpace(n.ID) == "":
+		return recErr(path, line, "id", ErrMissing)
+	case strings.ContainsAny(n.ID, " \t\r\n"):
+		return recErr(path, line, "id", fmt.Errorf("%w: id %q contains whitespace (TREC run files cannot hold it)", ErrMalformed, n.ID))
+	case seen[n.ID] > 0:
+		return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, n.ID, seen[n.ID]))
+	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":
+		return recErr(path, line, "text", fmt.Errorf("%w: node %q has no text", ErrMissing, n.ID))
+	}
+	return nil
+}
+
+// ReadEdges reads edges.jsonl, resolving endpoints against ids.
+func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
+	var edges []Edge
+	err := eachJSONL(path, func(line int, e *Edge) error {
+		if err := checkEdge(path, line, e, ids); err != nil {
+			return opt.reject(err)
+		}
+		if e.Weight == 0 {
+			e.Weight = 1
+		}
+		edges = append(edges, *e)
+		return nil
+	})
+	return edges, err
+}
+
+func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError {
+	for _, f := range []struct{ name, id string }{{"src", e.Src}, {"dst", e.Dst}} {
+		if f.id == "" {
+			return recErr(path, line, f.name, ErrMissing)
+		}
+		if _, ok := ids[f.id]; !ok {
+			return recErr(path, line, f.name, fmt.Errorf("%w %q (dangling edge endpoint)", ErrUnknownID, f.id))
+		}
+	}
+	if math.IsNaN(e.Weight) || math.IsInf(e.Weight, 0) || e.Weight < 0 {
+		return recErr(path, line, "weight", fmt.Errorf("%w or negative: %v", ErrNotFinite, e.Weight))
+	}
+	return nil
+}
+
+// ReadQueries reads queries.jsonl; gold ids must exist in ids.
+func ReadQueries(path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
+	var qs []Query
+	seen := map[string]int{}
+	err := eachJSONL(path, func(line int, q *Query) error {
+		if q.ID == "" {
+			return opt.reject(recErr(path, line, "id", ErrMissing))
+		}
+		if seen[q.ID] > 0 {
+			return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, q.ID, seen[q.ID]))
+		}
+		if strings.TrimSpace(q.Text) == "" {
+			return opt.reject(recErr(path, line, "text", fmt.Errorf("%w: query %q is empty", ErrMissing, q.ID)))
+		}
+		if err := checkGold(path, line, q, ids); err != nil {
+			return opt.reject(err)
+		}
+		seen[q.ID] = line
+		qs = append(qs, *q)
+		return nil
+	})
+	return qs, err
+}
+
+func checkGold(path string, line int, q *Query, ids map[string]int) *RecordError {
+	if ids == nil {
+		return nil
+	}
+	for _, g := range q.Gold {
+		if _, ok := ids[g]; !ok {
+			return recErr(path, line, "gold", fmt.Errorf("%w %q in query %q", ErrUnknownID, g, q.ID))
+		}
+	}
+	for g := range q.Grades {
+		if _, ok := ids[g]; !ok {
+			return recErr(path, line, "grades", fmt.Errorf("%w %q in query %q", ErrUnknownID, g, q.ID))
+		}
+	}
+	return nil
+}
+
+// Write stores c as a gleaner JSONL folder, creating dir if needed. Each file
+// is written atomically; edges.jsonl and queries.jsonl are written only when
+// there is something to put in them.
+func Write(dir string, c *Corpus) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSONL(filepath.Join(dir, NodesFile), c.Nodes); err != nil {
+		return err
+	}
+	if len(c.Edges) > 0 {
+		if err := writeJSONL(filepath.Join(dir, EdgesFile), c.Edges); err != nil {
+			return err
+		}
+	}
+	if len(c.Queries) > 0 {
+		return writeJSONL(filepath.Join(dir, QueriesFile), c.Queries)
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+//go:build unix
+
+package store
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapReadOnly maps a whole file read-only; empty files map to nil.
+func mapReadOnly(path string, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+}
+
+func unmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return unix.Munmap(b)
+}

@@ -1,0 +1,103 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Latency summarises per-query processing times in milliseconds.
+type Latency struct {
+	Median float64 `json:"median_ms"`
+	P95    float64 `json:"p95_ms"`
+	Mean   float64 `json:"mean_ms"`
+}
+
+// Summarize computes Latency from times in milliseconds.
+func Summarize(ms []float64) Latency {
+	if len(ms) == 0 {
+		return Latency{}
+	}
+	s := append([]float64(nil), ms...)
+	sort.Float64s(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	return Latency{Median: quantile(s, 0.5), P95: quantile(s, 0.95), Mean: sum / float64(len(s))}
+}
+
+// quantile interpolates linearly between order statistics.
+func quantile(sorted []float64, p float64) float64 {
+	pos := p * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
+}
+
+// MethodReport is one method's evaluation.
+type MethodReport struct {
+	Method    string                        `json:"method"`
+	Metrics   map[string]float64            `json:"metrics"`
+	Evaluated int                           `json:"evaluated"`
+	Skipped   int                           `json:"skipped_no_relevant"`
+	Latency   Latency                       `json:"latency"`
+	RunFile   string                        `json:"run_file,omitempty"`
+	PerQuery  map[string]map[string]float64 `json:"per_query"`
+}
+
+// Report is a whole evaluation, as written by `gleaner eval --report`.
+type Report struct {
+	Created     string         `json:"created"`
+	Index       string         `json:"index"`
+	Queries     string         `json:"queries"`
+	K           int            `json:"k"`
+	Cutoffs     []int          `json:"cutoffs"`
+	Depth       int            `json:"depth"`
+	Concurrency int            `json:"concurrency"`
+	Topological bool           `json:"topological"`
+	Methods     []MethodReport `json:"methods"`
+}
+
+// WriteJSON writes the report to path atomically.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// WriteTable prints one row per method with the metrics at cut-off K and
+// the latency.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cols := []string{RecallCap, Recall, NDCG, Hit, MRR}
+	if r.Topological {
+		cols = append(cols, TR, MissTR)
+	}
+	head := []string{"method"}
+	for _, c := range cols {
+		head = append(head, Name(c, r.K))
+	}
+	head = append(head, "p50 ms", "p95 ms", "queries")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, m := range r.Methods {
+		row := []string{m.Method}
+		for _, c := range cols {
+			row = append(row, fmt.Sprintf("%.4f", m.Metrics[Name(c, r.K)]))
+		}
+		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprint(m.Evaluated))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,231 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// Options configures Evaluate.
+type Options struct {
+	K           int                  // primary cut-off (table columns); default 10
+	Cutoffs     []int                // extra cut-offs in the report; default 1,2,5,10,20,100
+	Concurrency int                  // queries in flight; default 1
+	TRMaxHops   int                  // bound for Topological Recall paths; 0 = unbounded
+	Vectors     map[string][]float32 // query vectors by query id (precomputed indexes)
+	RunDir      string               // where TREC runs are written; "" = none
+	Logger      *slog.Logger
+}
+
+func (o *Options) normalize() error {
+	if o.K == 0 {
+		o.K = 10
+	}
+	if o.K < 0 {
+		return fmt.Errorf("eval: k must be positive, got %d", o.K)
+	}
+	if o.Cutoffs == nil {
+		o.Cutoffs = []int{1, 2, 5, 10, 20, 100}
+	}
+	o.Cutoffs = append(slices.Clone(o.Cutoffs), o.K)
+	slices.Sort(o.Cutoffs)
+	o.Cutoffs = slices.Compact(o.Cutoffs)
+	if o.Cutoffs[0] <= 0 {
+		return fmt.Errorf("eval: cut-offs must be positive, got %v", o.Cutoffs)
+	}
+	o.Concurrency = max(o.Concurrency, 1)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Evaluate runs every query through each method and scores the rankings.
+func Evaluate(ctx context.Context, ix *index.Index, qs []corpus.Query, methods []retrieve.Method, o Options) (*Report, error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return nil, errors.New("eval: no queries")
+	}
+	rep, _ := NewReport(ix, o)
+	for _, m := range methods {
+		mr, err := evalMethod(ctx, ix, qs, m, rep, &o)
+		if err != nil {
+			return nil, fmt.Errorf("eval: method %s: %w", m.Name(), err)
+		}
+		rep.Methods = append(rep.Methods, *mr)
+	}
+	return rep, nil
+}
+
+type outcome struct {
+	run []Entry
+	ms  float64
+}
+
+func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, rep *Report, o *Options) (*MethodReport, error) {
+	outs, err := runQueries(ctx, ix, qs, m, rep.Depth, o)
+	if err != nil {
+		return nil, err
+	}
+	mr := &MethodReport{Method: m.Name(), Metrics: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
+	run := Run{}
+	lat := make([]float64, len(qs))
+	for i, q := range qs {
+		run[q.ID] = outs[i].run
+		lat[i] = outs[i].ms
+		scores, ok := scoreQuery(ix, q, outs[i].run, rep, o)
+		if !ok {
+			mr.Skipped++
+			continue
+		}
+		mr.Evaluated++
+		mr.PerQuery[q.ID] = scores
+		for name, v := range scores {
+			mr.Metrics[name] += v
+		}
+	}
+	for name := range mr.Metrics {
+		mr.Metrics[name] /= float64(max(mr.Evaluated, 1))
+	}
+	mr.Latency = Summarize(lat)
+	if o.RunDir != "" {
+		mr.RunFile = filepath.Join(o.RunDir, m.Name()+".trec")
+		if err := writeRunFile(mr.RunFile, run, m.Name()); err != nil {
+			return nil, err
+		}
+	}
+	o.Logger.Info("method evaluated", "method", m.Name(), "queries", mr.Evaluated, "median_ms", mr.Latency.Median)
+	return mr, nil
+}
+
+func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Options) (map[string]float64, bool) {
+	docs := make([]string, len(run))
+	for i, e := range run {
+		docs[i] = e.Doc
+	}
+	scores, ok := Score(docs, Judgements(q.Judgements()), o.Cutoffs)
+	if !ok || !rep.Topological {
+		return scores, ok
+	}
+	var seeds, gold []int32
+	for _, d := range docs[:min(o.K, len(docs))] {
+		if v, ok := ix.Lookup(d); ok {
+			seeds = append(seeds, v)
+		}
+	}
+	for d, g := range q.Judgements() {
+		if v, ok := ix.Lookup(d); ok && g > 0 {
+			gold = append(gold, v)
+		}
+	}
+	t := TopologicalRecall(ix.Graph, ix.N(), seeds, gold, o.TRMaxHops)
+	scores[Name(TR, o.K)], scores[Name(MissTR, o.K)] = t.TR, t.MissTR
+	return scores, true
+}
+
+// runQueries retrieves every query with o.Concurrency workers, timing each.
+func runQueries(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, depth int, o *Options) ([]outcome, error) {
+	outs := make([]outcome, len(qs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  = make(chan int)
+	)
+	for w := 0; w < o.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := runOne(ctx, ix, qs[i], m, depth, o, &outs[i]); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for i := range qs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return outs, first
+}
+
+func runOne(ctx context.Context, ix *index.Index, q corpus.Query, m retrieve.Method, depth int, o *Options, out *outcome) error {
+	rq := retrieve.Query{ID: q.ID, Text: q.Text, Vector: o.Vectors[q.ID]}
+	start := time.Now()
+	hits, err := m.Retrieve(ctx, rq, depth)
+	out.ms = float64(time.Since(start).Nanoseconds()) / 1e6
+	if err != nil {
+		return fmt.Errorf("query %q: %w", q.ID, err)
+	}
+	out.run = make([]Entry, len(hits))
+	for i, h := range hits {
+		out.run[i] = Entry{Doc: ix.NodeID(int(h.Index)), Score: float64(h.Score)}
+	}
+	return nil
+}
+
+func writeRunFile(path string, run Run, tag string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return corpus.WriteFileAtomic(path, func(w io.Writer) error { return WriteTREC(w, run, tag) })
+}
+
+// EvaluateRun scores an existing run (e.g. a TREC file from another system)
+// as if it were a method called name.
+func EvaluateRun(ix *index.Index, qs []corpus.Query, run Run, name string, rep *Report, o Options) (*MethodReport, error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	mr := &MethodReport{Method: name, Metrics: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
+	for _, q := range qs {
+		scores, ok := scoreQuery(ix, q, run[q.ID], rep, &o)
+		if !ok {
+			mr.Skipped++
+			continue
+		}
+		mr.Evaluated++
+		mr.PerQuery[q.ID] = scores
+		for n, v := range scores {
+			mr.Metrics[n] += v
+		}
+	}
+	for n := range mr.Metrics {
+		mr.Metrics[n] /= float64(max(mr.Evaluated, 1))
+	}
+	return mr, nil
+}
+
+// NewReport starts an empty report for runs evaluated with EvaluateRun.
+func NewReport(ix *index.Index, o Options) (*Report, error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
+		Depth: o.Cutoffs[len(o.Cutoffs)-1], Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0}, nil
+}

@@ -1,0 +1,87 @@
+package eval
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Entry is one ranked document of a run.
+type Entry struct {
+	Doc   string
+	Score float64
+}
+
+// Run maps query id to its ranking, best first.
+type Run map[string][]Entry
+
+// Docs returns the ranked document ids of query q.
+func (r Run) Docs(q string) []string {
+	out := make([]string, len(r[q]))
+	for i, e := range r[q] {
+		out[i] = e.Doc
+	}
+	return out
+}
+
+// WriteTREC writes r in TREC format ("qid Q0 doc rank score tag"), queries
+// in sorted order and documents in ranking order.
+func WriteTREC(w io.Writer, r Run, tag string) error {
+	bw := bufio.NewWriter(w)
+	qids := make([]string, 0, len(r))
+	for q := range r {
+		qids = append(qids, q)
+	}
+	sort.Strings(qids)
+	for _, q := range qids {
+		for i, e := range r[q] {
+			if _, err := fmt.Fprintf(bw, "%s Q0 %s %d %.6f %s\n", q, e.Doc, i+1, e.Score, tag); err != nil {
+				return err
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadTREC reads a TREC run file. Each query's entries are ordered as
+// trec_eval orders them: by score descending, ties by document id
+// descending (the rank column is ignored).
+func ReadTREC(path string) (Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := Run{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 0 {
+			continue
+		}
+		if len(fs) != 6 {
+			return nil, fmt.Errorf("%s:%d: want 6 columns (qid Q0 doc rank score tag), got %d", path, line, len(fs))
+		}
+		s, err := strconv.ParseFloat(fs[4], 64)
+		if err != nil || s != s {
+			return nil, fmt.Errorf("%s:%d: field \"score\": %q is not a number", path, line, fs[4])
+		}
+		r[fs[0]] = append(r[fs[0]], Entry{Doc: fs[2], Score: s})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, es := range r {
+		sort.SliceStable(es, func(i, j int) bool {
+			if es[i].Score != es[j].Score {
+				return es[i].Score > es[j].Score
+			}
+			return es[i].Doc > es[j].Doc
+		})
+	}
+	return r, nil
+}

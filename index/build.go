@@ -1,0 +1,256 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// built holds everything Build computes before writing.
+type built struct {
+	post  *lexical.Postings
+	lsa   *lexical.LSA
+	vecs  []float32
+	dims  int
+	graph *graphops.Graph
+	rels  relationTable
+}
+
+// Build indexes c into dir. The index is written to a temporary sibling
+// folder and renamed into place only when complete; on error nothing is
+// left behind and an existing index at dir is untouched.
+func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) error {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	if len(c.Nodes) == 0 {
+		return fmt.Errorf("index: the corpus has no nodes")
+	}
+	if len(c.Nodes) > math.MaxInt32 {
+		return fmt.Errorf("index: %d nodes exceed the 2³¹−1 limit", len(c.Nodes))
+	}
+	b := &built{}
+	steps := []func(context.Context, *corpus.Corpus, *config, *built) error{buildPostings, buildVectors, buildGraph}
+	for _, step := range steps {
+		if err := step(ctx, c, &cfg, b); err != nil {
+			return err
+		}
+	}
+	return write(ctx, c, dir, &cfg, b)
+}
+
+// IndexText is the text BM25 and LSA see for a node: title then text.
+func IndexText(n *corpus.Node) string {
+	if n.Title == "" {
+		return n.Text
+	}
+	return n.Title + "\n" + n.Text
+}
+
+func buildPostings(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) error {
+	cfg.progress.Stage("analyze", len(c.Nodes))
+	p, err := lexical.BuildPostings(ctx, len(c.Nodes), func(i int) string { return IndexText(&c.Nodes[i]) }, cfg.progress.Set)
+	cfg.progress.Finish()
+	if err != nil {
+		return err
+	}
+	cfg.log.Info("postings built", "terms", p.Terms.Len(), "postings", len(p.Doc))
+	b.post = p
+	return nil
+}
+
+func buildVectors(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) error {
+	if cfg.embedder == EmbedderPrecomputed {
+		return readPrecomputed(c, cfg, b)
+	}
+	cfg.progress.Stage("lsa fit", 0)
+	m, err := lexical.FitLSA(ctx, b.post, cfg.lsa)
+	cfg.progress.Finish()
+	if err != nil {
+		return err
+	}
+	b.lsa, b.dims = m, m.Dims
+	b.vecs = make([]float32, len(c.Nodes)*m.Dims)
+	m.EmbedDocs(b.post, b.vecs)
+	cfg.log.Info("lsa fitted", "dims", m.Dims, "terms", len(m.IDF))
+	return nil
+}
+
+func readPrecomputed(c *corpus.Corpus, cfg *config, b *built) error {
+	ids := make([]string, len(c.Nodes))
+	for i := range c.Nodes {
+		ids[i] = c.Nodes[i].ID
+	}
+	v, d, err := models.ReadVectors(cfg.vectors, ids)
+	if err != nil {
+		return err
+	}
+	if cfg.metric == MetricCosine {
+		for i := range ids {
+			if !normalize(v[i*d : (i+1)*d]) {
+				return &corpus.RecordError{File: cfg.vectors, Line: i + 1, Field: "vector", Err: fmt.Errorf("vector of %q is all zeros; cosine is undefined", ids[i])}
+			}
+		}
+	}
+	b.vecs, b.dims = v, d
+	return nil
+}
+
+// normalize scales v to unit length; it reports false for a zero vector.
+func normalize(v []float32) bool {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return false
+	}
+	inv := 1 / math.Sqrt(s)
+	for i := range v {
+		v[i] = float32(float64(v[i]) * inv)
+	}
+	return true
+}
+
+func buildGraph(_ context.Context, c *corpus.Corpus, cfg *config, b *built) error {
+	ids := c.NodeIndex()
+	relID := map[[2]string]int32{}
+	kinds := map[string]bool{}
+	edges := make([]graphops.Edge, len(c.Edges))
+	for i, e := range c.Edges {
+		key := [2]string{e.Kind, e.Rel}
+		r, ok := relID[key]
+		if !ok {
+			r = int32(len(b.rels.Relations))
+			relID[key] = r
+			b.rels.Relations = append(b.rels.Relations, e.Rel)
+			b.rels.Kinds = append(b.rels.Kinds, e.Kind)
+		}
+		kinds[e.Kind] = true
+		w := e.Weight
+		if w == 0 {
+			w = 1
+		}
+		edges[i] = graphops.Edge{Src: int32(ids[e.Src]), Dst: int32(ids[e.Dst]), W: float32(w), Rel: r}
+	}
+	g, err := graphops.Build(len(c.Nodes), edges, true)
+	if err != nil {
+		return err
+	}
+	b.graph = g
+	cfg.log.Info("graph built", "edges", len(edges), "relations", len(b.rels.Relations))
+	return nil
+}
+
+func write(ctx context.Context, c *corpus.Corpus, dir string, cfg *config, b *built) (err error) {
+	w, err := store.NewWriter(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.Abort()
+		}
+	}()
+	cfg.progress.Stage("write", 0)
+	defer cfg.progress.Finish()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, f := range []func(*store.Writer) error{
+		func(w *store.Writer) error { return writeNodes(w, c.Nodes) },
+		b.writeGraph, b.writePostings, b.writeVectors,
+	} {
+		if err := f(w); err != nil {
+			return err
+		}
+	}
+	return w.Commit(b.meta(c, cfg))
+}
+
+func writeNodes(w *store.Writer, nodes []corpus.Node) error {
+	off := make([]int64, 0, len(nodes)*nodeFields+1)
+	off = append(off, 0)
+	err := w.Stream(fNodeStrings, store.KindBytes, func(out io.Writer) error {
+		var pos int64
+		for i := range nodes {
+			n := &nodes[i]
+			for _, s := range [nodeFields]string{n.ID, n.Title, n.Text, n.Type, strings.Join(n.Aliases, aliasSep)} {
+				k, err := io.WriteString(out, s)
+				if err != nil {
+					return err
+				}
+				pos += int64(k)
+				off = append(off, pos)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.I64(fNodeOff, off)
+}
+
+func (b *built) writeGraph(w *store.Writer) error {
+	g := b.graph
+	return firstErr(
+		w.I64(fOutPtr, g.Out.Ptr), w.I32(fOutIdx, g.Out.Idx), w.F32(fOutW, g.Out.W), w.I32(fOutRel, g.Out.Rel),
+		w.I64(fInPtr, g.In.Ptr), w.I32(fInIdx, g.In.Idx), w.F32(fInW, g.In.W), w.I32(fInRel, g.In.Rel),
+		w.JSON(fRelations, b.rels),
+	)
+}
+
+func (b *built) writePostings(w *store.Writer) error {
+	p := b.post
+	return firstErr(
+		w.Bytes(fTermBlob, p.Terms.Blob), w.I64(fTermOff, p.Terms.Off), w.I64(fPostPtr, p.Ptr),
+		w.U32(fPostDoc, p.Doc), w.U32(fPostTF, p.TF), w.U32(fDocLen, p.DocLen),
+	)
+}
+
+func (b *built) writeVectors(w *store.Writer) error {
+	if err := w.F32(fVectors, b.vecs); err != nil {
+		return err
+	}
+	if b.lsa == nil {
+		return nil
+	}
+	return firstErr(w.I32(fLSARow, b.lsa.Row), w.F32(fLSAIDF, b.lsa.IDF), w.F32(fLSAV, b.lsa.V))
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func (b *built) meta(c *corpus.Corpus, cfg *config) map[string]any {
+	m := Meta{Nodes: len(c.Nodes), Edges: len(c.Edges), Dims: b.dims, Embedder: cfg.embedder, Metric: cfg.metric,
+		BM25:  map[string]any{"k1": cfg.bm25.K1, "b": cfg.bm25.B},
+		Terms: b.post.Terms.Len(), Postings: len(b.post.Doc), Relations: len(b.rels.Relations), Source: cfg.source}
+	if b.lsa != nil {
+		m.LSA = map[string]any{"dims": b.lsa.Dims, "terms": len(b.lsa.IDF), "min_df": cfg.lsa.MinDF,
+			"max_df_ratio": cfg.lsa.MaxDFRatio, "oversample": cfg.lsa.Oversample, "power_iters": cfg.lsa.PowerIters, "seed": cfg.lsa.Seed}
+	}
+	seen := map[string]bool{}
+	for _, k := range b.rels.Kinds {
+		if !seen[k] {
+			seen[k] = true
+			m.GraphKinds = append(m.GraphKinds, k)
+		}
+	}
+	return map[string]any{"index": m}
+}

@@ -1,0 +1,67 @@
+package index
+
+// File names inside an index folder.
+const (
+	fNodeStrings = "node_strings.bytes"
+	fNodeOff     = "node_off.i64"
+	fOutPtr      = "graph_out_ptr.i64"
+	fOutIdx      = "graph_out_idx.i32"
+	fOutW        = "graph_out_w.f32"
+	fOutRel      = "graph_out_rel.i32"
+	fInPtr       = "graph_in_ptr.i64"
+	fInIdx       = "graph_in_idx.i32"
+	fInW         = "graph_in_w.f32"
+	fInRel       = "graph_in_rel.i32"
+	fTermBlob    = "bm25_terms.bytes"
+	fTermOff     = "bm25_terms_off.i64"
+	fPostPtr     = "bm25_ptr.i64"
+	fPostDoc     = "bm25_doc.u32"
+	fPostTF      = "bm25_tf.u32"
+	fDocLen      = "bm25_doclen.u32"
+	fVectors     = "vectors.f32"
+	fLSARow      = "lsa_row.i32"
+	fLSAIDF      = "lsa_idf.f32"
+	fLSAV        = "lsa_v.f32"
+	fRelations   = "relations.json"
+)
+
+// nodeFields is the number of strings stored per node: id, title, text,
+// type, aliases (joined by aliasSep).
+const (
+	nodeFields = 5
+	aliasSep   = "\x1f"
+)
+
+// Embedder names.
+const (
+	EmbedderLSA         = "lsa"
+	EmbedderPrecomputed = "precomputed"
+)
+
+// Metric names for the dense vectors.
+const (
+	MetricCosine = "cosine"
+	MetricDot    = "dot"
+)
+
+// Meta is the index's description, stored in the manifest.
+type Meta struct {
+	Nodes      int            `json:"nodes"`
+	Edges      int            `json:"edges"`
+	Dims       int            `json:"dims"`
+	Embedder   string         `json:"embedder"`
+	Metric     string         `json:"metric"`
+	BM25       map[string]any `json:"bm25"`
+	Terms      int            `json:"terms"`
+	Postings   int            `json:"postings"`
+	LSA        map[string]any `json:"lsa,omitempty"`
+	GraphKinds []string       `json:"graph_kinds,omitempty"`
+	Relations  int            `json:"relations"`
+	Source     string         `json:"source,omitempty"`
+}
+
+// relationTable names relation ids and edge kinds.
+type relationTable struct {
+	Relations []string `json:"relations"`
+	Kinds     []string `json:"kinds"`
+}

@@ -1,0 +1,238 @@
+package index
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// Index is an opened, memory-mapped index. It is immutable and safe for
+// concurrent use; arrays it hands out are valid until Close.
+type Index struct {
+	Dir      string
+	Meta     Meta
+	Manifest store.Manifest
+	Graph    *graphops.Graph
+	Postings *lexical.Postings
+	BM25     *lexical.BM25
+	LSA      *lexical.LSA // nil unless the embedder is lsa
+	Vectors  []float32    // Meta.Nodes × Meta.Dims, row-major
+	rels     relationTable
+
+	r       *store.Reader
+	strs    []byte
+	off     []int64
+	idsOnce sync.Once
+	ids     map[string]int32
+}
+
+// Open maps the index at dir, verifying format version, sizes and
+// checksums (see store.OpenOptions) and the consistency of its arrays.
+func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
+	r, err := store.Open(dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	ix = &Index{Dir: dir, r: r, Manifest: r.Manifest}
+	defer func() {
+		if err != nil {
+			r.Close()
+			ix = nil
+		}
+	}()
+	if err := ix.readMeta(); err != nil {
+		return nil, err
+	}
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors} {
+		if err := load(); err != nil {
+			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
+		}
+	}
+	return ix, nil
+}
+
+func (ix *Index) readMeta() error {
+	b, err := json.Marshal(ix.Manifest.Meta["index"])
+	if err == nil {
+		err = json.Unmarshal(b, &ix.Meta)
+	}
+	if err != nil || ix.Meta.Nodes <= 0 {
+		return fmt.Errorf("%w %s: manifest has no valid index description", store.ErrCorrupt, ix.Dir)
+	}
+	return nil
+}
+
+// Close unmaps the index.
+func (ix *Index) Close() error { return ix.r.Close() }
+
+func (ix *Index) loadNodes() (err error) {
+	if ix.strs, err = ix.r.Bytes(fNodeStrings); err != nil {
+		return err
+	}
+	if ix.off, err = ix.r.I64(fNodeOff); err != nil {
+		return err
+	}
+	n := ix.Meta.Nodes
+	if len(ix.off) != n*nodeFields+1 || ix.off[len(ix.off)-1] != int64(len(ix.strs)) {
+		return fmt.Errorf("node store offsets do not match %d nodes", n)
+	}
+	for i := 1; i < len(ix.off); i++ {
+		if ix.off[i] < ix.off[i-1] {
+			return fmt.Errorf("node store offsets decrease at %d", i)
+		}
+	}
+	return nil
+}
+
+func (ix *Index) loadGraph() error {
+	var g graphops.Graph
+	var errs []error
+	get := func(c *graphops.CSR, ptr, idx, w, rel string) {
+		var e1, e2, e3, e4 error
+		c.Ptr, e1 = ix.r.I64(ptr)
+		c.Idx, e2 = ix.r.I32(idx)
+		c.W, e3 = ix.r.F32(w)
+		c.Rel, e4 = ix.r.I32(rel)
+		errs = append(errs, e1, e2, e3, e4)
+	}
+	get(&g.Out, fOutPtr, fOutIdx, fOutW, fOutRel)
+	get(&g.In, fInPtr, fInIdx, fInW, fInRel)
+	errs = append(errs, ix.r.JSON(fRelations, &ix.rels))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c := g.Out.Rel; c == nil && len(g.Out.Idx) > 0 {
+		return fmt.Errorf("graph relation ids missing")
+	}
+	for _, c := range []*graphops.CSR{&g.Out, &g.In} {
+		if err := c.Validate(ix.Meta.Nodes); err != nil {
+			return err
+		}
+		for _, r := range c.Rel {
+			if r < 0 || int(r) >= len(ix.rels.Relations) {
+				return fmt.Errorf("relation id %d outside the table of %d", r, len(ix.rels.Relations))
+			}
+		}
+	}
+	ix.Graph = &g
+	return nil
+}
+
+func (ix *Index) loadPostings() error {
+	p := &lexical.Postings{}
+	var e [6]error
+	p.Terms.Blob, e[0] = ix.r.Bytes(fTermBlob)
+	p.Terms.Off, e[1] = ix.r.I64(fTermOff)
+	p.Ptr, e[2] = ix.r.I64(fPostPtr)
+	p.Doc, e[3] = ix.r.U32(fPostDoc)
+	p.TF, e[4] = ix.r.U32(fPostTF)
+	p.DocLen, e[5] = ix.r.U32(fDocLen)
+	if err := errors.Join(e[:]...); err != nil {
+		return err
+	}
+	if len(p.DocLen) != ix.Meta.Nodes || len(p.Terms.Off) == 0 || p.Terms.Off[len(p.Terms.Off)-1] != int64(len(p.Terms.Blob)) {
+		return fmt.Errorf("bm25 arrays do not match %d nodes", ix.Meta.Nodes)
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	prm := lexical.DefaultBM25()
+	if k1, ok := ix.Meta.BM25["k1"].(float64); ok {
+		prm.K1 = k1
+	}
+	if b, ok := ix.Meta.BM25["b"].(float64); ok {
+		prm.B = b
+	}
+	s, err := lexical.NewBM25(p, prm)
+	if err != nil {
+		return err
+	}
+	ix.Postings, ix.BM25 = p, s
+	return nil
+}
+
+func (ix *Index) loadVectors() (err error) {
+	if ix.Vectors, err = ix.r.F32(fVectors); err != nil {
+		return err
+	}
+	if ix.Meta.Dims <= 0 || len(ix.Vectors) != ix.Meta.Nodes*ix.Meta.Dims {
+		return fmt.Errorf("vectors hold %d floats, want %d×%d", len(ix.Vectors), ix.Meta.Nodes, ix.Meta.Dims)
+	}
+	if ix.Meta.Embedder != EmbedderLSA {
+		return nil
+	}
+	m := &lexical.LSA{Dims: ix.Meta.Dims}
+	var e [3]error
+	m.Row, e[0] = ix.r.I32(fLSARow)
+	m.IDF, e[1] = ix.r.F32(fLSAIDF)
+	m.V, e[2] = ix.r.F32(fLSAV)
+	if err := errors.Join(e[:]...); err != nil {
+		return err
+	}
+	if len(m.Row) != ix.Postings.Terms.Len() || len(m.V) != len(m.IDF)*m.Dims {
+		return fmt.Errorf("lsa model does not match the vocabulary")
+	}
+	for _, r := range m.Row {
+		if int(r) >= len(m.IDF) {
+			return fmt.Errorf("lsa row %d outside %d", r, len(m.IDF))
+		}
+	}
+	ix.LSA = m
+	return nil
+}
+
+// N is the number of nodes.
+func (ix *Index) N() int { return ix.Meta.Nodes }
+
+func (ix *Index) field(i, f int) string {
+	lo, hi := ix.off[i*nodeFields+f], ix.off[i*nodeFields+f+1]
+	if lo == hi {
+		return ""
+	}
+	return unsafe.String(&ix.strs[lo], int(hi-lo))
+}
+
+// NodeID, Title, Text and Type return node i's fields (aliasing the map).
+func (ix *Index) NodeID(i int) string { return ix.field(i, 0) }
+func (ix *Index) Title(i int) string  { return ix.field(i, 1) }
+func (ix *Index) Text(i int) string   { return ix.field(i, 2) }
+func (ix *Index) Type(i int) string   { return ix.field(i, 3) }
+
+// Aliases returns node i's aliases.
+func (ix *Index) Aliases(i int) []string {
+	if s := ix.field(i, 4); s != "" {
+		return strings.Split(s, aliasSep)
+	}
+	return nil
+}
+
+// Lookup returns the internal number of a node id. The id table is built on
+// first use.
+func (ix *Index) Lookup(id string) (int32, bool) {
+	ix.idsOnce.Do(func() {
+		ix.ids = make(map[string]int32, ix.N())
+		for i := 0; i < ix.N(); i++ {
+			ix.ids[ix.NodeID(i)] = int32(i)
+		}
+	})
+	i, ok := ix.ids[id]
+	return i, ok
+}
+
+// Vector returns node i's vector (aliasing the map).
+func (ix *Index) Vector(i int) []float32 {
+	d := ix.Meta.Dims
+	return ix.Vectors[i*d : (i+1)*d]
+}
+
+// RelationName returns the (kind, relation) pair of relation id r.
+func (ix *Index) RelationName(r int32) (kind, rel string) {
+	return ix.rels.Kinds[r], ix.rels.Relations[r]
+}

@@ -1,0 +1,117 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// Option configures Build. Options are checked when applied and together
+// before any work starts.
+type Option func(*config) error
+
+type config struct {
+	embedder string
+	vectors  string
+	metric   string
+	lsa      lexical.LSAOptions
+	bm25     lexical.BM25Params
+	log      *slog.Logger
+	progress progress.Reporter
+	source   string
+}
+
+func defaults() config {
+	return config{embedder: EmbedderLSA, metric: MetricCosine, lsa: lexical.DefaultLSA(),
+		bm25: lexical.DefaultBM25(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), progress: progress.Nop{}}
+}
+
+// WithEmbedder selects how node vectors are made: "lsa" (default, fitted at
+// index time) or "precomputed" (read from the file given by WithVectors).
+func WithEmbedder(name string) Option {
+	return func(c *config) error {
+		if name != EmbedderLSA && name != EmbedderPrecomputed {
+			return fmt.Errorf("index: unknown embedder %q (want %q or %q)", name, EmbedderLSA, EmbedderPrecomputed)
+		}
+		c.embedder = name
+		return nil
+	}
+}
+
+// WithVectors names the precomputed node vectors (.npy or .jsonl).
+func WithVectors(path string) Option {
+	return func(c *config) error { c.vectors = path; return nil }
+}
+
+// WithMetric selects "cosine" (vectors are normalised, the default) or
+// "dot" (precomputed vectors kept as given).
+func WithMetric(m string) Option {
+	return func(c *config) error {
+		if m != MetricCosine && m != MetricDot {
+			return fmt.Errorf("index: unknown metric %q (want %q or %q)", m, MetricCosine, MetricDot)
+		}
+		c.metric = m
+		return nil
+	}
+}
+
+// WithLSA sets LSA fitting options.
+func WithLSA(o lexical.LSAOptions) Option {
+	return func(c *config) error { c.lsa = o; return o.Validate() }
+}
+
+// WithBM25 sets the BM25 parameters recorded as the index's defaults.
+func WithBM25(p lexical.BM25Params) Option {
+	return func(c *config) error { c.bm25 = p; return p.Validate() }
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("index: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithProgress sets the progress reporter (default: none).
+func WithProgress(p progress.Reporter) Option {
+	return func(c *config) error {
+		if p == nil {
+			return errors.New("index: nil progress reporter")
+		}
+		c.progress = p
+		return nil
+	}
+}
+
+// WithSource records where the corpus came from, for `index info`.
+func WithSource(s string) Option {
+	return func(c *config) error { c.source = s; return nil }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := defaults()
+	var errs []error
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.embedder == EmbedderPrecomputed && c.vectors == "" {
+		errs = append(errs, errors.New("index: the precomputed embedder needs a vectors file (WithVectors / --vectors)"))
+	}
+	if c.embedder == EmbedderLSA && c.vectors != "" {
+		errs = append(errs, errors.New("index: a vectors file was given but the embedder is lsa; add --embedder precomputed"))
+	}
+	if c.embedder == EmbedderLSA && c.metric != MetricCosine {
+		errs = append(errs, errors.New("index: lsa vectors are always compared by cosine"))
+	}
+	return c, errors.Join(errs...)
+}

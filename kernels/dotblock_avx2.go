@@ -1,0 +1,115 @@
+//go:build cgo && amd64 && !purego
+
+package kernels
+
+/*
+#cgo CFLAGS: -O3
+#include <immintrin.h>
+#include <stddef.h>
+
+__attribute__((target("avx2,fma")))
+static inline float hsum256(__m256 v) {
+	__m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+	lo = _mm_add_ps(lo, hi);
+	lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+	lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+	return _mm_cvtss_f32(lo);
+}
+
+// tile of R rows x 2 queries (R = 4 or 1): 8 accumulators keep both FMA
+// ports busy while each loaded row vector is reused for two queries.
+#define TILE(R) \
+__attribute__((target("avx2,fma"))) \
+static void tile##R##x2(const float* x, int d, const float* q0, const float* q1, float* o0, float* o1) { \
+	__m256 a0[R], a1[R]; \
+	for (int r = 0; r < R; r++) { a0[r] = _mm256_setzero_ps(); a1[r] = _mm256_setzero_ps(); } \
+	int j = 0; \
+	for (; j + 8 <= d; j += 8) { \
+		__m256 v0 = _mm256_loadu_ps(q0 + j), v1 = _mm256_loadu_ps(q1 + j); \
+		for (int r = 0; r < R; r++) { \
+			__m256 xr = _mm256_loadu_ps(x + (size_t)r * d + j); \
+			a0[r] = _mm256_fmadd_ps(xr, v0, a0[r]); \
+			a1[r] = _mm256_fmadd_ps(xr, v1, a1[r]); \
+		} \
+	} \
+	for (int r = 0; r < R; r++) { \
+		float s0 = hsum256(a0[r]), s1 = hsum256(a1[r]); \
+		for (int t = j; t < d; t++) { s0 += x[(size_t)r * d + t] * q0[t]; s1 += x[(size_t)r * d + t] * q1[t]; } \
+		o0[r] = s0; o1[r] = s1; \
+	} \
+}
+TILE(4)
+TILE(1)
+
+// tile of R rows x 1 query, for batch 1 and the odd last query.
+#define TILE1(R) \
+__attribute__((target("avx2,fma"))) \
+static void tile##R##x1(const float* x, int d, const float* q0, float* o0) { \
+	__m256 a0[R], b0[R]; \
+	for (int r = 0; r < R; r++) { a0[r] = _mm256_setzero_ps(); b0[r] = _mm256_setzero_ps(); } \
+	int j = 0; \
+	for (; j + 16 <= d; j += 16) { \
+		__m256 v0 = _mm256_loadu_ps(q0 + j), v1 = _mm256_loadu_ps(q0 + j + 8); \
+		for (int r = 0; r < R; r++) { \
+			a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j), v0, a0[r]); \
+			b0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j + 8), v1, b0[r]); \
+		} \
+	} \
+	for (; j + 8 <= d; j += 8) { \
+		__m256 v0 = _mm256_loadu_ps(q0 + j); \
+		for (int r = 0; r < R; r++) a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j), v0, a0[r]); \
+	} \
+	for (int r = 0; r < R; r++) { \
+		float s0 = hsum256(_mm256_add_ps(a0[r], b0[r])); \
+		for (int t = j; t < d; t++) s0 += x[(size_t)r * d + t] * q0[t]; \
+		o0[r] = s0; \
+	} \
+}
+TILE1(4)
+TILE1(1)
+
+static void dot_block_avx2(const float* X, int rows, int d, const float* Q, int nq, float* out) {
+	int q = 0;
+	for (; q + 2 <= nq; q += 2) {
+		const float *q0 = Q + (size_t)q * d, *q1 = q0 + d;
+		float *o0 = out + (size_t)q * rows, *o1 = o0 + rows;
+		int r = 0;
+		for (; r + 4 <= rows; r += 4) tile4x2(X + (size_t)r * d, d, q0, q1, o0 + r, o1 + r);
+		for (; r < rows; r++) tile1x2(X + (size_t)r * d, d, q0, q1, o0 + r, o1 + r);
+	}
+	if (q < nq) {
+		const float *q0 = Q + (size_t)q * d;
+		float *o0 = out + (size_t)q * rows;
+		int r = 0;
+		for (; r + 4 <= rows; r += 4) tile4x1(X + (size_t)r * d, d, q0, o0 + r);
+		for (; r < rows; r++) tile1x1(X + (size_t)r * d, d, q0, o0 + r);
+	}
+}
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		dotBlock = dotBlockAVX2
+		dotBlockImpl = "avx2-fma"
+	}
+}
+
+// dotBlockAVX2 is the SIMD fast path of dotBlock. The slices are only read
+// or written during the call, so passing their base pointers is safe.
+func dotBlockAVX2(X []float32, rows, d int, Q []float32, nq int, out []float32) {
+	if rows == 0 || nq == 0 {
+		return
+	}
+	_ = X[rows*d-1]
+	_ = Q[nq*d-1]
+	_ = out[nq*rows-1]
+	C.dot_block_avx2((*C.float)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}

@@ -1,0 +1,106 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// flatBlockRows is how many matrix rows one dotBlock call scores: 256 rows
+// of 384 floats (384 KiB) stay in a 1 MiB L2 while every query visits them.
+const flatBlockRows = 256
+
+// FlatIP returns, for each of the nq queries in Q (row-major nq×d), the k
+// rows of X (row-major n×d) with the largest inner product, best first, ties
+// broken by lower row index. Rows are split into contiguous ranges, one per
+// worker (workers ≤ 0 means GOMAXPROCS); each worker scores blocks of rows
+// against the whole batch and keeps per-query top-k heaps, which are merged
+// at the end. Cancellation is checked between blocks.
+//
+// Reference loop: for each query, score every row with a float64 dot product,
+// sort by (score desc, index asc), keep k.
+func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, workers int) ([][]Hit, error) {
+	if err := checkFlatArgs(X, n, d, Q, nq, k); err != nil {
+		return nil, err
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, max(1, n/flatBlockRows))
+	partial := make([][][]Hit, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			partial[w], errs[w] = flatScanRange(ctx, X, lo, hi, d, Q, nq, k)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]Hit, nq)
+	for q := range out {
+		lists := make([][]Hit, workers)
+		for w := range partial {
+			lists[w] = partial[w][q]
+		}
+		out[q] = MergeHits(k, lists...)
+	}
+	return out, nil
+}
+
+func checkFlatArgs(X []float32, n, d int, Q []float32, nq, k int) error {
+	switch {
+	case n < 0 || d <= 0 || nq < 0 || k < 0:
+		return fmt.Errorf("kernels: FlatIP: bad shape n=%d d=%d nq=%d k=%d", n, d, nq, k)
+	case len(X) < n*d:
+		return fmt.Errorf("kernels: FlatIP: matrix has %d floats, want %d×%d", len(X), n, d)
+	case len(Q) < nq*d:
+		return fmt.Errorf("kernels: FlatIP: queries have %d floats, want %d×%d", len(Q), nq, d)
+	}
+	return nil
+}
+
+// flatScanRange scores rows [lo, hi) and returns each query's top k.
+func flatScanRange(ctx context.Context, X []float32, lo, hi, d int, Q []float32, nq, k int) ([][]Hit, error) {
+	heaps := make([]*TopK, nq)
+	for q := range heaps {
+		heaps[q] = NewTopK(k)
+	}
+	scores := make([]float32, nq*flatBlockRows)
+	for b, start := 0, lo; start < hi; b, start = b+1, start+flatBlockRows {
+		if b%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		rows := min(flatBlockRows, hi-start)
+		dotBlock(X[start*d:(start+rows)*d], rows, d, Q, nq, scores)
+		for q, h := range heaps {
+			pushBlock(h, scores[q*rows:q*rows+rows], int32(start))
+		}
+	}
+	out := make([][]Hit, nq)
+	for q, h := range heaps {
+		out[q] = h.Results()
+	}
+	return out, nil
+}
+
+// pushBlock offers a block of scores, skipping those below the heap's
+// threshold without touching the heap.
+func pushBlock(h *TopK, s []float32, base int32) {
+	for i, v := range s {
+		if th, full := h.Threshold(); full && v <= th {
+			continue
+		}
+		h.Push(base+int32(i), v)
+	}
+}

@@ -1,0 +1,135 @@
+package kernels
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// refFlat is the float64 reference of FlatIP.
+func refFlat(X []float32, n, d int, q []float32, k int) []Hit {
+	type s struct {
+		i int
+		v float64
+	}
+	all := make([]s, n)
+	for r := 0; r < n; r++ {
+		var acc float64
+		for j := 0; j < d; j++ {
+			acc += float64(X[r*d+j]) * float64(q[j])
+		}
+		all[r] = s{r, acc}
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].v > all[b].v })
+	out := make([]Hit, min(k, n))
+	for i := range out {
+		out[i] = Hit{int32(all[i].i), float32(all[i].v)}
+	}
+	return out
+}
+
+func randMat(rng *rand.Rand, n int) []float32 {
+	m := make([]float32, n)
+	for i := range m {
+		m[i] = float32(rng.NormFloat64())
+	}
+	return m
+}
+
+func TestFlatIPMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 3, 17, 129, 1000} {
+		for _, d := range []int{1, 3, 8, 17, 64, 129} {
+			for _, nq := range []int{1, 2, 3, 5} {
+				X, Q := randMat(rng, n*d), randMat(rng, nq*d)
+				k := 10
+				got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// float32 accumulation of d products of N(0,1) values: error
+				// grows like sqrt(d)·eps·|terms|; allow 1e-4·d in relative terms.
+				tol := 1e-5 * float64(d) * 4
+				for q := 0; q < nq; q++ {
+					want := refFlat(X, n, d, Q[q*d:q*d+d], k)
+					checkHits(t, n, d, q, got[q], want, tol)
+				}
+			}
+		}
+	}
+}
+
+func checkHits(t *testing.T, n, d, q int, got, want []Hit, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("n=%d d=%d q=%d: got %d hits, want %d", n, d, q, len(got), len(want))
+	}
+	for i := range want {
+		diff := math.Abs(float64(got[i].Score - want[i].Score))
+		if diff > tol*(1+math.Abs(float64(want[i].Score))) || got[i].Score != got[i].Score {
+			t.Errorf("n=%d d=%d q=%d rank %d: score %v want %v", n, d, q, i, got[i].Score, want[i].Score)
+		}
+		if got[i].Index != want[i].Index && diff > tol {
+			// a different index is only acceptable for a near-tie
+			t.Errorf("n=%d d=%d q=%d rank %d: index %d want %d", n, d, q, i, got[i].Index, want[i].Index)
+		}
+	}
+}
+
+func TestFlatIPTiesStableByIndex(t *testing.T) {
+	X := []float32{1, 0, 1, 0, 2, 0, 1, 0} // rows 0,1,3 tie at 1; row 2 scores 2
+	got, err := FlatIP(context.Background(), X, 4, 2, []float32{1, 0}, 1, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Hit{{2, 2}, {0, 1}, {1, 1}}
+	for i := range want {
+		if got[0][i] != want[i] {
+			t.Fatalf("got %v want %v", got[0], want)
+		}
+	}
+}
+
+func TestFlatIPRejectsBadShapes(t *testing.T) {
+	if _, err := FlatIP(context.Background(), make([]float32, 3), 2, 2, []float32{1, 1}, 1, 1, 1); err == nil {
+		t.Fatal("short matrix accepted")
+	}
+	if _, err := FlatIP(context.Background(), nil, 0, 0, nil, 0, 1, 1); err == nil {
+		t.Fatal("d=0 accepted")
+	}
+}
+
+func TestFlatIPCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	if _, err := FlatIP(ctx, randMat(rng, 1000*4), 1000, 4, randMat(rng, 4), 1, 5, 1); err == nil {
+		t.Fatal("cancelled context ignored")
+	}
+}
+
+func TestTopKMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{0, 1, 3, 17} {
+		h := NewTopK(k)
+		var all []Hit
+		for i := 0; i < 200; i++ {
+			v := float32(rng.IntN(20)) // many ties
+			all = append(all, Hit{int32(i), v})
+			h.Push(int32(i), v)
+		}
+		h.Push(999, float32(math.NaN()))
+		SortHits(all)
+		got := h.Results()
+		if len(got) != k {
+			t.Fatalf("k=%d: %d hits", k, len(got))
+		}
+		for i := range got {
+			if got[i] != all[i] {
+				t.Fatalf("k=%d rank %d: %v want %v", k, i, got[i], all[i])
+			}
+		}
+	}
+}

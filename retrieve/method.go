@@ -1,0 +1,91 @@
+// Package retrieve holds gleaner's retrieval methods, composed from the
+// operators below it, behind one Method interface and a registry by name.
+// One file per method.
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// Query is one request. Vector, when set, replaces embedding Text (for
+// indexes built on precomputed vectors).
+type Query struct {
+	ID     string
+	Text   string
+	Vector []float32
+}
+
+// Method ranks the index's nodes for a query. Implementations are safe for
+// concurrent use.
+type Method interface {
+	Name() string
+	// Retrieve returns up to k hits (node numbers and scores), best first.
+	Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error)
+}
+
+// BatchMethod is implemented by methods that run many queries faster
+// together than one by one.
+type BatchMethod interface {
+	Method
+	RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kernels.Hit, error)
+}
+
+// ErrEmptyQuery is returned for a query with no text and no vector.
+var ErrEmptyQuery = errors.New("retrieve: empty query")
+
+// Factory makes a method over an opened index.
+type Factory func(ix *index.Index) (Method, error)
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Factory{}
+)
+
+// Register adds a method factory under name; registering a name twice is an
+// error.
+func Register(name string, f Factory) error {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[name]; dup {
+		return fmt.Errorf("retrieve: method %q registered twice", name)
+	}
+	registry[name] = f
+	return nil
+}
+
+func mustRegister(name string, f Factory) {
+	if err := Register(name, f); err != nil {
+		panic(err) // programming error at init time
+	}
+}
+
+// Names lists the registered methods, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New makes the method called name over ix.
+func New(name string, ix *index.Index) (Method, error) {
+	regMu.RLock()
+	f, ok := registry[name]
+	regMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("retrieve: unknown method %q (have: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f(ix)
+}
