@@ -145,4 +145,3 @@ func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []s
 	}
 	return nil
 }
-

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -148,13 +149,19 @@ func (a *csc) tmulDense(b *mat.Dense) *mat.Dense {
 	return out
 }
 
+// orthonormalize returns the thin Q factor of y (Householder QR through
+// LAPACK's geqrf + orgqr, which never forms the full square Q).
 func orthonormalize(y *mat.Dense) *mat.Dense {
-	var qr mat.QR
-	qr.Factorize(y)
-	var q mat.Dense
-	qr.QTo(&q)
-	r, c := y.Dims()
-	return mat.DenseCopyOf(q.Slice(0, r, 0, c))
+	q := mat.DenseCopyOf(y)
+	a := q.RawMatrix()
+	tau := make([]float64, min(a.Rows, a.Cols))
+	work := []float64{0}
+	lapack64.Geqrf(a, tau, work, -1)
+	lapack64.Orgqr(a, tau, work, -1)
+	work = make([]float64, max(int(work[0]), a.Cols))
+	lapack64.Geqrf(a, tau, work, len(work))
+	lapack64.Orgqr(a, tau, work, len(work))
+	return q
 }
 
 // randomizedSVD returns the top-k right singular vectors of a, scaled so
