@@ -66,7 +66,7 @@ func TestReadTRECTieOrder(t *testing.T) {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ReadTREC(path)
+	r, err := ReadTREC(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,29 +80,36 @@ func TestReadTRECTieOrder(t *testing.T) {
 	m, _ := Score(got, Judgements{"b": 1}, []int{2, 3})
 	near(t, "recall@2 (tie ranks b third)", m["recall@2"], 0)
 	near(t, "mrr@3", m["mrr@3"], 1.0/3)
+	r, err = ReadTREC(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Docs("q1"); got[0] != "b" || got[1] != "c" || got[2] != "a" {
+		t.Errorf("by-rank order %v, want [b c a]", got)
+	}
 }
 
 func TestReadTRECRejectsMalformed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.trec")
 	os.WriteFile(path, []byte("q1 Q0 a 1 NaN x\n"), 0o644)
-	if _, err := ReadTREC(path); err == nil {
+	if _, err := ReadTREC(path, false); err == nil {
 		t.Error("NaN score accepted")
 	}
 	os.WriteFile(path, []byte("q1 Q0 a 1\n"), 0o644)
-	if _, err := ReadTREC(path); err == nil {
+	if _, err := ReadTREC(path, false); err == nil {
 		t.Error("short line accepted")
 	}
 }
 
 func TestTRECRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rt.trec")
-	run := Run{"q2": {{"x", 2}, {"y", 1}}, "q1": {{"z", 3}}}
+	run := Run{"q2": {{Doc: "x", Score: 2}, {Doc: "y", Score: 1}}, "q1": {{Doc: "z", Score: 3}}}
 	f, _ := os.Create(path)
 	if err := WriteTREC(f, run, "test"); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	back, err := ReadTREC(path)
+	back, err := ReadTREC(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 type Entry struct {
 	Doc   string
 	Score float64
+	rank  int // as read from a file
 }
 
 // Run maps query id to its ranking, best first.
@@ -49,8 +50,10 @@ func WriteTREC(w io.Writer, r Run, tag string) error {
 
 // ReadTREC reads a TREC run file. Each query's entries are ordered as
 // trec_eval orders them: by score descending, ties by document id
-// descending (the rank column is ignored).
-func ReadTREC(path string) (Run, error) {
+// descending (the rank column is ignored). With byRank, entries are ordered
+// by the rank column instead, which reproduces the writer's own order
+// (gleaner breaks score ties by node number, not by id).
+func ReadTREC(path string, byRank bool) (Run, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -70,13 +73,20 @@ func ReadTREC(path string) (Run, error) {
 		if err != nil || s != s {
 			return nil, fmt.Errorf("%s:%d: field \"score\": %q is not a number", path, line, fs[4])
 		}
-		r[fs[0]] = append(r[fs[0]], Entry{Doc: fs[2], Score: s})
+		rank, err := strconv.Atoi(fs[3])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: field \"rank\": %q is not an integer", path, line, fs[3])
+		}
+		r[fs[0]] = append(r[fs[0]], Entry{Doc: fs[2], Score: s, rank: rank})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, es := range r {
 		sort.SliceStable(es, func(i, j int) bool {
+			if byRank {
+				return es[i].rank < es[j].rank
+			}
 			if es[i].Score != es[j].Score {
 				return es[i].Score > es[j].Score
 			}

@@ -19,6 +19,7 @@ type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops                                    int
+	tiesByRank                                                   bool
 }
 
 func newEval(g *globals) *cobra.Command {
@@ -45,6 +46,7 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringVar(&f.runs, "runs", "", "write TREC runs here (default: beside the report)")
 	fl.StringArrayVar(&f.runFiles, "run-file", nil, "also evaluate this TREC run file (repeatable)")
 	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
+	fl.BoolVar(&f.tiesByRank, "run-file-by-rank", false, "order --run-file entries by their rank column, not trec_eval's (score desc, doc id desc)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	return cmd
@@ -83,7 +85,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, err
 	}
 	rep.Queries = f.queries
-	if err := addRunFiles(ix, qs, rep, f.runFiles, opt); err != nil {
+	if err := addRunFiles(ix, qs, rep, f.runFiles, f.tiesByRank, opt); err != nil {
 		return nil, err
 	}
 	if f.report != "" {
@@ -131,9 +133,9 @@ func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (
 	return opt, nil
 }
 
-func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []string, opt eval.Options) error {
+func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []string, byRank bool, opt eval.Options) error {
 	for _, path := range files {
-		run, err := eval.ReadTREC(path)
+		run, err := eval.ReadTREC(path, byRank)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -27,7 +26,7 @@ type OpenOptions struct {
 
 // Open maps the store at dir after checking its manifest, the format
 // version, every file's size and (unless skipped) every file's checksum.
-func Open(dir string, opt OpenOptions) (r *Reader, err error) {
+func Open(dir string, opt OpenOptions) (*Reader, error) {
 	if !hostIsLittleEndian() {
 		return nil, fmt.Errorf("store: %s: big-endian hosts are not supported", dir)
 	}
@@ -35,15 +34,10 @@ func Open(dir string, opt OpenOptions) (r *Reader, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r = &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
-	defer func() {
-		if err != nil {
-			r.Close()
-			r = nil
-		}
-	}()
+	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
 	for name, fi := range m.Files {
 		if err := r.mapFile(name, fi, !opt.SkipChecksums); err != nil {
+			r.Close()
 			return nil, err
 		}
 	}
@@ -172,7 +166,6 @@ func (r *Reader) Close() error {
 }
 
 func hostIsLittleEndian() bool {
-	var x uint16 = 1
-	b := (*[2]byte)(unsafe.Pointer(&x))
-	return binary.LittleEndian.Uint16(b[:]) == 1 && b[0] == 1
+	x := uint16(1)
+	return (*[2]byte)(unsafe.Pointer(&x))[0] == 1
 }

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeStore(t *testing.T, dir string) {
+	t.Helper()
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(w.F32("a.f32", []float32{1, 2.5, -3}), w.I64("b.i64", []int64{7, 1 << 40}),
+		w.U32("c.u32", nil), w.JSON("d.json", map[string]int{"x": 1})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(map[string]any{"hello": "world"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func firstErr(errs ...error) error { return errors.Join(errs...) }
+
+func TestRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	writeStore(t, dir)
+	r, err := Open(dir, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, _ := r.F32("a.f32")
+	b, _ := r.I64("b.i64")
+	c, err := r.U32("c.u32")
+	var d map[string]int
+	if err := r.JSON("d.json", &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 3 || a[1] != 2.5 || b[1] != 1<<40 || len(c) != 0 || err != nil || d["x"] != 1 {
+		t.Fatalf("read back a=%v b=%v c=%v d=%v", a, b, c, d)
+	}
+	if _, err := r.I32("a.f32"); err == nil {
+		t.Error("reading f32 file as i32 succeeded")
+	}
+	if r.Manifest.Meta["hello"] != "world" {
+		t.Errorf("meta %v", r.Manifest.Meta)
+	}
+}
+
+func TestOpenRejectsDamage(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(dir string)
+		want   string
+	}{
+		{"truncated", func(d string) { os.Truncate(filepath.Join(d, "a.f32"), 8) }, "truncated"},
+		{"flipped byte", func(d string) {
+			p := filepath.Join(d, "b.i64")
+			b, _ := os.ReadFile(p)
+			b[3] ^= 0xff
+			os.WriteFile(p, b, 0o644)
+		}, "checksum"},
+		{"missing file", func(d string) { os.Remove(filepath.Join(d, "a.f32")) }, "a.f32"},
+		{"wrong version", func(d string) { editManifest(d, func(m *Manifest) { m.Version = 99 }) }, "version 99"},
+		{"not an index", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "not a gleaner index"},
+		{"garbage manifest", func(d string) { os.WriteFile(filepath.Join(d, ManifestFile), []byte("{"), 0o644) }, "corrupt"},
+		{"path escape", func(d string) {
+			editManifest(d, func(m *Manifest) { m.Files["../x"] = FileInfo{Kind: KindBytes} })
+		}, "escapes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ix")
+			writeStore(t, dir)
+			c.damage(dir)
+			r, err := Open(dir, OpenOptions{})
+			if err == nil {
+				r.Close()
+				t.Fatal("damaged store opened")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func editManifest(dir string, f func(*Manifest)) {
+	p := filepath.Join(dir, ManifestFile)
+	b, _ := os.ReadFile(p)
+	var m Manifest
+	json.Unmarshal(b, &m)
+	f(&m)
+	b, _ = json.Marshal(m)
+	os.WriteFile(p, b, 0o644)
+}
+
+func TestAbortAndReplaceLeaveNoDebris(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ix")
+	writeStore(t, dir)
+	w, _ := NewWriter(dir)
+	w.F32("partial.f32", []float32{1})
+	w.Abort()
+	writeStore(t, dir) // replace an existing store
+	ents, _ := os.ReadDir(parent)
+	if len(ents) != 1 || ents[0].Name() != "ix" {
+		names := []string{}
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("parent holds %v, want only ix", names)
+	}
+	if _, err := Open(dir, OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCommitRefusesToReplaceForeignFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "precious")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("x"), 0o644)
+	w, _ := NewWriter(dir)
+	if err := w.Commit(nil); err == nil {
+		t.Fatal("replaced a folder that is not an index")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "thesis.tex")); err != nil {
+		t.Fatal("user file lost")
+	}
+}
