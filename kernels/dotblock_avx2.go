@@ -41,31 +41,26 @@ static void tile##R##x2(const float* x, int d, const float* q0, const float* q1,
 TILE(4)
 TILE(1)
 
-// tile of R rows x 1 query, for batch 1 and the odd last query.
+// tile of R rows x 1 query, for batch 1 and the odd last query. It sums in
+// exactly the order of the x2 tiles (one 8-lane accumulator per row and
+// query), so a query's scores never depend on the batch it arrives in.
 #define TILE1(R) \
 __attribute__((target("avx2,fma"))) \
 static void tile##R##x1(const float* x, int d, const float* q0, float* o0) { \
-	__m256 a0[R], b0[R]; \
-	for (int r = 0; r < R; r++) { a0[r] = _mm256_setzero_ps(); b0[r] = _mm256_setzero_ps(); } \
+	__m256 a0[R]; \
+	for (int r = 0; r < R; r++) a0[r] = _mm256_setzero_ps(); \
 	int j = 0; \
-	for (; j + 16 <= d; j += 16) { \
-		__m256 v0 = _mm256_loadu_ps(q0 + j), v1 = _mm256_loadu_ps(q0 + j + 8); \
-		for (int r = 0; r < R; r++) { \
-			a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j), v0, a0[r]); \
-			b0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j + 8), v1, b0[r]); \
-		} \
-	} \
 	for (; j + 8 <= d; j += 8) { \
 		__m256 v0 = _mm256_loadu_ps(q0 + j); \
 		for (int r = 0; r < R; r++) a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + (size_t)r * d + j), v0, a0[r]); \
 	} \
 	for (int r = 0; r < R; r++) { \
-		float s0 = hsum256(_mm256_add_ps(a0[r], b0[r])); \
+		float s0 = hsum256(a0[r]); \
 		for (int t = j; t < d; t++) s0 += x[(size_t)r * d + t] * q0[t]; \
 		o0[r] = s0; \
 	} \
 }
-TILE1(4)
+TILE1(8)
 TILE1(1)
 
 static void dot_block_avx2(const float* X, int rows, int d, const float* Q, int nq, float* out) {
@@ -81,7 +76,7 @@ static void dot_block_avx2(const float* X, int rows, int d, const float* Q, int 
 		const float *q0 = Q + (size_t)q * d;
 		float *o0 = out + (size_t)q * rows;
 		int r = 0;
-		for (; r + 4 <= rows; r += 4) tile4x1(X + (size_t)r * d, d, q0, o0 + r);
+		for (; r + 8 <= rows; r += 8) tile8x1(X + (size_t)r * d, d, q0, o0 + r);
 		for (; r < rows; r++) tile1x1(X + (size_t)r * d, d, q0, o0 + r);
 	}
 }

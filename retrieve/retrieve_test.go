@@ -1,0 +1,131 @@
+package retrieve_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/eval"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
+	t.Helper()
+	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+	dir := filepath.Join(t.TempDir(), "ix")
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 24
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa)); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	qs := make([]retrieve.Query, len(c.Queries))
+	for i, q := range c.Queries {
+		qs[i] = retrieve.Query{ID: q.ID, Text: q.Text}
+	}
+	return ix, qs
+}
+
+func TestRegistry(t *testing.T) {
+	ix, _ := openSynth(t)
+	if _, err := retrieve.New("nope", ix); err == nil {
+		t.Error("unknown method accepted")
+	}
+	if err := retrieve.Register("bm25", nil); err == nil {
+		t.Error("duplicate registration accepted")
+	}
+}
+
+func TestVectorBatchEqualsSingleAndBruteForce(t *testing.T) {
+	ix, qs := openSynth(t)
+	m, _ := retrieve.New("vector", ix)
+	batch, err := m.(retrieve.BatchMethod).RetrieveBatch(context.Background(), qs, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range qs {
+		one, err := m.Retrieve(context.Background(), q, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(one, batch[i]) {
+			t.Fatalf("query %d: single %v, batch %v", i, one, batch[i])
+		}
+		v, err := ix.EmbedQuery(q.Text)
+		if errors.Is(err, index.ErrEmptyEmbedding) {
+			if len(one) != 0 {
+				t.Fatalf("query %d has no LSA terms but %d hits", i, len(one))
+			}
+			continue
+		}
+		top := kernels.NewTopK(7)
+		for n := 0; n < ix.N(); n++ {
+			var s float64
+			for j, x := range ix.Vector(n) {
+				s += float64(x) * float64(v[j])
+			}
+			top.Push(int32(n), float32(s))
+		}
+		for r, h := range top.Results() {
+			if d := h.Score - one[r].Score; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("query %d rank %d: %v vs brute force %v", i, r, one[r], h)
+			}
+		}
+	}
+}
+
+func TestEmptyQueries(t *testing.T) {
+	ix, _ := openSynth(t)
+	for _, name := range retrieve.Names() {
+		m, _ := retrieve.New(name, ix)
+		if _, err := m.Retrieve(context.Background(), retrieve.Query{Text: "  "}, 5); !errors.Is(err, retrieve.ErrEmptyQuery) {
+			t.Errorf("%s: empty query gave %v", name, err)
+		}
+	}
+	m, _ := retrieve.New("vector", ix)
+	hits, err := m.Retrieve(context.Background(), retrieve.Query{Text: "zzzqqq unseenword"}, 5)
+	if err != nil || len(hits) != 0 {
+		t.Errorf("out-of-vocabulary query: %v hits, err %v", hits, err)
+	}
+}
+
+// TestEvaluateConcurrencyDeterministic runs the same evaluation with 1 and 8
+// queries in flight (under -race in make test) and wants identical metrics.
+func TestEvaluateConcurrencyDeterministic(t *testing.T) {
+	ix, _ := openSynth(t)
+	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+	var ms []retrieve.Method
+	for _, n := range retrieve.Names() {
+		m, _ := retrieve.New(n, ix)
+		ms = append(ms, m)
+	}
+	a, err := eval.Evaluate(context.Background(), ix, c.Queries, ms, eval.Options{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := eval.Evaluate(context.Background(), ix, c.Queries, ms, eval.Options{Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Methods {
+		if !reflect.DeepEqual(a.Methods[i].Metrics, b.Methods[i].Metrics) {
+			t.Errorf("%s: metrics differ between concurrency 1 and 8", a.Methods[i].Method)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := eval.Evaluate(ctx, ix, c.Queries, ms, eval.Options{Concurrency: 4}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled evaluation: %v", err)
+	}
+}
