@@ -69,7 +69,10 @@ func buildPostings(ctx context.Context, c *corpus.Corpus, cfg *config, b *built)
 }
 
 func buildVectors(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) error {
-	if cfg.embedder == EmbedderPrecomputed {
+	switch {
+	case cfg.text != nil:
+		return embedTexts(ctx, c, cfg, b)
+	case cfg.embedder == EmbedderPrecomputed:
 		return readPrecomputed(c, cfg, b)
 	}
 	cfg.progress.Stage("lsa fit", 0)
@@ -82,6 +85,41 @@ func buildVectors(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) 
 	b.vecs = make([]float32, len(c.Nodes)*m.Dims)
 	m.EmbedDocs(b.post, b.vecs)
 	cfg.log.Info("lsa fitted", "dims", m.Dims, "terms", len(m.IDF))
+	return nil
+}
+
+// embedBatch is how many node texts one Embed call receives.
+const embedBatch = 64
+
+func embedTexts(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) error {
+	e, d := cfg.text, cfg.text.Dim()
+	b.vecs, b.dims = make([]float32, 0, len(c.Nodes)*d), d
+	cfg.progress.Stage("embed", len(c.Nodes))
+	defer cfg.progress.Finish()
+	for lo := 0; lo < len(c.Nodes); lo += embedBatch {
+		hi := min(lo+embedBatch, len(c.Nodes))
+		texts := make([]string, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			texts = append(texts, IndexText(&c.Nodes[i]))
+		}
+		v, err := e.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("index: embedding nodes %d–%d with %s: %w", lo, hi-1, e.Name(), err)
+		}
+		if len(v) != len(texts)*d {
+			return fmt.Errorf("index: embedder %s returned %d values for %d texts of %d dims", e.Name(), len(v), len(texts), d)
+		}
+		if err := models.CheckFinite(v, d); err != nil {
+			return fmt.Errorf("index: embedder %s, nodes from %q: %w", e.Name(), c.Nodes[lo].ID, err)
+		}
+		if cfg.metric == MetricCosine {
+			for i := 0; i < len(texts); i++ {
+				normalize(v[i*d : (i+1)*d])
+			}
+		}
+		b.vecs = append(b.vecs, v...)
+		cfg.progress.Set(hi)
+	}
 	return nil
 }
 

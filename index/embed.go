@@ -1,30 +1,30 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-// ErrNoTextEmbedder is returned when the index's vectors were precomputed
-// and a query comes as text without a vector.
-var ErrNoTextEmbedder = errors.New("index: vectors were precomputed; pass query vectors (--query-vectors) to use vector search")
+// ErrEmptyEmbedding is returned when the embedder finds nothing to
+// represent in the query (for LSA: no query term is in its vocabulary).
+var ErrEmptyEmbedding = errors.New("index: the query embeds to the zero vector (no known term)")
 
-// ErrEmptyEmbedding is returned when no query term is in the LSA vocabulary.
-var ErrEmptyEmbedding = errors.New("index: no query term is in the LSA vocabulary")
-
-// EmbedQuery embeds query text with the index's embedder.
-func (ix *Index) EmbedQuery(text string) ([]float32, error) {
-	if ix.LSA == nil {
-		return nil, ErrNoTextEmbedder
+// EmbedQuery embeds query text with the index's embedder. The vector is
+// normalised for cosine indexes.
+func (ix *Index) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if ix.Embedder == nil {
+		return nil, fmt.Errorf("index %s: vectors come from embedder %q; open it with index.OpenWith and that embedder", ix.Dir, ix.Meta.Embedder)
 	}
-	out := make([]float32, ix.Meta.Dims)
-	if !ix.LSA.EmbedTerms(ix.Postings.Terms, lexical.Analyze(text), out) {
-		return out, ErrEmptyEmbedding
+	v, err := ix.Embedder.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	if len(v) != ix.Meta.Dims {
+		return nil, fmt.Errorf("index: embedder %s returned %d values, want %d", ix.Embedder.Name(), len(v), ix.Meta.Dims)
+	}
+	return ix.prepare(v)
 }
 
 // PrepareQueryVector checks a user-supplied query vector against the index
@@ -33,14 +33,17 @@ func (ix *Index) PrepareQueryVector(v []float32) ([]float32, error) {
 	if len(v) != ix.Meta.Dims {
 		return nil, fmt.Errorf("index: query vector has %d dimensions, the index has %d", len(v), ix.Meta.Dims)
 	}
-	out := append([]float32(nil), v...)
-	for j, x := range out {
+	return ix.prepare(append([]float32(nil), v...))
+}
+
+func (ix *Index) prepare(v []float32) ([]float32, error) {
+	for j, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 			return nil, fmt.Errorf("index: query vector value %d is %v", j, x)
 		}
 	}
-	if ix.Meta.Metric == MetricCosine && !normalize(out) {
-		return nil, errors.New("index: query vector is all zeros")
+	if ix.Meta.Metric == MetricCosine && !normalize(v) {
+		return v, ErrEmptyEmbedding
 	}
-	return out, nil
+	return v, nil
 }

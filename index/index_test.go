@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -143,7 +144,7 @@ func TestLSAIsDeterministic(t *testing.T) {
 		}
 	}
 	// a document's own text must embed close to its stored vector
-	q, err := a.EmbedQuery(IndexText(&c.Nodes[5]))
+	q, err := a.EmbedQuery(context.Background(), IndexText(&c.Nodes[5]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestPrecomputedVectors(t *testing.T) {
 	if ix.Meta.Dims != 3 || ix.Vector(3)[0] != 3 || ix.LSA != nil {
 		t.Fatalf("dims %d, vector %v", ix.Meta.Dims, ix.Vector(3))
 	}
-	if _, err := ix.EmbedQuery("x"); !errors.Is(err, ErrNoTextEmbedder) {
+	if _, err := ix.EmbedQuery(context.Background(), "x"); !errors.Is(err, models.ErrCannotEmbedText) {
 		t.Errorf("text query on a precomputed index: %v", err)
 	}
 	bad := strings.Replace(buf.String(), `[3,1,0.5]`, `[3,1e39,0.5]`, 1)
@@ -232,4 +233,50 @@ func mustBytes(t *testing.T, r *store.Reader, name, kind string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// hashEmbedder is a deterministic stand-in for an external bi-encoder.
+type hashEmbedder struct{ nan bool }
+
+func (hashEmbedder) Name() string { return "hash" }
+func (hashEmbedder) Dim() int     { return 4 }
+func (h hashEmbedder) Embed(_ context.Context, texts []string) ([]float32, error) {
+	out := make([]float32, 4*len(texts))
+	for i, t := range texts {
+		for j, r := range t {
+			out[i*4+j%4] += float32(r % 7)
+		}
+		if h.nan && strings.Contains(t, "Ka") {
+			out[i*4] = float32(math.NaN())
+		}
+	}
+	return out, nil
+}
+
+func TestTextEmbedder(t *testing.T) {
+	c := smallCorpus()
+	dir := filepath.Join(t.TempDir(), "ix")
+	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{})); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.EmbedQuery(context.Background(), "x"); err == nil || !strings.Contains(err.Error(), "OpenWith") {
+		t.Errorf("query embedding without the embedder: %v", err)
+	}
+	ix.Close()
+	ix, err = OpenWith(dir, store.OpenOptions{}, hashEmbedder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	v, err := ix.EmbedQuery(context.Background(), IndexText(&c.Nodes[2]))
+	if err != nil || math.Abs(float64(v[0]-ix.Vector(2)[0])) > 1e-6 {
+		t.Errorf("query vector %v, node vector %v, err %v", v, ix.Vector(2), err)
+	}
+	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{nan: true})); err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Errorf("NaN from the embedder: %v", err)
+	}
 }

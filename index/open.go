@@ -10,6 +10,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -22,8 +23,9 @@ type Index struct {
 	Graph    *graphops.Graph
 	Postings *lexical.Postings
 	BM25     *lexical.BM25
-	LSA      *lexical.LSA // nil unless the embedder is lsa
-	Vectors  []float32    // Meta.Nodes × Meta.Dims, row-major
+	LSA      *lexical.LSA    // nil unless the embedder is lsa
+	Vectors  []float32       // Meta.Nodes × Meta.Dims, row-major
+	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
 	rels     relationTable
 
 	r       *store.Reader
@@ -165,9 +167,16 @@ func (ix *Index) loadVectors() (err error) {
 	if ix.Meta.Dims <= 0 || len(ix.Vectors) != ix.Meta.Nodes*ix.Meta.Dims {
 		return fmt.Errorf("vectors hold %d floats, want %d×%d", len(ix.Vectors), ix.Meta.Nodes, ix.Meta.Dims)
 	}
-	if ix.Meta.Embedder != EmbedderLSA {
-		return nil
+	switch ix.Meta.Embedder {
+	case EmbedderLSA:
+		return ix.loadLSA()
+	case EmbedderPrecomputed:
+		ix.Embedder = models.Precomputed{D: ix.Meta.Dims}
 	}
+	return nil
+}
+
+func (ix *Index) loadLSA() error {
 	m := &lexical.LSA{Dims: ix.Meta.Dims}
 	var e [3]error
 	m.Row, e[0] = ix.r.I32(fLSARow)
@@ -176,16 +185,28 @@ func (ix *Index) loadVectors() (err error) {
 	if err := errors.Join(e[:]...); err != nil {
 		return err
 	}
-	if len(m.Row) != ix.Postings.Terms.Len() || len(m.V) != len(m.IDF)*m.Dims {
-		return fmt.Errorf("lsa model does not match the vocabulary")
+	emb := &lexical.LSAEmbedder{M: m, Terms: ix.Postings.Terms}
+	if err := emb.Check(); err != nil {
+		return err
 	}
-	for _, r := range m.Row {
-		if int(r) >= len(m.IDF) {
-			return fmt.Errorf("lsa row %d outside %d", r, len(m.IDF))
-		}
-	}
-	ix.LSA = m
+	ix.LSA, ix.Embedder = m, emb
 	return nil
+}
+
+// OpenWith opens an index whose vectors were made by an external text
+// embedder (see WithTextEmbedder), attaching e for query embedding. e must
+// have the name and dimension recorded in the index.
+func OpenWith(dir string, opt store.OpenOptions, e models.Embedder) (*Index, error) {
+	ix, err := Open(dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	if e.Name() != ix.Meta.Embedder || e.Dim() != ix.Meta.Dims {
+		ix.Close()
+		return nil, fmt.Errorf("index %s: vectors come from embedder %q (%d dims), not %q (%d dims)", dir, ix.Meta.Embedder, ix.Meta.Dims, e.Name(), e.Dim())
+	}
+	ix.Embedder = e
+	return ix, nil
 }
 
 // N is the number of nodes.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -16,6 +17,7 @@ type Option func(*config) error
 
 type config struct {
 	embedder string
+	text     models.Embedder
 	vectors  string
 	metric   string
 	lsa      lexical.LSAOptions
@@ -38,6 +40,22 @@ func WithEmbedder(name string) Option {
 			return fmt.Errorf("index: unknown embedder %q (want %q or %q)", name, EmbedderLSA, EmbedderPrecomputed)
 		}
 		c.embedder = name
+		return nil
+	}
+}
+
+// WithTextEmbedder makes node vectors with e (e.g. an ONNX bi-encoder),
+// embedding node texts (title, then text) in batches. Open the index with
+// OpenWith and the same embedder to embed queries.
+func WithTextEmbedder(e models.Embedder) Option {
+	return func(c *config) error {
+		if e == nil || e.Dim() <= 0 {
+			return errors.New("index: text embedder is nil or has no dimension")
+		}
+		if e.Name() == EmbedderLSA || e.Name() == EmbedderPrecomputed {
+			return fmt.Errorf("index: text embedder name %q is reserved", e.Name())
+		}
+		c.embedder, c.text = e.Name(), e
 		return nil
 	}
 }

@@ -62,7 +62,7 @@ func TestVectorBatchEqualsSingleAndBruteForce(t *testing.T) {
 		if !reflect.DeepEqual(one, batch[i]) {
 			t.Fatalf("query %d: single %v, batch %v", i, one, batch[i])
 		}
-		v, err := ix.EmbedQuery(q.Text)
+		v, err := ix.EmbedQuery(context.Background(), q.Text)
 		if errors.Is(err, index.ErrEmptyEmbedding) {
 			if len(one) != 0 {
 				t.Fatalf("query %d has no LSA terms but %d hits", i, len(one))

@@ -34,10 +34,11 @@ func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kern
 	batch := make([]float32, 0, len(qs)*d)
 	empty := make([]bool, len(qs))
 	for i, q := range qs {
-		v, err := m.embed(q)
+		v, err := m.embed(ctx, q)
 		switch {
 		case errors.Is(err, index.ErrEmptyEmbedding):
 			empty[i] = true
+			v = make([]float32, d)
 		case err != nil:
 			return nil, fmt.Errorf("query %q: %w", q.ID, err)
 		}
@@ -55,16 +56,12 @@ func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kern
 	return hits, nil
 }
 
-func (m *vector) embed(q Query) ([]float32, error) {
+func (m *vector) embed(ctx context.Context, q Query) ([]float32, error) {
 	if q.Vector != nil {
 		return m.ix.PrepareQueryVector(q.Vector)
 	}
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, ErrEmptyQuery
 	}
-	v, err := m.ix.EmbedQuery(q.Text)
-	if v == nil {
-		v = make([]float32, m.ix.Meta.Dims)
-	}
-	return v, err
+	return m.ix.EmbedQuery(ctx, q.Text)
 }
