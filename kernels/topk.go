@@ -122,3 +122,18 @@ func MergeHits(k int, lists ...[]Hit) []Hit {
 	}
 	return all
 }
+
+// TopKRows selects the k best entries of each row of a rows×cols score
+// matrix (NaN never selected), best first, ties by lower column.
+func TopKRows(scores []float32, rows, cols, k int) [][]Hit {
+	out := make([][]Hit, rows)
+	parallelRows(rows, cols, func(lo, hi int) {
+		t := NewTopK(k)
+		for i := lo; i < hi; i++ {
+			t.Reset(k)
+			pushBlock(t, scores[i*cols:(i+1)*cols], 0)
+			out[i] = t.Results()
+		}
+	})
+	return out
+}

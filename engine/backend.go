@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// DType is a buffer's element type.
+type DType uint8
+
+// Element types.
+const (
+	F32 DType = iota + 1
+	I32
+	I64
+)
+
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "f32"
+	case I32:
+		return "i32"
+	case I64:
+		return "i64"
+	}
+	return fmt.Sprintf("dtype(%d)", uint8(d))
+}
+
+// Buffer is memory owned by one backend (host memory for cpu, device
+// memory for cuda). Ops accept only buffers of their own backend.
+type Buffer interface {
+	DType() DType
+	Len() int
+	Backend() string
+}
+
+// Caps reports what a backend can do, so callers and the composed
+// fallbacks can adapt.
+type Caps struct {
+	Device         string // e.g. "cpu: AVX2/FMA, openblas", "cuda: NVIDIA H200"
+	GemmEpilogue   bool   // Gemm applies Bias and Act itself
+	Smooth         bool   // implements Smoother
+	LowRankProject bool   // implements LowRankProjector
+	JointAttention bool   // implements JointAttender
+}
+
+// ErrNotImplemented is returned by an optional fused op a backend does not
+// provide; the engine's functions swallow only this error and fall back to
+// composed ops.
+var ErrNotImplemented = errors.New("engine: op not implemented by this backend")
+
+// Memory is a backend's buffer management. Upload and Download take
+// []float32, []int32 or []int64 matching the buffer's DType; off is in
+// elements.
+type Memory interface {
+	Alloc(dt DType, n int) (Buffer, error)
+	Free(b Buffer)
+	Upload(dst Buffer, off int, src any) error
+	Download(dst any, src Buffer, off int) error
+	// Sync waits for all submitted work (a no-op for synchronous backends).
+	Sync(ctx context.Context) error
+}
+
+// Ops is the op set every backend implements. Each op is documented by its
+// reference loop in package kernels and checked by kernels/kerneltest.
+type Ops interface {
+	Gemm(op GemmOp) error
+	BatchedGemm(op GemmOp, batch, strideA, strideB, strideC int) error
+	BiasAct(op BiasActOp) error
+	LayerNorm(op LayerNormOp) error
+	Activate(op ActivateOp) error
+	Softmax(op SoftmaxOp) error
+	Attention(op AttentionOp) error
+	SpMM(op SpMMOp) error
+	Axpby(op AxpbyOp) error
+	EdgeAttention(op EdgeAttentionOp) error
+	TopK(op TopKOp) error
+}
+
+// Backend is one compute device. Backends are safe for concurrent use.
+type Backend interface {
+	Name() string
+	Caps() Caps
+	Memory
+	Ops
+}
+
+// Smoother, LowRankProjector and JointAttender are optional fused ops,
+// detected by type assertion; see Smooth, LowRankProject, JointAttention.
+type Smoother interface {
+	Smooth(op SmoothOp) error
+}
+
+// LowRankProjector computes (LN(M)·A)·B in one call.
+type LowRankProjector interface {
+	LowRankProject(op LowRankOp) error
+}
+
+// JointAttender computes FuseRAG's joint attention in one call.
+type JointAttender interface {
+	JointAttention(op JointAttentionOp) error
+}

@@ -1,0 +1,132 @@
+package engine
+
+import "github.com/gleaner-rag/gleaner/kernels"
+
+// Activation re-exports the kernels' activations.
+type Activation = kernels.Activation
+
+// Activations.
+const (
+	ActNone = kernels.ActNone
+	ActGELU = kernels.ActGELU
+	ActTanh = kernels.ActTanh
+	ActReLU = kernels.ActReLU
+)
+
+// GemmOp is C = act(alpha·op(A)·op(B) + beta·C + bias) on row-major
+// matrices starting at element offsets OffA, OffB, OffC with leading
+// dimensions LDA, LDB, LDC (0 = packed). Bias (N values) may be nil.
+type GemmOp struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A, B, C        Buffer
+	OffA, OffB     int
+	OffC           int
+	LDA, LDB, LDC  int
+	Bias           Buffer
+	Act            Activation
+}
+
+// BiasActOp adds Bias (Cols values, may be nil) to every row of X (Rows×Cols
+// from element Off, leading dimension LD, 0 = packed) and applies Act in
+// place.
+type BiasActOp struct {
+	X          Buffer
+	Off        int
+	Rows, Cols int
+	LD         int
+	Bias       Buffer
+	Act        Activation
+}
+
+// LayerNormOp normalises Rows rows of Cols values: see kernels.LayerNorm.
+type LayerNormOp struct {
+	X, Gamma, Beta, Out Buffer
+	Rows, Cols          int
+	Eps                 float32
+}
+
+// ActivateOp is Out[i] = Act(X[i]) for N elements.
+type ActivateOp struct {
+	Act    Activation
+	X, Out Buffer
+	N      int
+}
+
+// SoftmaxOp normalises Rows rows; Mask (0 = excluded) may be nil.
+type SoftmaxOp struct {
+	X, Mask, Out Buffer
+	Rows, Cols   int
+}
+
+// AttentionOp is padded self-attention: see kernels.Attention. Lengths is
+// an I32 buffer of Batch values.
+type AttentionOp struct {
+	Batch, Seq, Heads, HeadDim int
+	Q, K, V, Out               Buffer
+	Lengths                    Buffer
+}
+
+// SpMMOp is Y = A·X with A in CSR (Ptr I64, Idx I32, Val F32 or nil = ones).
+type SpMMOp struct {
+	Rows, Cols, D int
+	Ptr, Idx, Val Buffer
+	X, Y          Buffer
+}
+
+// AxpbyOp is Out = Alpha·X + Beta·Y over N elements.
+type AxpbyOp struct {
+	N           int
+	Alpha, Beta float32
+	X, Y, Out   Buffer
+}
+
+// EdgeAttentionOp is Exphormer's sparse attention: see kernels.EdgeAttention.
+type EdgeAttentionOp struct {
+	N, Heads, HeadDim int
+	Ptr, Src          Buffer // I64 (N+1), I32 (edges)
+	K, Q, V, E, Out   Buffer
+}
+
+// TopKOp selects the K best entries of each of Rows rows of Scores into
+// OutIdx (I32, Rows×K) and OutScore (F32, Rows×K), best first, ties by
+// lower column; rows with fewer than K finite entries are padded with
+// index −1 and score −Inf.
+type TopKOp struct {
+	Scores           Buffer
+	Rows, Cols, K    int
+	OutIdx, OutScore Buffer
+}
+
+// SmoothOp is GRanker's smoothing over an induced subgraph of M nodes: see
+// kernels.SmoothArgs. The subgraph (AdjPtr, AdjIdx, Deg) is small and
+// built on the host, so it is passed as host slices; H and Out are device
+// buffers of M×D.
+type SmoothOp struct {
+	M, D         int
+	AdjPtr       []int64
+	AdjIdx       []int32
+	Deg          []float32
+	H, Out       Buffer
+	Alpha        float32
+	KeepIsolated bool
+}
+
+// LowRankOp is Out = (LN(M)·A)·B: see kernels.LowRankArgs.
+type LowRankOp struct {
+	L, De, R, Dkv  int
+	M, Gamma, Beta Buffer
+	A, B, Out      Buffer
+	Eps            float32
+}
+
+// JointAttentionOp is one head of FuseRAG's joint attention: see
+// kernels.JointAttentionArgs.
+type JointAttentionOp struct {
+	N, Lm, Lt, D, Dv int
+	Q, KMem, VMem    Buffer
+	KText, VText     Buffer
+	Out              Buffer
+	Causal           bool
+}

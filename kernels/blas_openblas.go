@@ -1,0 +1,93 @@
+//go:build cgo && !purego
+
+package kernels
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+typedef void (*setthreads_fn)(int);
+
+static sgemm_fn gl_sgemm_ptr;
+
+// gl_blas_open loads an OpenBLAS shared library without linking against it,
+// so gleaner builds and runs where the library is absent.
+static int gl_blas_open(const char* path, int threads) {
+	void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) return 0;
+	setthreads_fn st = (setthreads_fn)dlsym(h, "openblas_set_num_threads");
+	sgemm_fn f = (sgemm_fn)dlsym(h, "cblas_sgemm");
+	if (!st || !f) { dlclose(h); return 0; }  // not OpenBLAS (e.g. the reference BLAS)
+	st(threads);
+	gl_sgemm_ptr = f;
+	return 1;
+}
+
+enum { RowMajor = 101, NoTrans = 111, Trans = 112 };
+
+static void gl_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
+		const float* b, int ldb, float beta, float* c, int ldc) {
+	gl_sgemm_ptr(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+*/
+import "C"
+
+import (
+	"os"
+	"runtime"
+	"unsafe"
+)
+
+// openBLASPaths are tried in order; GLEANER_BLAS overrides them with one
+// path, or with "gonum" to force the pure-Go BLAS.
+var openBLASPaths = []string{"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}
+
+func init() {
+	paths := openBLASPaths
+	if env := os.Getenv("GLEANER_BLAS"); env == "gonum" {
+		return
+	} else if env != "" {
+		paths = []string{env}
+	}
+	for _, p := range paths {
+		cp := C.CString(p)
+		ok := C.gl_blas_open(cp, C.int(runtime.GOMAXPROCS(0))) == 1
+		C.free(unsafe.Pointer(cp))
+		if ok {
+			blas = openBLAS{path: p}
+			return
+		}
+	}
+}
+
+type openBLAS struct{ path string }
+
+func (o openBLAS) name() string { return "openblas (" + o.path + ")" }
+
+func b2i(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sgemm passes the slices' base pointers to C for the duration of the call;
+// Go memory is not retained by OpenBLAS.
+func (openBLAS) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	C.gl_sgemm(b2i(transA), b2i(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		(*C.float)(unsafe.Pointer(&a[0])), C.int(lda), (*C.float)(unsafe.Pointer(&b[0])), C.int(ldb),
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
+}
+
+// OpenBLASSgemm calls OpenBLAS's cblas_sgemm directly, bypassing gleaner's
+// argument checks and epilogue (for benchmarks). It reports false when
+// OpenBLAS is not loaded.
+func OpenBLASSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) bool {
+	o, ok := blas.(openBLAS)
+	if ok {
+		o.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+	return ok
+}

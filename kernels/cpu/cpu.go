@@ -1,0 +1,182 @@
+// Package cpu is gleaner's CPU backend: the engine op set on host memory,
+// computed by package kernels (OpenBLAS GEMM when its library is present,
+// SIMD dot products, pure-Go elsewhere). Importing it registers the
+// backend as "cpu". Ops run synchronously on the calling goroutine (and the
+// kernels' own worker goroutines), so Sync is a no-op.
+package cpu
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// Name is the registry name.
+const Name = "cpu"
+
+func init() {
+	engine.Register(Name, func() (engine.Backend, error) { return New(), nil })
+}
+
+// Backend is the CPU backend. It is stateless and safe for concurrent use.
+type Backend struct{}
+
+// New returns the CPU backend.
+func New() *Backend { return &Backend{} }
+
+// Name implements engine.Backend.
+func (*Backend) Name() string { return Name }
+
+// Caps implements engine.Backend: every fused op is native here.
+func (*Backend) Caps() engine.Caps {
+	return engine.Caps{
+		Device:       fmt.Sprintf("cpu: dot %s, blas %s", kernels.DotBlockImpl(), kernels.BLASImpl()),
+		GemmEpilogue: true, Smooth: true, LowRankProject: true, JointAttention: true,
+	}
+}
+
+// buffer is host memory holding exactly one of the slices.
+type buffer struct {
+	f32 []float32
+	i32 []int32
+	i64 []int64
+	dt  engine.DType
+}
+
+func (b *buffer) DType() engine.DType { return b.dt }
+func (b *buffer) Backend() string     { return Name }
+func (b *buffer) Len() int {
+	switch b.dt {
+	case engine.F32:
+		return len(b.f32)
+	case engine.I32:
+		return len(b.i32)
+	}
+	return len(b.i64)
+}
+
+// Alloc implements engine.Memory; memory is zeroed.
+func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
+	}
+	b := &buffer{dt: dt}
+	switch dt {
+	case engine.F32:
+		b.f32 = make([]float32, n)
+	case engine.I32:
+		b.i32 = make([]int32, n)
+	case engine.I64:
+		b.i64 = make([]int64, n)
+	default:
+		return nil, fmt.Errorf("cpu: unknown dtype %v", dt)
+	}
+	return b, nil
+}
+
+// Free implements engine.Memory (the garbage collector reclaims memory).
+func (*Backend) Free(engine.Buffer) {}
+
+// Sync implements engine.Memory.
+func (*Backend) Sync(ctx context.Context) error { return ctx.Err() }
+
+// Upload implements engine.Memory.
+func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
+	b, err := own(dst)
+	if err != nil {
+		return err
+	}
+	return transfer(b, off, src, true)
+}
+
+// Download implements engine.Memory.
+func (*Backend) Download(dst any, src engine.Buffer, off int) error {
+	b, err := own(src)
+	if err != nil {
+		return err
+	}
+	return transfer(b, off, dst, false)
+}
+
+func transfer(b *buffer, off int, host any, up bool) error {
+	var n, room int
+	switch h := host.(type) {
+	case []float32:
+		n, room = len(h), len(b.f32)-off
+		if b.dt == engine.F32 && off >= 0 && n <= room {
+			copyDir(b.f32[off:off+n], h, up)
+			return nil
+		}
+	case []int32:
+		n, room = len(h), len(b.i32)-off
+		if b.dt == engine.I32 && off >= 0 && n <= room {
+			copyDir(b.i32[off:off+n], h, up)
+			return nil
+		}
+	case []int64:
+		n, room = len(h), len(b.i64)-off
+		if b.dt == engine.I64 && off >= 0 && n <= room {
+			copyDir(b.i64[off:off+n], h, up)
+			return nil
+		}
+	default:
+		return fmt.Errorf("cpu: transfer of %T", host)
+	}
+	return fmt.Errorf("cpu: transfer of %d %T elements at offset %d into a %s buffer of %d", n, host, off, b.dt, b.Len())
+}
+
+func copyDir[T any](dev, host []T, up bool) {
+	if up {
+		copy(dev, host)
+	} else {
+		copy(host, dev)
+	}
+}
+
+// own unwraps a buffer of this backend.
+func own(x engine.Buffer) (*buffer, error) {
+	b, ok := x.(*buffer)
+	if !ok || b == nil {
+		return nil, fmt.Errorf("cpu: buffer %T belongs to another backend", x)
+	}
+	return b, nil
+}
+
+// f32 returns the float32 slice of x from element off; nil for a nil buffer.
+func f32(x engine.Buffer, off int) ([]float32, error) {
+	if x == nil {
+		return nil, nil
+	}
+	b, err := own(x)
+	if err != nil {
+		return nil, err
+	}
+	if b.dt != engine.F32 || off < 0 || off > len(b.f32) {
+		return nil, fmt.Errorf("cpu: want an f32 buffer with offset %d, have %s of %d", off, b.dt, b.Len())
+	}
+	return b.f32[off:], nil
+}
+
+func i32(x engine.Buffer) ([]int32, error) {
+	b, err := own(x)
+	if err != nil {
+		return nil, err
+	}
+	if b.dt != engine.I32 {
+		return nil, fmt.Errorf("cpu: want an i32 buffer, have %s", b.dt)
+	}
+	return b.i32, nil
+}
+
+func i64(x engine.Buffer) ([]int64, error) {
+	b, err := own(x)
+	if err != nil {
+		return nil, err
+	}
+	if b.dt != engine.I64 {
+		return nil, fmt.Errorf("cpu: want an i64 buffer, have %s", b.dt)
+	}
+	return b.i64, nil
+}

@@ -1,0 +1,221 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// unwrap collects the first error while buffers are unwrapped, so each op
+// reads as one list of operands.
+type unwrap struct{ err error }
+
+func (u *unwrap) f(x engine.Buffer, off int) []float32 {
+	if u.err != nil {
+		return nil
+	}
+	s, err := f32(x, off)
+	u.err = err
+	return s
+}
+
+func (u *unwrap) i(x engine.Buffer) []int32 {
+	if u.err != nil {
+		return nil
+	}
+	s, err := i32(x)
+	u.err = err
+	return s
+}
+
+func (u *unwrap) l(x engine.Buffer) []int64 {
+	if u.err != nil {
+		return nil
+	}
+	s, err := i64(x)
+	u.err = err
+	return s
+}
+
+// Gemm implements engine.Ops.
+func (*Backend) Gemm(op engine.GemmOp) error {
+	g, err := gemmArgs(op)
+	if err != nil {
+		return err
+	}
+	return kernels.Gemm(g)
+}
+
+func gemmArgs(op engine.GemmOp) (kernels.GemmArgs, error) {
+	var u unwrap
+	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
+		A: u.f(op.A, op.OffA), LDA: op.LDA, B: u.f(op.B, op.OffB), LDB: op.LDB, C: u.f(op.C, op.OffC), LDC: op.LDC,
+		Bias: u.f(op.Bias, 0), Act: op.Act}
+	return g, u.err
+}
+
+// BatchedGemm implements engine.Ops.
+func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
+	g, err := gemmArgs(op)
+	if err != nil {
+		return err
+	}
+	return kernels.BatchedGemm(g, batch, strideA, strideB, strideC)
+}
+
+// BiasAct implements engine.Ops.
+func (*Backend) BiasAct(op engine.BiasActOp) error {
+	var u unwrap
+	x, bias := u.f(op.X, op.Off), u.f(op.Bias, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.BiasAct(x, op.Rows, op.Cols, op.LD, bias, op.Act)
+}
+
+// LayerNorm implements engine.Ops.
+func (*Backend) LayerNorm(op engine.LayerNormOp) error {
+	var u unwrap
+	x, g, b, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Beta, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols || len(b) < op.Cols {
+		return shapeErr("layernorm")
+	}
+	kernels.LayerNorm(x, g, b, out, op.Rows, op.Cols, op.Eps)
+	return nil
+}
+
+// Activate implements engine.Ops.
+func (*Backend) Activate(op engine.ActivateOp) error {
+	var u unwrap
+	x, out := u.f(op.X, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if op.N < 0 || len(x) < op.N || len(out) < op.N {
+		return shapeErr("activate")
+	}
+	kernels.Activate(op.Act, x[:op.N], out[:op.N])
+	return nil
+}
+
+// Softmax implements engine.Ops.
+func (*Backend) Softmax(op engine.SoftmaxOp) error {
+	var u unwrap
+	x, m, out := u.f(op.X, 0), u.f(op.Mask, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	n := op.Rows * op.Cols
+	if op.Rows < 0 || op.Cols < 0 || len(x) < n || len(out) < n || (m != nil && len(m) < n) {
+		return shapeErr("softmax")
+	}
+	kernels.Softmax(x, m, out, op.Rows, op.Cols)
+	return nil
+}
+
+// Attention implements engine.Ops.
+func (*Backend) Attention(op engine.AttentionOp) error {
+	var u unwrap
+	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim,
+		Q: u.f(op.Q, 0), K: u.f(op.K, 0), V: u.f(op.V, 0), Out: u.f(op.Out, 0), Lengths: u.i(op.Lengths)}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.Attention(a)
+}
+
+// SpMM implements engine.Ops.
+func (*Backend) SpMM(op engine.SpMMOp) error {
+	var u unwrap
+	a := kernels.CSRMatrix{Rows: op.Rows, Cols: op.Cols, Ptr: u.l(op.Ptr), Idx: u.i(op.Idx), Val: u.f(op.Val, 0)}
+	x, y := u.f(op.X, 0), u.f(op.Y, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.SpMM(a, x, op.D, y)
+}
+
+// Axpby implements engine.Ops.
+func (*Backend) Axpby(op engine.AxpbyOp) error {
+	var u unwrap
+	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if op.N < 0 || len(x) < op.N || len(y) < op.N || len(out) < op.N {
+		return shapeErr("axpby")
+	}
+	for i := 0; i < op.N; i++ {
+		out[i] = op.Alpha*x[i] + op.Beta*y[i]
+	}
+	return nil
+}
+
+// EdgeAttention implements engine.Ops.
+func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
+	var u unwrap
+	a := kernels.EdgeAttentionArgs{N: op.N, Heads: op.Heads, HeadDim: op.HeadDim, Ptr: u.l(op.Ptr), Src: u.i(op.Src),
+		K: u.f(op.K, 0), Q: u.f(op.Q, 0), V: u.f(op.V, 0), E: u.f(op.E, 0), Out: u.f(op.Out, 0)}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.EdgeAttention(a)
+}
+
+// TopK implements engine.Ops.
+func (*Backend) TopK(op engine.TopKOp) error {
+	var u unwrap
+	s, idx, sc := u.f(op.Scores, 0), u.i(op.OutIdx), u.f(op.OutScore, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if op.Rows < 0 || op.Cols < 0 || op.K < 0 || len(s) < op.Rows*op.Cols || len(idx) < op.Rows*op.K || len(sc) < op.Rows*op.K {
+		return shapeErr("topk")
+	}
+	for r, hits := range kernels.TopKRows(s, op.Rows, op.Cols, op.K) {
+		for j := 0; j < op.K; j++ {
+			idx[r*op.K+j], sc[r*op.K+j] = -1, float32(math.Inf(-1))
+			if j < len(hits) {
+				idx[r*op.K+j], sc[r*op.K+j] = hits[j].Index, hits[j].Score
+			}
+		}
+	}
+	return nil
+}
+
+// Smooth implements engine.Smoother.
+func (*Backend) Smooth(op engine.SmoothOp) error {
+	var u unwrap
+	h, out := u.f(op.H, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.Smooth(kernels.SmoothArgs{Adj: kernels.CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx},
+		Deg: op.Deg, H: h, Out: out, D: op.D, Alpha: op.Alpha, KeepIsolated: op.KeepIsolated})
+}
+
+// LowRankProject implements engine.LowRankProjector.
+func (*Backend) LowRankProject(op engine.LowRankOp) error {
+	var u unwrap
+	a := kernels.LowRankArgs{L: op.L, De: op.De, R: op.R, Dkv: op.Dkv, M: u.f(op.M, 0), Gamma: u.f(op.Gamma, 0), Beta: u.f(op.Beta, 0),
+		A: u.f(op.A, 0), B: u.f(op.B, 0), Out: u.f(op.Out, 0), Eps: op.Eps}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.LowRankProject(a)
+}
+
+// JointAttention implements engine.JointAttender.
+func (*Backend) JointAttention(op engine.JointAttentionOp) error {
+	var u unwrap
+	a := kernels.JointAttentionArgs{N: op.N, Lm: op.Lm, Lt: op.Lt, D: op.D, Dv: op.Dv, Q: u.f(op.Q, 0), KMem: u.f(op.KMem, 0),
+		VMem: u.f(op.VMem, 0), KText: u.f(op.KText, 0), VText: u.f(op.VText, 0), Out: u.f(op.Out, 0), Causal: op.Causal}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.JointAttention(a)
+}

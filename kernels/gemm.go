@@ -1,0 +1,198 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Activation is an elementwise function applied in a GEMM epilogue or by
+// Activate.
+type Activation uint8
+
+// Activations.
+const (
+	ActNone Activation = iota
+	ActGELU            // exact (erf) GELU: 0.5·x·(1 + erf(x/√2))
+	ActTanh
+	ActReLU
+)
+
+func (a Activation) String() string {
+	return [...]string{"none", "gelu", "tanh", "relu"}[a]
+}
+
+// GemmArgs describes C = act(alpha·op(A)·op(B) + beta·C + bias) on
+// row-major matrices: op(A) is M×K, op(B) is K×N, C is M×N, with leading
+// dimensions LDA, LDB, LDC (0 means packed). Bias, when not nil, has N
+// values added to every row.
+type GemmArgs struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float32
+	A              []float32
+	LDA            int
+	B              []float32
+	LDB            int
+	C              []float32
+	LDC            int
+	Bias           []float32
+	Act            Activation
+}
+
+func (g *GemmArgs) fill() {
+	if g.LDA == 0 {
+		g.LDA = max(pick(g.TransA, g.M, g.K), 1)
+	}
+	if g.LDB == 0 {
+		g.LDB = max(pick(g.TransB, g.K, g.N), 1)
+	}
+	if g.LDC == 0 {
+		g.LDC = max(g.N, 1)
+	}
+}
+
+// pick returns the packed leading dimension of a rows×cols matrix stored
+// transposed or not.
+func pick(trans bool, rows, cols int) int {
+	if trans {
+		return rows
+	}
+	return cols
+}
+
+// need is the minimum length of a matrix with r rows of leading dimension
+// ld whose rows hold c values.
+func need(r, c, ld int) int {
+	if r == 0 || c == 0 {
+		return 0
+	}
+	return (r-1)*ld + c
+}
+
+// Check validates shapes and lengths.
+func (g *GemmArgs) Check() error {
+	g.fill()
+	ar, ac := g.M, g.K
+	if g.TransA {
+		ar, ac = g.K, g.M
+	}
+	br, bc := g.K, g.N
+	if g.TransB {
+		br, bc = g.N, g.K
+	}
+	switch {
+	case g.M < 0 || g.N < 0 || g.K < 0:
+		return fmt.Errorf("kernels: gemm: negative shape %d×%d×%d", g.M, g.N, g.K)
+	case g.LDA < max(ac, 1) || g.LDB < max(bc, 1) || g.LDC < max(g.N, 1):
+		return fmt.Errorf("kernels: gemm: leading dimensions %d,%d,%d too small", g.LDA, g.LDB, g.LDC)
+	case len(g.A) < need(ar, ac, g.LDA) || len(g.B) < need(br, bc, g.LDB) || len(g.C) < need(g.M, g.N, g.LDC):
+		return fmt.Errorf("kernels: gemm: buffers too short for %d×%d×%d", g.M, g.N, g.K)
+	case g.Bias != nil && len(g.Bias) < g.N:
+		return fmt.Errorf("kernels: gemm: bias has %d values, want %d", len(g.Bias), g.N)
+	}
+	return nil
+}
+
+// Gemm computes g through the selected BLAS (OpenBLAS when its library is
+// found at start-up, else gonum's pure-Go BLAS), then applies the bias and
+// activation epilogue in one pass over C.
+//
+// Reference loop:
+//
+//	for i < M, j < N: s = Σ_k op(A)[i,k]·op(B)[k,j]
+//	    C[i,j] = act(alpha·s + beta·C[i,j] + bias[j])
+func Gemm(g GemmArgs) error {
+	if err := g.Check(); err != nil {
+		return err
+	}
+	if g.M == 0 || g.N == 0 {
+		return nil
+	}
+	if g.K == 0 {
+		scaleC(&g)
+	} else {
+		blas.sgemm(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.LDA, g.B, g.LDB, g.Beta, g.C, g.LDC)
+	}
+	if g.Bias != nil || g.Act != ActNone {
+		epilogue(g.C, g.M, g.N, g.LDC, g.Bias, g.Act)
+	}
+	return nil
+}
+
+// scaleC handles K = 0, where BLAS libraries differ: C = beta·C.
+func scaleC(g *GemmArgs) {
+	for i := 0; i < g.M; i++ {
+		row := g.C[i*g.LDC : i*g.LDC+g.N]
+		for j := range row {
+			if g.Beta == 0 {
+				row[j] = 0
+			} else {
+				row[j] *= g.Beta
+			}
+		}
+	}
+}
+
+// BiasAct adds bias (n values, may be nil) to every row of the m×n matrix c
+// (leading dimension ldc, 0 = packed) and applies act in place.
+func BiasAct(c []float32, m, n, ldc int, bias []float32, act Activation) error {
+	if ldc == 0 {
+		ldc = n
+	}
+	if m < 0 || n < 0 || ldc < n || len(c) < need(m, n, ldc) || (bias != nil && len(bias) < n) {
+		return fmt.Errorf("kernels: bias/activation: shapes do not match the buffers")
+	}
+	epilogue(c, m, n, ldc, bias, act)
+	return nil
+}
+
+// epilogue adds bias and applies act to every row of C, in parallel over
+// row ranges when C is large.
+func epilogue(c []float32, m, n, ldc int, bias []float32, act Activation) {
+	parallelRows(m, n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := c[i*ldc : i*ldc+n]
+			if bias != nil {
+				for j := range row {
+					row[j] += bias[j]
+				}
+			}
+			activateSlice(act, row, row)
+		}
+	})
+}
+
+// parallelRows splits rows among cores when the work (rows×cols) is large
+// enough to pay for goroutines.
+func parallelRows(rows, cols int, fn func(lo, hi int)) {
+	const minWork = 1 << 16
+	w := min(runtime.GOMAXPROCS(0), rows, max(1, rows*cols/minWork))
+	if w <= 1 {
+		fn(0, rows)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		lo, hi := k*rows/w, (k+1)*rows/w
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(lo, hi) }()
+	}
+	wg.Wait()
+}
+
+// BatchedGemm runs batch GEMMs whose A, B and C start strideA, strideB and
+// strideC floats apart (a stride of 0 shares the operand), e.g. attention
+// heads. g.A, g.B and g.C are the whole batched buffers.
+func BatchedGemm(g GemmArgs, batch, strideA, strideB, strideC int) error {
+	for i := 0; i < batch; i++ {
+		gi := g
+		gi.A = g.A[min(i*strideA, len(g.A)):]
+		gi.B = g.B[min(i*strideB, len(g.B)):]
+		gi.C = g.C[min(i*strideC, len(g.C)):]
+		if err := Gemm(gi); err != nil {
+			return fmt.Errorf("batch %d: %w", i, err)
+		}
+	}
+	return nil
+}

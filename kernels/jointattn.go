@@ -1,0 +1,92 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// JointAttentionArgs describes one head of FuseRAG's joint attention
+// (methods.md §4): N decoder queries attend over [memory keys ; text keys]
+// with one softmax. Q is N×D, KMem Lm×D, VMem Lm×Dv, KText Lt×D, VText
+// Lt×Dv, Out N×Dv. With Causal, query i (the i-th of the last N text
+// positions) sees text keys j ≤ i + Lt − N; memory keys are always visible.
+type JointAttentionArgs struct {
+	N, Lm, Lt, D, Dv int
+	Q, KMem, VMem    []float32
+	KText, VText     []float32
+	Out              []float32
+	Causal           bool
+}
+
+// JointAttention computes softmax([Q·KMemᵀ, Q·KTextᵀ]/√D)·[VMem; VText]:
+// both score blocks land side by side in one N×(Lm+Lt) matrix (GEMMs with
+// a leading dimension), one masked softmax normalises them together, and
+// two GEMMs accumulate the output.
+//
+// Reference loop: for each query, scores over all visible keys, float64
+// softmax, weighted sum of the values.
+func JointAttention(a JointAttentionArgs) error {
+	if err := a.check(); err != nil {
+		return err
+	}
+	if a.N == 0 {
+		return nil
+	}
+	w := a.Lm + a.Lt
+	s := make([]float32, a.N*w)
+	scale := float32(1 / math.Sqrt(float64(a.D)))
+	if a.Lm > 0 {
+		if err := Gemm(GemmArgs{TransB: true, M: a.N, N: a.Lm, K: a.D, Alpha: scale, A: a.Q, B: a.KMem, C: s, LDC: w}); err != nil {
+			return err
+		}
+	}
+	if a.Lt > 0 {
+		if err := Gemm(GemmArgs{TransB: true, M: a.N, N: a.Lt, K: a.D, Alpha: scale, A: a.Q, B: a.KText, C: s[a.Lm:], LDC: w}); err != nil {
+			return err
+		}
+	}
+	Softmax(s, a.mask(w), s, a.N, w)
+	clear(a.Out[:a.N*a.Dv])
+	if a.Lm > 0 {
+		if err := Gemm(GemmArgs{M: a.N, N: a.Dv, K: a.Lm, Alpha: 1, A: s, LDA: w, B: a.VMem, C: a.Out}); err != nil {
+			return err
+		}
+	}
+	if a.Lt > 0 {
+		return Gemm(GemmArgs{M: a.N, N: a.Dv, K: a.Lt, Alpha: 1, Beta: 1, A: s[a.Lm:], LDA: w, B: a.VText, C: a.Out})
+	}
+	return nil
+}
+
+func (a *JointAttentionArgs) check() error {
+	switch {
+	case a.N < 0 || a.Lm < 0 || a.Lt < 0 || a.D <= 0 || a.Dv <= 0:
+		return fmt.Errorf("kernels: joint attention: bad shape")
+	case a.Lm+a.Lt == 0:
+		return fmt.Errorf("kernels: joint attention: no keys")
+	case a.Causal && a.Lt < a.N:
+		return fmt.Errorf("kernels: joint attention: causal needs at least as many text keys (%d) as queries (%d)", a.Lt, a.N)
+	case len(a.Q) < a.N*a.D || len(a.KMem) < a.Lm*a.D || len(a.VMem) < a.Lm*a.Dv ||
+		len(a.KText) < a.Lt*a.D || len(a.VText) < a.Lt*a.Dv || len(a.Out) < a.N*a.Dv:
+		return fmt.Errorf("kernels: joint attention: buffers too short")
+	}
+	return nil
+}
+
+// mask returns the causal visibility mask over the text block, or nil.
+func (a *JointAttentionArgs) mask(w int) []float32 {
+	if !a.Causal {
+		return nil
+	}
+	m := make([]float32, a.N*w)
+	for i := 0; i < a.N; i++ {
+		row := m[i*w : (i+1)*w]
+		for j := 0; j < a.Lm; j++ {
+			row[j] = 1
+		}
+		for j := 0; j <= i+a.Lt-a.N; j++ {
+			row[a.Lm+j] = 1
+		}
+	}
+	return m
+}

@@ -1,0 +1,205 @@
+package kerneltest
+
+import (
+	"math"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// subgraph returns a symmetric adjacency over m nodes (one entry per
+// ordered pair, no self loops, some isolated nodes) and global degrees at
+// least the local ones.
+func (h *H) subgraph(m int) (ptr []int64, idx []int32, deg []float32) {
+	adj := make([][]bool, m)
+	for i := range adj {
+		adj[i] = make([]bool, m)
+	}
+	for i := 0; i < m; i++ {
+		for j := i + 1; j < m; j++ {
+			if i%4 != 3 && j%4 != 3 && h.rng.IntN(4) == 0 { // nodes 3, 7, … isolated
+				adj[i][j], adj[j][i] = true, true
+			}
+		}
+	}
+	ptr = []int64{0}
+	for i := 0; i < m; i++ {
+		local := 0
+		for j := 0; j < m; j++ {
+			if adj[i][j] {
+				idx = append(idx, int32(j))
+				local++
+			}
+		}
+		ptr = append(ptr, int64(len(idx)))
+		deg = append(deg, float32(local+h.rng.IntN(20)+1))
+	}
+	return ptr, idx, deg
+}
+
+func refSmooth(m, d int, ptr []int64, idx []int32, deg []float32, hm []float32, alpha float64, keep bool) []float64 {
+	out := make([]float64, m*d)
+	for i := 0; i < m; i++ {
+		var z float64
+		for p := ptr[i]; p < ptr[i+1]; p++ {
+			z += 1 / float64(deg[idx[p]])
+		}
+		for c := 0; c < d; c++ {
+			var ph float64
+			for p := ptr[i]; p < ptr[i+1]; p++ {
+				ph += (1 / float64(deg[idx[p]])) / z * float64(hm[int(idx[p])*d+c])
+			}
+			if ptr[i] == ptr[i+1] && keep {
+				ph = float64(hm[i*d+c])
+			}
+			out[i*d+c] = (1-alpha)*float64(hm[i*d+c]) + alpha*ph
+		}
+	}
+	return out
+}
+
+func smoothCases(h *H, b engine.Backend, label string) {
+	for _, m := range Sizes {
+		for _, keep := range []bool{false, true} {
+			d := 17
+			ptr, idx, deg := h.subgraph(m)
+			hm := h.Rand(m * d)
+			out := h.Poisoned(m * d)
+			h.Must(engine.Smooth(b, engine.SmoothOp{M: m, D: d, AdjPtr: ptr, AdjIdx: idx, Deg: deg, H: h.Up(hm), Out: out, Alpha: 0.2, KeepIsolated: keep}))
+			h.Close(name(label, " smooth m=", m, " keep=", keep), h.Down(out), refSmooth(m, d, ptr, idx, deg, hm, 0.2, keep), Tol(m, 8))
+		}
+	}
+}
+
+func testSmooth(h *H) { smoothCases(h, h.B, "fused") }
+
+func refLowRank(l, de, r, dkv int, m, g, b, a, bm []float32) []float64 {
+	ln := refLayerNorm(m, g, b, l, de, 1e-5)
+	mid := make([]float64, l*r)
+	for i := 0; i < l; i++ {
+		for j := 0; j < r; j++ {
+			for p := 0; p < de; p++ {
+				mid[i*r+j] += ln[i*de+p] * float64(a[p*r+j])
+			}
+		}
+	}
+	out := make([]float64, l*dkv)
+	for i := 0; i < l; i++ {
+		for j := 0; j < dkv; j++ {
+			for p := 0; p < r; p++ {
+				out[i*dkv+j] += mid[i*r+p] * float64(bm[p*dkv+j])
+			}
+		}
+	}
+	return out
+}
+
+func lowRankCases(h *H, b engine.Backend, label string) {
+	for _, c := range [][4]int{{1, 3, 1, 1}, {17, 64, 8, 33}, {129, 17, 3, 17}} {
+		l, de, r, dkv := c[0], c[1], c[2], c[3]
+		m, g, bb, a, bm := h.Rand(l*de), h.Rand(de), h.Rand(de), h.Rand(de*r), h.Rand(r*dkv)
+		out := h.Poisoned(l * dkv)
+		h.Must(engine.LowRankProject(b, engine.LowRankOp{L: l, De: de, R: r, Dkv: dkv, M: h.Up(m), Gamma: h.Up(g), Beta: h.Up(bb),
+			A: h.Up(a), B: h.Up(bm), Out: out, Eps: 1e-5}))
+		h.Close(name(label, " low-rank ", c), h.Down(out), refLowRank(l, de, r, dkv, m, g, bb, a, bm), Tol(de*r, 30))
+	}
+}
+
+func testLowRank(h *H) { lowRankCases(h, h.B, "fused") }
+
+func refJoint(n, lm, lt, d, dv int, q, km, vm, kt, vt []float32, causal bool) []float64 {
+	out := make([]float64, n*dv)
+	for i := 0; i < n; i++ {
+		var s []float64
+		var vals [][]float32
+		for j := 0; j < lm; j++ {
+			s, vals = append(s, dot64(q[i*d:(i+1)*d], km[j*d:(j+1)*d])/math.Sqrt(float64(d))), append(vals, vm[j*dv:(j+1)*dv])
+		}
+		for j := 0; j < lt; j++ {
+			if causal && j > i+lt-n {
+				continue
+			}
+			s, vals = append(s, dot64(q[i*d:(i+1)*d], kt[j*d:(j+1)*d])/math.Sqrt(float64(d))), append(vals, vt[j*dv:(j+1)*dv])
+		}
+		m, z := math.Inf(-1), 0.0
+		for _, x := range s {
+			m = math.Max(m, x)
+		}
+		for j := range s {
+			s[j] = math.Exp(s[j] - m)
+			z += s[j]
+		}
+		for j := range s {
+			for c := 0; c < dv; c++ {
+				out[i*dv+c] += s[j] / z * float64(vals[j][c])
+			}
+		}
+	}
+	return out
+}
+
+func dot64(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func jointCases(h *H, b engine.Backend, label string) {
+	for _, c := range [][5]int{{1, 3, 1, 8, 8}, {3, 17, 5, 16, 8}, {5, 0, 17, 8, 3}, {17, 129, 17, 32, 16}} {
+		n, lm, lt, d, dv := c[0], c[1], c[2], c[3], c[4]
+		for _, causal := range []bool{false, true} {
+			q, km, vm, kt, vt := h.Rand(n*d), h.Rand(lm*d+1), h.Rand(lm*dv+1), h.Rand(lt*d), h.Rand(lt*dv)
+			out := h.Poisoned(n * dv)
+			h.Must(engine.JointAttention(b, engine.JointAttentionOp{N: n, Lm: lm, Lt: lt, D: d, Dv: dv, Q: h.Up(q), KMem: h.Up(km), VMem: h.Up(vm),
+				KText: h.Up(kt), VText: h.Up(vt), Out: out, Causal: causal}))
+			h.Close(name(label, " joint attention ", c, " causal=", causal), h.Down(out), refJoint(n, lm, lt, d, dv, q, km, vm, kt, vt, causal), Tol(d+lm+lt, 16))
+		}
+	}
+}
+
+func testJointAttention(h *H) { jointCases(h, h.B, "fused") }
+
+// bare hides a backend's fused ops and epilogue, forcing the engine's
+// composed fallbacks.
+type bare struct{ engine.Backend }
+
+func (b bare) Caps() engine.Caps { return engine.Caps{Device: b.Backend.Caps().Device} }
+
+func testComposed(h *H) {
+	b := bare{h.B}
+	smoothCases(h, b, "composed")
+	lowRankCases(h, b, "composed")
+	jointCases(h, b, "composed")
+	m, n, k := 3, 17, 5
+	a, bm, bias := h.Rand(m*k), h.Rand(k*n), h.Rand(n)
+	c := h.Poisoned(m * n)
+	h.Must(engine.GemmFused(b, engine.GemmOp{M: m, N: n, K: k, Alpha: 1, A: h.Up(a), B: h.Up(bm), C: c, Bias: h.Up(bias), Act: engine.ActTanh}))
+	want, mag := refGemm(false, false, m, n, k, 1, a, k, bm, n, 0, nil, n)
+	for i := range want {
+		want[i] = math.Tanh(want[i] + float64(bias[i%n]))
+		mag[i] = Tol(k+1, mag[i]+1)
+	}
+	h.Close("composed gemm+bias+tanh", h.Down(c), want, mag...)
+}
+
+func testBadInputs(h *H) {
+	f := h.Up(h.Rand(4))
+	i := h.UpI32([]int32{0, 1})
+	cases := map[string]error{
+		"gemm short C":         h.B.Gemm(engine.GemmOp{M: 2, N: 2, K: 1, Alpha: 1, A: f, B: f, C: h.Up(make([]float32, 3))}),
+		"gemm int buffer":      h.B.Gemm(engine.GemmOp{M: 1, N: 1, K: 1, Alpha: 1, A: i, B: f, C: f}),
+		"layernorm short":      h.B.LayerNorm(engine.LayerNormOp{X: f, Gamma: f, Beta: f, Out: f, Rows: 2, Cols: 4}),
+		"attention bad length": h.B.Attention(engine.AttentionOp{Batch: 1, Seq: 1, Heads: 1, HeadDim: 4, Q: f, K: f, V: f, Out: f, Lengths: h.UpI32([]int32{2})}),
+		"spmm column range":    h.B.SpMM(engine.SpMMOp{Rows: 1, Cols: 1, D: 1, Ptr: h.UpI64([]int64{0, 2}), Idx: i, X: f, Y: f}),
+		"edge source range":    h.B.EdgeAttention(engine.EdgeAttentionOp{N: 1, Heads: 1, HeadDim: 1, Ptr: h.UpI64([]int64{0, 2}), Src: i, K: f, Q: f, V: f, E: f, Out: f}),
+		"smooth zero degree": engine.Smooth(h.B, engine.SmoothOp{M: 2, D: 1, AdjPtr: []int64{0, 1, 2}, AdjIdx: []int32{1, 0},
+			Deg: []float32{1, 0}, H: f, Out: f, Alpha: 0.2}),
+		"joint no keys": engine.JointAttention(h.B, engine.JointAttentionOp{N: 1, D: 1, Dv: 1, Q: f, KMem: f, VMem: f, KText: f, VText: f, Out: f}),
+	}
+	for what, err := range cases {
+		if err == nil {
+			h.Errorf("%s: accepted", what)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package kerneltest
+
+import (
+	"math"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// refGemm returns alpha·op(A)·op(B) + beta·C in float64 with the matching
+// magnitude sums for tolerances.
+func refGemm(ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) (val, mag []float64) {
+	val, mag = make([]float64, m*n), make([]float64, m*n)
+	at := func(i, p int) float64 {
+		if ta {
+			return float64(a[p*lda+i])
+		}
+		return float64(a[i*lda+p])
+	}
+	bt := func(p, j int) float64 {
+		if tb {
+			return float64(b[j*ldb+p])
+		}
+		return float64(b[p*ldb+j])
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s, sa float64
+			for p := 0; p < k; p++ {
+				s += at(i, p) * bt(p, j)
+				sa += math.Abs(at(i, p) * bt(p, j))
+			}
+			cij := 0.0
+			if beta != 0 {
+				cij = float64(beta) * float64(c[i*ldc+j])
+			}
+			val[i*n+j] = float64(alpha)*s + cij
+			mag[i*n+j] = math.Abs(float64(alpha))*sa + math.Abs(cij)
+		}
+	}
+	return val, mag
+}
+
+func dims(trans bool, r, c int) (int, int) {
+	if trans {
+		return c, r
+	}
+	return r, c
+}
+
+func testGemm(h *H) {
+	for _, m := range Sizes {
+		for _, n := range []int{1, 17, 129} {
+			for _, k := range []int{1, 3, 129} {
+				for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+					gemmCase(h, m, n, k, tr[0], tr[1], 1.5, 0, 0)
+				}
+			}
+		}
+	}
+	gemmCase(h, 17, 3, 17, false, false, -0.5, 0.25, 5) // beta ≠ 0, padded leading dimensions
+	gemmCase(h, 3, 17, 0, false, false, 1, 0.5, 0)       // K = 0: C = beta·C
+}
+
+func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int) {
+	ar, ac := dims(ta, m, k)
+	br, bc := dims(tb, k, n)
+	lda, ldb, ldc := ac+pad, bc+pad, n+pad
+	a, b := h.Rand(max(ar*lda, 1)), h.Rand(max(br*ldb, 1))
+	c := h.Rand(m * ldc)
+	var cb engine.Buffer
+	if beta == 0 {
+		cb = h.Poisoned(m * ldc)
+	} else {
+		cb = h.Up(c)
+	}
+	op := engine.GemmOp{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: alpha, Beta: beta,
+		A: h.Up(a), B: h.Up(b), C: cb, LDA: lda, LDB: ldb, LDC: ldc}
+	h.Must(h.B.Gemm(op))
+	got := h.Down(cb)
+	want, mag := refGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	packed := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		copy(packed[i*n:(i+1)*n], got[i*ldc:i*ldc+n])
+	}
+	tol := make([]float64, len(mag))
+	for i := range mag {
+		tol[i] = Tol(k+1, mag[i])
+	}
+	h.Close(name("gemm ", m, "×", n, "×", k, " ta=", ta, " tb=", tb, " beta=", beta, " pad=", pad), packed, want, tol...)
+}
+
+func refAct(act engine.Activation, x float64) float64 {
+	switch act {
+	case engine.ActGELU:
+		return 0.5 * x * (1 + math.Erf(x/math.Sqrt2))
+	case engine.ActTanh:
+		return math.Tanh(x)
+	case engine.ActReLU:
+		return math.Max(x, 0)
+	}
+	return x
+}
+
+func testGemmEpilogue(h *H) {
+	for _, act := range []engine.Activation{engine.ActNone, engine.ActGELU, engine.ActTanh, engine.ActReLU} {
+		m, n, k := 17, 129, 3
+		a, b, bias := h.Rand(m*k), h.Rand(k*n), h.Rand(n)
+		c := h.Poisoned(m * n)
+		h.Must(engine.GemmFused(h.B, engine.GemmOp{M: m, N: n, K: k, Alpha: 1, A: h.Up(a), B: h.Up(b), C: c, Bias: h.Up(bias), Act: act}))
+		want, mag := refGemm(false, false, m, n, k, 1, a, k, b, n, 0, nil, n)
+		tol := make([]float64, len(want))
+		for i := range want {
+			pre := want[i] + float64(bias[i%n])
+			want[i] = refAct(act, pre)
+			tol[i] = 2 * Tol(k+1, mag[i]+math.Abs(float64(bias[i%n])))
+		}
+		h.Close(name("gemm+bias+", act), h.Down(c), want, tol...)
+	}
+}
+
+func testBatchedGemm(h *H) {
+	batch, m, n, k := 3, 17, 3, 129
+	a, b := h.Rand(batch*m*k), h.Rand(k*n) // B shared (stride 0)
+	c := h.Poisoned(batch * m * n)
+	h.Must(h.B.BatchedGemm(engine.GemmOp{M: m, N: n, K: k, Alpha: 1, A: h.Up(a), B: h.Up(b), C: c}, batch, m*k, 0, m*n))
+	got := h.Down(c)
+	for i := 0; i < batch; i++ {
+		want, mag := refGemm(false, false, m, n, k, 1, a[i*m*k:], k, b, n, 0, nil, n)
+		tol := make([]float64, len(mag))
+		for j := range mag {
+			tol[j] = Tol(k, mag[j])
+		}
+		h.Close(name("batched gemm ", i), got[i*m*n:(i+1)*m*n], want, tol...)
+	}
+}

@@ -1,0 +1,81 @@
+package kernels
+
+import "fmt"
+
+// SmoothArgs describes GRanker's Laplacian smoothing (FastInsight,
+// methods.md §1.2) over the subgraph induced by m retrieved nodes:
+//
+//	A_ij = 1 if (n_i, n_j) is an edge (Adj, local ids, one entry per pair)
+//	W_ij = A_ij / deg(n_j)            deg = degree in the full graph (Deg)
+//	P    = diag(W·1)⁻¹ · W            (row-normalised)
+//	H'   = (1 − α)·H + α·P·H
+//
+// A row with no subgraph neighbour has an empty P row. Literally that gives
+// H'_i = (1 − α)·H_i (the default, as the paper's formula reads); with
+// KeepIsolated, H'_i = H_i (the node keeps its own latent).
+type SmoothArgs struct {
+	Adj          CSRMatrix // m×m, values ignored
+	Deg          []float32 // global degree of each of the m nodes, > 0 where it has neighbours
+	H, Out       []float32 // m×d
+	D            int
+	Alpha        float32
+	KeepIsolated bool
+}
+
+// PropagationMatrix returns P (m×m, CSR with values) for the subgraph;
+// isolated rows get P_ii = 1 when keep is set, so P·H reproduces H there.
+func PropagationMatrix(adj CSRMatrix, deg []float32, keep bool) (CSRMatrix, error) {
+	if err := adj.Check(); err != nil {
+		return CSRMatrix{}, err
+	}
+	if len(deg) < adj.Rows {
+		return CSRMatrix{}, fmt.Errorf("kernels: smooth: %d degrees for %d nodes", len(deg), adj.Rows)
+	}
+	p := CSRMatrix{Rows: adj.Rows, Cols: adj.Cols, Ptr: make([]int64, 1, adj.Rows+1)}
+	for i := 0; i < adj.Rows; i++ {
+		row := adj.Idx[adj.Ptr[i]:adj.Ptr[i+1]]
+		var sum float32
+		for _, j := range row {
+			if deg[j] <= 0 {
+				return CSRMatrix{}, fmt.Errorf("kernels: smooth: node %d has subgraph neighbours but global degree %v", j, deg[j])
+			}
+			sum += 1 / deg[j]
+		}
+		for _, j := range row {
+			p.Idx = append(p.Idx, j)
+			p.Val = append(p.Val, (1/deg[j])/sum)
+		}
+		if len(row) == 0 && keep {
+			p.Idx, p.Val = append(p.Idx, int32(i)), append(p.Val, 1)
+		}
+		p.Ptr = append(p.Ptr, int64(len(p.Idx)))
+	}
+	return p, nil
+}
+
+// Smooth computes H' of SmoothArgs: P·H by SpMM, then the convex mix, row by
+// row so each output row is written once.
+//
+// Reference loop: build P densely in float64, H' = (1−α)H + αPH.
+func Smooth(a SmoothArgs) error {
+	if a.Adj.Rows != a.Adj.Cols {
+		return fmt.Errorf("kernels: smooth: adjacency is %d×%d, want square", a.Adj.Rows, a.Adj.Cols)
+	}
+	m, d := a.Adj.Rows, a.D
+	if len(a.H) < m*d || len(a.Out) < m*d {
+		return fmt.Errorf("kernels: smooth: latents shorter than %d×%d", m, d)
+	}
+	p, err := PropagationMatrix(a.Adj, a.Deg, a.KeepIsolated)
+	if err != nil {
+		return err
+	}
+	ph := make([]float32, d)
+	for i := 0; i < m; i++ {
+		spmmRow(&p, i, a.H, d, ph)
+		h, out := a.H[i*d:(i+1)*d], a.Out[i*d:(i+1)*d]
+		for j := range out {
+			out[j] = (1-a.Alpha)*h[j] + a.Alpha*ph[j]
+		}
+	}
+	return nil
+}

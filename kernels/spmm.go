@@ -1,0 +1,79 @@
+package kernels
+
+import "fmt"
+
+// CSRMatrix is a sparse matrix in compressed sparse row form: the entries
+// of row i are at positions Ptr[i]..Ptr[i+1] of Idx (column) and Val
+// (value; nil means every value is 1).
+type CSRMatrix struct {
+	Rows, Cols int
+	Ptr        []int64
+	Idx        []int32
+	Val        []float32
+}
+
+// Check validates the structure.
+func (a *CSRMatrix) Check() error {
+	if len(a.Ptr) != a.Rows+1 || a.Ptr[0] != 0 || a.Ptr[a.Rows] > int64(len(a.Idx)) {
+		return fmt.Errorf("kernels: csr: pointers do not describe %d rows over %d entries", a.Rows, len(a.Idx))
+	}
+	if a.Val != nil && len(a.Val) < len(a.Idx) {
+		return fmt.Errorf("kernels: csr: %d values for %d entries", len(a.Val), len(a.Idx))
+	}
+	for i := 0; i < a.Rows; i++ {
+		if a.Ptr[i] > a.Ptr[i+1] {
+			return fmt.Errorf("kernels: csr: pointers decrease at row %d", i)
+		}
+	}
+	for _, j := range a.Idx[:a.Ptr[a.Rows]] {
+		if j < 0 || int(j) >= a.Cols {
+			return fmt.Errorf("kernels: csr: column %d outside %d", j, a.Cols)
+		}
+	}
+	return nil
+}
+
+// SpMM computes Y = A·X for sparse A (Rows×Cols) and dense row-major X
+// (Cols×d), Y (Rows×d), in parallel over row ranges.
+//
+// Reference loop: Y[i,:] = Σ_{p ∈ row i} Val[p]·X[Idx[p],:].
+func SpMM(a CSRMatrix, x []float32, d int, y []float32) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	if len(x) < a.Cols*d || len(y) < a.Rows*d {
+		return fmt.Errorf("kernels: spmm: dense operands too short for %d×%d·%d×%d", a.Rows, a.Cols, a.Cols, d)
+	}
+	parallelRows(a.Rows, int(a.Ptr[a.Rows])*d/max(a.Rows, 1)+d, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			spmmRow(&a, i, x, d, y[i*d:(i+1)*d])
+		}
+	})
+	return nil
+}
+
+func spmmRow(a *CSRMatrix, i int, x []float32, d int, out []float32) {
+	clear(out)
+	for p := a.Ptr[i]; p < a.Ptr[i+1]; p++ {
+		w := float32(1)
+		if a.Val != nil {
+			w = a.Val[p]
+		}
+		axpy(w, x[int(a.Idx[p])*d:int(a.Idx[p]+1)*d], out)
+	}
+}
+
+// axpy adds w·x to y (unrolled by four so the adds overlap).
+func axpy(w float32, x, y []float32) {
+	x = x[:len(y)]
+	j := 0
+	for ; j+4 <= len(y); j += 4 {
+		y[j] += w * x[j]
+		y[j+1] += w * x[j+1]
+		y[j+2] += w * x[j+2]
+		y[j+3] += w * x[j+3]
+	}
+	for ; j < len(y); j++ {
+		y[j] += w * x[j]
+	}
+}
