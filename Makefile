@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 GO ?= go
 BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
-RACE_PKGS := ./kernels/... ./models/lexical/... ./eval/... ./index/... ./retrieve/...
+RACE_PKGS := ./engine/... ./kernels/... ./models/lexical/... ./eval/... ./index/... ./retrieve/...
 
 .PHONY: all deps build demo test vet fmt-check bench peers clean
 
@@ -36,6 +36,7 @@ test: deps fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	$(GO) test -count=1 -tags purego ./kernels/...
+	GLEANER_BLAS=gonum $(GO) test -count=1 ./kernels/cpu/...
 
 # Benchmarks (see benchmarks/README.md); BENCH selects, BENCHFLAGS adds flags.
 BENCH ?= .

@@ -6,7 +6,7 @@ import "fmt"
 // §4): Out = (LN(M)·A)·B with M (L×De), A (De×R), B (R×Dkv), LayerNorm
 // parameters Gamma, Beta (De) and epsilon Eps.
 type LowRankArgs struct {
-	L, De, R, Dkv int
+	L, De, R, Dkv  int
 	M, Gamma, Beta []float32
 	A, B, Out      []float32
 	Eps            float32

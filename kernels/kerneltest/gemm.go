@@ -58,7 +58,7 @@ func testGemm(h *H) {
 		}
 	}
 	gemmCase(h, 17, 3, 17, false, false, -0.5, 0.25, 5) // beta ≠ 0, padded leading dimensions
-	gemmCase(h, 3, 17, 0, false, false, 1, 0.5, 0)       // K = 0: C = beta·C
+	gemmCase(h, 3, 17, 0, false, false, 1, 0.5, 0)      // K = 0: C = beta·C
 }
 
 func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int) {

@@ -1,0 +1,110 @@
+package engine
+
+import "time"
+
+// dispatch assembles batches from the queue until it is closed and
+// drained, then waits for in-flight batches.
+func (s *Scheduler[In, Out]) dispatch() {
+	defer close(s.done)
+	defer s.inflight.Wait()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		first, ok := <-s.queue
+		if !ok {
+			return
+		}
+		batch := s.collect(first, timer)
+		if live := s.dropCancelled(batch); len(live) > 0 {
+			s.launch(live)
+		}
+	}
+}
+
+// collect gathers up to MaxBatch items, waiting at most MaxWait after the
+// first.
+func (s *Scheduler[In, Out]) collect(first *item[In, Out], timer *time.Timer) []*item[In, Out] {
+	s.queued.Add(-1)
+	batch := []*item[In, Out]{first}
+	timer.Reset(s.opt.MaxWait)
+	defer timer.Stop()
+	for len(batch) < s.opt.MaxBatch {
+		select {
+		case it, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			s.queued.Add(-1)
+			batch = append(batch, it)
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// dropCancelled resolves items whose request is cancelled (or whose
+// scheduler is shutting down) and returns the rest.
+func (s *Scheduler[In, Out]) dropCancelled(batch []*item[In, Out]) []*item[In, Out] {
+	live := batch[:0]
+	for _, it := range batch {
+		switch {
+		case it.req.ctx.Err() != nil:
+			s.stats.dropped(1)
+			it.req.resolve(Result[Out]{Index: it.idx, Err: it.req.ctx.Err()})
+		case s.base.Err() != nil:
+			s.stats.dropped(1)
+			it.req.resolve(Result[Out]{Index: it.idx, Err: ErrClosed})
+		default:
+			live = append(live, it)
+		}
+	}
+	return live
+}
+
+// launch runs a batch on a free worker slot (waiting for one: this is the
+// back-pressure that fills the queue).
+func (s *Scheduler[In, Out]) launch(batch []*item[In, Out]) {
+	s.slots <- struct{}{}
+	s.inflight.Add(1)
+	go func() {
+		defer func() { <-s.slots; s.inflight.Done() }()
+		s.run(batch)
+	}()
+}
+
+func (s *Scheduler[In, Out]) run(batch []*item[In, Out]) {
+	start := time.Now()
+	ins := make([]In, len(batch))
+	for i, it := range batch {
+		ins[i] = it.in
+		s.stats.waited(start.Sub(it.enq))
+	}
+	outs, err := s.call(ins)
+	s.stats.batch(len(batch), time.Since(start))
+	if err == nil && len(outs) != len(ins) {
+		err = errBatchLen(len(outs), len(ins))
+	}
+	for i, it := range batch {
+		res := Result[Out]{Index: it.idx, Err: err}
+		if err == nil {
+			res.Value = outs[i]
+		}
+		if e := it.req.ctx.Err(); e != nil { // cancelled while in flight: discard
+			res = Result[Out]{Index: it.idx, Err: e}
+		}
+		it.req.resolve(res)
+	}
+}
+
+// call runs the batch function, turning a panic into an error so one bad
+// batch cannot take down the process or strand its requests.
+func (s *Scheduler[In, Out]) call(ins []In) (outs []Out, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errPanic(r)
+			s.opt.Logger.Error("batch function panicked", "panic", r)
+		}
+	}()
+	return s.fn(s.base, ins)
+}
