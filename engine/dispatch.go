@@ -3,30 +3,50 @@ package engine
 import "time"
 
 // dispatch assembles batches from the queue until it is closed and
-// drained, then waits for in-flight batches.
+// drained, then waits for in-flight batches. It takes a worker slot before
+// assembling a batch, so while every worker is busy, arriving items gather
+// in the queue and the next batch takes them all: batches grow with load,
+// and a lone request never waits for company.
 func (s *Scheduler[In, Out]) dispatch() {
 	defer close(s.done)
 	defer s.inflight.Wait()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		first, ok := <-s.queue
 		if !ok {
 			return
 		}
-		batch := s.collect(first, timer)
+		s.slots <- struct{}{}
+		batch := s.collect(first)
 		if live := s.dropCancelled(batch); len(live) > 0 {
 			s.launch(live)
+		} else {
+			<-s.slots
 		}
 	}
 }
 
-// collect gathers up to MaxBatch items, waiting at most MaxWait after the
-// first.
-func (s *Scheduler[In, Out]) collect(first *item[In, Out], timer *time.Timer) []*item[In, Out] {
+// collect gathers up to MaxBatch items: those already queued, then, if
+// MaxWait > 0, those arriving within MaxWait of the first.
+func (s *Scheduler[In, Out]) collect(first *item[In, Out]) []*item[In, Out] {
 	s.queued.Add(-1)
 	batch := []*item[In, Out]{first}
-	timer.Reset(s.opt.MaxWait)
+	for len(batch) < s.opt.MaxBatch {
+		select {
+		case it, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			s.queued.Add(-1)
+			batch = append(batch, it)
+			continue
+		default:
+		}
+		break
+	}
+	if s.opt.MaxWait <= 0 || len(batch) == s.opt.MaxBatch {
+		return batch
+	}
+	timer := time.NewTimer(s.opt.MaxWait)
 	defer timer.Stop()
 	for len(batch) < s.opt.MaxBatch {
 		select {
@@ -62,10 +82,8 @@ func (s *Scheduler[In, Out]) dropCancelled(batch []*item[In, Out]) []*item[In, O
 	return live
 }
 
-// launch runs a batch on a free worker slot (waiting for one: this is the
-// back-pressure that fills the queue).
+// launch runs a batch on the worker slot dispatch took for it.
 func (s *Scheduler[In, Out]) launch(batch []*item[In, Out]) {
-	s.slots <- struct{}{}
 	s.inflight.Add(1)
 	go func() {
 		defer func() { <-s.slots; s.inflight.Done() }()

@@ -33,7 +33,7 @@ var (
 // SchedulerOptions configures a Scheduler; zero values take the defaults.
 type SchedulerOptions struct {
 	MaxBatch  int           // items per batch (default 64)
-	MaxWait   time.Duration // how long a partial batch waits for more items (default 1ms)
+	MaxWait   time.Duration // extra time a partial batch waits for more items (default 0: none; batches still grow while workers are busy)
 	QueueSize int           // items waiting at most (default 4096)
 	FailFast  bool          // a full queue fails Submit with ErrQueueFull instead of blocking
 	Workers   int           // batches executing at once (default 1)
@@ -48,9 +48,6 @@ func (o *SchedulerOptions) validate() error {
 	o.MaxBatch = defaultInt(o.MaxBatch, 64)
 	o.QueueSize = defaultInt(o.QueueSize, 4096)
 	o.Workers = defaultInt(o.Workers, 1)
-	if o.MaxWait == 0 {
-		o.MaxWait = time.Millisecond
-	}
 	if o.QueueSize < o.MaxBatch {
 		errs = append(errs, fmt.Errorf("engine: queue size %d is smaller than a batch (%d)", o.QueueSize, o.MaxBatch))
 	}

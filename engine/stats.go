@@ -13,13 +13,12 @@ func errBatchLen(got, want int) error {
 
 func errPanic(r any) error { return fmt.Errorf("engine: batch function panicked: %v", r) }
 
-
 // SchedulerMetrics is a snapshot of a scheduler's counters.
 type SchedulerMetrics struct {
 	Batches   uint64
 	Items     uint64
-	Dropped   uint64 // cancelled before running
-	Rejected  uint64 // refused by a full queue (FailFast)
+	Dropped   uint64        // cancelled before running
+	Rejected  uint64        // refused by a full queue (FailFast)
 	BatchHist []uint64      // BatchHist[i] counts batches of size in (2^(i-1), 2^i]
 	WaitTotal time.Duration // summed queue wait of executed items
 	WaitMax   time.Duration

@@ -42,12 +42,20 @@ func EdgeAttention(a EdgeAttentionArgs) error {
 	}
 	scale := float32(1 / math.Sqrt(float64(a.HeadDim)))
 	parallelRows(a.N, nnz/max(a.N, 1)*d+d, func(lo, hi int) {
-		z := make([]float32, a.Heads)
-		for i := lo; i < hi; i++ {
-			edgeAttendNode(&a, i, d, scale, z)
-		}
+		edgeAttendRange(&a, scale, make([]float32, a.Heads), lo, hi)
 	})
 	return nil
+}
+
+// edgeAttendRange computes destinations [lo, hi); a SIMD version replaces
+// it at start-up where the CPU allows. z has one slot per head.
+var edgeAttendRange = edgeAttendRangeGo
+
+func edgeAttendRangeGo(a *EdgeAttentionArgs, scale float32, z []float32, lo, hi int) {
+	d := a.Heads * a.HeadDim
+	for i := lo; i < hi; i++ {
+		edgeAttendNode(a, i, d, scale, z)
+	}
 }
 
 func edgeAttendNode(a *EdgeAttentionArgs, i, d int, scale float32, z []float32) {

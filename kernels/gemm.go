@@ -153,6 +153,10 @@ func epilogue(c []float32, m, n, ldc int, bias []float32, act Activation) {
 	parallelRows(m, n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := c[i*ldc : i*ldc+n]
+			if act == ActGELU {
+				geluBiasRow(row, bias)
+				continue
+			}
 			if bias != nil {
 				for j := range row {
 					row[j] += bias[j]

@@ -45,11 +45,19 @@ func SpMM(a CSRMatrix, x []float32, d int, y []float32) error {
 		return fmt.Errorf("kernels: spmm: dense operands too short for %d×%d·%d×%d", a.Rows, a.Cols, a.Cols, d)
 	}
 	parallelRows(a.Rows, int(a.Ptr[a.Rows])*d/max(a.Rows, 1)+d, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			spmmRow(&a, i, x, d, y[i*d:(i+1)*d])
-		}
+		spmmRange(&a, x, d, y, lo, hi)
 	})
 	return nil
+}
+
+// spmmRange computes rows [lo, hi) of SpMM; a SIMD version replaces it at
+// start-up where the CPU allows.
+var spmmRange = spmmRangeGo
+
+func spmmRangeGo(a *CSRMatrix, x []float32, d int, y []float32, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		spmmRow(a, i, x, d, y[i*d:(i+1)*d])
+	}
 }
 
 func spmmRow(a *CSRMatrix, i int, x []float32, d int, out []float32) {
