@@ -1,0 +1,43 @@
+package graphops
+
+import "slices"
+
+// Subgraph is the graph induced by a node subset, in local ids (position in
+// Nodes): an undirected simple adjacency (one entry per neighbouring pair,
+// no self-loops) and each node's total degree in the full graph, as
+// GRanker's smoothing needs (kernels.SmoothArgs).
+type Subgraph struct {
+	Nodes []int32
+	Ptr   []int64
+	Idx   []int32
+	Deg   []float32
+}
+
+// Induced extracts the subgraph of g induced by nodes (duplicates are
+// ignored after their first occurrence).
+func Induced(g *Graph, nodes []int32) *Subgraph {
+	local := make(map[int32]int32, len(nodes))
+	s := &Subgraph{}
+	for _, v := range nodes {
+		if _, dup := local[v]; !dup {
+			local[v] = int32(len(s.Nodes))
+			s.Nodes = append(s.Nodes, v)
+		}
+	}
+	s.Ptr = make([]int64, 1, len(s.Nodes)+1)
+	row := []int32{}
+	for _, v := range s.Nodes {
+		row = row[:0]
+		g.EachUndirected(int(v), func(u int32) {
+			if j, ok := local[u]; ok && u != v {
+				row = append(row, j)
+			}
+		})
+		slices.Sort(row)
+		row = slices.Compact(row)
+		s.Idx = append(s.Idx, row...)
+		s.Ptr = append(s.Ptr, int64(len(s.Idx)))
+		s.Deg = append(s.Deg, float32(g.TotalDegree(int(v))))
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package graphops
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Adjacency is an undirected, weighted view of a Graph: every directed edge
+// u→v appears in both u's and v's rows, so parallel edges add up and a
+// self-loop counts twice (igraph's undirected semantics). Strength[v] is the
+// sum of v's row weights; a vertex with Strength 0 is dangling.
+type Adjacency struct {
+	Ptr      []int64
+	Idx      []int32
+	W        []float64
+	Strength []float64
+}
+
+// N is the number of vertices.
+func (a *Adjacency) N() int { return len(a.Ptr) - 1 }
+
+// Undirected builds the undirected view of g over the edges whose relation
+// id keep accepts (nil keeps all), with unit weights when weighted is false.
+// Rows are filled in parallel.
+func Undirected(g *Graph, weighted bool, keep func(rel int32) bool) *Adjacency {
+	n := g.Out.N()
+	a := &Adjacency{Ptr: make([]int64, n+1), Strength: make([]float64, n)}
+	take := func(c *CSR, p int64) bool { return keep == nil || c.Rel == nil || keep(c.Rel[p]) }
+	parallelFor(n, func(v int) {
+		cnt := 0
+		for _, c := range []*CSR{&g.Out, &g.In} {
+			for p := c.Ptr[v]; p < c.Ptr[v+1]; p++ {
+				if take(c, p) {
+					cnt++
+				}
+			}
+		}
+		a.Ptr[v+1] = int64(cnt)
+	})
+	for v := 0; v < n; v++ {
+		a.Ptr[v+1] += a.Ptr[v]
+	}
+	a.Idx, a.W = make([]int32, a.Ptr[n]), make([]float64, a.Ptr[n])
+	parallelFor(n, func(v int) {
+		q := a.Ptr[v]
+		for _, c := range []*CSR{&g.Out, &g.In} {
+			for p := c.Ptr[v]; p < c.Ptr[v+1]; p++ {
+				if !take(c, p) {
+					continue
+				}
+				w := 1.0
+				if weighted {
+					w = float64(c.W[p])
+				}
+				a.Idx[q], a.W[q] = c.Idx[p], w
+				a.Strength[v] += w
+				q++
+			}
+		}
+	})
+	return a
+}
+
+// parallelFor calls fn(i) for i in [0, n) on all cores, in contiguous
+// chunks (each index handled by exactly one goroutine).
+func parallelFor(n int, fn func(i int)) {
+	w := min(runtime.GOMAXPROCS(0), max(1, n/4096))
+	var wg sync.WaitGroup
+	for k := 0; k < w; k++ {
+		lo, hi := k*n/w, (k+1)*n/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
