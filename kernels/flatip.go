@@ -104,3 +104,24 @@ func pushBlock(h *TopK, s []float32, base int32) {
 		h.Push(base+int32(i), v)
 	}
 }
+
+// ScoreAll writes the inner product of q with every row of X (n×d) into
+// out (n values), in parallel over row blocks, with the same arithmetic as
+// FlatIP.
+func ScoreAll(X []float32, n, d int, q []float32, out []float32) error {
+	if err := checkFlatArgs(X, n, d, q, 1, 0); err != nil {
+		return err
+	}
+	if len(out) < n {
+		return fmt.Errorf("kernels: ScoreAll: output has %d slots for %d rows", len(out), n)
+	}
+	blocks := (n + flatBlockRows - 1) / flatBlockRows
+	parallelRows(blocks, flatBlockRows*d, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			start := b * flatBlockRows
+			rows := min(flatBlockRows, n-start)
+			dotBlock(X[start*d:(start+rows)*d], rows, d, q, 1, out[start:start+rows])
+		}
+	})
+	return nil
+}

@@ -13,7 +13,7 @@ func init() { mustRegister("bm25", newBM25) }
 // bm25 ranks by the index's BM25 postings.
 type bm25 struct{ ix *index.Index }
 
-func newBM25(ix *index.Index) (Method, error) { return &bm25{ix}, nil }
+func newBM25(ix *index.Index, _ Options) (Method, error) { return &bm25{ix}, nil }
 
 func (m *bm25) Name() string { return "bm25" }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,8 +42,15 @@ type BatchMethod interface {
 // ErrEmptyQuery is returned for a query with no text and no vector.
 var ErrEmptyQuery = errors.New("retrieve: empty query")
 
+// Options are shared method settings; each method reads those it uses.
+type Options struct {
+	// GraphKinds restricts graph methods to edges of these kinds (e.g.
+	// "mentions"); empty means every kind in the index.
+	GraphKinds []string
+}
+
 // Factory makes a method over an opened index.
-type Factory func(ix *index.Index) (Method, error)
+type Factory func(ix *index.Index, o Options) (Method, error)
 
 var (
 	regMu    sync.RWMutex
@@ -79,13 +87,22 @@ func Names() []string {
 	return out
 }
 
-// New makes the method called name over ix.
-func New(name string, ix *index.Index) (Method, error) {
+// New makes the method called name over ix with default options.
+func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix, Options{}) }
+
+// NewWith makes the method called name over ix with o. Unknown graph kinds
+// are an error.
+func NewWith(name string, ix *index.Index, o Options) (Method, error) {
+	for _, k := range o.GraphKinds {
+		if !slices.Contains(ix.Meta.GraphKinds, k) {
+			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v); build them with `gleaner graph build --kind %s`", k, ix.Meta.GraphKinds, k)
+		}
+	}
 	regMu.RLock()
 	f, ok := registry[name]
 	regMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("retrieve: unknown method %q (have: %s)", name, strings.Join(Names(), ", "))
 	}
-	return f(ix)
+	return f(ix, o)
 }

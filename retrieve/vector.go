@@ -15,7 +15,7 @@ func init() { mustRegister("vector", newVector) }
 // vector is exact dense search (O_vs) over the index's vector matrix.
 type vector struct{ ix *index.Index }
 
-func newVector(ix *index.Index) (Method, error) { return &vector{ix}, nil }
+func newVector(ix *index.Index, _ Options) (Method, error) { return &vector{ix}, nil }
 
 func (m *vector) Name() string { return "vector" }
 

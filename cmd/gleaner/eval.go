@@ -17,6 +17,7 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
+	graphKinds                                                   string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops                                    int
 	tiesByRank                                                   bool
@@ -48,6 +49,7 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
 	fl.BoolVar(&f.tiesByRank, "run-file-by-rank", false, "order --run-file entries by their rank column, not trec_eval's (score desc, doc id desc)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
+	fl.StringVar(&f.graphKinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	return cmd
 }
@@ -74,7 +76,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	}
 	var ms []retrieve.Method
 	for _, name := range splitList(f.methods) {
-		m, err := retrieve.New(name, ix)
+		m, err := retrieve.NewWith(name, ix, retrieve.Options{GraphKinds: splitList(f.graphKinds)})
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 func newQuery(g *globals) *cobra.Command {
-	var dir, method string
+	var dir, method, kinds string
 	var k int
 	cmd := &cobra.Command{
 		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
@@ -32,7 +32,7 @@ func newQuery(g *globals) *cobra.Command {
 				return err
 			}
 			defer ix.Close()
-			m, err := retrieve.New(method, ix)
+			m, err := retrieve.NewWith(method, ix, retrieve.Options{GraphKinds: splitList(kinds)})
 			if err != nil {
 				return err
 			}
@@ -56,5 +56,6 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
+	cmd.Flags().StringVar(&kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
 	return cmd
 }

@@ -169,3 +169,10 @@ func hostIsLittleEndian() bool {
 	x := uint16(1)
 	return (*[2]byte)(unsafe.Pointer(&x))[0] == 1
 }
+
+// Raw returns a file's bytes whatever its kind, with its description (for
+// copying a file into a new store).
+func (r *Reader) Raw(name string) ([]byte, FileInfo, bool) {
+	fi, ok := r.Manifest.Files[name]
+	return r.maps[name], fi, ok
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+)
+
+func newGraph(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "graph", Short: "Build corpus graphs into an index and describe them"}
+	cmd.AddCommand(newGraphBuild(g), newGraphStats(g))
+	return cmd
+}
+
+func newGraphBuild(g *globals) *cobra.Command {
+	var dir, kind string
+	var mo graphops.MentionOptions
+	var ko graphops.KNNOptions
+	cmd := &cobra.Command{
+		Use:   "build --kind mentions|knn --index <dir>",
+		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
+		Long: `Build a graph over the index's nodes.
+
+  mentions  passage A → passage B when A's text contains B's title as a whole word, case-sensitively
+            (one Aho–Corasick pass; titles shorter than --min-title-len runes and titles found in more
+            than --max-title-hits passages are skipped)
+  knn       KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
+            and top --k-sem semantic neighbours (vector cosine), undirected`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return fmt.Errorf("--index is required")
+			}
+			start := time.Now()
+			edges, err := buildEdges(cmd.Context(), dir, kind, mo, ko)
+			if err != nil {
+				return err
+			}
+			if err := index.SetGraph(cmd.Context(), dir, kind, edges); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s graph: %d edges stored in %s in %v\n", kind, len(edges), dir, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "index", "", "index folder")
+	fl.StringVar(&kind, "kind", "", "mentions or knn")
+	fl.IntVar(&mo.MinTitleLen, "min-title-len", 4, "mentions: shortest title matched, in runes")
+	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
+	fl.IntVar(&ko.Lexical, "k-lex", 1, "knn: lexical neighbours per node")
+	fl.IntVar(&ko.Semantic, "k-sem", 1, "knn: semantic neighbours per node")
+	return cmd
+}
+
+func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOptions, ko graphops.KNNOptions) ([]graphops.Edge, error) {
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
+	switch kind {
+	case "mentions":
+		titles, texts := make([]string, ix.N()), make([]string, ix.N())
+		for i := range titles {
+			titles[i], texts[i] = ix.Title(i), ix.Text(i)
+		}
+		return graphops.MentionEdges(ctx, titles, texts, mo)
+	case "knn":
+		return graphops.KNNEdges(ctx, ix.Postings, ix.Vectors, ix.Meta.Dims, ko)
+	}
+	return nil, fmt.Errorf("--kind must be mentions or knn, got %q", kind)
+}
+
+func newGraphStats(g *globals) *cobra.Command {
+	var dir, kind, queries string
+	cmd := &cobra.Command{
+		Use:   "stats --index <dir> [--kind k] [--queries q.jsonl]",
+		Short: "Print graph statistics: degrees, and how many gold nodes lie within 1 and 2 hops of the BM25 top-10",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ix, err := index.Open(dir, store.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			defer ix.Close()
+			var kinds []string
+			if kind != "" {
+				kinds = []string{kind}
+			}
+			adj := ix.Adjacency(false, kinds...)
+			printDegrees(cmd.OutOrStdout(), adj)
+			if queries == "" {
+				return nil
+			}
+			qs, err := corpus.ReadQueries(queries, nil, corpus.ReadOptions{Logger: g.log})
+			if err != nil {
+				return err
+			}
+			return printReach(cmd.Context(), cmd.OutOrStdout(), ix, adj, qs)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "index", "", "index folder")
+	cmd.Flags().StringVar(&kind, "kind", "", "only edges of this kind (default: all)")
+	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
+	return cmd
+}
+
+func printDegrees(w io.Writer, a *graphops.Adjacency) {
+	n := a.N()
+	deg := make([]int, n)
+	isolated := 0
+	for v := 0; v < n; v++ {
+		deg[v] = int(a.Ptr[v+1] - a.Ptr[v])
+		if deg[v] == 0 {
+			isolated++
+		}
+	}
+	slices.Sort(deg)
+	pct := func(p float64) int { return deg[min(n-1, int(p*float64(n)))] }
+	fmt.Fprintf(w, "nodes %d, undirected edge endpoints %d (edges %d), isolated %d (%.1f%%)\n", n, a.Ptr[n], a.Ptr[n]/2, isolated, 100*float64(isolated)/float64(n))
+	fmt.Fprintf(w, "degree p50 %d, p90 %d, p99 %d, max %d, mean %.2f\n", pct(0.5), pct(0.9), pct(0.99), deg[n-1], float64(a.Ptr[n])/float64(n))
+}
+
+func printReach(ctx context.Context, w io.Writer, ix *index.Index, a *graphops.Adjacency, qs []corpus.Query) error {
+	var gold, in0, in1, in2 int
+	for _, q := range qs {
+		var seeds []int32
+		for _, h := range ix.BM25.Search(q.Text, 10) {
+			seeds = append(seeds, h.Index)
+		}
+		b, err := graphops.ShortestPaths(ctx, a, seeds, 2)
+		if err != nil {
+			return err
+		}
+		for _, id := range q.Gold {
+			v, ok := ix.Lookup(id)
+			if !ok {
+				return fmt.Errorf("query %q: gold id %q is not in the index", q.ID, id)
+			}
+			gold++
+			switch d := b.Dist[v]; {
+			case d == 0:
+				in0++
+				fallthrough
+			case d == 1:
+				in1++
+				fallthrough
+			case d == 2:
+				in2++
+			}
+		}
+	}
+	fmt.Fprintf(w, "gold nodes %d over %d queries: in BM25 top-10 %.1f%%, within 1 hop %.1f%%, within 2 hops %.1f%%\n",
+		gold, len(qs), 100*float64(in0)/float64(gold), 100*float64(in1)/float64(gold), 100*float64(in2)/float64(gold))
+	return nil
+}

@@ -1,0 +1,144 @@
+package graphops
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// KNNOptions configures KET-RAG's chunk graph (methods.md §5.2).
+type KNNOptions struct {
+	Lexical  int // top-k1 neighbours by shared terms (default 1, as KET-RAG)
+	Semantic int // top-k2 neighbours by vector cosine (default 1)
+	// MaxDFRatio ignores terms in more than this share of the documents when
+	// counting shared terms (default 0.1): they are shared by almost every
+	// pair, cost O(df²), and decide nothing.
+	MaxDFRatio float64
+}
+
+// KNNEdges builds the undirected kNN chunk graph: for each node its top-k1
+// lexical neighbours (the most shared distinct index terms, counted from
+// the BM25 postings) and its top-k2 semantic neighbours (exact inner
+// product of the normalised vectors, by the batched top-k kernel), without
+// the all-pairs matrix KET-RAG's code builds. Ties go to the lower node id.
+// Each undirected pair is returned once, as (min, max), with unit weight.
+//
+// KET-RAG counts lowercased alphabetic tokens of a 2000-term bag; gleaner
+// counts its analyzer's stemmed terms, dropping terms above MaxDFRatio.
+func KNNEdges(ctx context.Context, p *lexical.Postings, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
+	if o.Lexical == 0 && o.Semantic == 0 {
+		o.Lexical, o.Semantic = 1, 1
+	}
+	if o.MaxDFRatio == 0 {
+		o.MaxDFRatio = 0.1
+	}
+	n := p.NumDocs()
+	if o.Lexical < 0 || o.Semantic < 0 || len(vecs) != n*dims {
+		return nil, fmt.Errorf("graphops: knn: bad options %+v or %d vector values for %d×%d", o, len(vecs), n, dims)
+	}
+	pairs := map[[2]int32]bool{}
+	if o.Lexical > 0 {
+		if err := lexicalNeighbours(ctx, p, o, pairs); err != nil {
+			return nil, err
+		}
+	}
+	if o.Semantic > 0 {
+		if err := semanticNeighbours(ctx, vecs, n, dims, o.Semantic, pairs); err != nil {
+			return nil, err
+		}
+	}
+	es := make([]Edge, 0, len(pairs))
+	for pr := range pairs {
+		es = append(es, Edge{Src: pr[0], Dst: pr[1], W: 1})
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].Src != es[j].Src {
+			return es[i].Src < es[j].Src
+		}
+		return es[i].Dst < es[j].Dst
+	})
+	return es, nil
+}
+
+func addPair(pairs map[[2]int32]bool, a, b int32) {
+	if a == b {
+		return
+	}
+	pairs[[2]int32{min(a, b), max(a, b)}] = true
+}
+
+// lexicalNeighbours counts, for every document, the terms it shares with
+// every other document reachable through the postings of its terms.
+func lexicalNeighbours(ctx context.Context, p *lexical.Postings, o KNNOptions, pairs map[[2]int32]bool) error {
+	n := p.NumDocs()
+	maxDF := int64(o.MaxDFRatio * float64(n))
+	fwd := forwardIndex(p, maxDF)
+	shared := make([]int32, n)
+	var touched []int32
+	for d := 0; d < n; d++ {
+		if d%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, t := range fwd[d] {
+			for _, e := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
+				if shared[e] == 0 {
+					touched = append(touched, int32(e))
+				}
+				shared[e]++
+			}
+		}
+		top := kernels.NewTopK(o.Lexical + 1)
+		for _, e := range touched {
+			if int(e) != d {
+				top.Push(e, float32(shared[e]))
+			}
+			shared[e] = 0
+		}
+		touched = touched[:0]
+		for i, h := range top.Results() {
+			if i < o.Lexical {
+				addPair(pairs, int32(d), h.Index)
+			}
+		}
+	}
+	return nil
+}
+
+// forwardIndex lists each document's terms with df ≤ maxDF.
+func forwardIndex(p *lexical.Postings, maxDF int64) [][]int32 {
+	fwd := make([][]int32, p.NumDocs())
+	for t := 0; t < p.Terms.Len(); t++ {
+		if p.Ptr[t+1]-p.Ptr[t] > max(maxDF, 1) {
+			continue
+		}
+		for _, d := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
+			fwd[d] = append(fwd[d], int32(t))
+		}
+	}
+	return fwd
+}
+
+// semanticNeighbours queries the matrix with its own rows in batches of 64.
+func semanticNeighbours(ctx context.Context, vecs []float32, n, dims, k int, pairs map[[2]int32]bool) error {
+	const batch = 64
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		res, err := kernels.FlatIP(ctx, vecs, n, dims, vecs[lo*dims:hi*dims], hi-lo, k+1, 0)
+		if err != nil {
+			return err
+		}
+		for i, hits := range res {
+			kept := 0
+			for _, h := range hits {
+				if int(h.Index) != lo+i && kept < k {
+					addPair(pairs, int32(lo+i), h.Index)
+					kept++
+				}
+			}
+		}
+	}
+	return nil
+}

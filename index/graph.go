@@ -1,0 +1,116 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+)
+
+// graphFiles are rewritten by SetGraph; every other file is copied.
+var graphFiles = []string{fOutPtr, fOutIdx, fOutW, fOutRel, fInPtr, fInIdx, fInW, fInRel, fRelations}
+
+// SetGraph replaces the edges of one kind (e.g. "mentions", "knn") in the
+// index at dir with edges over internal node numbers, keeping the edges of
+// other kinds, so several graphs coexist. The new index is written beside
+// the old one and swapped in atomically. The relation of the new edges is
+// named after the kind.
+func SetGraph(ctx context.Context, dir, kind string, edges []graphops.Edge) error {
+	ix, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	kept, rels := ix.edgesExcept(kind)
+	rel := int32(len(rels.Relations))
+	rels.Relations, rels.Kinds = append(rels.Relations, kind), append(rels.Kinds, kind)
+	for _, e := range edges {
+		if e.Src < 0 || int(e.Src) >= ix.N() || e.Dst < 0 || int(e.Dst) >= ix.N() {
+			return fmt.Errorf("index: %s edge %d→%d outside %d nodes", kind, e.Src, e.Dst, ix.N())
+		}
+		e.Rel = rel
+		kept = append(kept, e)
+	}
+	g, err := graphops.Build(ix.N(), kept, true)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ix.rewriteGraph(dir, &built{graph: g, rels: rels})
+}
+
+// edgesExcept lists the edges whose relation is not of kind, with the
+// relation table renumbered.
+func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
+	var rels relationTable
+	remap := make([]int32, len(ix.rels.Relations))
+	for r := range ix.rels.Relations {
+		remap[r] = -1
+		if ix.rels.Kinds[r] != kind {
+			remap[r] = int32(len(rels.Relations))
+			rels.Relations = append(rels.Relations, ix.rels.Relations[r])
+			rels.Kinds = append(rels.Kinds, ix.rels.Kinds[r])
+		}
+	}
+	var out []graphops.Edge
+	g := &ix.Graph.Out
+	for v := 0; v < ix.N(); v++ {
+		for p := g.Ptr[v]; p < g.Ptr[v+1]; p++ {
+			if r := remap[g.Rel[p]]; r >= 0 {
+				out = append(out, graphops.Edge{Src: int32(v), Dst: g.Idx[p], W: g.W[p], Rel: r})
+			}
+		}
+	}
+	return out, rels
+}
+
+// rewriteGraph writes a copy of the index with b's graph in place of the
+// old one.
+func (ix *Index) rewriteGraph(dir string, b *built) (err error) {
+	w, err := store.NewWriter(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.Abort()
+		}
+	}()
+	for name := range ix.Manifest.Files {
+		if slices.Contains(graphFiles, name) {
+			continue
+		}
+		data, fi, _ := ix.r.Raw(name)
+		if err := w.Stream(name, fi.Kind, func(out io.Writer) error { _, err := out.Write(data); return err }); err != nil {
+			return err
+		}
+	}
+	if err := b.writeGraph(w); err != nil {
+		return err
+	}
+	meta := ix.Meta
+	meta.Edges = len(b.graph.Out.Idx)
+	meta.Relations = len(b.rels.Relations)
+	meta.GraphKinds = nil
+	for _, k := range b.rels.Kinds {
+		if !slices.Contains(meta.GraphKinds, k) {
+			meta.GraphKinds = append(meta.GraphKinds, k)
+		}
+	}
+	return w.Commit(map[string]any{"index": meta})
+}
+
+// Adjacency returns the undirected view of the index's graph restricted to
+// the given edge kinds (none: all kinds), for PageRank, k-hop and paths.
+func (ix *Index) Adjacency(weighted bool, kinds ...string) *graphops.Adjacency {
+	var keep func(int32) bool
+	if len(kinds) > 0 {
+		keep = func(r int32) bool { return slices.Contains(kinds, ix.rels.Kinds[r]) }
+	}
+	return graphops.Undirected(ix.Graph, weighted, keep)
+}
