@@ -48,7 +48,7 @@ func refPPR(a *Adjacency, r []float64, d float64) []float64 {
 		}
 		for p := a.Ptr[u]; p < a.Ptr[u+1]; p++ {
 			v := int(a.Idx[p])
-			A.Set(v, u, A.At(v, u)-d*a.W[p]/a.Strength[u])
+			A.Set(v, u, A.At(v, u)-d*a.Weight(p)/a.Strength[u])
 		}
 	}
 	b := mat.NewVecDense(n, nil)

@@ -116,10 +116,7 @@ func (a *Adjacency) pull(t, r []float64, d, dangling float64, next, x []float64)
 	parallelChunks(n, len(parts), func(k, lo, hi int) {
 		var diff float64
 		for v := lo; v < hi; v++ {
-			var s float64
-			for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
-				s += a.W[p] * t[a.Idx[p]]
-			}
+			s := a.rowSum(v, t)
 			y := d*(s+dangling*r[v]) + (1-d)*r[v]
 			diff += math.Abs(y - x[v])
 			next[v] = y
@@ -131,4 +128,21 @@ func (a *Adjacency) pull(t, r []float64, d, dangling float64, next, x []float64)
 		diff += p
 	}
 	return diff
+}
+
+// rowSum is Σ_p w_p·t[Idx[p]] over v's row.
+func (a *Adjacency) rowSum(v int, t []float64) float64 {
+	idx := a.Idx[a.Ptr[v]:a.Ptr[v+1]]
+	var s float64
+	if a.W == nil {
+		for _, u := range idx {
+			s += t[u]
+		}
+		return s
+	}
+	w := a.W[a.Ptr[v]:a.Ptr[v+1]]
+	for i, u := range idx {
+		s += w[i] * t[u]
+	}
+	return s
 }

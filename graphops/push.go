@@ -87,7 +87,7 @@ func spread(a *Adjacency, u int32, m float64, seeds map[int32]float64, add func(
 		return
 	}
 	for p := a.Ptr[u]; p < a.Ptr[u+1]; p++ {
-		add(a.Idx[p], m*a.W[p]/a.Strength[u])
+		add(a.Idx[p], m*a.Weight(p)/a.Strength[u])
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 // Adjacency is an undirected, weighted view of a Graph: every directed edge
 // u→v appears in both u's and v's rows, so parallel edges add up and a
 // self-loop counts twice (igraph's undirected semantics). Strength[v] is the
-// sum of v's row weights; a vertex with Strength 0 is dangling.
+// sum of v's row weights; a vertex with Strength 0 is dangling. W is nil
+// when every weight is 1, which lets the iterations skip reading it.
 type Adjacency struct {
 	Ptr      []int64
 	Idx      []int32
@@ -58,7 +59,27 @@ func Undirected(g *Graph, weighted bool, keep func(rel int32) bool) *Adjacency {
 			}
 		}
 	})
+	if allOnes(a.W) {
+		a.W = nil
+	}
 	return a
+}
+
+// Weight returns the weight of entry p.
+func (a *Adjacency) Weight(p int64) float64 {
+	if a.W == nil {
+		return 1
+	}
+	return a.W[p]
+}
+
+func allOnes(w []float64) bool {
+	for _, x := range w {
+		if x != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // parallelFor calls fn(i) for i in [0, n) on all cores, in contiguous
