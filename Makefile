@@ -41,15 +41,17 @@ test: deps fmt-check vet
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	$(GO) test -count=1 -tags purego ./kernels/...
 	GLEANER_BLAS=gonum $(GO) test -count=1 ./kernels/cpu/...
+	bash benchmarks/peers/ppr.sh --parity
 
 # Benchmarks (see benchmarks/README.md); BENCH selects, BENCHFLAGS adds flags.
 BENCH ?= .
 bench: deps
 	cd benchmarks && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 10x $(BENCHFLAGS) .
 
-# Peer comparisons: FAISS / numpy flat search and bleve BM25 on the same data.
+# Peer comparisons: FAISS / numpy flat search and bleve BM25; igraph / networkx PageRank.
 peers: build
 	bash benchmarks/peers/run.sh
+	bash benchmarks/peers/ppr.sh
 
 clean:
 	rm -rf bin demo .deps.stamp

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
@@ -278,5 +280,42 @@ func TestTextEmbedder(t *testing.T) {
 	}
 	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{nan: true})); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Errorf("NaN from the embedder: %v", err)
+	}
+}
+
+func TestSetGraphKeepsOtherKinds(t *testing.T) {
+	c := smallCorpus() // comes with "mentions" edges
+	ix := build(t, c, WithLSA(lexical.LSAOptions{Dims: 8, MinDF: 2, MaxDFRatio: 0.5, Seed: 1}))
+	dir, before := ix.Dir, ix.Meta.Edges
+	vec0 := append([]float32(nil), ix.Vector(0)...)
+	ix.Close()
+	knn := []graphops.Edge{{Src: 0, Dst: 1, W: 1}, {Src: 2, Dst: 3, W: 1}}
+	if err := SetGraph(context.Background(), dir, "knn", knn); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	if ix2.Meta.Edges != before+2 || !reflect.DeepEqual(ix2.Meta.GraphKinds, []string{"mentions", "knn"}) {
+		t.Fatalf("after adding knn: %d edges, kinds %v", ix2.Meta.Edges, ix2.Meta.GraphKinds)
+	}
+	if a := ix2.Adjacency(false, "knn"); a.Ptr[a.N()] != 4 {
+		t.Errorf("knn view has %d entries, want 4", a.Ptr[a.N()])
+	}
+	if ix2.Vector(0)[0] != vec0[0] || ix2.NodeID(3) != c.Nodes[3].ID {
+		t.Error("other index files changed")
+	}
+	if err := SetGraph(context.Background(), dir, "knn", knn[:1]); err != nil {
+		t.Fatal(err)
+	}
+	ix3, _ := Open(dir, store.OpenOptions{})
+	defer ix3.Close()
+	if ix3.Meta.Edges != before+1 {
+		t.Errorf("replacing knn: %d edges, want %d", ix3.Meta.Edges, before+1)
+	}
+	if err := SetGraph(context.Background(), dir, "knn", []graphops.Edge{{Src: 0, Dst: 99999}}); err == nil {
+		t.Error("edge outside the index accepted")
 	}
 }

@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/eval"
+	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -127,5 +129,46 @@ func TestEvaluateConcurrencyDeterministic(t *testing.T) {
 	cancel()
 	if _, err := eval.Evaluate(ctx, ix, c.Queries, ms, eval.Options{Concurrency: 4}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled evaluation: %v", err)
+	}
+}
+
+func TestPPRMatchesGraphops(t *testing.T) {
+	ix, qs := openSynth(t)
+	m, err := retrieve.NewWith("ppr-bm25", ix, retrieve.Options{GraphKinds: []string{"mentions"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := qs[0]
+	hits, err := m.Retrieve(context.Background(), q, 5)
+	if err != nil || len(hits) != 5 {
+		t.Fatalf("hits %v err %v", hits, err)
+	}
+	// reference: min–max BM25 scores as the reset, PPR with damping 0.5
+	reset := make([]float64, ix.N())
+	lo, hi := math.Inf(1), math.Inf(-1)
+	bm := ix.BM25.Search(q.Text, ix.N())
+	for _, h := range bm {
+		reset[h.Index] = float64(h.Score)
+	}
+	for _, x := range reset {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	for i := range reset {
+		reset[i] = (reset[i] - lo) / (hi - lo)
+	}
+	pi, _, err := graphops.PersonalizedPageRank(context.Background(), ix.Adjacency(true, "mentions"), reset, graphops.PPROptions{Damping: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, h := range hits {
+		if math.Abs(float64(h.Score)-pi[h.Index]) > 1e-6*pi[h.Index] {
+			t.Errorf("rank %d: node %d score %v, reference %v", r, h.Index, h.Score, pi[h.Index])
+		}
+		if r > 0 && pi[h.Index] > pi[hits[r-1].Index] {
+			t.Errorf("rank %d out of order", r)
+		}
+	}
+	if _, err := retrieve.NewWith("ppr", ix, retrieve.Options{GraphKinds: []string{"citations"}}); err == nil {
+		t.Error("unknown graph kind accepted")
 	}
 }

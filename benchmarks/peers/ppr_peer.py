@@ -5,7 +5,6 @@ pprpeer wrote, timed in this process, compared with gleaner's vectors.
 Usage: ppr_peer.py WORK DAMPING REPS NX_RESETS"""
 import json, sys, time
 import igraph
-import networkx as nx
 
 def median(xs):
     xs = sorted(xs)
@@ -38,6 +37,11 @@ def main(work, damping, reps, nx_resets):
             ts.append(time.perf_counter() - t)
         ig_times.append(median(ts))
         max_diff = max(max_diff, max(abs(a - b) for a, b in zip(pr, gl["Vectors"][i])))
+    if nx_resets == 0:
+        nx = None
+        nx_times, nx_diff = [], 0.0
+        return finish(ig_times, max_diff, nx_times, nx_diff, len(resets), "-")
+    import networkx as nx
     G = nx.MultiGraph()
     G.add_nodes_from(range(n))
     G.add_weighted_edges_from((u, v, w) for (u, v), w in zip(edges, weights))
@@ -48,9 +52,12 @@ def main(work, damping, reps, nx_resets):
         pr = nx.pagerank(G, alpha=damping, personalization=pers, dangling=pers, weight="weight", tol=1e-12, max_iter=10000)
         nx_times.append(time.perf_counter() - t)
         nx_diff = max(nx_diff, max(abs(pr[v] - gl["Vectors"][i][v]) for v in range(n)))
-    json.dump({"igraph": igraph.__version__, "networkx": nx.__version__, "igraph_median_s": median(ig_times),
-               "networkx_median_s": median(nx_times), "max_abs_diff_igraph": max_diff, "max_abs_diff_networkx": nx_diff,
-               "resets": len(resets), "networkx_resets": len(nx_times)}, sys.stdout)
+    finish(ig_times, max_diff, nx_times, nx_diff, len(resets), nx.__version__)
+
+def finish(ig_times, max_diff, nx_times, nx_diff, resets, nx_version):
+    json.dump({"igraph": igraph.__version__, "networkx": nx_version, "igraph_median_s": median(ig_times),
+               "networkx_median_s": median(nx_times) if nx_times else float("nan"), "max_abs_diff_igraph": max_diff,
+               "max_abs_diff_networkx": nx_diff, "resets": resets, "networkx_resets": len(nx_times)}, sys.stdout)
 
 if __name__ == "__main__":
     main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

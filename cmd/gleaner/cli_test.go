@@ -135,3 +135,32 @@ func TestSciFactBM25(t *testing.T) {
 		t.Errorf("SciFact BM25 nDCG@10 = %.4f, want within [0.655, 0.695]", n)
 	}
 }
+
+func TestGraphBuildAndStats(t *testing.T) {
+	dir := t.TempDir()
+	c := synth.Generate(synth.Options{People: 60, Cities: 10, Countries: 3, Bands: 10, Queries: 20, Seed: 5})
+	c.Edges = nil // the builders must find the links from the texts
+	cdir, idir := filepath.Join(dir, "c"), filepath.Join(dir, "ix")
+	corpus.Write(cdir, c)
+	if _, err := run(t, "index", cdir, "-o", idir, "--dims", "16"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "graph", "build", "--kind", "mentions", "--index", idir)
+	if err != nil || !strings.Contains(out, "mentions graph:") {
+		t.Fatalf("mentions: %v %s", err, out)
+	}
+	if _, err := run(t, "graph", "build", "--kind", "knn", "--index", idir); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "graph", "stats", "--index", idir, "--kind", "mentions", "--queries", filepath.Join(cdir, "queries.jsonl"))
+	if err != nil || !strings.Contains(out, "within 2 hops") {
+		t.Fatalf("stats: %v %s", err, out)
+	}
+	out, err = run(t, "eval", "--index", idir, "--method", "bm25,ppr-bm25", "--graph-kind", "mentions")
+	if err != nil || !strings.Contains(out, "ppr-bm25") {
+		t.Fatalf("eval ppr: %v %s", err, out)
+	}
+	if _, err := run(t, "graph", "build", "--kind", "citations", "--index", idir); err == nil {
+		t.Error("unknown graph kind accepted")
+	}
+}
