@@ -3,6 +3,7 @@ package graphops
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // PushResult is the outcome of LocalPPR: the estimate P (sparse, by
@@ -53,8 +54,8 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 			queue = append(queue, v)
 		}
 	}
-	for v, m := range seeds {
-		add(v, m)
+	for _, v := range sortedKeys(seeds) {
+		add(v, seeds[v])
 	}
 	for len(queue) > 0 {
 		if res.Pushes%4096 == 0 && ctx.Err() != nil {
@@ -71,8 +72,8 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 		res.P[u] += (1 - damping) * ru
 		spread(a, u, damping*ru, seeds, add)
 	}
-	for _, m := range r {
-		res.Residual += m
+	for _, v := range sortedKeys(r) {
+		res.Residual += r[v]
 	}
 	return res, nil
 }
@@ -81,8 +82,8 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 // when u is dangling.
 func spread(a *Adjacency, u int32, m float64, seeds map[int32]float64, add func(int32, float64)) {
 	if a.Strength[u] == 0 {
-		for s, w := range seeds {
-			add(s, m*w)
+		for _, s := range sortedKeys(seeds) {
+			add(s, m*seeds[s])
 		}
 		return
 	}
@@ -109,4 +110,14 @@ func normalizeSparse(n int, reset map[int32]float64) (map[int32]float64, error) 
 		}
 	}
 	return out, nil
+}
+
+// sortedKeys fixes the visiting order of a map, so pushes are deterministic.
+func sortedKeys(m map[int32]float64) []int32 {
+	keys := make([]int32, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
