@@ -37,58 +37,95 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 	if err != nil {
 		return nil, err
 	}
+	w := a.pushSpace()
+	defer a.releasePushSpace(w)
+	w.eps, w.a = eps, a
+	order := sortedKeys(seeds)
+	for _, v := range order {
+		w.add(v, seeds[v])
+	}
 	res := &PushResult{P: map[int32]float64{}}
-	r := map[int32]float64{}
-	var queue []int32
-	inQueue := map[int32]bool{}
-	threshold := func(v int32) float64 {
-		if s := a.Strength[v]; s > 0 {
-			return eps * s
-		}
-		return eps
-	}
-	add := func(v int32, m float64) {
-		r[v] += m
-		if !inQueue[v] && r[v] > threshold(v) {
-			inQueue[v] = true
-			queue = append(queue, v)
-		}
-	}
-	for _, v := range sortedKeys(seeds) {
-		add(v, seeds[v])
-	}
-	for len(queue) > 0 {
+	for len(w.queue) > 0 {
 		if res.Pushes%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		u := queue[0]
-		queue, inQueue[u] = queue[1:], false
-		ru := r[u]
-		if ru <= threshold(u) {
+		u := w.queue[0]
+		w.queue, w.inQueue[u] = w.queue[1:], false
+		ru := w.r[u]
+		if ru <= w.threshold(u) {
 			continue
 		}
 		res.Pushes++
-		r[u] = 0
+		w.r[u] = 0
 		res.P[u] += (1 - damping) * ru
-		spread(a, u, damping*ru, seeds, add)
+		w.spread(u, damping*ru, order, seeds)
 	}
-	for _, v := range sortedKeys(r) {
-		res.Residual += r[v]
+	for _, v := range w.touched {
+		res.Residual += w.r[v]
 	}
 	return res, nil
 }
 
+// pushWork is LocalPPR's dense scratch space, reused across calls through
+// the adjacency's pool; only touched entries are reset, so a call costs
+// O(pushes), not O(n).
+type pushWork struct {
+	a       *Adjacency
+	eps     float64
+	r       []float64
+	inQueue []bool
+	seen    []bool
+	touched []int32
+	queue   []int32
+}
+
+func (a *Adjacency) pushSpace() *pushWork {
+	if w, ok := a.pushPool.Get().(*pushWork); ok {
+		return w
+	}
+	n := a.N()
+	return &pushWork{r: make([]float64, n), inQueue: make([]bool, n), seen: make([]bool, n)}
+}
+
+func (a *Adjacency) releasePushSpace(w *pushWork) {
+	for _, v := range w.touched {
+		w.r[v], w.inQueue[v], w.seen[v] = 0, false, false
+	}
+	w.touched, w.queue = w.touched[:0], w.queue[:0]
+	a.pushPool.Put(w)
+}
+
+func (w *pushWork) threshold(v int32) float64 {
+	if s := w.a.Strength[v]; s > 0 {
+		return w.eps * s
+	}
+	return w.eps
+}
+
+func (w *pushWork) add(v int32, m float64) {
+	if !w.seen[v] {
+		w.seen[v] = true
+		w.touched = append(w.touched, v)
+	}
+	w.r[v] += m
+	if !w.inQueue[v] && w.r[v] > w.threshold(v) {
+		w.inQueue[v] = true
+		w.queue = append(w.queue, v)
+	}
+}
+
 // spread hands mass m from u to its neighbours, or to the reset vertices
-// when u is dangling.
-func spread(a *Adjacency, u int32, m float64, seeds map[int32]float64, add func(int32, float64)) {
+// (in id order) when u is dangling.
+func (w *pushWork) spread(u int32, m float64, order []int32, seeds map[int32]float64) {
+	a := w.a
 	if a.Strength[u] == 0 {
-		for _, s := range sortedKeys(seeds) {
-			add(s, m*seeds[s])
+		for _, s := range order {
+			w.add(s, m*seeds[s])
 		}
 		return
 	}
 	for p := a.Ptr[u]; p < a.Ptr[u+1]; p++ {
-		add(a.Idx[p], m*a.Weight(p)/a.Strength[u])
+		w.add(a.Idx[p], m*a.Weight(p)/a.Strength[u])
 	}
 }
 

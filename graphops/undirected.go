@@ -15,6 +15,7 @@ type Adjacency struct {
 	Idx      []int32
 	W        []float64
 	Strength []float64
+	pushPool sync.Pool // *pushWork scratch for LocalPPR
 }
 
 // N is the number of vertices.
