@@ -19,6 +19,10 @@ var dotBlock = dotBlockGo
 // dotBlockImpl names the implementation in use, for benchmarks and logs.
 var dotBlockImpl = "go"
 
+// dotImpls lists every implementation this CPU can run, by name, so tests
+// can check each one against the reference.
+var dotImpls = map[string]func(X []float32, rows, d int, Q []float32, nq int, out []float32){"go": dotBlockGo}
+
 // dotBlockGo is the pure-Go twin: four independent accumulators so the CPU
 // can overlap the multiply-adds.
 func dotBlockGo(X []float32, rows, d int, Q []float32, nq int, out []float32) {

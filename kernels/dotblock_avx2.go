@@ -93,6 +93,7 @@ func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		dotBlock = dotBlockAVX2
 		dotBlockImpl = "avx2-fma"
+		dotImpls["avx2-fma"] = dotBlockAVX2
 	}
 }
 

@@ -38,7 +38,40 @@ func randMat(rng *rand.Rand, n int) []float32 {
 	return m
 }
 
-func TestFlatIPMatchesReference(t *testing.T) {
+// eachDotImpl runs fn with every dot-product implementation this CPU has.
+func eachDotImpl(t *testing.T, fn func(t *testing.T)) {
+	saved := dotBlock
+	defer func() { dotBlock = saved }()
+	for name, impl := range dotImpls {
+		dotBlock = impl
+		t.Run(name, fn)
+	}
+}
+
+func TestFlatIPMatchesReference(t *testing.T) { eachDotImpl(t, testFlatIPMatchesReference) }
+
+// TestBatchIndependent checks that a query scores the same alone and in a
+// batch, for every implementation.
+func TestBatchIndependent(t *testing.T) {
+	eachDotImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		n, d := 37, 45
+		X, Q := randMat(rng, n*d), randMat(rng, 7*d)
+		all := make([]float32, 7*n)
+		dotBlock(X, n, d, Q, 7, all)
+		for q := 0; q < 7; q++ {
+			one := make([]float32, n)
+			dotBlock(X, n, d, Q[q*d:(q+1)*d], 1, one)
+			for r := range one {
+				if one[r] != all[q*n+r] {
+					t.Fatalf("query %d row %d: alone %v, in a batch %v", q, r, one[r], all[q*n+r])
+				}
+			}
+		}
+	})
+}
+
+func testFlatIPMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 3, 17, 129, 1000} {
 		for _, d := range []int{1, 3, 8, 17, 64, 129} {

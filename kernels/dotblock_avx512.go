@@ -1,0 +1,87 @@
+//go:build cgo && amd64 && !purego
+
+package kernels
+
+/*
+#cgo CFLAGS: -O3
+#include <immintrin.h>
+#include <stddef.h>
+
+// R rows x Q queries per tile, one 16-lane accumulator per (row, query),
+// the same summation order in every tile shape, so a query's scores never
+// depend on the batch it arrives in.
+#define TILE512(R, Q) \
+__attribute__((target("avx512f"))) \
+static void t512_##R##x##Q(const float* x, int d, const float* q, float* out, int rows) { \
+	__m512 acc[R][Q]; \
+	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) acc[r][c] = _mm512_setzero_ps(); \
+	int j = 0; \
+	for (; j + 16 <= d; j += 16) { \
+		__m512 qv[Q]; \
+		for (int c = 0; c < Q; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j); \
+		for (int r = 0; r < R; r++) { \
+			__m512 xr = _mm512_loadu_ps(x + (size_t)r * d + j); \
+			for (int c = 0; c < Q; c++) acc[r][c] = _mm512_fmadd_ps(xr, qv[c], acc[r][c]); \
+		} \
+	} \
+	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) { \
+		float s = _mm512_reduce_add_ps(acc[r][c]); \
+		for (int t = j; t < d; t++) s += x[(size_t)r * d + t] * q[(size_t)c * d + t]; \
+		out[(size_t)c * rows + r] = s; \
+	} \
+}
+TILE512(4, 4)
+TILE512(1, 4)
+TILE512(8, 1)
+TILE512(1, 1)
+
+static void dot_block_avx512(const float* X, int rows, int d, const float* Q, int nq, float* out) {
+	int q = 0;
+	for (; q + 4 <= nq; q += 4) {
+		const float* qb = Q + (size_t)q * d;
+		float* ob = out + (size_t)q * rows;
+		int r = 0;
+		for (; r + 4 <= rows; r += 4) t512_4x4(X + (size_t)r * d, d, qb, ob + r, rows);
+		for (; r < rows; r++) t512_1x4(X + (size_t)r * d, d, qb, ob + r, rows);
+	}
+	for (; q < nq; q++) {
+		const float* qb = Q + (size_t)q * d;
+		float* ob = out + (size_t)q * rows;
+		int r = 0;
+		for (; r + 8 <= rows; r += 8) t512_8x1(X + (size_t)r * d, d, qb, ob + r, rows);
+		for (; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows);
+	}
+}
+*/
+import "C"
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+func init() {
+	// GLEANER_DOT=avx2 keeps the AVX2 kernel on AVX-512 machines (e.g. to
+	// compare the two).
+	if !cpu.X86.HasAVX512F {
+		return
+	}
+	dotImpls["avx512"] = dotBlockAVX512
+	if os.Getenv("GLEANER_DOT") != "avx2" {
+		dotBlock = dotBlockAVX512
+		dotBlockImpl = "avx512"
+	}
+}
+
+func dotBlockAVX512(X []float32, rows, d int, Q []float32, nq int, out []float32) {
+	if rows == 0 || nq == 0 {
+		return
+	}
+	_ = X[rows*d-1]
+	_ = Q[nq*d-1]
+	_ = out[nq*rows-1]
+	C.dot_block_avx512((*C.float)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
