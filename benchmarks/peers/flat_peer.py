@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Peer side of the flat-search comparison: FAISS IndexFlatIP (Debian build)
-and numpy + OpenBLAS sgemm on the same x.npy / q.npy gleanerpeer wrote.
-Prints one JSON object with median times and top-10 ids."""
+or numpy + OpenBLAS sgemm on the same x.npy / q.npy gleanerpeer wrote.
+Each peer runs in its own process so each gets its best threading setup
+(run.sh gives FAISS OMP_WAIT_POLICY=passive: its spinning OpenMP threads
+otherwise fight OpenBLAS's pthreads, 10x slower at batch 64 here).
+Usage: flat_peer.py faiss|numpy WORK REPS. Prints one JSON object."""
 import json, sys, time
 import numpy as np
-import faiss
 
 def median(xs):
     xs = sorted(xs)
@@ -24,26 +26,24 @@ def numpy_topk(X, Q, k=10):
     order = np.argsort(-np.take_along_axis(s, part, 1), axis=1, kind="stable")
     return np.take_along_axis(part, order, 1)
 
-def main(d, reps):
-    X = np.load(f"{d}/x.npy", mmap_mode=None)
+def main(peer, d, reps):
+    X = np.load(f"{d}/x.npy")
     Q = np.load(f"{d}/q.npy")
-    faiss.omp_set_num_threads(2)
-    idx = faiss.IndexFlatIP(X.shape[1])
-    idx.add(X)
-    out = {"faiss": faiss.__version__, "numpy": np.__version__}
+    out = {"numpy": np.__version__}
+    if peer == "faiss":
+        import faiss
+        faiss.omp_set_num_threads(2)
+        idx = faiss.IndexFlatIP(X.shape[1])
+        idx.add(X)
+        out["faiss"] = faiss.__version__
+        search = lambda q: idx.search(q, 10)[1]
+    else:
+        search = lambda q: numpy_topk(X, q)
     for b in (1, 64):
-        (_, I), t = timed(lambda: idx.search(Q[:b], 10), reps)
-        out[f"faiss_batch{b}_median_s"] = t
-        out[f"faiss_batch{b}_ids"] = I.tolist()
-        I2, t2 = timed(lambda: numpy_topk(X, Q[:b]), reps)
-        out[f"numpy_batch{b}_median_s"] = t2
-        out[f"numpy_batch{b}_ids"] = I2.tolist()
-    try:
-        from threadpoolctl import threadpool_info
-        out["blas"] = [(i.get("internal_api"), i.get("architecture"), i.get("num_threads")) for i in threadpool_info()]
-    except ImportError:
-        out["blas"] = "threadpoolctl not installed"
+        ids, t = timed(lambda: search(Q[:b]), reps)
+        out[f"{peer}_batch{b}_median_s"] = t
+        out[f"{peer}_batch{b}_ids"] = ids.tolist()
     json.dump(out, sys.stdout)
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 15)
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -28,8 +28,12 @@ go build -o "$work/gleanerpeer" ./benchmarks/peers/gleanerpeer
 echo "flat search: generating $N x $D and timing gleaner" >&2
 "$work/gleanerpeer" flat -dir "$work" -n "$N" -d "$D" -reps "$REPS" > "$work/gleaner_flat.json"
 echo "flat search: timing FAISS and numpy" >&2
-# Debian's OpenBLAS picks its kernels itself when these are unset (see environment notes).
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 benchmarks/peers/flat_peer.py "$work" "$REPS" > "$work/peer_flat.json"
+# Debian's OpenBLAS picks its kernels itself when these are unset (see environment notes);
+# FAISS runs with passive OpenMP waiting, its fastest setup here.
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive /usr/bin/python3 benchmarks/peers/flat_peer.py faiss "$work" "$REPS" > "$work/peer_faiss.json"
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 benchmarks/peers/flat_peer.py numpy "$work" "$REPS" > "$work/peer_numpy.json"
+/usr/bin/python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a.update(json.load(open(sys.argv[2]))); json.dump(a, open(sys.argv[3], "w"))' \
+  "$work/peer_faiss.json" "$work/peer_numpy.json" "$work/peer_flat.json"
 rm -f "$work"/x.npy
 
 if [ -d "$SHARED/beir_scifact" ]; then
