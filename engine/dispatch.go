@@ -29,36 +29,40 @@ func (s *Scheduler[In, Out]) dispatch() {
 // MaxWait > 0, those arriving within MaxWait of the first.
 func (s *Scheduler[In, Out]) collect(first *item[In, Out]) []*item[In, Out] {
 	s.queued.Add(-1)
-	batch := []*item[In, Out]{first}
-	for len(batch) < s.opt.MaxBatch {
-		select {
-		case it, ok := <-s.queue:
-			if !ok {
-				return batch
-			}
-			s.queued.Add(-1)
-			batch = append(batch, it)
-			continue
-		default:
-		}
-		break
-	}
+	batch := s.gather([]*item[In, Out]{first}, nil)
 	if s.opt.MaxWait <= 0 || len(batch) == s.opt.MaxBatch {
 		return batch
 	}
 	timer := time.NewTimer(s.opt.MaxWait)
 	defer timer.Stop()
+	return s.gather(batch, timer.C)
+}
+
+// gather appends queued items until the batch is full, the queue is closed,
+// and then either the queue is momentarily empty (deadline nil) or the
+// deadline fires.
+func (s *Scheduler[In, Out]) gather(batch []*item[In, Out], deadline <-chan time.Time) []*item[In, Out] {
 	for len(batch) < s.opt.MaxBatch {
-		select {
-		case it, ok := <-s.queue:
-			if !ok {
+		var it *item[In, Out]
+		var ok bool
+		if deadline == nil {
+			select {
+			case it, ok = <-s.queue:
+			default:
 				return batch
 			}
-			s.queued.Add(-1)
-			batch = append(batch, it)
-		case <-timer.C:
+		} else {
+			select {
+			case it, ok = <-s.queue:
+			case <-deadline:
+				return batch
+			}
+		}
+		if !ok {
 			return batch
 		}
+		s.queued.Add(-1)
+		batch = append(batch, it)
 	}
 	return batch
 }

@@ -87,19 +87,9 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 		run[q.ID] = outs[i].run
 		lat[i] = outs[i].ms
 		scores, ok := scoreQuery(ix, q, outs[i].run, rep, o)
-		if !ok {
-			mr.Skipped++
-			continue
-		}
-		mr.Evaluated++
-		mr.PerQuery[q.ID] = scores
-		for name, v := range scores {
-			mr.Metrics[name] += v
-		}
+		mr.add(q.ID, scores, ok)
 	}
-	for name := range mr.Metrics {
-		mr.Metrics[name] /= float64(max(mr.Evaluated, 1))
-	}
+	mr.average()
 	mr.Latency = Summarize(lat)
 	if o.RunDir != "" {
 		mr.RunFile = filepath.Join(o.RunDir, m.Name()+".trec")
@@ -205,19 +195,9 @@ func EvaluateRun(ix *index.Index, qs []corpus.Query, run Run, name string, rep *
 	mr := &MethodReport{Method: name, Metrics: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
 	for _, q := range qs {
 		scores, ok := scoreQuery(ix, q, run[q.ID], rep, &o)
-		if !ok {
-			mr.Skipped++
-			continue
-		}
-		mr.Evaluated++
-		mr.PerQuery[q.ID] = scores
-		for n, v := range scores {
-			mr.Metrics[n] += v
-		}
+		mr.add(q.ID, scores, ok)
 	}
-	for n := range mr.Metrics {
-		mr.Metrics[n] /= float64(max(mr.Evaluated, 1))
-	}
+	mr.average()
 	return mr, nil
 }
 
@@ -228,4 +208,24 @@ func NewReport(ix *index.Index, o Options) (*Report, error) {
 	}
 	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
 		Depth: o.Cutoffs[len(o.Cutoffs)-1], Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0}, nil
+}
+
+// add records one query's scores (ok false: skipped, no relevant node).
+func (mr *MethodReport) add(qid string, scores map[string]float64, ok bool) {
+	if !ok {
+		mr.Skipped++
+		return
+	}
+	mr.Evaluated++
+	mr.PerQuery[qid] = scores
+	for name, v := range scores {
+		mr.Metrics[name] += v
+	}
+}
+
+// average turns the metric sums into means over the evaluated queries.
+func (mr *MethodReport) average() {
+	for name := range mr.Metrics {
+		mr.Metrics[name] /= float64(max(mr.Evaluated, 1))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus"
@@ -283,12 +284,17 @@ func (b *built) meta(c *corpus.Corpus, cfg *config) map[string]any {
 		m.LSA = map[string]any{"dims": b.lsa.Dims, "terms": len(b.lsa.IDF), "min_df": cfg.lsa.MinDF,
 			"max_df_ratio": cfg.lsa.MaxDFRatio, "oversample": cfg.lsa.Oversample, "power_iters": cfg.lsa.PowerIters, "seed": cfg.lsa.Seed}
 	}
-	seen := map[string]bool{}
-	for _, k := range b.rels.Kinds {
-		if !seen[k] {
-			seen[k] = true
-			m.GraphKinds = append(m.GraphKinds, k)
+	m.GraphKinds = b.rels.kindList()
+	return map[string]any{"index": m}
+}
+
+// kindList lists the distinct edge kinds in first-seen order.
+func (t relationTable) kindList() []string {
+	var out []string
+	for _, k := range t.Kinds {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
-	return map[string]any{"index": m}
+	return out
 }

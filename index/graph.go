@@ -96,12 +96,7 @@ func (ix *Index) rewriteGraph(dir string, b *built) (err error) {
 	meta := ix.Meta
 	meta.Edges = len(b.graph.Out.Idx)
 	meta.Relations = len(b.rels.Relations)
-	meta.GraphKinds = nil
-	for _, k := range b.rels.Kinds {
-		if !slices.Contains(meta.GraphKinds, k) {
-			meta.GraphKinds = append(meta.GraphKinds, k)
-		}
-	}
+	meta.GraphKinds = b.rels.kindList()
 	return w.Commit(map[string]any{"index": meta})
 }
 
