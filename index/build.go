@@ -190,30 +190,23 @@ func buildGraph(_ context.Context, c *corpus.Corpus, cfg *config, b *built) erro
 	return nil
 }
 
-func write(ctx context.Context, c *corpus.Corpus, dir string, cfg *config, b *built) (err error) {
-	w, err := store.NewWriter(dir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			w.Abort()
-		}
-	}()
+func write(ctx context.Context, c *corpus.Corpus, dir string, cfg *config, b *built) error {
 	cfg.progress.Stage("write", 0)
 	defer cfg.progress.Finish()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, f := range []func(*store.Writer) error{
-		func(w *store.Writer) error { return writeNodes(w, c.Nodes) },
-		b.writeGraph, b.writePostings, b.writeVectors,
-	} {
-		if err := f(w); err != nil {
-			return err
+	return store.Build(dir, func(w *store.Writer) (map[string]any, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-	}
-	return w.Commit(b.meta(c, cfg))
+		for _, f := range []func(*store.Writer) error{
+			func(w *store.Writer) error { return writeNodes(w, c.Nodes) },
+			b.writeGraph, b.writePostings, b.writeVectors,
+		} {
+			if err := f(w); err != nil {
+				return nil, err
+			}
+		}
+		return b.meta(c, cfg), nil
+	})
 }
 
 func writeNodes(w *store.Writer, nodes []corpus.Node) error {

@@ -71,33 +71,26 @@ func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
 
 // rewriteGraph writes a copy of the index with b's graph in place of the
 // old one.
-func (ix *Index) rewriteGraph(dir string, b *built) (err error) {
-	w, err := store.NewWriter(dir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			w.Abort()
+func (ix *Index) rewriteGraph(dir string, b *built) error {
+	return store.Build(dir, func(w *store.Writer) (map[string]any, error) {
+		for name := range ix.Manifest.Files {
+			if slices.Contains(graphFiles, name) {
+				continue
+			}
+			data, fi, _ := ix.r.Raw(name)
+			if err := w.Stream(name, fi.Kind, func(out io.Writer) error { _, err := out.Write(data); return err }); err != nil {
+				return nil, err
+			}
 		}
-	}()
-	for name := range ix.Manifest.Files {
-		if slices.Contains(graphFiles, name) {
-			continue
+		if err := b.writeGraph(w); err != nil {
+			return nil, err
 		}
-		data, fi, _ := ix.r.Raw(name)
-		if err := w.Stream(name, fi.Kind, func(out io.Writer) error { _, err := out.Write(data); return err }); err != nil {
-			return err
-		}
-	}
-	if err := b.writeGraph(w); err != nil {
-		return err
-	}
-	meta := ix.Meta
-	meta.Edges = len(b.graph.Out.Idx)
-	meta.Relations = len(b.rels.Relations)
-	meta.GraphKinds = b.rels.kindList()
-	return w.Commit(map[string]any{"index": meta})
+		meta := ix.Meta
+		meta.Edges = len(b.graph.Out.Idx)
+		meta.Relations = len(b.rels.Relations)
+		meta.GraphKinds = b.rels.kindList()
+		return map[string]any{"index": meta}, nil
+	})
 }
 
 // Adjacency returns the undirected view of the index's graph restricted to

@@ -169,3 +169,18 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Build writes a whole store at dir: fill writes the files and returns the
+// manifest's meta; on any error everything written is discarded.
+func Build(dir string, fill func(w *Writer) (map[string]any, error)) error {
+	w, err := NewWriter(dir)
+	if err != nil {
+		return err
+	}
+	meta, err := fill(w)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit(meta)
+}
