@@ -109,3 +109,40 @@ func (s *BM25) addTerm(a *accum, t int) {
 		a.score[d] += idf * tf / (tf + s.norm[d])
 	}
 }
+
+// IDF returns term t's BM25 idf.
+func (s *BM25) IDF(t int) float32 { return s.idf[t] }
+
+// TermFreq returns the frequency of term t in document d (binary search in
+// the term's postings, which are sorted by document).
+func (p *Postings) TermFreq(t int, d uint32) uint32 {
+	docs := p.Doc[p.Ptr[t]:p.Ptr[t+1]]
+	lo, hi := 0, len(docs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if docs[m] < d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(docs) && docs[lo] == d {
+		return p.TF[p.Ptr[t]+int64(lo)]
+	}
+	return 0
+}
+
+// ScoreDoc is the BM25 score of one document for already looked-up query
+// term ids (−1 entries are skipped), equal to what Search accumulates.
+func (s *BM25) ScoreDoc(terms []int, d uint32) float32 {
+	var sc float32
+	for _, t := range terms {
+		if t < 0 {
+			continue
+		}
+		if tf := float32(s.p.TermFreq(t, d)); tf > 0 {
+			sc += s.idf[t] * tf / (tf + s.norm[d])
+		}
+	}
+	return sc
+}

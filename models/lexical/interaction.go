@@ -1,0 +1,157 @@
+package lexical
+
+import "math"
+
+// Interaction feature names, in the order of the latent vector the lexical
+// cross-encoder produces for a (query, node) pair.
+var FeatureNames = []string{
+	"bm25",            // BM25 of the query in the node (title + text)
+	"idf_coverage",    // idf-weighted share of query terms present in the node
+	"term_coverage",   // share of distinct query terms present
+	"bigram_overlap",  // share of query bigrams present as consecutive node terms
+	"title_in_query",  // share of the node's title terms that the query contains
+	"title_contained", // 1 when every title term is in the query
+	"lsa_cosine",      // cosine of the LSA vectors
+	"max_idf_match",   // largest idf among matched terms ÷ largest idf in the query
+	"log_node_len",    // ln(1 + analyzed node length)
+	"log_query_len",   // ln(1 + analyzed query length)
+}
+
+// NumFeatures is the length of an interaction latent.
+var NumFeatures = len(FeatureNames)
+
+// Source is what the lexical encoder reads of an index.
+type Source interface {
+	Title(i int) string
+	Text(i int) string
+	Vector(i int) []float32
+}
+
+// InteractionModel computes interaction features over an index's postings,
+// BM25 statistics and vectors. It is safe for concurrent use.
+type InteractionModel struct {
+	P   *Postings
+	BM  *BM25
+	Src Source
+	// EmbedQuery embeds the query in the index's vector space (nil or
+	// failing: the lsa_cosine feature is 0).
+	EmbedQuery func(text string) []float32
+}
+
+// QueryState is the per-query part of the features, computed once.
+type QueryState struct {
+	terms   []string
+	ids     []int // term ids, −1 when not in the vocabulary
+	idf     []float64
+	sumIDF  float64
+	maxIDF  float64
+	bigrams map[[2]string]bool
+	inQuery map[string]bool
+	vec     []float32
+}
+
+// Prepare analyzes a query once for any number of nodes.
+func (m *InteractionModel) Prepare(text string) *QueryState {
+	q := &QueryState{terms: Analyze(text), bigrams: map[[2]string]bool{}, inQuery: map[string]bool{}}
+	seen := map[string]bool{}
+	for i, w := range q.terms {
+		q.inQuery[w] = true
+		if i > 0 {
+			q.bigrams[[2]string{q.terms[i-1], w}] = true
+		}
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		t := m.P.Terms.Lookup(w)
+		idf := 0.0
+		if t >= 0 {
+			idf = float64(m.BM.IDF(t))
+		}
+		q.ids, q.idf = append(q.ids, t), append(q.idf, idf)
+		q.sumIDF += idf
+		q.maxIDF = max(q.maxIDF, idf)
+	}
+	if m.EmbedQuery != nil {
+		q.vec = m.EmbedQuery(text)
+	}
+	return q
+}
+
+// Features writes node i's interaction features for q into out
+// (NumFeatures values).
+func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
+	d := uint32(i)
+	var covIDF, cov, maxMatch float64
+	for k, t := range q.ids {
+		if t >= 0 && m.P.TermFreq(t, d) > 0 {
+			cov++
+			covIDF += q.idf[k]
+			maxMatch = max(maxMatch, q.idf[k])
+		}
+	}
+	nodeTerms := Analyze(m.Src.Text(i))
+	title := Analyze(m.Src.Title(i))
+	out[0] = m.BM.ScoreDoc(q.ids, d)
+	out[1] = ratio(covIDF, q.sumIDF)
+	out[2] = ratio(cov, float64(len(q.ids)))
+	out[3] = bigramOverlap(q, append(title, nodeTerms...))
+	out[4], out[5] = titleMatch(q, title)
+	out[6] = cosine(q.vec, m.Src.Vector(i))
+	out[7] = ratio(maxMatch, q.maxIDF)
+	out[8] = float32(math.Log1p(float64(m.P.DocLen[i])))
+	out[9] = float32(math.Log1p(float64(len(q.terms))))
+}
+
+func ratio(a, b float64) float32 {
+	if b == 0 {
+		return 0
+	}
+	return float32(a / b)
+}
+
+func bigramOverlap(q *QueryState, doc []string) float32 {
+	if len(q.bigrams) == 0 {
+		return 0
+	}
+	found := map[[2]string]bool{}
+	for i := 1; i < len(doc); i++ {
+		if b := [2]string{doc[i-1], doc[i]}; q.bigrams[b] {
+			found[b] = true
+		}
+	}
+	return float32(len(found)) / float32(len(q.bigrams))
+}
+
+func titleMatch(q *QueryState, title []string) (float32, float32) {
+	if len(title) == 0 {
+		return 0, 0
+	}
+	in := 0
+	for _, w := range title {
+		if q.inQuery[w] {
+			in++
+		}
+	}
+	share := float32(in) / float32(len(title))
+	if in == len(title) {
+		return share, 1
+	}
+	return share, 0
+}
+
+func cosine(a, b []float32) float32 {
+	if len(a) == 0 || len(a) != len(b) {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return float32(dot / math.Sqrt(na*nb))
+}
