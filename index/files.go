@@ -58,6 +58,7 @@ type Meta struct {
 	GraphKinds []string       `json:"graph_kinds,omitempty"`
 	Relations  int            `json:"relations"`
 	Source     string         `json:"source,omitempty"`
+	Head       string         `json:"head,omitempty"` // encoder of the trained head, if any
 }
 
 // relationTable names relation ids and edge kinds.

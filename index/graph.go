@@ -72,9 +72,20 @@ func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
 // rewriteGraph writes a copy of the index with b's graph in place of the
 // old one.
 func (ix *Index) rewriteGraph(dir string, b *built) error {
+	meta := ix.Meta
+	meta.Edges = len(b.graph.Out.Idx)
+	meta.Relations = len(b.rels.Relations)
+	meta.GraphKinds = b.rels.kindList()
+	return ix.rewrite(dir, graphFiles, b.writeGraph, meta)
+}
+
+// rewrite writes a copy of the index at dir without the files in drop,
+// plus whatever add writes, under meta; the copy replaces the index
+// atomically.
+func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) error, meta Meta) error {
 	return store.Build(dir, func(w *store.Writer) (map[string]any, error) {
 		for name := range ix.Manifest.Files {
-			if slices.Contains(graphFiles, name) {
+			if slices.Contains(drop, name) {
 				continue
 			}
 			data, fi, _ := ix.r.Raw(name)
@@ -82,13 +93,9 @@ func (ix *Index) rewriteGraph(dir string, b *built) error {
 				return nil, err
 			}
 		}
-		if err := b.writeGraph(w); err != nil {
+		if err := add(w); err != nil {
 			return nil, err
 		}
-		meta := ix.Meta
-		meta.Edges = len(b.graph.Out.Idx)
-		meta.Relations = len(b.rels.Relations)
-		meta.GraphKinds = b.rels.kindList()
 		return map[string]any{"index": meta}, nil
 	})
 }

@@ -27,6 +27,7 @@ type Index struct {
 	Vectors  []float32       // Meta.Nodes × Meta.Dims, row-major
 	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
 	rels     relationTable
+	head     *HeadFile
 
 	r       *store.Reader
 	strs    []byte
@@ -52,7 +53,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}

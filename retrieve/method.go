@@ -39,6 +39,23 @@ type BatchMethod interface {
 	RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kernels.Hit, error)
 }
 
+// Closer is implemented by methods that hold resources (a scheduler);
+// callers close methods when done with them.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// CloseAll closes every method that implements Closer.
+func CloseAll(ctx context.Context, ms ...Method) error {
+	var errs []error
+	for _, m := range ms {
+		if c, ok := m.(Closer); ok {
+			errs = append(errs, c.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ErrEmptyQuery is returned for a query with no text and no vector.
 var ErrEmptyQuery = errors.New("retrieve: empty query")
 

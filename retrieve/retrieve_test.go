@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -27,6 +28,7 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa)); err != nil {
 		t.Fatal(err)
 	}
+	trainHead(t, dir)
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +39,55 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 		qs[i] = retrieve.Query{ID: q.ID, Text: q.Text}
 	}
 	return ix, qs
+}
+
+// trainHead gives the index a small trained lexical head, as
+// `gleaner index` does, so re2 can run.
+func trainHead(t *testing.T, dir string) {
+	t.Helper()
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf, _, err := headtrain.TrainLexical(context.Background(), ix, headtrain.LexicalOptions{Pseudo: 200, Options: headtrain.Options{Epochs: 5}})
+	ix.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := index.SetHead(context.Background(), dir, hf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRe2RerankesBM25TopHundred(t *testing.T) {
+	ix, qs := openSynth(t)
+	m, err := retrieve.New("re2", ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer retrieve.CloseAll(context.Background(), m)
+	for _, q := range qs[:10] {
+		hits, err := m.Retrieve(context.Background(), q, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := ix.BM25.Search(q.Text, 100)
+		if len(hits) != len(first) {
+			t.Fatalf("%d hits, first stage %d", len(hits), len(first))
+		}
+		in := map[int32]bool{}
+		for _, h := range first {
+			in[h.Index] = true
+		}
+		for i, h := range hits {
+			if !in[h.Index] {
+				t.Fatalf("node %d is not in the first stage", h.Index)
+			}
+			if i > 0 && h.Score > hits[i-1].Score {
+				t.Fatalf("rank %d out of order", i)
+			}
+		}
+	}
 }
 
 func TestRegistry(t *testing.T) {
@@ -90,7 +141,11 @@ func TestVectorBatchEqualsSingleAndBruteForce(t *testing.T) {
 func TestEmptyQueries(t *testing.T) {
 	ix, _ := openSynth(t)
 	for _, name := range retrieve.Names() {
-		m, _ := retrieve.New(name, ix)
+		m, err := retrieve.New(name, ix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer retrieve.CloseAll(context.Background(), m)
 		if _, err := m.Retrieve(context.Background(), retrieve.Query{Text: "  "}, 5); !errors.Is(err, retrieve.ErrEmptyQuery) {
 			t.Errorf("%s: empty query gave %v", name, err)
 		}
@@ -109,9 +164,13 @@ func TestEvaluateConcurrencyDeterministic(t *testing.T) {
 	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
 	var ms []retrieve.Method
 	for _, n := range retrieve.Names() {
-		m, _ := retrieve.New(n, ix)
+		m, err := retrieve.New(n, ix)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ms = append(ms, m)
 	}
+	defer retrieve.CloseAll(context.Background(), ms...)
 	a, err := eval.Evaluate(context.Background(), ix, c.Queries, ms, eval.Options{Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)

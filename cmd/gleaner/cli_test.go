@@ -45,6 +45,14 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, c.Nodes[0].Title) {
 		t.Fatalf("query: %v\n%s", err, out)
 	}
+	out, err = run(t, "train", "head", "--index", idir, "--pseudo", "300", "--epochs", "5")
+	if err != nil || !strings.Contains(out, "held-out groups") || !strings.Contains(out, "ablation") {
+		t.Fatalf("train head: %v\n%s", err, out)
+	}
+	out, err = run(t, "query", "--index", idir, "--method", "re2", "-k", "3", c.Nodes[0].Title)
+	if err != nil || !strings.Contains(out, "rank") {
+		t.Fatalf("re2 query: %v\n%s", err, out)
+	}
 	report := filepath.Join(dir, "r.json")
 	out, err = run(t, "eval", "--index", idir, "--method", "bm25,vector", "--k", "10", "--report", report)
 	if err != nil || !strings.Contains(out, "ndcg@10") || !strings.Contains(out, "tr@10") {
@@ -119,7 +127,7 @@ func TestSciFactBM25(t *testing.T) {
 	if _, err := run(t, "import", "beir", src, "-o", filepath.Join(dir, "c")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(t, "index", filepath.Join(dir, "c"), "-o", filepath.Join(dir, "ix"), "--dims", "64"); err != nil {
+	if _, err := run(t, "index", filepath.Join(dir, "c"), "-o", filepath.Join(dir, "ix"), "--dims", "64", "--train-head=false"); err != nil {
 		t.Fatal(err)
 	}
 	rp := filepath.Join(dir, "r.json")
@@ -142,8 +150,11 @@ func TestGraphBuildAndStats(t *testing.T) {
 	c.Edges = nil // the builders must find the links from the texts
 	cdir, idir := filepath.Join(dir, "c"), filepath.Join(dir, "ix")
 	corpus.Write(cdir, c)
-	if _, err := run(t, "index", cdir, "-o", idir, "--dims", "16"); err != nil {
+	if _, err := run(t, "index", cdir, "-o", idir, "--dims", "16", "--train-head=false"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := run(t, "eval", "--index", idir, "--method", "re2"); err == nil || !strings.Contains(err.Error(), "train head") {
+		t.Errorf("re2 without a head: %v", err)
 	}
 	out, err := run(t, "graph", "build", "--kind", "mentions", "--index", idir)
 	if err != nil || !strings.Contains(out, "mentions graph:") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -37,6 +39,9 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if _, err := trainHead(cmd.Context(), idir, headtrain.LexicalOptions{}, g.log); err != nil {
+				return err
+			}
 			ix, err := index.Open(idir, store.OpenOptions{})
 			if err != nil {
 				return err
@@ -50,6 +55,7 @@ func newDemo(g *globals) *cobra.Command {
 				}
 				ms = append(ms, m)
 			}
+			defer retrieve.CloseAll(context.Background(), ms...)
 			rep, err := eval.Evaluate(cmd.Context(), ix, c.Queries, ms, eval.Options{K: 10, Logger: g.log, RunDir: filepath.Join(out, "runs")})
 			if err != nil {
 				return err

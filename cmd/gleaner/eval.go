@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		}
 		ms = append(ms, m)
 	}
+	defer retrieve.CloseAll(context.Background(), ms...)
 	rep, err := eval.Evaluate(cmd.Context(), ix, qs, ms, opt)
 	if err != nil {
 		return nil, err

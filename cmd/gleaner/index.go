@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -22,7 +23,7 @@ type indexFlags struct {
 	dims                           int
 	seed                           uint64
 	k1, b                          float64
-	skip                           bool
+	skip, trainHead                bool
 }
 
 func newIndex(g *globals) *cobra.Command {
@@ -46,6 +47,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
 	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
 	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
+	fl.BoolVar(&f.trainHead, "train-head", true, "train the lexical cross-encoder's head on pseudo-queries (see `gleaner train head`)")
 	cmd.AddCommand(newIndexInfo())
 	return cmd
 }
@@ -68,6 +70,11 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		index.WithSource(dir))
 	if err != nil {
 		return err
+	}
+	if f.trainHead {
+		if _, err := trainHead(cmd.Context(), f.out, headtrain.LexicalOptions{}, g.log); err != nil {
+			return fmt.Errorf("training the cross-encoder head (skip with --train-head=false): %w", err)
+		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", len(c.Nodes), len(c.Edges), f.out, time.Since(start).Round(time.Millisecond))
 	return nil

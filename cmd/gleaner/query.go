@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -36,6 +37,7 @@ func newQuery(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer retrieve.CloseAll(context.Background(), m)
 			text := strings.Join(args, " ")
 			start := time.Now()
 			hits, err := m.Retrieve(cmd.Context(), retrieve.Query{Text: text}, k)

@@ -1,6 +1,10 @@
 package lexical
 
-import "math"
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
 
 // Interaction feature names, in the order of the latent vector the lexical
 // cross-encoder produces for a (query, node) pair.
@@ -36,6 +40,36 @@ type InteractionModel struct {
 	// EmbedQuery embeds the query in the index's vector space (nil or
 	// failing: the lsa_cosine feature is 0).
 	EmbedQuery func(text string) []float32
+
+	once  sync.Once
+	nodes []atomic.Pointer[[]string] // analyzed title+text per node, filled on first use
+}
+
+// nodeTerms returns node i's analyzed title followed by its text, analysing
+// each node once however many queries rerank it.
+func (m *InteractionModel) nodeTerms(i int) (title, all []string) {
+	m.once.Do(func() { m.nodes = make([]atomic.Pointer[[]string], m.P.NumDocs()) })
+	if p := m.nodes[i].Load(); p != nil {
+		t := *p
+		return t[:titleLen(t)], t[titleLen(t)+1:]
+	}
+	title = Analyze(m.Src.Title(i))
+	t := append(append(title, titleEnd), Analyze(m.Src.Text(i))...)
+	m.nodes[i].Store(&t)
+	return t[:len(title)], t[len(title)+1:]
+}
+
+// titleEnd separates title terms from text terms in the cached slice (the
+// analyzer never produces it: it contains no letters or digits).
+const titleEnd = "\x00"
+
+func titleLen(t []string) int {
+	for i, w := range t {
+		if w == titleEnd {
+			return i
+		}
+	}
+	return len(t)
 }
 
 // QueryState is the per-query part of the features, computed once.
@@ -90,12 +124,11 @@ func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
 			maxMatch = max(maxMatch, q.idf[k])
 		}
 	}
-	nodeTerms := Analyze(m.Src.Text(i))
-	title := Analyze(m.Src.Title(i))
+	title, text := m.nodeTerms(i)
 	out[0] = m.BM.ScoreDoc(q.ids, d)
 	out[1] = ratio(covIDF, q.sumIDF)
 	out[2] = ratio(cov, float64(len(q.ids)))
-	out[3] = bigramOverlap(q, append(title, nodeTerms...))
+	out[3] = bigramOverlap(q, title, text)
 	out[4], out[5] = titleMatch(q, title)
 	out[6] = cosine(q.vec, m.Src.Vector(i))
 	out[7] = ratio(maxMatch, q.maxIDF)
@@ -110,14 +143,20 @@ func ratio(a, b float64) float32 {
 	return float32(a / b)
 }
 
-func bigramOverlap(q *QueryState, doc []string) float32 {
+// bigramOverlap counts query bigrams found in the title or the text (a
+// bigram spanning title and text counts too, as the BM25 text joins them).
+func bigramOverlap(q *QueryState, title, text []string) float32 {
 	if len(q.bigrams) == 0 {
 		return 0
 	}
 	found := map[[2]string]bool{}
-	for i := 1; i < len(doc); i++ {
-		if b := [2]string{doc[i-1], doc[i]}; q.bigrams[b] {
-			found[b] = true
+	prev := ""
+	for _, part := range [][]string{title, text} {
+		for _, w := range part {
+			if b := [2]string{prev, w}; prev != "" && q.bigrams[b] {
+				found[b] = true
+			}
+			prev = w
 		}
 	}
 	return float32(len(found)) / float32(len(q.bigrams))

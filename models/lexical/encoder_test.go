@@ -1,0 +1,55 @@
+package lexical
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+type src struct{ titles, texts []string }
+
+func (s src) Title(i int) string     { return s.titles[i] }
+func (s src) Text(i int) string      { return s.texts[i] }
+func (s src) Vector(i int) []float32 { return []float32{float32(i), 1} }
+func (s src) indexText(i int) string { return s.titles[i] + "\n" + s.texts[i] }
+
+func TestInteractionFeatures(t *testing.T) {
+	s := src{
+		titles: []string{"Aretha Franklin", "Detroit", "Memphis"},
+		texts:  []string{"Aretha Franklin was a singer born in Memphis.", "Detroit is a city in Michigan.", "Memphis is a city on the Mississippi."},
+	}
+	p, _ := BuildPostings(context.Background(), 3, s.indexText, nil)
+	bm, _ := NewBM25(p, DefaultBM25())
+	m := &InteractionModel{P: p, BM: bm, Src: s, EmbedQuery: func(string) []float32 { return []float32{0, 1} }}
+	q := m.Prepare("where was aretha franklin born")
+	f := make([]float32, NumFeatures)
+	m.Features(q, 0, f)
+	hits := bm.Search("where was aretha franklin born", 3)
+	if hits[0].Index != 0 || math.Abs(float64(f[0]-hits[0].Score)) > 1e-6 {
+		t.Errorf("bm25 feature %v, search score %v", f[0], hits[0])
+	}
+	// query terms: where, aretha, franklin, born (was is a stopword); node 0 has 3 of 4
+	if f[2] != 0.75 || f[5] != 1 || f[4] != 1 {
+		t.Errorf("coverage %v, title contained %v, title share %v", f[2], f[5], f[4])
+	}
+	if f[3] != 1.0/3 { // bigrams where-aretha, aretha-franklin, franklin-born: one found
+		t.Errorf("bigram overlap %v", f[3])
+	}
+	if math.Abs(float64(f[6])-1) > 1e-6 { // vectors (0,1) and (0,1)
+		t.Errorf("cosine %v", f[6])
+	}
+	m.Features(q, 1, f)
+	if f[0] != 0 || f[2] != 0 || f[5] != 0 || math.Abs(float64(f[6])-1/math.Sqrt2) > 1e-6 {
+		t.Errorf("unrelated node: %v", f)
+	}
+	e := &Encoder{M: m}
+	e.FitStandardization([]float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}, 2)
+	pq, _ := e.Prepare(context.Background(), "aretha")
+	out := make([]float32, 2*NumFeatures)
+	if err := e.Encode(context.Background(), pq, []int32{0, 2}, out); err != nil {
+		t.Fatal(err)
+	}
+	if e.Mean[0] != 2 || e.Std[0] != 1 {
+		t.Errorf("standardisation %v %v", e.Mean, e.Std)
+	}
+}
