@@ -1,0 +1,114 @@
+package bert
+
+import (
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// acts are one forward pass's device activations.
+type acts struct {
+	n, s, b         int // tokens (b·s), sequence length, batch
+	x, x1, q, k, v  engine.Buffer
+	ctx, tmp, inter engine.Buffer
+	lengths         engine.Buffer
+}
+
+func (m *Model) newActs(batch, s int) (*acts, error) {
+	a := &acts{n: batch * s, s: s, b: batch}
+	h, in := m.Cfg.Hidden, m.Cfg.Intermediate
+	for _, p := range []*engine.Buffer{&a.x, &a.x1, &a.q, &a.k, &a.v, &a.ctx, &a.tmp} {
+		buf, err := m.b.Alloc(engine.F32, a.n*h)
+		if err != nil {
+			a.free(m.b)
+			return nil, err
+		}
+		*p = buf
+	}
+	buf, err := m.b.Alloc(engine.F32, a.n*in)
+	if err != nil {
+		a.free(m.b)
+		return nil, err
+	}
+	a.inter = buf
+	return a, nil
+}
+
+func (a *acts) free(b engine.Backend) {
+	for _, x := range []engine.Buffer{a.x, a.x1, a.q, a.k, a.v, a.ctx, a.tmp, a.inter, a.lengths} {
+		if x != nil {
+			b.Free(x)
+		}
+	}
+}
+
+// embed gathers word + position + token-type embeddings on the host, then
+// uploads and normalises them.
+func (m *Model) embed(in Batch, s int, a *acts) error {
+	h := m.Cfg.Hidden
+	x := make([]float32, a.n*h)
+	lengths := make([]int32, a.b)
+	for b, ids := range in.IDs {
+		lengths[b] = int32(len(ids))
+		for p, id := range ids {
+			typ := int32(0)
+			if in.Types != nil {
+				typ = in.Types[b][p]
+			}
+			row := x[(b*s+p)*h : (b*s+p+1)*h]
+			pos := m.Cfg.positionID(p)
+			for j := range row {
+				row[j] = m.w.word[int(id)*h+j] + m.w.pos[pos*h+j] + m.w.typ[int(typ)*h+j]
+			}
+		}
+	}
+	var err error
+	if err = m.b.Upload(a.x, 0, x); err != nil {
+		return err
+	}
+	if a.lengths, err = engine.Upload(m.b, lengths); err != nil {
+		return err
+	}
+	return m.b.LayerNorm(engine.LayerNormOp{X: a.x, Gamma: m.d(m.w.embG), Beta: m.d(m.w.embB), Out: a.x, Rows: a.n, Cols: h, Eps: float32(m.Cfg.LayerNormEps)})
+}
+
+// linear is out = in · Wᵀ + bias (HuggingFace weights are out × in), with
+// an optional activation.
+func (m *Model) linear(in, out engine.Buffer, rows, inDim, outDim int, w, bias []float32, act engine.Activation) error {
+	return engine.GemmFused(m.b, engine.GemmOp{TransB: true, M: rows, N: outDim, K: inDim, Alpha: 1,
+		A: in, B: m.d(w), C: out, Bias: m.d(bias), Act: act})
+}
+
+// layer runs one post-LayerNorm encoder layer: x ← LN(x + Attn(x)), then
+// x ← LN(x + FFN(x)).
+func (m *Model) layer(l *layer, a *acts) error {
+	h, in, eps := m.Cfg.Hidden, m.Cfg.Intermediate, float32(m.Cfg.LayerNormEps)
+	steps := []func() error{
+		func() error { return m.linear(a.x, a.q, a.n, h, h, l.q, l.qb, engine.ActNone) },
+		func() error { return m.linear(a.x, a.k, a.n, h, h, l.k, l.kb, engine.ActNone) },
+		func() error { return m.linear(a.x, a.v, a.n, h, h, l.v, l.vb, engine.ActNone) },
+		func() error {
+			return m.b.Attention(engine.AttentionOp{Batch: a.b, Seq: a.s, Heads: m.Cfg.Heads, HeadDim: h / m.Cfg.Heads,
+				Q: a.q, K: a.k, V: a.v, Out: a.ctx, Lengths: a.lengths})
+		},
+		func() error { return m.linear(a.ctx, a.tmp, a.n, h, h, l.o, l.ob, engine.ActNone) },
+		func() error {
+			return m.b.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x, Out: a.tmp})
+		},
+		func() error {
+			return m.b.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln1g), Beta: m.d(l.ln1b), Out: a.x1, Rows: a.n, Cols: h, Eps: eps})
+		},
+		func() error { return m.linear(a.x1, a.inter, a.n, h, in, l.f1, l.f1b, engine.ActGELU) },
+		func() error { return m.linear(a.inter, a.tmp, a.n, in, h, l.f2, l.f2b, engine.ActNone) },
+		func() error {
+			return m.b.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x1, Out: a.tmp})
+		},
+		func() error {
+			return m.b.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln2g), Beta: m.d(l.ln2b), Out: a.x, Rows: a.n, Cols: h, Eps: eps})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

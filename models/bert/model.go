@@ -1,0 +1,139 @@
+package bert
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/safetensors"
+)
+
+// Model is a loaded encoder whose weights live on one backend. Forward is
+// safe for concurrent use (each call allocates its own activations).
+type Model struct {
+	Cfg  Config
+	w    *weights
+	b    engine.Backend
+	dev  map[*float32]engine.Buffer // device copy of each weight, by its first element
+	Head *models.Head               // nil for a model without a classification head
+}
+
+// Load reads config.json and model.safetensors from dir.
+func Load(dir string, b engine.Backend) (*Model, error) {
+	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	t, err := safetensors.Read(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, t, b)
+}
+
+// New builds a model from a config and its tensors, uploading the weights.
+func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := loadWeights(cfg, t)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Cfg: cfg, w: w, b: b, dev: map[*float32]engine.Buffer{}, Head: w.head}
+	for _, l := range w.layers {
+		for _, x := range [][]float32{l.q, l.k, l.v, l.qb, l.kb, l.vb, l.o, l.ob, l.ln1g, l.ln1b, l.f1, l.f1b, l.f2, l.f2b, l.ln2g, l.ln2b} {
+			if err := m.upload(x); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, x := range [][]float32{w.embG, w.embB} {
+		if err := m.upload(x); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) upload(x []float32) error {
+	buf, err := engine.Upload(m.b, x)
+	if err != nil {
+		return err
+	}
+	m.dev[&x[0]] = buf
+	return nil
+}
+
+func (m *Model) d(x []float32) engine.Buffer { return m.dev[&x[0]] }
+
+// Batch is a padded batch: IDs[i] and Types[i] (nil: all 0) hold sequence
+// i's token and token-type ids.
+type Batch struct {
+	IDs, Types [][]int32
+}
+
+// Forward returns the last hidden states, B × S × Hidden row-major, where S
+// is the longest sequence; rows past a sequence's length are not
+// meaningful.
+func (m *Model) Forward(ctx context.Context, in Batch) ([]float32, int, error) {
+	s, err := m.check(in)
+	if err != nil {
+		return nil, 0, err
+	}
+	a, err := m.newActs(len(in.IDs), s)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer a.free(m.b)
+	if err := m.embed(in, s, a); err != nil {
+		return nil, 0, err
+	}
+	for i := range m.w.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		if err := m.layer(&m.w.layers[i], a); err != nil {
+			return nil, 0, fmt.Errorf("bert: layer %d: %w", i, err)
+		}
+	}
+	out, err := engine.Download[float32](m.b, a.x)
+	return out, s, err
+}
+
+// FirstToken extracts each sequence's first-token hidden state (the latent
+// H before the classification head) from Forward's output.
+func FirstToken(hidden []float32, batch, seq, h int) []float32 {
+	out := make([]float32, batch*h)
+	for b := 0; b < batch; b++ {
+		copy(out[b*h:(b+1)*h], hidden[b*seq*h:b*seq*h+h])
+	}
+	return out
+}
+
+func (m *Model) check(in Batch) (int, error) {
+	s := 0
+	for i, ids := range in.IDs {
+		if len(ids) == 0 {
+			return 0, fmt.Errorf("bert: sequence %d is empty", i)
+		}
+		if m.Cfg.positionID(len(ids)-1) >= m.Cfg.MaxPositions {
+			return 0, fmt.Errorf("bert: sequence %d has %d tokens, more than the model's positions allow", i, len(ids))
+		}
+		for _, id := range ids {
+			if id < 0 || int(id) >= m.Cfg.VocabSize {
+				return 0, fmt.Errorf("bert: sequence %d: token id %d outside the vocabulary of %d", i, id, m.Cfg.VocabSize)
+			}
+		}
+		if in.Types != nil && len(in.Types[i]) != len(ids) {
+			return 0, fmt.Errorf("bert: sequence %d: %d type ids for %d tokens", i, len(in.Types[i]), len(ids))
+		}
+		s = max(s, len(ids))
+	}
+	if s == 0 {
+		return 0, fmt.Errorf("bert: empty batch")
+	}
+	return s, nil
+}
