@@ -34,8 +34,11 @@ func (a *AttentionArgs) Check() error {
 }
 
 // Attention computes, for each sequence b and head h, over the L = Lengths[b]
-// real tokens: Out = softmax(Q·Kᵀ/√HeadDim)·V, with GEMMs on strided head
-// views (no copies) and padding skipped entirely.
+// real tokens: Out = softmax(Q·Kᵀ/√HeadDim)·V, with padding skipped
+// entirely. The (sequence, head) pairs are spread over the cores; each
+// copies its head's Q, K and Vᵀ into contiguous scratch and runs both
+// products on the dot-product kernel (these matrices are too small for a
+// threaded BLAS call to pay off).
 //
 // Reference loop: for every (b, h, i < L): s_j = Σ_k Q[i,k]·K[j,k]/√d for
 // j < L; p = softmax(s); Out[i,:] = Σ_j p_j·V[j,:]; rows i ≥ L are zero.
@@ -45,30 +48,48 @@ func Attention(a AttentionArgs) error {
 	}
 	hd := a.Heads * a.HeadDim
 	clear(a.Out[:a.Batch*a.Seq*hd])
-	scores := make([]float32, a.Seq*a.Seq)
-	scale := float32(1 / math.Sqrt(float64(a.HeadDim)))
-	for b := 0; b < a.Batch; b++ {
-		l := int(a.Lengths[b])
-		if l == 0 {
-			continue
-		}
-		for h := 0; h < a.Heads; h++ {
-			off := b*a.Seq*hd + h*a.HeadDim
-			if err := attendHead(a, off, l, hd, scale, scores[:l*l]); err != nil {
-				return err
+	pairs := a.Batch * a.Heads
+	parallelRows(pairs, a.Seq*a.Seq*a.HeadDim/64+1, func(lo, hi int) {
+		w := newHeadScratch(a.Seq, a.HeadDim)
+		for p := lo; p < hi; p++ {
+			b, h := p/a.Heads, p%a.Heads
+			if l := int(a.Lengths[b]); l > 0 {
+				w.attend(a, b*a.Seq*hd+h*a.HeadDim, l, hd)
 			}
 		}
-	}
+	})
 	return nil
 }
 
-func attendHead(a AttentionArgs, off, l, hd int, scale float32, s []float32) error {
-	err := Gemm(GemmArgs{TransB: true, M: l, N: l, K: a.HeadDim, Alpha: scale,
-		A: a.Q[off:], LDA: hd, B: a.K[off:], LDB: hd, C: s, LDC: l})
-	if err != nil {
-		return err
+// headScratch holds one head's contiguous operands.
+type headScratch struct {
+	q, kt, v, s, o []float32
+}
+
+func newHeadScratch(seq, d int) *headScratch {
+	return &headScratch{q: make([]float32, seq*d), kt: make([]float32, d*seq), v: make([]float32, seq*d),
+		s: make([]float32, seq*seq), o: make([]float32, seq*d)}
+}
+
+// attend runs one head: S = Q·Kᵀ·scale, softmax, O = P·V, with Kᵀ and V
+// copied out contiguously so both products are row-broadcast GEMMs.
+func (w *headScratch) attend(a AttentionArgs, off, l, hd int) {
+	d := a.HeadDim
+	scale := float32(1 / math.Sqrt(float64(d)))
+	for i := 0; i < l; i++ {
+		row := off + i*hd
+		for j := 0; j < d; j++ {
+			w.q[i*d+j] = a.Q[row+j] * scale
+			w.kt[j*l+i] = a.K[row+j]
+		}
+		copy(w.v[i*d:(i+1)*d], a.V[row:row+d])
 	}
-	Softmax(s, nil, s, l, l)
-	return Gemm(GemmArgs{M: l, N: a.HeadDim, K: l, Alpha: 1,
-		A: s, LDA: l, B: a.V[off:], LDB: hd, C: a.Out[off:], LDC: hd})
+	s := w.s[:l*l]
+	gemmNN(w.q[:l*d], w.kt[:d*l], s, l, l, d)
+	softmaxNoMask(s, l, l)
+	o := w.o[:l*d]
+	gemmNN(s, w.v[:l*d], o, l, d, l)
+	for i := 0; i < l; i++ {
+		copy(a.Out[off+i*hd:off+i*hd+d], o[i*d:(i+1)*d])
+	}
 }

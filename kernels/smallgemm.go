@@ -1,0 +1,28 @@
+package kernels
+
+// gemmNN computes C (m×n) = A (m×k)·B (k×n) for small packed matrices,
+// single-threaded (callers parallelise over many of them, e.g. attention
+// heads). A SIMD version replaces it at start-up where the CPU allows.
+//
+// Reference loop: C[i,j] = Σ_p A[i,p]·B[p,j].
+var gemmNN = gemmNNGo
+
+func gemmNNGo(a, b, c []float32, m, n, k int) {
+	for i := 0; i < m; i++ {
+		row := c[i*n : (i+1)*n]
+		clear(row)
+		for p := 0; p < k; p++ {
+			axpy(a[i*k+p], b[p*n:(p+1)*n], row)
+		}
+	}
+}
+
+// softmaxNoMask normalises rows in place without a mask, single-threaded;
+// a SIMD version (vectorised exp) replaces it where the CPU allows.
+var softmaxNoMask = softmaxNoMaskGo
+
+func softmaxNoMaskGo(x []float32, rows, cols int) {
+	for i := 0; i < rows; i++ {
+		softmaxRow(x[i*cols:(i+1)*cols], nil, x[i*cols:(i+1)*cols])
+	}
+}

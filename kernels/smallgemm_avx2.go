@@ -1,0 +1,128 @@
+//go:build cgo && amd64 && !purego
+
+package kernels
+
+/*
+#cgo CFLAGS: -O3
+#include <immintrin.h>
+#include <stddef.h>
+
+// gemm_nn: C (m×n) = A (m×k) · B (k×n), all packed row-major. Each row of C
+// is built in registers, 32 columns at a time, from k broadcast-FMAs over
+// rows of B: no horizontal sums, so short k (attention head dims) runs at
+// full width.
+__attribute__((target("avx2,fma")))
+static void gemm_nn(const float* A, const float* B, float* C, int m, int n, int k) {
+	for (int i = 0; i < m; i++) {
+		const float* a = A + (size_t)i * k;
+		float* c = C + (size_t)i * n;
+		int j = 0;
+		for (; j + 32 <= n; j += 32) {
+			__m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
+			for (int p = 0; p < k; p++) {
+				const float* b = B + (size_t)p * n + j;
+				__m256 av = _mm256_set1_ps(a[p]);
+				c0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b), c0);
+				c1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8), c1);
+				c2 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 16), c2);
+				c3 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 24), c3);
+			}
+			_mm256_storeu_ps(c + j, c0); _mm256_storeu_ps(c + j + 8, c1);
+			_mm256_storeu_ps(c + j + 16, c2); _mm256_storeu_ps(c + j + 24, c3);
+		}
+		for (; j + 8 <= n; j += 8) {
+			__m256 c0 = _mm256_setzero_ps();
+			for (int p = 0; p < k; p++) c0 = _mm256_fmadd_ps(_mm256_set1_ps(a[p]), _mm256_loadu_ps(B + (size_t)p * n + j), c0);
+			_mm256_storeu_ps(c + j, c0);
+		}
+		for (; j < n; j++) {
+			float s = 0;
+			for (int p = 0; p < k; p++) s += a[p] * B[(size_t)p * n + j];
+			c[j] = s;
+		}
+	}
+}
+
+// exp256: e^x for 8 lanes (Cephes expf: range reduction by ln 2 and a
+// degree-5 polynomial; relative error about 2e-7 for x in [-87, 88]).
+__attribute__((target("avx2,fma")))
+static inline __m256 exp256(__m256 x) {
+	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+	__m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+	__m256 y = _mm256_set1_ps(1.9875691500e-4f);
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+	y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// softmax_rows_nomask: each of rows rows of x (cols values) → softmax, in place.
+__attribute__((target("avx2,fma")))
+static void softmax_rows_nomask(float* x, int rows, int cols) {
+	for (int r = 0; r < rows; r++) {
+		float* v = x + (size_t)r * cols;
+		float m = v[0];
+		for (int j = 1; j < cols; j++) m = v[j] > m ? v[j] : m;
+		__m256 mv = _mm256_set1_ps(m), sv = _mm256_setzero_ps();
+		int j = 0;
+		for (; j + 8 <= cols; j += 8) {
+			__m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(v + j), mv));
+			_mm256_storeu_ps(v + j, e);
+			sv = _mm256_add_ps(sv, e);
+		}
+		float buf[8];
+		_mm256_storeu_ps(buf, sv);
+		double s = 0;
+		for (int t = 0; t < 8; t++) s += buf[t];
+		for (; j < cols; j++) {
+			__m256 e = exp256(_mm256_set1_ps(v[j] - m));
+			v[j] = _mm256_cvtss_f32(e);
+			s += v[j];
+		}
+		float inv = (float)(1.0 / s);
+		__m256 iv = _mm256_set1_ps(inv);
+		for (j = 0; j + 8 <= cols; j += 8) _mm256_storeu_ps(v + j, _mm256_mul_ps(_mm256_loadu_ps(v + j), iv));
+		for (; j < cols; j++) v[j] *= inv;
+	}
+}
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		gemmNN = gemmNNAVX2
+		softmaxNoMask = softmaxNoMaskAVX2
+	}
+}
+
+func gemmNNAVX2(a, b, c []float32, m, n, k int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		clear(c[:m*n])
+		return
+	}
+	_, _, _ = a[m*k-1], b[k*n-1], c[m*n-1]
+	C.gemm_nn((*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])), (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k))
+}
+
+func softmaxNoMaskAVX2(x []float32, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_ = x[rows*cols-1]
+	C.softmax_rows_nomask((*C.float)(unsafe.Pointer(&x[0])), C.int(rows), C.int(cols))
+}
