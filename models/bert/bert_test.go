@@ -24,9 +24,9 @@ func refForward(c Config, t map[string]safetensors.Tensor, ids, types []int32) [
 	for p, id := range ids {
 		x[p] = make([]float64, h)
 		for j := 0; j < h; j++ {
-			x[p][j] = float64(w(pre+"embeddings.word_embeddings.weight")[int(id)*h+j]) +
-				float64(w(pre+"embeddings.position_embeddings.weight")[c.positionID(p)*h+j]) +
-				float64(w(pre+"embeddings.token_type_embeddings.weight")[int(types[p])*h+j])
+			x[p][j] = float64(w(pre + "embeddings.word_embeddings.weight")[int(id)*h+j]) +
+				float64(w(pre + "embeddings.position_embeddings.weight")[c.positionID(p)*h+j]) +
+				float64(w(pre + "embeddings.token_type_embeddings.weight")[int(types[p])*h+j])
 		}
 		x[p] = ln(x[p], w(pre+"embeddings.LayerNorm.weight"), w(pre+"embeddings.LayerNorm.bias"), c.LayerNormEps)
 	}
