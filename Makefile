@@ -8,7 +8,7 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/...
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean
+.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib
 
 all: build
 
@@ -21,7 +21,20 @@ deps: .deps.stamp
 		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null; } || \
 		echo "note: OpenBLAS not installed; GEMM uses gonum's pure-Go BLAS"; }
 	$(GO) mod download
+	@$(MAKE) --no-print-directory ort-lib || echo "note: ONNX Runtime not fetched; the ort backend and its parity tests are unavailable"
 	@touch $@
+
+# ONNX Runtime's shared library, from the npm package onnxruntime-node (no other source is reachable).
+ORT_VERSION := 1.30.0
+ORT_LIB := .deps/onnxruntime/libonnxruntime.so.1
+ort-lib: $(ORT_LIB)
+$(ORT_LIB):
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
+	mkdir -p .deps/onnxruntime .deps/tmp
+	cd .deps/tmp && npm pack --silent onnxruntime-node@$(ORT_VERSION) >/dev/null && \
+		tar xzf onnxruntime-node-$(ORT_VERSION).tgz package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+	mv .deps/tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1 $@
+	rm -rf .deps/tmp
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/gleaner
@@ -54,4 +67,4 @@ peers: build
 	bash benchmarks/peers/ppr.sh
 
 clean:
-	rm -rf bin demo .deps.stamp
+	rm -rf bin demo .deps.stamp .deps
