@@ -64,6 +64,13 @@ type Options struct {
 	// GraphKinds restricts graph methods to edges of these kinds (e.g.
 	// "mentions"); empty means every kind in the index.
 	GraphKinds []string
+	// Model is a cross-encoder folder (tokenizer.json, config.json and
+	// model.safetensors and/or model.onnx) for reranking methods; empty
+	// means the embedded lexical cross-encoder.
+	Model string
+	// Runtime runs Model: "native" (engine ops) or "ort" (ONNX Runtime);
+	// empty picks native when model.safetensors exists.
+	Runtime string
 }
 
 // Factory makes a method over an opened index.

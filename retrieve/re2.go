@@ -2,14 +2,20 @@ package retrieve
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/transformer"
+
+	_ "github.com/gleaner-rag/gleaner/cuda"        // registers "cuda" (an explanatory error without -tags cuda)
+	_ "github.com/gleaner-rag/gleaner/kernels/cpu" // registers "cpu"
 )
 
 func init() { mustRegister("re2", newRe2) }
@@ -23,17 +29,38 @@ const re2Depth = 100
 type re2 struct {
 	ix   *index.Index
 	ce   *models.CrossEncoder
+	enc  interface{ Close() error } // a transformer encoder to release, if any
 	once sync.Once
 	svc  *models.LatentService
 	err  error
 }
 
-func newRe2(ix *index.Index, _ Options) (Method, error) {
+func newRe2(ix *index.Index, o Options) (Method, error) {
+	if o.Model != "" {
+		return newTransformerRe2(ix, o)
+	}
 	ce, err := ix.CrossEncoder()
 	if err != nil {
 		return nil, err
 	}
 	return &re2{ix: ix, ce: ce}, nil
+}
+
+// newTransformerRe2 reranks with a user-supplied cross-encoder folder.
+func newTransformerRe2(ix *index.Index, o Options) (Method, error) {
+	b, err := engine.Select("")
+	if err != nil {
+		return nil, err
+	}
+	texts := func(n int32) string {
+		node := corpus.Node{Title: ix.Title(int(n)), Text: ix.Text(int(n))}
+		return index.IndexText(&node)
+	}
+	enc, head, err := transformer.Load(o.Model, o.Runtime, b, texts, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &re2{ix: ix, ce: &models.CrossEncoder{Enc: enc, Head: head}, enc: enc}, nil
 }
 
 func (m *re2) Name() string { return "re2" }
@@ -43,12 +70,16 @@ func (m *re2) service() (*models.LatentService, error) {
 	return m.svc, m.err
 }
 
-// Close stops the method's scheduler.
+// Close stops the method's scheduler and releases its model.
 func (m *re2) Close(ctx context.Context) error {
-	if m.svc == nil {
-		return nil
+	var errs []error
+	if m.svc != nil {
+		errs = append(errs, m.svc.Close(ctx))
 	}
-	return m.svc.Close(ctx)
+	if m.enc != nil {
+		errs = append(errs, m.enc.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {

@@ -18,9 +18,9 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
-	graphKinds                                                   string
+	graphKinds, model, runtime                                   string
 	runFiles                                                     []string
-	k, concurrency, trMaxHops                                    int
+	k, concurrency, trMaxHops, limit                             int
 	tiesByRank                                                   bool
 }
 
@@ -51,7 +51,10 @@ func newEval(g *globals) *cobra.Command {
 	fl.BoolVar(&f.tiesByRank, "run-file-by-rank", false, "order --run-file entries by their rank column, not trec_eval's (score desc, doc id desc)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
 	fl.StringVar(&f.graphKinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
+	fl.StringVar(&f.model, "model", "", "cross-encoder folder for re2 (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder")
+	fl.StringVar(&f.runtime, "runtime", "", "runtime for --model: native or ort (default: native when model.safetensors exists)")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
+	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all)")
 	return cmd
 }
 
@@ -71,13 +74,19 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err != nil {
 		return nil, err
 	}
+	if f.limit < 0 {
+		return nil, fmt.Errorf("--limit must not be negative")
+	}
+	if f.limit > 0 && f.limit < len(qs) {
+		qs = qs[:f.limit]
+	}
 	opt, err := evalOptions(f, ix, qs, g)
 	if err != nil {
 		return nil, err
 	}
 	var ms []retrieve.Method
 	for _, name := range splitList(f.methods) {
-		m, err := retrieve.NewWith(name, ix, retrieve.Options{GraphKinds: splitList(f.graphKinds)})
+		m, err := retrieve.NewWith(name, ix, retrieve.Options{GraphKinds: splitList(f.graphKinds), Model: f.model, Runtime: f.runtime})
 		if err != nil {
 			return nil, err
 		}

@@ -45,7 +45,7 @@ func newRoot() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newImport(g), newIndex(g), newGraph(g), newTrain(g), newQuery(g), newEval(g), newDemo(g))
+	root.AddCommand(newImport(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newEval(g), newDemo(g))
 	return root
 }
 

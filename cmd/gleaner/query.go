@@ -15,7 +15,7 @@ import (
 )
 
 func newQuery(g *globals) *cobra.Command {
-	var dir, method, kinds string
+	var dir, method, kinds, model, runtime string
 	var k int
 	cmd := &cobra.Command{
 		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
@@ -33,7 +33,7 @@ func newQuery(g *globals) *cobra.Command {
 				return err
 			}
 			defer ix.Close()
-			m, err := retrieve.NewWith(method, ix, retrieve.Options{GraphKinds: splitList(kinds)})
+			m, err := retrieve.NewWith(method, ix, retrieve.Options{GraphKinds: splitList(kinds), Model: model, Runtime: runtime})
 			if err != nil {
 				return err
 			}
@@ -59,5 +59,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
 	cmd.Flags().StringVar(&kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
+	cmd.Flags().StringVar(&model, "model", "", "cross-encoder folder for re2 (default: the embedded lexical encoder)")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "runtime for --model: native or ort")
 	return cmd
 }

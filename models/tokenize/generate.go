@@ -22,8 +22,12 @@ func WriteBERT(path string, pieces []string) error {
 			vocab[p] = len(vocab)
 		}
 	}
-	tok := func(id string, typ int) map[string]any { return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typ}} }
-	seq := func(id string, typ int) map[string]any { return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}} }
+	tok := func(id string, typ int) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typ}}
+	}
+	seq := func(id string, typ int) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
+	}
 	cfg := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
 		"normalizer":    map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": nil, "lowercase": true},

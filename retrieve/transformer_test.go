@@ -1,0 +1,59 @@
+package retrieve_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/models/ort"
+	"github.com/gleaner-rag/gleaner/models/testmodel"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// TestRe2WithTransformerNativeAndORT reranks with a generated random
+// cross-encoder on both runtimes: the rankings must agree.
+func TestRe2WithTransformerNativeAndORT(t *testing.T) {
+	ix, qs := openSynth(t)
+	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+	dir := filepath.Join(t.TempDir(), "model")
+	if _, err := testmodel.Write(dir, testmodel.NodeTexts(c), testmodel.Options{Cross: true}); err != nil {
+		t.Fatal(err)
+	}
+	runtimes := []string{"native"}
+	if _, err := ort.LibraryPath(); err == nil {
+		runtimes = append(runtimes, "ort")
+	} else {
+		t.Logf("ONNX Runtime absent, native only: %v", err)
+	}
+	var first [][]int32
+	for _, rt := range runtimes {
+		m, err := retrieve.NewWith("re2", ix, retrieve.Options{Model: dir, Runtime: rt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for qi, q := range qs[:5] {
+			hits, err := m.Retrieve(context.Background(), q, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int32, len(hits))
+			for i, h := range hits {
+				ids[i] = h.Index
+			}
+			if rt == "native" {
+				first = append(first, ids)
+				continue
+			}
+			for i := range ids {
+				if ids[i] != first[qi][i] {
+					t.Errorf("query %d rank %d: ort %d, native %d", qi, i, ids[i], first[qi][i])
+				}
+			}
+		}
+		retrieve.CloseAll(context.Background(), m)
+	}
+	if _, err := retrieve.NewWith("re2", ix, retrieve.Options{Model: filepath.Join(dir, "missing")}); err == nil {
+		t.Error("missing model folder accepted")
+	}
+}
