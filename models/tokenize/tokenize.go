@@ -156,3 +156,11 @@ func (t *Tokenizer) Pair(a, b []int32, maxLen int) ([]int32, []int32) {
 	}
 	return ids, types
 }
+
+// Single assembles one sequence ([CLS] A [SEP], or <s> A </s>), truncated
+// to maxLen.
+func (t *Tokenizer) Single(a []int32, maxLen int) ([]int32, []int32) {
+	a = a[:max(0, min(len(a), maxLen-2))]
+	ids := append(append([]int32{t.cls}, a...), t.sep)
+	return ids, make([]int32, len(ids))
+}
