@@ -15,7 +15,7 @@ var ErrEmptyEmbedding = errors.New("index: the query embeds to the zero vector (
 // normalised for cosine indexes.
 func (ix *Index) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if ix.Embedder == nil {
-		return nil, fmt.Errorf("index %s: vectors come from embedder %q; open it with index.OpenWith and that embedder", ix.Dir, ix.Meta.Embedder)
+		return nil, fmt.Errorf("index %s: vectors come from embedder %q; pass its model folder (--bi-encoder) or, in Go, open the index with index.OpenWith", ix.Dir, ix.Meta.Embedder)
 	}
 	v, err := ix.Embedder.Embed(ctx, []string{text})
 	if err != nil {

@@ -175,3 +175,27 @@ func TestGraphBuildAndStats(t *testing.T) {
 		t.Error("unknown graph kind accepted")
 	}
 }
+
+func TestTransformerModels(t *testing.T) {
+	dir := t.TempDir()
+	c := synth.Generate(synth.Options{People: 30, Cities: 6, Countries: 2, Bands: 6, Queries: 6, Seed: 9})
+	cdir, idir := filepath.Join(dir, "c"), filepath.Join(dir, "ix")
+	corpus.Write(cdir, c)
+	bi, ce := filepath.Join(dir, "bi"), filepath.Join(dir, "ce")
+	if out, err := run(t, "model", "random", "-o", bi, "--corpus", cdir, "--cross=false"); err != nil || !strings.Contains(out, "head false") {
+		t.Fatalf("bi-encoder: %v %s", err, out)
+	}
+	if _, err := run(t, "model", "random", "-o", ce, "--corpus", cdir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "index", cdir, "-o", idir, "--bi-encoder", bi, "--train-head=false"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "eval", "--index", idir, "--bi-encoder", bi, "--method", "vector,re2", "--model", ce)
+	if err != nil || !strings.Contains(out, "re2") || !strings.Contains(out, "vector") {
+		t.Fatalf("eval with models: %v %s", err, out)
+	}
+	if _, err := run(t, "eval", "--index", idir, "--method", "vector"); err == nil || !strings.Contains(err.Error(), "--bi-encoder") {
+		t.Errorf("vector search on a bi-encoder index without --bi-encoder: %v", err)
+	}
+}

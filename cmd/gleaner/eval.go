@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
@@ -18,7 +17,7 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
-	graphKinds, model, runtime                                   string
+	graphKinds, model, runtime, biEncoder, pooling               string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit                             int
 	tiesByRank                                                   bool
@@ -54,6 +53,8 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringVar(&f.model, "model", "", "cross-encoder folder for re2 (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder")
 	fl.StringVar(&f.runtime, "runtime", "", "runtime for --model: native or ort (default: native when model.safetensors exists)")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
+	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
+	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all)")
 	return cmd
 }
@@ -62,7 +63,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if f.index == "" {
 		return nil, fmt.Errorf("--index is required")
 	}
-	ix, err := index.Open(f.index, store.OpenOptions{})
+	ix, err := openIndex(f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return nil, err
 	}

@@ -12,14 +12,17 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/models/transformer"
 )
 
 type indexFlags struct {
 	out, embedder, vectors, metric string
+	biEncoder, pooling             string
 	dims                           int
 	seed                           uint64
 	k1, b                          float64
@@ -42,6 +45,8 @@ func newIndex(g *globals) *cobra.Command {
 	fl.StringVar(&f.embedder, "embedder", index.EmbedderLSA, "node vectors: lsa (fitted here) or precomputed (--vectors)")
 	fl.StringVar(&f.vectors, "vectors", "", "precomputed node vectors: .npy (float32, rows in nodes.jsonl order) or .jsonl {id, vector}")
 	fl.StringVar(&f.metric, "metric", index.MetricCosine, "vector similarity: cosine or dot")
+	fl.StringVar(&f.biEncoder, "bi-encoder", "", "embed nodes with this transformer folder (tokenizer.json, config.json, model.safetensors) instead of LSA")
+	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	fl.IntVar(&f.dims, "dims", lsa.Dims, "LSA dimensions")
 	fl.Uint64Var(&f.seed, "seed", lsa.Seed, "LSA random seed")
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
@@ -63,11 +68,18 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	lsa := lexical.DefaultLSA()
 	lsa.Dims, lsa.Seed = f.dims, f.seed
 	start := time.Now()
-	err = index.Build(cmd.Context(), c, f.out,
-		index.WithEmbedder(f.embedder), index.WithVectors(f.vectors), index.WithMetric(f.metric),
+	embed := []index.Option{index.WithEmbedder(f.embedder), index.WithVectors(f.vectors)}
+	if f.biEncoder != "" {
+		bi, err := openBiEncoder(f.biEncoder, f.pooling)
+		if err != nil {
+			return err
+		}
+		embed = []index.Option{index.WithTextEmbedder(bi)}
+	}
+	err = index.Build(cmd.Context(), c, f.out, append(embed, index.WithMetric(f.metric),
 		index.WithLSA(lsa), index.WithBM25(lexical.BM25Params{K1: f.k1, B: f.b}),
 		index.WithLogger(g.log), index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)),
-		index.WithSource(dir))
+		index.WithSource(dir))...)
 	if err != nil {
 		return err
 	}
@@ -129,4 +141,26 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 		fmt.Fprintf(w, "  %s\t%s\t%d B\tcrc32c %08x\n", n, f.Kind, f.Bytes, f.CRC32C)
 	}
 	return w.Flush()
+}
+
+// openBiEncoder loads a transformer bi-encoder on the selected backend.
+func openBiEncoder(dir, pooling string) (*transformer.BiEncoder, error) {
+	b, err := engine.Select("")
+	if err != nil {
+		return nil, err
+	}
+	return transformer.LoadBiEncoder(dir, pooling, b)
+}
+
+// openIndex opens an index, attaching the bi-encoder its vectors came from
+// when one is given.
+func openIndex(dir, biEncoder, pooling string) (*index.Index, error) {
+	if biEncoder == "" {
+		return index.Open(dir, store.OpenOptions{})
+	}
+	bi, err := openBiEncoder(biEncoder, pooling)
+	if err != nil {
+		return nil, err
+	}
+	return index.OpenWith(dir, store.OpenOptions{}, bi)
 }

@@ -9,13 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gleaner-rag/gleaner/corpus/store"
-	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 func newQuery(g *globals) *cobra.Command {
-	var dir, method, kinds, model, runtime string
+	var dir, method, kinds, model, runtime, biEncoder, pooling string
 	var k int
 	cmd := &cobra.Command{
 		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
@@ -28,7 +26,7 @@ func newQuery(g *globals) *cobra.Command {
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive, got %d", k)
 			}
-			ix, err := index.Open(dir, store.OpenOptions{})
+			ix, err := openIndex(dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
@@ -61,5 +59,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
 	cmd.Flags().StringVar(&model, "model", "", "cross-encoder folder for re2 (default: the embedded lexical encoder)")
 	cmd.Flags().StringVar(&runtime, "runtime", "", "runtime for --model: native or ort")
+	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
+	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd
 }
