@@ -38,7 +38,19 @@ func Write(dir string, texts []string, o Options) (bert.Config, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cfg, err
 	}
-	if err := tokenize.WriteBERT(filepath.Join(dir, "tokenizer.json"), pieces); err != nil {
+	write := func() error { return tokenize.WriteBERT(filepath.Join(dir, "tokenizer.json"), pieces) }
+	if o.Kind == "xlm-roberta" { // Unigram over "▁word" pieces; specials <s> <pad> </s> <unk>
+		sp := make([]string, len(pieces))
+		for i, p := range pieces {
+			sp[i] = "▁" + strings.TrimPrefix(p, "##")
+			if strings.HasPrefix(p, "##") {
+				sp[i] = strings.TrimPrefix(p, "##")
+			}
+		}
+		cfg.VocabSize, cfg.PadTokenID, cfg.TypeVocabSize = 4+len(sp), 1, 1
+		write = func() error { return tokenize.WriteXLMR(filepath.Join(dir, "tokenizer.json"), sp) }
+	}
+	if err := write(); err != nil {
 		return cfg, err
 	}
 	t := bert.RandomTensors(cfg, o.Seed, o.Cross)

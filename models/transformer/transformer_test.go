@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
+	"github.com/gleaner-rag/gleaner/models/ort"
 	"github.com/gleaner-rag/gleaner/models/testmodel"
 	"github.com/gleaner-rag/gleaner/models/transformer"
 )
@@ -62,5 +63,45 @@ func TestBiEncoderAsIndexEmbedder(t *testing.T) {
 	hits, _ := kernels.FlatIP(context.Background(), ix.Vectors, ix.N(), d, q, 1, 1, 0)
 	if hits[0][0].Index != 7 {
 		t.Errorf("a node's own text retrieves node %d first, want 7", hits[0][0].Index)
+	}
+}
+
+func TestXLMRCrossEncoderNativeMatchesORT(t *testing.T) {
+	c := synth.Generate(synth.Options{People: 40, Cities: 10, Countries: 3, Bands: 10, Queries: 5, Seed: 8})
+	dir := filepath.Join(t.TempDir(), "xlmr")
+	if _, err := testmodel.Write(dir, testmodel.NodeTexts(c), testmodel.Options{Kind: "xlm-roberta", Cross: true}); err != nil {
+		t.Fatal(err)
+	}
+	texts := func(n int32) string { return c.Nodes[n].Text }
+	nat, head, err := transformer.Load(dir, transformer.Native, cpu.New(), texts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := nat.Prepare(context.Background(), c.Queries[0].Text)
+	nodes := []int32{0, 3, 5, 9}
+	a := make([]float32, len(nodes)*nat.Dim())
+	if err := nat.Encode(context.Background(), q, nodes, a); err != nil {
+		t.Fatal(err)
+	}
+	if head == nil {
+		t.Fatal("no head")
+	}
+	if _, err := ort.LibraryPath(); err != nil {
+		t.Skipf("ONNX Runtime absent: %v", err)
+	}
+	ox, _, err := transformer.Load(dir, transformer.ORT, cpu.New(), texts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ox.Close()
+	q2, _ := ox.Prepare(context.Background(), c.Queries[0].Text)
+	b := make([]float32, len(a))
+	if err := ox.Encode(context.Background(), q2, nodes, b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-4*(1+math.Abs(float64(b[i]))) {
+			t.Fatalf("latent %d: native %v, ort %v", i, a[i], b[i])
+		}
 	}
 }
