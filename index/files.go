@@ -58,7 +58,8 @@ type Meta struct {
 	GraphKinds []string       `json:"graph_kinds,omitempty"`
 	Relations  int            `json:"relations"`
 	Source     string         `json:"source,omitempty"`
-	Head       string         `json:"head,omitempty"` // encoder of the trained head, if any
+	Head       string         `json:"head,omitempty"`      // encoder of the trained head, if any
+	Tokenizer  string         `json:"tokenizer,omitempty"` // sha256 of the tokenizer.json whose ids are stored
 }
 
 // relationTable names relation ids and edge kinds.

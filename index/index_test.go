@@ -319,3 +319,36 @@ func TestSetGraphKeepsOtherKinds(t *testing.T) {
 		t.Error("edge outside the index accepted")
 	}
 }
+
+func TestSetTokensRoundTrip(t *testing.T) {
+	c := smallCorpus()
+	ix := build(t, c, WithLSA(lexical.LSAOptions{Dims: 8, MinDF: 2, MaxDFRatio: 0.5, Seed: 1}))
+	dir := ix.Dir
+	if _, _, ok := ix.Tokens(0); ok {
+		t.Fatal("fresh index claims stored tokens")
+	}
+	ix.Close()
+	ids := make([][]int32, len(c.Nodes))
+	for i := range ids {
+		ids[i] = []int32{int32(i), int32(i + 1)}
+	}
+	ids[3] = nil
+	if err := SetTokens(context.Background(), dir, "abc", ids); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	got, hash, ok := ix2.Tokens(5)
+	if !ok || hash != "abc" || !reflect.DeepEqual(got, []int32{5, 6}) {
+		t.Errorf("tokens %v %q %v", got, hash, ok)
+	}
+	if got, _, _ := ix2.Tokens(3); len(got) != 0 {
+		t.Errorf("empty token list read back as %v", got)
+	}
+	if err := SetTokens(context.Background(), dir, "abc", ids[:2]); err == nil {
+		t.Error("token lists for the wrong number of nodes accepted")
+	}
+}

@@ -28,6 +28,8 @@ type Index struct {
 	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
 	rels     relationTable
 	head     *HeadFile
+	tokIDs   []int32
+	tokOff   []int64
 
 	r       *store.Reader
 	strs    []byte
@@ -53,7 +55,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}

@@ -60,6 +60,9 @@ func newTransformerRe2(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, hash, ok := ix.Tokens(0); ok {
+		enc.UseStoredTokens(hash, func(n int32) []int32 { ids, _, _ := ix.Tokens(int(n)); return ids })
+	}
 	return &re2{ix: ix, ce: &models.CrossEncoder{Enc: enc, Head: head}, enc: enc}, nil
 }
 

@@ -188,7 +188,7 @@ func TestTransformerModels(t *testing.T) {
 	if _, err := run(t, "model", "random", "-o", ce, "--corpus", cdir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(t, "index", cdir, "-o", idir, "--bi-encoder", bi, "--train-head=false"); err != nil {
+	if _, err := run(t, "index", cdir, "-o", idir, "--bi-encoder", bi, "--train-head=false", "--tokenizer", filepath.Join(ce, "tokenizer.json")); err != nil {
 		t.Fatal(err)
 	}
 	out, err := run(t, "eval", "--index", idir, "--bi-encoder", bi, "--method", "vector,re2", "--model", ce)

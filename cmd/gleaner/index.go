@@ -22,7 +22,7 @@ import (
 
 type indexFlags struct {
 	out, embedder, vectors, metric string
-	biEncoder, pooling             string
+	biEncoder, pooling, tokenizer  string
 	dims                           int
 	seed                           uint64
 	k1, b                          float64
@@ -47,6 +47,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.StringVar(&f.metric, "metric", index.MetricCosine, "vector similarity: cosine or dot")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "embed nodes with this transformer folder (tokenizer.json, config.json, model.safetensors) instead of LSA")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json of a cross-encoder: tokenize node texts once now and store the ids, so reranking only tokenizes queries")
 	fl.IntVar(&f.dims, "dims", lsa.Dims, "LSA dimensions")
 	fl.Uint64Var(&f.seed, "seed", lsa.Seed, "LSA random seed")
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
@@ -82,6 +83,11 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		index.WithSource(dir))...)
 	if err != nil {
 		return err
+	}
+	if f.tokenizer != "" {
+		if err := storeTokens(cmd.Context(), f.out, f.tokenizer, g); err != nil {
+			return fmt.Errorf("storing node tokens: %w", err)
+		}
 	}
 	if f.trainHead {
 		if _, err := trainHead(cmd.Context(), f.out, headtrain.LexicalOptions{}, g.log); err != nil {

@@ -7,6 +7,8 @@ package transformer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +43,20 @@ type Encoder struct {
 	texts   Texts
 	mu      sync.RWMutex
 	nodeIDs map[int32][]int32
+	tokHash string                   // sha256 of tokenizer.json
+	stored  func(node int32) []int32 // node ids tokenized at index time, if they match
+}
+
+// UseStoredTokens makes the encoder read node token ids from get (an
+// index's pre-tokenized texts) instead of tokenizing nodes, provided they
+// were made by this model's tokenizer (hash as index.TokenizerHash). It
+// reports whether they were.
+func (e *Encoder) UseStoredTokens(hash string, get func(node int32) []int32) bool {
+	if hash == "" || hash != e.tokHash {
+		return false
+	}
+	e.stored = get
+	return true
 }
 
 // Load opens the model folder with the given runtime ("" picks native
@@ -59,6 +75,9 @@ func Load(dir, runtime string, b engine.Backend, texts Texts, maxLen int) (*Enco
 		maxLen = min(512, cfg.MaxPositions-cfg.PadTokenID-2)
 	}
 	e := &Encoder{tok: tok, cfg: cfg, maxLen: maxLen, texts: texts, nodeIDs: map[int32][]int32{}}
+	if e.tokHash, err = fileHash(filepath.Join(dir, "tokenizer.json")); err != nil {
+		return nil, nil, err
+	}
 	runtime, err = pickRuntime(dir, runtime)
 	if err != nil {
 		return nil, nil, err
@@ -158,6 +177,9 @@ func (e *Encoder) Prepare(_ context.Context, query string) (models.Prepared, err
 
 // node returns a node's token ids, tokenizing it on first use only.
 func (e *Encoder) node(n int32) ([]int32, error) {
+	if e.stored != nil {
+		return e.stored(n), nil
+	}
 	e.mu.RLock()
 	ids, ok := e.nodeIDs[n]
 	e.mu.RUnlock()
@@ -210,3 +232,13 @@ func (e *Encoder) Encode(ctx context.Context, p models.Prepared, nodes []int32, 
 }
 
 var _ models.PairEncoder = (*Encoder)(nil)
+
+// fileHash is the hex sha256 of a file (index.TokenizerHash's definition).
+func fileHash(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
