@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/gleaner-rag/gleaner/index"
 )
 
 // CopyBandwidth measures memory copy bandwidth in bytes per second (bytes
@@ -43,3 +45,6 @@ func MachineCopyBandwidth() float64 {
 	bwOnce.Do(func() { bwVal = CopyBandwidth(1<<30, 5) })
 	return bwVal
 }
+
+// fileSHA is the tokenizer hash an index records (index.TokenizerHash).
+func fileSHA(path string) (string, error) { return index.TokenizerHash(path) }
