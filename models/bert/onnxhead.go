@@ -7,14 +7,44 @@ import (
 	"github.com/advancedclimatesystems/gonnx/onnx"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
 // HeadFromONNX reads the classification head from an ONNX model's
-// initializers: HuggingFace names ("classifier.dense.weight", out × in) or
-// gleaner's export ("…weight_t", in × out).
+// initializers (see TensorsFromONNX).
 func HeadFromONNX(path string, cfg Config) (*models.Head, error) {
+	t, err := TensorsFromONNX(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &picker{t: t}
+	h := loadHead(cfg, p)
+	if p.err != nil {
+		return nil, p.err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("bert: %s has no classification head initializers", path)
+	}
+	return h, h.Validate()
+}
+
+// LoadONNX builds a native model from the weights stored as an ONNX
+// model's initializers, so one model.onnx serves both runtimes.
+func LoadONNX(path string, cfg Config, b engine.Backend) (*Model, error) {
+	t, err := TensorsFromONNX(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, t, b)
+}
+
+// TensorsFromONNX reads an ONNX model's float initializers under
+// HuggingFace names: "x.weight" as stored (out × in), or gleaner's export
+// "x.weight_t" (in × out) transposed back. Exports that rename weights
+// (e.g. "onnx::MatMul_123") are not recognised; use safetensors for them.
+func TensorsFromONNX(path string) (map[string]safetensors.Tensor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -38,15 +68,7 @@ func HeadFromONNX(path string, cfg Config) (*models.Head, error) {
 		}
 		t[name] = safetensors.Tensor{Shape: shape, Data: data}
 	}
-	p := &picker{t: t}
-	h := loadHead(cfg, p)
-	if p.err != nil {
-		return nil, p.err
-	}
-	if h == nil {
-		return nil, fmt.Errorf("bert: %s has no classification head initializers", path)
-	}
-	return h, h.Validate()
+	return t, nil
 }
 
 func transpose(x []float32, rows, cols int) []float32 {

@@ -59,12 +59,25 @@ func TestNativeMatchesONNXRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fromONNX, err := bert.LoadONNX(path, cfg, cpu.New())
+		if err != nil {
+			t.Fatal(err)
+		}
 		rng := rand.New(rand.NewPCG(3, 7))
 		for _, lengths := range [][]int{{9}, {5, 17, 1}, {12, 12, 3, 30, 8}} {
 			batch := randomBatch(rng, cfg, lengths...)
 			h, s, err := native.Forward(context.Background(), batch)
 			if err != nil {
 				t.Fatal(err)
+			}
+			h2, _, err := fromONNX.Forward(context.Background(), batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range h {
+				if h[i] != h2[i] {
+					t.Fatalf("weights read from ONNX initializers give a different forward pass at %d", i)
+				}
 			}
 			outs, s2, err := sess.Run(batch.IDs, batch.Types, int32(cfg.PadTokenID))
 			if err != nil {

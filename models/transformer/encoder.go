@@ -100,8 +100,8 @@ func pickRuntime(dir, runtime string) (string, error) {
 		return Native, nil
 	case runtime == "" && errOX == nil:
 		return ORT, nil
-	case runtime == Native && errST != nil:
-		return "", fmt.Errorf("transformer: the native runtime needs %s/model.safetensors", dir)
+	case runtime == Native && errST != nil && errOX != nil:
+		return "", fmt.Errorf("transformer: the native runtime needs %s/model.safetensors or model.onnx", dir)
 	case runtime == ORT && errOX != nil:
 		return "", fmt.Errorf("transformer: the ort runtime needs %s/model.onnx", dir)
 	case runtime != Native && runtime != ORT && runtime != "":
@@ -127,6 +127,13 @@ func (e *Encoder) open(dir, runtime string, b engine.Backend) (*models.Head, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	}
+	if runtime == Native && e.native == nil { // no safetensors: the ONNX initializers
+		m, err := bert.LoadONNX(filepath.Join(dir, "model.onnx"), e.cfg, b)
+		if err != nil {
+			return nil, err
+		}
+		e.native, head = m, m.Head
 	}
 	if runtime == ORT {
 		s, err := ort.Open(filepath.Join(dir, "model.onnx"), "last_hidden_state")
