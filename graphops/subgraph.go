@@ -41,3 +41,32 @@ func Induced(g *Graph, nodes []int32) *Subgraph {
 	}
 	return s
 }
+
+// InducedAdj is Induced over an undirected adjacency view (e.g. one edge
+// kind): local simple adjacency, and each node's degree in that view.
+func InducedAdj(a *Adjacency, nodes []int32) *Subgraph {
+	local := make(map[int32]int32, len(nodes))
+	s := &Subgraph{}
+	for _, v := range nodes {
+		if _, dup := local[v]; !dup {
+			local[v] = int32(len(s.Nodes))
+			s.Nodes = append(s.Nodes, v)
+		}
+	}
+	s.Ptr = make([]int64, 1, len(s.Nodes)+1)
+	var row []int32
+	for _, v := range s.Nodes {
+		row = row[:0]
+		for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
+			if j, ok := local[a.Idx[p]]; ok && a.Idx[p] != v {
+				row = append(row, j)
+			}
+		}
+		slices.Sort(row)
+		row = slices.Compact(row)
+		s.Idx = append(s.Idx, row...)
+		s.Ptr = append(s.Ptr, int64(len(s.Idx)))
+		s.Deg = append(s.Deg, float32(a.Ptr[v+1]-a.Ptr[v]))
+	}
+	return s
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models"
 )
 
 // Query is one request. Vector, when set, replaces embedding Text (for
@@ -30,6 +31,14 @@ type Method interface {
 	Name() string
 	// Retrieve returns up to k hits (node numbers and scores), best first.
 	Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error)
+}
+
+// StreamingMethod emits a ranked list each time it improves (e.g. after
+// every reranking round), so a caller can show results at once or stop
+// early by returning false from emit. The last list emitted is the result.
+type StreamingMethod interface {
+	Method
+	RetrieveStream(ctx context.Context, q Query, k int, emit func([]kernels.Hit) bool) error
 }
 
 // BatchMethod is implemented by methods that run many queries faster
@@ -71,6 +80,11 @@ type Options struct {
 	// Runtime runs Model: "native" (engine ops) or "ort" (ONNX Runtime);
 	// empty picks native when model.safetensors exists.
 	Runtime string
+	// FastInsight overrides the defaults of the "fastinsight" method (its
+	// ablation variants keep their fixed settings).
+	FastInsight FastInsightOptions
+	// GAR configures "gar".
+	GAR GAROptions
 }
 
 // Factory makes a method over an opened index.
@@ -129,4 +143,23 @@ func NewWith(name string, ix *index.Index, o Options) (Method, error) {
 		return nil, fmt.Errorf("retrieve: unknown method %q (have: %s)", name, strings.Join(Names(), ", "))
 	}
 	return f(ix, o)
+}
+
+// EncodedPairs is the number of (query, node) pairs a reranking method's
+// encoder has computed so far (0 for other methods): the "encoder calls"
+// FastInsight's paper counts.
+func EncodedPairs(m Method) int {
+	var svc *models.LatentService
+	switch x := m.(type) {
+	case *fastInsight:
+		svc = x.svc
+	case *gar:
+		svc = x.svc
+	case *re2:
+		svc = x.svc
+	}
+	if svc == nil {
+		return 0
+	}
+	return int(svc.Metrics().Items)
 }

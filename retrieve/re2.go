@@ -7,18 +7,25 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
-	"github.com/gleaner-rag/gleaner/models/transformer"
 
 	_ "github.com/gleaner-rag/gleaner/cuda"        // registers "cuda" (an explanatory error without -tags cuda)
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu" // registers "cpu"
 )
 
-func init() { mustRegister("re2", newRe2) }
+func init() {
+	mustRegister("re2", newRe2)
+	mustRegister("re2-vector", func(ix *index.Index, o Options) (Method, error) {
+		m, err := newRe2(ix, o)
+		if err == nil {
+			m.(*re2).vectorFirst = true
+		}
+		return m, err
+	})
+}
 
 // re2Depth is how many first-stage results the cross-encoder reranks.
 const re2Depth = 100
@@ -27,46 +34,29 @@ const re2Depth = 100
 // cross-encoder (latents through the shared scheduler, then the head).
 // Ties keep the first-stage order.
 type re2 struct {
-	ix   *index.Index
-	ce   *models.CrossEncoder
-	enc  interface{ Close() error } // a transformer encoder to release, if any
-	once sync.Once
-	svc  *models.LatentService
-	err  error
+	ix          *index.Index
+	vectorFirst bool // first stage: vector search (FastInsight's Re2) instead of BM25
+	ce          *models.CrossEncoder
+	enc         interface{ Close() error } // a transformer encoder to release, if any
+	once        sync.Once
+	svc         *models.LatentService
+	err         error
 }
 
 func newRe2(ix *index.Index, o Options) (Method, error) {
-	if o.Model != "" {
-		return newTransformerRe2(ix, o)
-	}
-	ce, err := ix.CrossEncoder()
+	ce, closer, err := crossEncoder(ix, o)
 	if err != nil {
 		return nil, err
 	}
-	return &re2{ix: ix, ce: ce}, nil
+	return &re2{ix: ix, ce: ce, enc: closer}, nil
 }
 
-// newTransformerRe2 reranks with a user-supplied cross-encoder folder.
-func newTransformerRe2(ix *index.Index, o Options) (Method, error) {
-	b, err := engine.Select("")
-	if err != nil {
-		return nil, err
+func (m *re2) Name() string {
+	if m.vectorFirst {
+		return "re2-vector"
 	}
-	texts := func(n int32) string {
-		node := corpus.Node{Title: ix.Title(int(n)), Text: ix.Text(int(n))}
-		return index.IndexText(&node)
-	}
-	enc, head, err := transformer.Load(o.Model, o.Runtime, b, texts, 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, hash, ok := ix.Tokens(0); ok {
-		enc.UseStoredTokens(hash, func(n int32) []int32 { ids, _, _ := ix.Tokens(int(n)); return ids })
-	}
-	return &re2{ix: ix, ce: &models.CrossEncoder{Enc: enc, Head: head}, enc: enc}, nil
+	return "re2"
 }
-
-func (m *re2) Name() string { return "re2" }
 
 func (m *re2) service() (*models.LatentService, error) {
 	m.once.Do(func() { m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{}) })
@@ -94,6 +84,11 @@ func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 		return nil, err
 	}
 	first := m.ix.BM25.Search(q.Text, max(re2Depth, k))
+	if m.vectorFirst {
+		if first, err = (&vector{ix: m.ix}).Retrieve(ctx, q, max(re2Depth, k)); err != nil {
+			return nil, err
+		}
+	}
 	n := min(re2Depth, len(first))
 	nodes := make([]int32, n)
 	for i := range nodes {

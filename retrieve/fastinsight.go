@@ -1,0 +1,376 @@
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models"
+)
+
+// FastInsightOptions are FastInsight's hyperparameters (methods.md §1) and
+// the decisions its paper leaves open. Zero values take the defaults.
+type FastInsightOptions struct {
+	BMax  int     // nodes retrieved in all (default 100)
+	Batch int     // nodes added per round (default 10)
+	Alpha float64 // GRanker smoothing weight α (default 0.2; negative means 0)
+	Beta  float64 // STeX structure weight β (default 1; negative means 0; +Inf: structure only)
+	// KeepIsolated: a retrieved node with no retrieved neighbour keeps its
+	// latent (H' = H) instead of the literal (1−α)·H (default false: literal).
+	KeepIsolated bool
+	// NoCache recomputes every latent at every GRanker call (an ablation:
+	// 550 encoder calls per query at the defaults instead of 100).
+	NoCache bool
+}
+
+func (o *FastInsightOptions) fill() error {
+	if o.BMax == 0 {
+		o.BMax = 100
+	}
+	if o.Batch == 0 {
+		o.Batch = 10
+	}
+	if o.Alpha == 0 {
+		o.Alpha = 0.2
+	}
+	if o.Alpha < 0 {
+		o.Alpha = 0
+	}
+	if o.Beta == 0 {
+		o.Beta = 1
+	}
+	if o.Beta < 0 {
+		o.Beta = 0
+	}
+	if o.BMax < 1 || o.Batch < 1 || o.Alpha > 1 || math.IsNaN(o.Alpha) || math.IsNaN(o.Beta) {
+		return fmt.Errorf("retrieve: fastinsight needs b_max ≥ 1, batch ≥ 1, 0 ≤ α ≤ 1; got %+v", *o)
+	}
+	return nil
+}
+
+func init() {
+	variants := map[string]FastInsightOptions{
+		"fastinsight":         {},
+		"fastinsight-alpha0":  {Alpha: -1},
+		"fastinsight-beta0":   {Beta: -1},
+		"fastinsight-betainf": {Beta: math.Inf(1)},
+		"fastinsight-nocache": {NoCache: true},
+	}
+	for name, fo := range variants {
+		mustRegister(name, func(ix *index.Index, o Options) (Method, error) {
+			if o.FastInsight != (FastInsightOptions{}) && name == "fastinsight" {
+				fo = o.FastInsight
+			}
+			return newFastInsight(name, ix, o, fo)
+		})
+	}
+}
+
+// fastInsight interleaves GRanker (cross-encoder latents smoothed over the
+// induced subgraph, then the head) with STeX (graph expansion steered by
+// vector similarity), methods.md §1.1–1.3. Decisions on §1.5's
+// ambiguities:
+//   - edges are undirected and degrees are total degrees in the chosen
+//     graph kinds (Options.GraphKinds, default all);
+//   - isolated rows follow the literal formula unless KeepIsolated;
+//   - latents are cached per query (NoCache to ablate);
+//   - when STeX has too few candidates, the round is refilled with the
+//     next nodes of the vector ranking;
+//   - ties: GRanker keeps the previous order of equal scores; STeX breaks
+//     equal scores by lower node number.
+type fastInsight struct {
+	name  string
+	ix    *index.Index
+	o     FastInsightOptions
+	ce    *models.CrossEncoder
+	enc   interface{ Close() error }
+	kinds []string
+	once  sync.Once
+	adj   *graphops.Adjacency
+	svc   *models.LatentService
+	err   error
+	be    engine.Backend
+}
+
+func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptions) (Method, error) {
+	if err := fo.fill(); err != nil {
+		return nil, err
+	}
+	ce, closer, err := crossEncoder(ix, o)
+	if err != nil {
+		return nil, err
+	}
+	be, err := engine.Select("")
+	if err != nil {
+		return nil, err
+	}
+	return &fastInsight{name: name, ix: ix, o: fo, ce: ce, enc: closer, kinds: o.GraphKinds, be: be}, nil
+}
+
+func (m *fastInsight) Name() string { return m.name }
+
+// Close releases the scheduler and model.
+func (m *fastInsight) Close(ctx context.Context) error {
+	var errs []error
+	if m.svc != nil {
+		errs = append(errs, m.svc.Close(ctx))
+	}
+	if m.enc != nil {
+		errs = append(errs, m.enc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (m *fastInsight) setup() error {
+	m.once.Do(func() {
+		m.adj = m.ix.Adjacency(false, m.kinds...)
+		m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{})
+	})
+	return m.err
+}
+
+// Retrieve runs the whole loop and returns the final ranking.
+func (m *fastInsight) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+	var last []kernels.Hit
+	err := m.RetrieveStream(ctx, q, k, func(h []kernels.Hit) bool { last = h; return true })
+	return last, err
+}
+
+// RetrieveStream emits the ranking after every GRanker call (10, 20, …,
+// b_max nodes at the defaults); emit returning false stops early.
+func (m *fastInsight) RetrieveStream(ctx context.Context, q Query, k int, emit func([]kernels.Hit) bool) error {
+	if strings.TrimSpace(q.Text) == "" {
+		return ErrEmptyQuery
+	}
+	if err := m.setup(); err != nil {
+		return err
+	}
+	st, err := m.start(ctx, q)
+	if err != nil || st == nil {
+		return err
+	}
+	for {
+		hits, err := m.granker(ctx, st)
+		if err != nil {
+			return err
+		}
+		if !emit(hits[:min(k, len(hits))]) || len(st.ret) >= m.o.BMax || !m.expand(st) {
+			return nil
+		}
+	}
+}
+
+// state is one query's retrieval state.
+type fiState struct {
+	sess   *models.Session
+	qv     []float32
+	sim    []float32 // query–node similarity for every node
+	order  []int32   // nodes by similarity, for the initial batch and refills
+	next   int       // position in order for refills
+	ret    []int32   // N_ret, in the current GRanker order
+	in     map[int32]bool
+	scores []float32
+}
+
+func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
+	v, err := (&vector{ix: m.ix}).embed(ctx, q)
+	if errors.Is(err, index.ErrEmptyEmbedding) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := m.ix.N()
+	st := &fiState{qv: v, sim: make([]float32, n), in: map[int32]bool{}}
+	if err := kernels.ScoreAll(m.ix.Vectors, n, m.ix.Meta.Dims, v, st.sim); err != nil {
+		return nil, err
+	}
+	top, err := kernels.FlatIP(ctx, m.ix.Vectors, n, m.ix.Meta.Dims, v, 1, min(n, 2*m.o.BMax), 0) // STeX may take up to b_max of them
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range top[0] {
+		st.order = append(st.order, h.Index)
+	}
+	if st.sess, err = m.svc.Session(ctx, q.Text, m.o.NoCache); err != nil {
+		return nil, err
+	}
+	m.refill(st, min(m.o.Batch, m.o.BMax))
+	return st, nil
+}
+
+// refill appends up to want unretrieved nodes from the vector ranking.
+func (m *fastInsight) refill(st *fiState, want int) {
+	for ; want > 0 && st.next < len(st.order); st.next++ {
+		if v := st.order[st.next]; !st.in[v] {
+			st.in[v] = true
+			st.ret = append(st.ret, v)
+			want--
+		}
+	}
+}
+
+// granker rescores N_ret: latents (cached), smoothing over the induced
+// subgraph with global degrees, head scores; N_ret is re-sorted by score.
+func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]kernels.Hit, error) {
+	H, err := st.sess.Latents(ctx, st.ret)
+	if err != nil {
+		return nil, err
+	}
+	if m.o.Alpha > 0 {
+		if H, err = m.smooth(st.ret, H); err != nil {
+			return nil, err
+		}
+	}
+	scores := make([]float32, len(st.ret))
+	if err := m.ce.Head.Score(H, len(st.ret), scores); err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(st.ret))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	hits := make([]kernels.Hit, len(idx))
+	ret := make([]int32, len(idx))
+	for r, i := range idx {
+		ret[r], hits[r] = st.ret[i], kernels.Hit{Index: st.ret[i], Score: scores[i]}
+	}
+	st.ret = ret
+	return hits, nil
+}
+
+// smooth computes H' = (1−α)H + αPH on the engine.
+func (m *fastInsight) smooth(nodes []int32, H []float32) ([]float32, error) {
+	sub := graphops.InducedAdj(m.adj, nodes)
+	d := m.ce.Enc.Dim()
+	hb, err := engine.Upload(m.be, H)
+	if err != nil {
+		return nil, err
+	}
+	defer m.be.Free(hb)
+	out, err := m.be.Alloc(engine.F32, len(H))
+	if err != nil {
+		return nil, err
+	}
+	defer m.be.Free(out)
+	err = engine.Smooth(m.be, engine.SmoothOp{M: len(nodes), D: d, AdjPtr: sub.Ptr, AdjIdx: sub.Idx, Deg: sub.Deg,
+		H: hb, Out: out, Alpha: float32(m.o.Alpha), KeepIsolated: m.o.KeepIsolated})
+	if err != nil {
+		return nil, err
+	}
+	return engine.Download[float32](m.be, out)
+}
+
+// expand adds the next batch: STeX candidates, refilled from the vector
+// ranking when STeX has too few. It reports whether anything was added.
+func (m *fastInsight) expand(st *fiState) bool {
+	want := min(len(st.ret)+m.o.Batch, m.o.BMax) - len(st.ret)
+	before := len(st.ret)
+	for _, c := range m.stex(st) {
+		if want == 0 {
+			break
+		}
+		st.in[c] = true
+		st.ret = append(st.ret, c)
+		want--
+	}
+	m.refill(st, want)
+	return len(st.ret) > before
+}
+
+// stex scores the unretrieved neighbours of N_ret (methods.md §1.3):
+// S = I_sim + β·I_str, with I_str the proximity to high-ranked retrieved
+// neighbours plus the bridging term. β = +Inf ranks by I_str alone (I_sim
+// breaks ties).
+func (m *fastInsight) stex(st *fiState) []int32 {
+	rank := make(map[int32]int, len(st.ret))
+	for r, v := range st.ret {
+		rank[v] = r + 1
+	}
+	type cand struct {
+		v    int32
+		best int
+	}
+	cands := map[int32]*cand{}
+	for _, u := range st.ret {
+		for p := m.adj.Ptr[u]; p < m.adj.Ptr[u+1]; p++ {
+			n := m.adj.Idx[p]
+			if st.in[n] {
+				continue
+			}
+			c := cands[n]
+			if c == nil {
+				c = &cand{v: n, best: rank[u]}
+				cands[n] = c
+			}
+			c.best = min(c.best, rank[u])
+		}
+	}
+	rmax := len(st.ret)
+	type scored struct {
+		v        int32
+		str, sim float64
+	}
+	var list []scored
+	for _, c := range cands {
+		a := m.retrievedNeighbours(c.v, rank)
+		var istr float64
+		if rmax > 1 {
+			istr = 1 - float64(c.best-1)/float64(rmax-1)
+		}
+		if cmax := min(int(m.adj.Ptr[c.v+1]-m.adj.Ptr[c.v]), rmax); cmax > 1 {
+			istr += float64(a-1) / float64(cmax-1)
+		}
+		list = append(list, scored{c.v, istr, float64(st.sim[c.v])})
+	}
+	score := func(s scored) (float64, float64) {
+		if math.IsInf(m.o.Beta, 1) {
+			return s.str, s.sim
+		}
+		return s.sim + m.o.Beta*s.str, 0
+	}
+	slices.SortFunc(list, func(a, b scored) int {
+		a1, a2 := score(a)
+		b1, b2 := score(b)
+		switch {
+		case a1 != b1:
+			return cmpDesc(a1, b1)
+		case a2 != b2:
+			return cmpDesc(a2, b2)
+		}
+		return int(a.v - b.v)
+	})
+	out := make([]int32, len(list))
+	for i, s := range list {
+		out[i] = s.v
+	}
+	return out
+}
+
+// retrievedNeighbours is |A(n)|: distinct retrieved neighbours of n.
+func (m *fastInsight) retrievedNeighbours(n int32, rank map[int32]int) int {
+	seen := map[int32]bool{}
+	for p := m.adj.Ptr[n]; p < m.adj.Ptr[n+1]; p++ {
+		if u := m.adj.Idx[p]; rank[u] > 0 {
+			seen[u] = true
+		}
+	}
+	return len(seen)
+}
+
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}

@@ -1,0 +1,241 @@
+package retrieve
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models"
+)
+
+// GAROptions configure GAR (methods.md §1.6) in FastInsight's setting.
+type GAROptions struct {
+	Budget     int  // c: documents scored (default 100 = b_max)
+	Batch      int  // b: documents per scoring batch (default 10)
+	NoBackfill bool // do not append unscored initial documents
+}
+
+func (o *GAROptions) fill() error {
+	if o.Budget == 0 {
+		o.Budget = 100
+	}
+	if o.Batch == 0 {
+		o.Batch = 10
+	}
+	if o.Budget < 1 || o.Batch < 1 {
+		return fmt.Errorf("retrieve: gar needs budget ≥ 1 and batch ≥ 1, got %+v", *o)
+	}
+	return nil
+}
+
+func init() { mustRegister("gar", newGAR) }
+
+// gar is Graph-based Adaptive Re-ranking: it alternates scoring batches
+// from the initial ranking (vector top-c, as FastInsight set it up) and
+// from the graph frontier (unscored neighbours of scored documents,
+// prioritised by their best-scoring neighbour), until c documents are
+// scored; all explicit neighbours are used (§9 register, item 5).
+type gar struct {
+	ix    *index.Index
+	o     GAROptions
+	ce    *models.CrossEncoder
+	enc   interface{ Close() error }
+	kinds []string
+	once  sync.Once
+	adj   *graphops.Adjacency
+	svc   *models.LatentService
+	err   error
+}
+
+func newGAR(ix *index.Index, o Options) (Method, error) {
+	g := o.GAR
+	if err := g.fill(); err != nil {
+		return nil, err
+	}
+	ce, closer, err := crossEncoder(ix, o)
+	if err != nil {
+		return nil, err
+	}
+	return &gar{ix: ix, o: g, ce: ce, enc: closer, kinds: o.GraphKinds}, nil
+}
+
+func (m *gar) Name() string { return "gar" }
+
+// Close releases the scheduler and model.
+func (m *gar) Close(ctx context.Context) error {
+	var errs []error
+	if m.svc != nil {
+		errs = append(errs, m.svc.Close(ctx))
+	}
+	if m.enc != nil {
+		errs = append(errs, m.enc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (m *gar) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+	var last []kernels.Hit
+	err := m.RetrieveStream(ctx, q, k, func(h []kernels.Hit) bool { last = h; return true })
+	return last, err
+}
+
+// prio is a max-priority map of documents.
+type prio struct {
+	items []kernels.Hit
+	pos   map[int32]int
+}
+
+func newPrio() *prio { return &prio{pos: map[int32]int{}} }
+
+func (p *prio) Len() int { return len(p.items) }
+func (p *prio) Less(i, j int) bool {
+	if p.items[i].Score != p.items[j].Score {
+		return p.items[i].Score > p.items[j].Score
+	}
+	return p.items[i].Index < p.items[j].Index
+}
+func (p *prio) Swap(i, j int) {
+	p.items[i], p.items[j] = p.items[j], p.items[i]
+	p.pos[p.items[i].Index], p.pos[p.items[j].Index] = i, j
+}
+func (p *prio) Push(x any) {
+	h := x.(kernels.Hit)
+	p.pos[h.Index] = len(p.items)
+	p.items = append(p.items, h)
+}
+func (p *prio) Pop() any {
+	h := p.items[len(p.items)-1]
+	p.items = p.items[:len(p.items)-1]
+	delete(p.pos, h.Index)
+	return h
+}
+
+// set raises (or inserts) a document's priority.
+func (p *prio) set(v int32, s float32) {
+	if i, ok := p.pos[v]; ok {
+		if s > p.items[i].Score {
+			p.items[i].Score = s
+			heap.Fix(p, i)
+		}
+		return
+	}
+	heap.Push(p, kernels.Hit{Index: v, Score: s})
+}
+
+func (p *prio) remove(v int32) {
+	if i, ok := p.pos[v]; ok {
+		heap.Remove(p, i)
+	}
+}
+
+func (p *prio) top(n int) []int32 {
+	var out []int32
+	for p.Len() > 0 && len(out) < n {
+		out = append(out, heap.Pop(p).(kernels.Hit).Index)
+	}
+	return out
+}
+
+// RetrieveStream emits the ranking of scored documents after every batch.
+func (m *gar) RetrieveStream(ctx context.Context, q Query, k int, emit func([]kernels.Hit) bool) error {
+	if strings.TrimSpace(q.Text) == "" {
+		return ErrEmptyQuery
+	}
+	m.once.Do(func() {
+		m.adj = m.ix.Adjacency(false, m.kinds...)
+		m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{})
+	})
+	if m.err != nil {
+		return m.err
+	}
+	r0, err := (&vector{ix: m.ix}).Retrieve(ctx, q, m.o.Budget)
+	if err != nil || len(r0) == 0 {
+		return err
+	}
+	sess, err := m.svc.Session(ctx, q.Text, false)
+	if err != nil {
+		return err
+	}
+	return m.loop(ctx, sess, r0, k, emit)
+}
+
+func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []kernels.Hit, k int, emit func([]kernels.Hit) bool) error {
+	initial, frontier := newPrio(), newPrio()
+	for _, h := range r0 {
+		initial.set(h.Index, h.Score)
+	}
+	var scored []kernels.Hit // in scoring order
+	done := map[int32]bool{}
+	for it := 0; len(scored) < m.o.Budget && (initial.Len() > 0 || frontier.Len() > 0); it++ {
+		pick := [2]*prio{initial, frontier}[it%2]
+		if pick.Len() == 0 {
+			continue
+		}
+		batch := pick.top(min(m.o.Batch, m.o.Budget-len(scored)))
+		scores, err := ScoreNodes(ctx, sess, m.ce.Head, batch)
+		if err != nil {
+			return err
+		}
+		for i, v := range batch {
+			done[v] = true
+			initial.remove(v)
+			frontier.remove(v)
+			scored = append(scored, kernels.Hit{Index: v, Score: scores[i]})
+		}
+		if len(scored) < m.o.Budget {
+			m.grow(frontier, batch, scores, done)
+		}
+		if !emit(m.ranking(scored, r0, done, k)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// grow puts the unscored neighbours of a scored batch on the frontier with
+// the best score of a scored neighbour.
+func (m *gar) grow(frontier *prio, batch []int32, scores []float32, done map[int32]bool) {
+	for i, d := range batch {
+		for p := m.adj.Ptr[d]; p < m.adj.Ptr[d+1]; p++ {
+			if t := m.adj.Idx[p]; !done[t] {
+				frontier.set(t, scores[i])
+			}
+		}
+	}
+}
+
+// ranking sorts scored documents by score (ties by scoring order) and,
+// while fewer than the budget are scored, backfills unscored initial
+// documents in their order.
+func (m *gar) ranking(scored, r0 []kernels.Hit, done map[int32]bool, k int) []kernels.Hit {
+	out := append([]kernels.Hit(nil), scored...)
+	sortStableDesc(out)
+	if !m.o.NoBackfill && len(scored) < m.o.Budget {
+		last := float32(0)
+		if len(out) > 0 {
+			last = out[len(out)-1].Score
+		}
+		for _, h := range r0 {
+			if !done[h.Index] {
+				last--
+				out = append(out, kernels.Hit{Index: h.Index, Score: last})
+			}
+		}
+	}
+	return out[:min(k, len(out))]
+}
+
+func sortStableDesc(h []kernels.Hit) {
+	for i := 1; i < len(h); i++ { // insertion sort: stable, and lists are short
+		for j := i; j > 0 && h[j].Score > h[j-1].Score; j-- {
+			h[j], h[j-1] = h[j-1], h[j]
+		}
+	}
+}
