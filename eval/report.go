@@ -42,13 +42,16 @@ func quantile(sorted []float64, p float64) float64 {
 
 // MethodReport is one method's evaluation.
 type MethodReport struct {
-	Method    string                        `json:"method"`
-	Metrics   map[string]float64            `json:"metrics"`
-	Evaluated int                           `json:"evaluated"`
-	Skipped   int                           `json:"skipped_no_relevant"`
-	Latency   Latency                       `json:"latency"`
-	RunFile   string                        `json:"run_file,omitempty"`
-	PerQuery  map[string]map[string]float64 `json:"per_query"`
+	Method    string             `json:"method"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Evaluated int                `json:"evaluated"`
+	Skipped   int                `json:"skipped_no_relevant"`
+	Latency   Latency            `json:"latency"`
+	// QPS is queries per second over the whole run, at the report's
+	// concurrency.
+	QPS      float64                       `json:"qps"`
+	RunFile  string                        `json:"run_file,omitempty"`
+	PerQuery map[string]map[string]float64 `json:"per_query"`
 }
 
 // Report is a whole evaluation, as written by `gleaner eval --report`.
@@ -89,14 +92,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, c := range cols {
 		head = append(head, Name(c, r.K))
 	}
-	head = append(head, "p50 ms", "p95 ms", "queries")
+	head = append(head, "p50 ms", "p95 ms", "q/s", "queries")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, m := range r.Methods {
 		row := []string{m.Method}
 		for _, c := range cols {
 			row = append(row, fmt.Sprintf("%.4f", m.Metrics[Name(c, r.K)]))
 		}
-		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprint(m.Evaluated))
+		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprintf("%.0f", m.QPS), fmt.Sprint(m.Evaluated))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()

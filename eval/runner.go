@@ -76,10 +76,12 @@ type outcome struct {
 }
 
 func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, rep *Report, o *Options) (*MethodReport, error) {
+	start := time.Now()
 	outs, err := runQueries(ctx, ix, qs, m, rep.Depth, o)
 	if err != nil {
 		return nil, err
 	}
+	wall := time.Since(start).Seconds()
 	mr := &MethodReport{Method: m.Name(), Metrics: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
 	run := Run{}
 	lat := make([]float64, len(qs))
@@ -91,6 +93,7 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 	}
 	mr.average()
 	mr.Latency = Summarize(lat)
+	mr.QPS = float64(len(qs)) / wall
 	if o.RunDir != "" {
 		mr.RunFile = filepath.Join(o.RunDir, m.Name()+".trec")
 		if err := writeRunFile(mr.RunFile, run, m.Name()); err != nil {

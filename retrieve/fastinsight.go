@@ -58,18 +58,17 @@ func (o *FastInsightOptions) fill() error {
 }
 
 func init() {
-	variants := map[string]FastInsightOptions{
-		"fastinsight":         {},
-		"fastinsight-alpha0":  {Alpha: -1},
-		"fastinsight-beta0":   {Beta: -1},
-		"fastinsight-betainf": {Beta: math.Inf(1)},
-		"fastinsight-nocache": {NoCache: true},
+	variants := map[string]func(*FastInsightOptions){
+		"fastinsight":         func(*FastInsightOptions) {},
+		"fastinsight-alpha0":  func(o *FastInsightOptions) { o.Alpha = -1 },
+		"fastinsight-beta0":   func(o *FastInsightOptions) { o.Beta = -1 },
+		"fastinsight-betainf": func(o *FastInsightOptions) { o.Beta = math.Inf(1) },
+		"fastinsight-nocache": func(o *FastInsightOptions) { o.NoCache = true },
 	}
-	for name, fo := range variants {
+	for name, tweak := range variants {
 		mustRegister(name, func(ix *index.Index, o Options) (Method, error) {
-			if o.FastInsight != (FastInsightOptions{}) && name == "fastinsight" {
-				fo = o.FastInsight
-			}
+			fo := o.FastInsight
+			tweak(&fo) // each ablation changes one setting of the configured method
 			return newFastInsight(name, ix, o, fo)
 		})
 	}

@@ -85,6 +85,8 @@ type Options struct {
 	FastInsight FastInsightOptions
 	// GAR configures "gar".
 	GAR GAROptions
+	// RerankDepth is how many first-stage results re2 rescores (default 100).
+	RerankDepth int
 }
 
 // Factory makes a method over an opened index.

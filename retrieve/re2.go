@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -30,12 +31,14 @@ func init() {
 // re2Depth is how many first-stage results the cross-encoder reranks.
 const re2Depth = 100
 
-// re2 is retrieve-then-rerank: BM25's top 100, rescored by the
+// re2 is retrieve-then-rerank: BM25's top 100 (re2-vector: vector
+// search's; Options.RerankDepth changes the depth), rescored by the
 // cross-encoder (latents through the shared scheduler, then the head).
 // Ties keep the first-stage order.
 type re2 struct {
 	ix          *index.Index
 	vectorFirst bool // first stage: vector search (FastInsight's Re2) instead of BM25
+	depth       int
 	ce          *models.CrossEncoder
 	enc         interface{ Close() error } // a transformer encoder to release, if any
 	once        sync.Once
@@ -48,7 +51,14 @@ func newRe2(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &re2{ix: ix, ce: ce, enc: closer}, nil
+	depth := o.RerankDepth
+	if depth == 0 {
+		depth = re2Depth
+	}
+	if depth < 0 {
+		return nil, fmt.Errorf("retrieve: re2 depth must be positive, got %d", depth)
+	}
+	return &re2{ix: ix, ce: ce, enc: closer, depth: depth}, nil
 }
 
 func (m *re2) Name() string {
@@ -83,13 +93,13 @@ func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 	if err != nil {
 		return nil, err
 	}
-	first := m.ix.BM25.Search(q.Text, max(re2Depth, k))
+	first := m.ix.BM25.Search(q.Text, max(m.depth, k))
 	if m.vectorFirst {
-		if first, err = (&vector{ix: m.ix}).Retrieve(ctx, q, max(re2Depth, k)); err != nil {
+		if first, err = (&vector{ix: m.ix}).Retrieve(ctx, q, max(m.depth, k)); err != nil {
 			return nil, err
 		}
 	}
-	n := min(re2Depth, len(first))
+	n := min(m.depth, len(first))
 	nodes := make([]int32, n)
 	for i := range nodes {
 		nodes[i] = first[i].Index

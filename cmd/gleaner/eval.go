@@ -20,6 +20,8 @@ type evalFlags struct {
 	graphKinds, model, runtime, biEncoder, pooling               string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit                             int
+	fi                                                           retrieve.FastInsightOptions
+	plot                                                         string
 	tiesByRank                                                   bool
 }
 
@@ -35,6 +37,12 @@ func newEval(g *globals) *cobra.Command {
 				return err
 			}
 			return rep.WriteTable(cmd.OutOrStdout())
+		},
+		PostRunE: func(cmd *cobra.Command, _ []string) error {
+			if f.plot == "" {
+				return nil
+			}
+			return runSweep(cmd, g, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -55,6 +63,12 @@ func newEval(g *globals) *cobra.Command {
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
+	fl.IntVar(&f.fi.BMax, "bmax", 100, "FastInsight b_max; also GAR's budget and re2's rerank depth")
+	fl.IntVar(&f.fi.Batch, "batch", 10, "FastInsight BATCH; also GAR's batch")
+	fl.Float64Var(&f.fi.Alpha, "alpha", 0.2, "FastInsight GRanker smoothing α (0 disables)")
+	fl.Float64Var(&f.fi.Beta, "beta", 1, "FastInsight STeX structure weight β (0: similarity only; inf: structure only)")
+	fl.BoolVar(&f.fi.KeepIsolated, "keep-isolated", false, "FastInsight: a node without retrieved neighbours keeps its latent (default: literal (1−α)H)")
+	fl.StringVar(&f.plot, "plot", "", "write the b_max sweep plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all)")
 	return cmd
 }
@@ -87,7 +101,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	}
 	var ms []retrieve.Method
 	for _, name := range splitList(f.methods) {
-		m, err := retrieve.NewWith(name, ix, retrieve.Options{GraphKinds: splitList(f.graphKinds), Model: f.model, Runtime: f.runtime})
+		m, err := retrieve.NewWith(name, ix, f.methodOptions(f.fi.BMax))
 		if err != nil {
 			return nil, err
 		}
@@ -160,4 +174,39 @@ func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []s
 		rep.Methods = append(rep.Methods, *mr)
 	}
 	return nil
+}
+
+// methodOptions gathers the method flags, with b_max set to bmax.
+func (f *evalFlags) methodOptions(bmax int) retrieve.Options {
+	fi := f.fi
+	fi.BMax = bmax
+	if fi.Alpha == 0 {
+		fi.Alpha = -1 // the flag's 0 means "no smoothing", not "default"
+	}
+	if fi.Beta == 0 {
+		fi.Beta = -1
+	}
+	return retrieve.Options{GraphKinds: splitList(f.graphKinds), Model: f.model, Runtime: f.runtime, FastInsight: fi,
+		GAR: retrieve.GAROptions{Budget: bmax, Batch: f.fi.Batch}, RerankDepth: bmax}
+}
+
+// runSweep runs the b_max sweep for --plot on the same index and queries.
+func runSweep(cmd *cobra.Command, g *globals, f *evalFlags) error {
+	ix, err := openIndex(f.index, f.biEncoder, f.pooling)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	qs, err := corpus.ReadQueries(f.queries, nil, corpus.ReadOptions{Logger: g.log})
+	if err != nil {
+		return err
+	}
+	if f.limit > 0 && f.limit < len(qs) {
+		qs = qs[:f.limit]
+	}
+	opt, err := evalOptions(f, ix, qs, g)
+	if err != nil {
+		return err
+	}
+	return sweep(cmd.Context(), cmd.OutOrStdout(), f, ix, qs, opt)
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/eval"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// sweepMethods are the methods of FastInsight's Figures 4 and 6.
+var sweepMethods = []string{"fastinsight", "gar", "re2-vector"}
+
+// sweep evaluates the sweep methods at b_max = 10, 20, …, 100 and writes
+// the plots.
+func sweep(ctx context.Context, w io.Writer, f *evalFlags, ix *index.Index, qs []corpus.Query, opt eval.Options) error {
+	var pts []eval.SweepPoint
+	opt.RunDir = ""
+	for bmax := 10; bmax <= 100; bmax += 10 {
+		var ms []retrieve.Method
+		for _, name := range sweepMethods {
+			m, err := retrieve.NewWith(name, ix, f.methodOptions(bmax))
+			if err != nil {
+				return err
+			}
+			ms = append(ms, m)
+		}
+		rep, err := eval.Evaluate(ctx, ix, qs, ms, opt)
+		retrieve.CloseAll(context.Background(), ms...)
+		if err != nil {
+			return err
+		}
+		for _, m := range rep.Methods {
+			pts = append(pts, eval.SweepPoint{Method: m.Method, BMax: bmax, Recall: m.Metrics[eval.Name(eval.RecallCap, 10)],
+				TR: m.Metrics[eval.Name(eval.TR, 10)], MedianMS: m.Latency.Median})
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "method\tb_max\trecall_cap@10\ttr@10\tp50 ms\t")
+	for _, p := range pts {
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.3f\t\n", p.Method, p.BMax, p.Recall, p.TR, p.MedianMS)
+	}
+	tw.Flush()
+	if err := eval.WritePlots(f.plot, pts); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "plots: %s-pareto.{png,svg}, %s-tr.{png,svg}\n", f.plot, f.plot)
+	return nil
+}
