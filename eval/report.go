@@ -49,9 +49,12 @@ type MethodReport struct {
 	Latency   Latency            `json:"latency"`
 	// QPS is queries per second over the whole run, at the report's
 	// concurrency.
-	QPS      float64                       `json:"qps"`
-	RunFile  string                        `json:"run_file,omitempty"`
-	PerQuery map[string]map[string]float64 `json:"per_query"`
+	QPS float64 `json:"qps"`
+	// EncoderPairs is the mean number of (query, node) pairs the method's
+	// cross-encoder computed per query (reranking methods only).
+	EncoderPairs float64                       `json:"encoder_pairs_per_query,omitempty"`
+	RunFile      string                        `json:"run_file,omitempty"`
+	PerQuery     map[string]map[string]float64 `json:"per_query"`
 }
 
 // Report is a whole evaluation, as written by `gleaner eval --report`.

@@ -76,7 +76,7 @@ type outcome struct {
 }
 
 func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, rep *Report, o *Options) (*MethodReport, error) {
-	start := time.Now()
+	start, pairs0 := time.Now(), retrieve.EncodedPairs(m)
 	outs, err := runQueries(ctx, ix, qs, m, rep.Depth, o)
 	if err != nil {
 		return nil, err
@@ -94,6 +94,7 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 	mr.average()
 	mr.Latency = Summarize(lat)
 	mr.QPS = float64(len(qs)) / wall
+	mr.EncoderPairs = float64(retrieve.EncodedPairs(m)-pairs0) / float64(len(qs))
 	if o.RunDir != "" {
 		mr.RunFile = filepath.Join(o.RunDir, m.Name()+".trec")
 		if err := writeRunFile(mr.RunFile, run, m.Name()); err != nil {
