@@ -90,14 +90,11 @@ type fastInsight struct {
 	name  string
 	ix    *index.Index
 	o     FastInsightOptions
-	ce    *models.CrossEncoder
-	enc   interface{ Close() error }
 	kinds []string
-	once  sync.Once
+	adjMu sync.Once
 	adj   *graphops.Adjacency
-	svc   *models.LatentService
-	err   error
 	be    engine.Backend
+	reranker
 }
 
 func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptions) (Method, error) {
@@ -112,29 +109,15 @@ func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptio
 	if err != nil {
 		return nil, err
 	}
-	return &fastInsight{name: name, ix: ix, o: fo, ce: ce, enc: closer, kinds: o.GraphKinds, be: be}, nil
+	return &fastInsight{name: name, ix: ix, o: fo, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
 func (m *fastInsight) Name() string { return m.name }
 
-// Close releases the scheduler and model.
-func (m *fastInsight) Close(ctx context.Context) error {
-	var errs []error
-	if m.svc != nil {
-		errs = append(errs, m.svc.Close(ctx))
-	}
-	if m.enc != nil {
-		errs = append(errs, m.enc.Close())
-	}
-	return errors.Join(errs...)
-}
-
 func (m *fastInsight) setup() error {
-	m.once.Do(func() {
-		m.adj = m.ix.Adjacency(false, m.kinds...)
-		m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{})
-	})
-	return m.err
+	m.adjMu.Do(func() { m.adj = m.ix.Adjacency(false, m.kinds...) })
+	_, err := m.service()
+	return err
 }
 
 // Retrieve runs the whole loop and returns the final ranking.

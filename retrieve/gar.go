@@ -3,12 +3,10 @@ package retrieve
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
@@ -45,13 +43,10 @@ func init() { mustRegister("gar", newGAR) }
 type gar struct {
 	ix    *index.Index
 	o     GAROptions
-	ce    *models.CrossEncoder
-	enc   interface{ Close() error }
 	kinds []string
-	once  sync.Once
 	adj   *graphops.Adjacency
-	svc   *models.LatentService
-	err   error
+	adjMu sync.Once
+	reranker
 }
 
 func newGAR(ix *index.Index, o Options) (Method, error) {
@@ -63,22 +58,10 @@ func newGAR(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gar{ix: ix, o: g, ce: ce, enc: closer, kinds: o.GraphKinds}, nil
+	return &gar{ix: ix, o: g, kinds: o.GraphKinds, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
 func (m *gar) Name() string { return "gar" }
-
-// Close releases the scheduler and model.
-func (m *gar) Close(ctx context.Context) error {
-	var errs []error
-	if m.svc != nil {
-		errs = append(errs, m.svc.Close(ctx))
-	}
-	if m.enc != nil {
-		errs = append(errs, m.enc.Close())
-	}
-	return errors.Join(errs...)
-}
 
 func (m *gar) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
 	var last []kernels.Hit
@@ -148,18 +131,16 @@ func (m *gar) RetrieveStream(ctx context.Context, q Query, k int, emit func([]ke
 	if strings.TrimSpace(q.Text) == "" {
 		return ErrEmptyQuery
 	}
-	m.once.Do(func() {
-		m.adj = m.ix.Adjacency(false, m.kinds...)
-		m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{})
-	})
-	if m.err != nil {
-		return m.err
+	m.adjMu.Do(func() { m.adj = m.ix.Adjacency(false, m.kinds...) })
+	svc, err := m.service()
+	if err != nil {
+		return err
 	}
 	r0, err := (&vector{ix: m.ix}).Retrieve(ctx, q, m.o.Budget)
 	if err != nil || len(r0) == 0 {
 		return err
 	}
-	sess, err := m.svc.Session(ctx, q.Text, false)
+	sess, err := svc.Session(ctx, q.Text, false)
 	if err != nil {
 		return err
 	}

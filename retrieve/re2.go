@@ -2,13 +2,10 @@ package retrieve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
@@ -39,11 +36,7 @@ type re2 struct {
 	ix          *index.Index
 	vectorFirst bool // first stage: vector search (FastInsight's Re2) instead of BM25
 	depth       int
-	ce          *models.CrossEncoder
-	enc         interface{ Close() error } // a transformer encoder to release, if any
-	once        sync.Once
-	svc         *models.LatentService
-	err         error
+	reranker
 }
 
 func newRe2(ix *index.Index, o Options) (Method, error) {
@@ -58,7 +51,7 @@ func newRe2(ix *index.Index, o Options) (Method, error) {
 	if depth < 0 {
 		return nil, fmt.Errorf("retrieve: re2 depth must be positive, got %d", depth)
 	}
-	return &re2{ix: ix, ce: ce, enc: closer, depth: depth}, nil
+	return &re2{ix: ix, depth: depth, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
 func (m *re2) Name() string {
@@ -66,23 +59,6 @@ func (m *re2) Name() string {
 		return "re2-vector"
 	}
 	return "re2"
-}
-
-func (m *re2) service() (*models.LatentService, error) {
-	m.once.Do(func() { m.svc, m.err = models.NewLatentService(m.ce.Enc, engine.SchedulerOptions{}) })
-	return m.svc, m.err
-}
-
-// Close stops the method's scheduler and releases its model.
-func (m *re2) Close(ctx context.Context) error {
-	var errs []error
-	if m.svc != nil {
-		errs = append(errs, m.svc.Close(ctx))
-	}
-	if m.enc != nil {
-		errs = append(errs, m.enc.Close())
-	}
-	return errors.Join(errs...)
 }
 
 func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
