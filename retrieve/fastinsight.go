@@ -176,11 +176,11 @@ func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
 	if err := kernels.ScoreAll(m.ix.Vectors, n, m.ix.Meta.Dims, v, st.sim); err != nil {
 		return nil, err
 	}
-	top, err := kernels.FlatIP(ctx, m.ix.Vectors, n, m.ix.Meta.Dims, v, 1, min(n, 2*m.o.BMax), 0) // STeX may take up to b_max of them
-	if err != nil {
-		return nil, err
+	top := kernels.NewTopK(min(n, 2*m.o.BMax)) // STeX may take up to b_max of them
+	for i, x := range st.sim {
+		top.Push(int32(i), x)
 	}
-	for _, h := range top[0] {
+	for _, h := range top.Results() {
 		st.order = append(st.order, h.Index)
 	}
 	if st.sess, err = m.svc.Session(ctx, q.Text, m.o.NoCache); err != nil {
