@@ -74,8 +74,9 @@ func (g *Graph) EachUndirected(v int, fn func(u int32)) {
 	}
 }
 
-// Build makes both directions of the graph over n vertices. Within a row,
-// neighbours are sorted by id (then relation), so output is deterministic.
+// Build makes both directions of the graph over n vertices, sorting rows in
+// parallel. Within a row, neighbours are sorted by id (then relation), so
+// output is deterministic.
 func Build(n int, edges []Edge, withRel bool) (*Graph, error) {
 	for i, e := range edges {
 		if e.Src < 0 || int(e.Src) >= n || e.Dst < 0 || int(e.Dst) >= n {
@@ -107,7 +108,7 @@ func buildDir(n int, edges []Edge, withRel bool, ends func(Edge) (int32, int32))
 		order[fill[s]] = i
 		fill[s]++
 	}
-	for v := 0; v < n; v++ {
+	parallelFor(n, func(v int) { // rows are disjoint: sort them in parallel
 		row := order[c.Ptr[v]:c.Ptr[v+1]]
 		slices.SortStableFunc(row, func(a, b int) int {
 			_, da := ends(edges[a])
@@ -117,7 +118,7 @@ func buildDir(n int, edges []Edge, withRel bool, ends func(Edge) (int32, int32))
 			}
 			return int(edges[a].Rel - edges[b].Rel)
 		})
-	}
+	})
 	for p, i := range order {
 		_, d := ends(edges[i])
 		c.Idx[p], c.W[p] = d, edges[i].W
