@@ -110,6 +110,10 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a gleaner index") {
 		t.Errorf("missing index: %v", err)
 	}
+	_, err = run(t, "--backend", "cuda", "index", "info", dir)
+	if err == nil || !strings.Contains(err.Error(), "tags cuda") {
+		t.Errorf("--backend cuda without the tag: %v", err)
+	}
 	_, err = run(t, "import", "csv", dir, "-o", dir)
 	if err == nil || !strings.Contains(err.Error(), "unknown format") {
 		t.Errorf("unknown format: %v", err)

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 func main() {
@@ -24,6 +27,7 @@ func main() {
 
 type globals struct {
 	logLevel string
+	backend  string
 	log      *slog.Logger
 }
 
@@ -41,10 +45,17 @@ func newRoot() *cobra.Command {
 			}
 			g.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			slog.SetDefault(g.log)
+			if g.backend != "" {
+				if _, err := engine.Select(g.backend); err != nil {
+					return fmt.Errorf("--backend: %w", err)
+				}
+				os.Setenv(engine.EnvBackend, g.backend) // engine.Select("") then picks it everywhere
+			}
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $GLEANER_BACKEND, else cpu)")
 	root.AddCommand(newImport(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newEval(g), newDemo(g))
 	return root
 }
