@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -23,9 +24,13 @@ type Options struct {
 	Cutoffs     []int                // extra cut-offs in the report; default 1,2,5,10,20,100
 	Concurrency int                  // queries in flight; default 1
 	TRMaxHops   int                  // bound for Topological Recall paths; 0 = unbounded
+	GraphKinds  []string             // edges Topological Recall walks (default: all kinds)
 	Vectors     map[string][]float32 // query vectors by query id (precomputed indexes)
 	RunDir      string               // where TREC runs are written; "" = none
 	Logger      *slog.Logger
+
+	trOnce *sync.Once
+	trAdj  *graphops.Adjacency
 }
 
 func (o *Options) normalize() error {
@@ -45,6 +50,9 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("eval: cut-offs must be positive, got %v", o.Cutoffs)
 	}
 	o.Concurrency = max(o.Concurrency, 1)
+	if o.trOnce == nil {
+		o.trOnce = &sync.Once{}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -125,7 +133,7 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 			gold = append(gold, v)
 		}
 	}
-	t := TopologicalRecall(ix.Graph, ix.N(), seeds, gold, o.TRMaxHops)
+	t := TopologicalRecall(o.trGraph(ix), ix.N(), seeds, gold, o.TRMaxHops)
 	scores[Name(TR, o.K)], scores[Name(MissTR, o.K)] = t.TR, t.MissTR
 	return scores, true
 }
@@ -232,4 +240,14 @@ func (mr *MethodReport) average() {
 	for name := range mr.Metrics {
 		mr.Metrics[name] /= float64(max(mr.Evaluated, 1))
 	}
+}
+
+// trGraph is the graph Topological Recall walks: the index's edges of
+// o.GraphKinds (all kinds when empty), built once per evaluation.
+func (o *Options) trGraph(ix *index.Index) Graph {
+	if len(o.GraphKinds) == 0 {
+		return ix.Graph
+	}
+	o.trOnce.Do(func() { o.trAdj = ix.Adjacency(false, o.GraphKinds...) })
+	return o.trAdj
 }

@@ -100,3 +100,14 @@ func parallelFor(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+// EachUndirected calls fn for every neighbour of v (this view is already
+// undirected), so an Adjacency can stand where a *Graph is read undirected.
+func (a *Adjacency) EachUndirected(v int, fn func(u int32)) {
+	for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
+		fn(a.Idx[p])
+	}
+}
+
+// TotalDegree is v's number of incident edges in this view.
+func (a *Adjacency) TotalDegree(v int) int { return int(a.Ptr[v+1] - a.Ptr[v]) }

@@ -126,7 +126,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 }
 
 func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
-	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs}
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.graphKinds)}
 	for _, c := range splitList(f.cutoffs) {
 		var k int
 		if _, err := fmt.Sscan(c, &k); err != nil || k <= 0 {
