@@ -150,3 +150,16 @@ func TestTopologicalRecallKnownPath(t *testing.T) {
 	res = TopologicalRecall(g, 9, []int32{0, 2}, []int32{3}, 0)
 	near(t, "misstr min over seeds", res.MissTR, 1/(1+math.Log(3)))
 }
+
+// TestTopologicalRecallOnAdjacencyView checks that an undirected view (as
+// used for --graph-kind) gives the same TR as the graph it came from.
+func TestTopologicalRecallOnAdjacencyView(t *testing.T) {
+	g := topoGraph(t)
+	a := graphops.Undirected(g, false, nil)
+	for _, seeds := range [][]int32{{0}, {0, 2}, {5}} {
+		want := TopologicalRecall(g, 9, seeds, []int32{0, 2, 3, 8}, 0)
+		got := TopologicalRecall(a, 9, seeds, []int32{0, 2, 3, 8}, 0)
+		near(t, "tr via adjacency", got.TR, want.TR)
+		near(t, "misstr via adjacency", got.MissTR, want.MissTR)
+	}
+}
