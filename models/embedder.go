@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gleaner-rag/gleaner/corpus"
 )
 
 // Embedder turns texts into dense vectors. The index uses one to embed
@@ -47,10 +49,8 @@ func (Precomputed) Embed(context.Context, []string) ([]float32, error) {
 func CheckFinite(v []float32, d int) error {
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("row %d, column %d: %w", i/d, i%d, errNotFinite)
+			return fmt.Errorf("row %d, column %d: %w", i/d, i%d, corpus.ErrNotFinite)
 		}
 	}
 	return nil
 }
-
-var errNotFinite = errors.New("value is NaN or infinite")

@@ -153,14 +153,13 @@ func (m *fastInsight) RetrieveStream(ctx context.Context, q Query, k int, emit f
 
 // state is one query's retrieval state.
 type fiState struct {
-	sess   *models.Session
-	qv     []float32
-	sim    []float32 // query–node similarity for every node
-	order  []int32   // nodes by similarity, for the initial batch and refills
-	next   int       // position in order for refills
-	ret    []int32   // N_ret, in the current GRanker order
-	in     map[int32]bool
-	scores []float32
+	sess  *models.Session
+	qv    []float32
+	sim   []float32 // query–node similarity for every node
+	order []int32   // nodes by similarity, for the initial batch and refills
+	next  int       // position in order for refills
+	ret   []int32   // N_ret, in the current GRanker order
+	in    map[int32]bool
 }
 
 func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
@@ -280,8 +279,9 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 		rank[v] = r + 1
 	}
 	type cand struct {
-		v    int32
-		best int
+		v           int32
+		best, count int   // best rank of a retrieved neighbour; |A(n)|
+		last        int32 // last retrieved neighbour counted
 	}
 	cands := map[int32]*cand{}
 	for _, u := range st.ret {
@@ -292,10 +292,13 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 			}
 			c := cands[n]
 			if c == nil {
-				c = &cand{v: n, best: rank[u]}
+				c = &cand{v: n, best: rank[u], last: -1}
 				cands[n] = c
 			}
 			c.best = min(c.best, rank[u])
+			if c.last != u { // u's row is walked in one go: count each u once
+				c.count, c.last = c.count+1, u
+			}
 		}
 	}
 	rmax := len(st.ret)
@@ -305,7 +308,7 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 	}
 	var list []scored
 	for _, c := range cands {
-		a := m.retrievedNeighbours(c.v, rank)
+		a := c.count
 		var istr float64
 		if rmax > 1 {
 			istr = 1 - float64(c.best-1)/float64(rmax-1)
@@ -337,17 +340,6 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 		out[i] = s.v
 	}
 	return out
-}
-
-// retrievedNeighbours is |A(n)|: distinct retrieved neighbours of n.
-func (m *fastInsight) retrievedNeighbours(n int32, rank map[int32]int) int {
-	seen := map[int32]bool{}
-	for p := m.adj.Ptr[n]; p < m.adj.Ptr[n+1]; p++ {
-		if u := m.adj.Idx[p]; rank[u] > 0 {
-			seen[u] = true
-		}
-	}
-	return len(seen)
 }
 
 func cmpDesc(a, b float64) int {

@@ -26,7 +26,6 @@ const DefaultLib = ".deps/onnxruntime/libonnxruntime.so.1"
 var (
 	initOnce sync.Once
 	initErr  error
-	libUsed  string
 )
 
 // LibraryPath finds the shared library: $GLEANER_ORT_LIB, else DefaultLib
@@ -64,9 +63,7 @@ func Init() error {
 		ortgo.SetSharedLibraryPath(p)
 		if err := ortgo.InitializeEnvironment(); err != nil {
 			initErr = fmt.Errorf("ort: loading %s: %w", p, err)
-			return
 		}
-		libUsed = p
 	})
 	return initErr
 }
