@@ -67,7 +67,7 @@ func TestPPRMatchesLinearSolve(t *testing.T) {
 		for _, d := range []float64{0.5, 0.85} {
 			r := make([]float64, 60)
 			r[3], r[17], r[59] = 2, 1, 1 // a seed on the dangling vertex too
-			got, it, err := PersonalizedPageRank(context.Background(), a, r, PPROptions{Damping: d, Tol: 1e-13})
+			got, it, err := PersonalizedPageRank(context.Background(), a, r, PPROptions{Damping: d, Tol: 1e-13, MaxIter: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,21 +90,25 @@ func TestPPRMatchesLinearSolve(t *testing.T) {
 func TestPPRErrors(t *testing.T) {
 	a := Undirected(randGraph(t, 10, 20, 1), false, nil)
 	ctx := context.Background()
-	if _, _, err := PersonalizedPageRank(ctx, a, make([]float64, 10), PPROptions{}); err == nil {
+	def := DefaultPPROptions()
+	if _, _, err := PersonalizedPageRank(ctx, a, make([]float64, 10), def); err == nil {
 		t.Error("zero reset accepted")
 	}
-	if _, _, err := PersonalizedPageRank(ctx, a, []float64{1}, PPROptions{}); err == nil {
+	if _, _, err := PersonalizedPageRank(ctx, a, []float64{1}, def); err == nil {
 		t.Error("short reset accepted")
 	}
-	if _, _, err := PersonalizedPageRank(ctx, a, nil, PPROptions{Damping: 1}); err == nil {
-		t.Error("damping 1 accepted")
+	for _, bad := range []PPROptions{{Damping: 1, Tol: 1e-10, MaxIter: 10}, {Damping: 0, Tol: 1e-10, MaxIter: 10},
+		{Damping: 0.5, Tol: 0, MaxIter: 10}, {Damping: 0.5, Tol: 1e-10, MaxIter: 0}, {}} {
+		if _, _, err := PersonalizedPageRank(ctx, a, nil, bad); err == nil {
+			t.Errorf("%+v accepted: a zero or out-of-range setting must be an error, not a default", bad)
+		}
 	}
-	if _, _, err := PersonalizedPageRank(ctx, a, nil, PPROptions{MaxIter: 2, Tol: 1e-15}); err != ErrNoConvergence {
+	if _, _, err := PersonalizedPageRank(ctx, a, nil, PPROptions{Damping: 0.85, MaxIter: 2, Tol: 1e-15}); err != ErrNoConvergence {
 		t.Errorf("iteration cap: %v", err)
 	}
 	c, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := PersonalizedPageRank(c, a, nil, PPROptions{}); err == nil {
+	if _, _, err := PersonalizedPageRank(c, a, nil, def); err == nil {
 		t.Error("cancelled context ignored")
 	}
 }
@@ -123,7 +127,7 @@ func TestLocalPushBounds(t *testing.T) {
 	reset := map[int32]float64{4: 1, 40: 3}
 	dense := make([]float64, n)
 	dense[4], dense[40] = 1, 3
-	exact, _, err := PersonalizedPageRank(context.Background(), a, dense, PPROptions{Damping: 0.5, Tol: 1e-14})
+	exact, _, err := PersonalizedPageRank(context.Background(), a, dense, PPROptions{Damping: 0.5, Tol: 1e-14, MaxIter: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

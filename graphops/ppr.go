@@ -7,25 +7,23 @@ import (
 	"math"
 )
 
-// PPROptions configures PageRank.
+// PPROptions configures PageRank. Start from DefaultPPROptions: every field
+// is used as given, and a zero damping, tolerance or iteration cap is an
+// error rather than a default.
 type PPROptions struct {
-	Damping float64 // probability of following an edge (default 0.85; HippoRAG uses 0.5)
+	Damping float64 // probability of following an edge, in (0, 1) (default 0.85; HippoRAG uses 0.5)
 	Tol     float64 // stop when the L1 change of an iteration is below Tol (default 1e-10)
 	MaxIter int     // iteration cap (default 1000)
 }
 
-func (o *PPROptions) fill() error {
-	if o.Damping == 0 {
-		o.Damping = 0.85
-	}
-	if o.Tol == 0 {
-		o.Tol = 1e-10
-	}
-	if o.MaxIter == 0 {
-		o.MaxIter = 1000
-	}
-	if !(o.Damping > 0 && o.Damping < 1) || !(o.Tol > 0) || o.MaxIter < 0 {
-		return fmt.Errorf("graphops: pagerank needs 0 < damping < 1, tol > 0, max iterations ≥ 0; got %+v", *o)
+// DefaultPPROptions are igraph's PageRank settings: damping 0.85, tolerance
+// 1e-10, at most 1000 iterations.
+func DefaultPPROptions() PPROptions { return PPROptions{Damping: 0.85, Tol: 1e-10, MaxIter: 1000} }
+
+// Validate reports a setting PageRank cannot run with.
+func (o PPROptions) Validate() error {
+	if !(o.Damping > 0 && o.Damping < 1) || !(o.Tol > 0) || o.MaxIter < 1 {
+		return fmt.Errorf("graphops: pagerank needs 0 < damping < 1, tol > 0, max iterations ≥ 1; got %+v (start from DefaultPPROptions)", o)
 	}
 	return nil
 }
@@ -43,7 +41,7 @@ var ErrNoConvergence = errors.New("graphops: pagerank did not converge within th
 // below Tol; the error of the result is then below Tol·d/(1−d) in L1.
 // Cancellation is checked every iteration.
 func PersonalizedPageRank(ctx context.Context, a *Adjacency, reset []float64, o PPROptions) ([]float64, int, error) {
-	if err := o.fill(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, 0, err
 	}
 	r, err := normalizedReset(a.N(), reset)

@@ -210,7 +210,7 @@ func run(args []string) error {
 		var it int
 		for k := 0; k < *reps; k++ {
 			start := time.Now()
-			pi, it, err = graphops.PersonalizedPageRank(context.Background(), a, r, graphops.PPROptions{Damping: *damping})
+			pi, it, err = graphops.PersonalizedPageRank(context.Background(), a, r, graphops.PPROptions{Damping: *damping, Tol: 1e-10, MaxIter: 1000})
 			if err != nil {
 				return err
 			}
@@ -245,7 +245,7 @@ func push(args []string) error {
 				}
 			}
 			start := time.Now()
-			exact, _, err := graphops.PersonalizedPageRank(context.Background(), a, r, graphops.PPROptions{Damping: 0.5, Tol: 1e-12})
+			exact, _, err := graphops.PersonalizedPageRank(context.Background(), a, r, graphops.PPROptions{Damping: 0.5, Tol: 1e-12, MaxIter: 1000})
 			if err != nil {
 				return err
 			}
