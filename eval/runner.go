@@ -242,12 +242,10 @@ func (mr *MethodReport) average() {
 	}
 }
 
-// trGraph is the graph Topological Recall walks: the index's edges of
-// o.GraphKinds (all kinds when empty), built once per evaluation.
+// trGraph is the graph Topological Recall walks: the index's simple
+// undirected view over o.GraphKinds (all kinds when empty), the same view
+// the methods use, so degrees agree with theirs.
 func (o *Options) trGraph(ix *index.Index) Graph {
-	if len(o.GraphKinds) == 0 {
-		return ix.Graph
-	}
-	o.trOnce.Do(func() { o.trAdj = ix.Adjacency(false, o.GraphKinds...) })
+	o.trOnce.Do(func() { o.trAdj = ix.View(o.GraphKinds...) })
 	return o.trAdj
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -100,8 +101,33 @@ func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) erro
 	})
 }
 
-// Adjacency returns the undirected view of the index's graph restricted to
-// the given edge kinds (none: all kinds), for PageRank, k-hop and paths.
+// View returns the graph every method and Topological Recall use: the
+// simple undirected graph over the edges of the given kinds (none: all
+// kinds), with parallel edges merged (weights summed) and self-loops
+// dropped, so a node's degree is its number of distinct neighbours
+// (graphops.Simplify). Views are built once per kind set and shared; they
+// are read-only and safe for concurrent use.
+func (ix *Index) View(kinds ...string) *graphops.Adjacency {
+	key := slices.Clone(kinds)
+	slices.Sort(key)
+	key = slices.Compact(key)
+	name := strings.Join(key, ",")
+	ix.viewMu.Lock()
+	defer ix.viewMu.Unlock()
+	if v, ok := ix.views[name]; ok {
+		return v
+	}
+	if ix.views == nil {
+		ix.views = map[string]*graphops.Adjacency{}
+	}
+	v := graphops.Simplify(ix.Adjacency(true, key...))
+	ix.views[name] = v
+	return v
+}
+
+// Adjacency returns the raw undirected view of the index's graph restricted
+// to the given edge kinds (none: all kinds), with igraph's multigraph
+// semantics (parallel edges and self-loops kept); methods use View.
 func (ix *Index) Adjacency(weighted bool, kinds ...string) *graphops.Adjacency {
 	var keep func(int32) bool
 	if len(kinds) > 0 {

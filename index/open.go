@@ -36,6 +36,8 @@ type Index struct {
 	off     []int64
 	idsOnce sync.Once
 	ids     map[string]int32
+	viewMu  sync.Mutex
+	views   map[string]*graphops.Adjacency
 }
 
 // Open maps the index at dir, verifying format version, sizes and

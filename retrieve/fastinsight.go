@@ -2,8 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -18,12 +16,13 @@ import (
 )
 
 // FastInsightOptions are FastInsight's hyperparameters (methods.md §1) and
-// the decisions its paper leaves open. Zero values take the defaults.
+// the decisions its paper leaves open. Every value is used as given
+// (DefaultOptions holds the defaults).
 type FastInsightOptions struct {
-	BMax  int     // nodes retrieved in all (default 100)
-	Batch int     // nodes added per round (default 10)
-	Alpha float64 // GRanker smoothing weight α (default 0.2; negative means 0)
-	Beta  float64 // STeX structure weight β (default 1; negative means 0; +Inf: structure only)
+	BMax  int     // nodes retrieved in all, ≥ 1 (default 100)
+	Batch int     // nodes added per round, ≥ 1 (default 10)
+	Alpha float64 // GRanker smoothing weight α in [0, 1] (default 0.2; 0: no smoothing)
+	Beta  float64 // STeX structure weight β ≥ 0 (default 1; 0: similarity only; +Inf: structure only)
 	// KeepIsolated: a retrieved node with no retrieved neighbour keeps its
 	// latent (H' = H) instead of the literal (1−α)·H (default false: literal).
 	KeepIsolated bool
@@ -32,36 +31,11 @@ type FastInsightOptions struct {
 	NoCache bool
 }
 
-func (o *FastInsightOptions) fill() error {
-	if o.BMax == 0 {
-		o.BMax = 100
-	}
-	if o.Batch == 0 {
-		o.Batch = 10
-	}
-	if o.Alpha == 0 {
-		o.Alpha = 0.2
-	}
-	if o.Alpha < 0 {
-		o.Alpha = 0
-	}
-	if o.Beta == 0 {
-		o.Beta = 1
-	}
-	if o.Beta < 0 {
-		o.Beta = 0
-	}
-	if o.BMax < 1 || o.Batch < 1 || o.Alpha > 1 || math.IsNaN(o.Alpha) || math.IsNaN(o.Beta) {
-		return fmt.Errorf("retrieve: fastinsight needs b_max ≥ 1, batch ≥ 1, 0 ≤ α ≤ 1; got %+v", *o)
-	}
-	return nil
-}
-
 func init() {
 	variants := map[string]func(*FastInsightOptions){
 		"fastinsight":         func(*FastInsightOptions) {},
-		"fastinsight-alpha0":  func(o *FastInsightOptions) { o.Alpha = -1 },
-		"fastinsight-beta0":   func(o *FastInsightOptions) { o.Beta = -1 },
+		"fastinsight-alpha0":  func(o *FastInsightOptions) { o.Alpha = 0 },
+		"fastinsight-beta0":   func(o *FastInsightOptions) { o.Beta = 0 },
 		"fastinsight-betainf": func(o *FastInsightOptions) { o.Beta = math.Inf(1) },
 		"fastinsight-nocache": func(o *FastInsightOptions) { o.NoCache = true },
 	}
@@ -76,20 +50,24 @@ func init() {
 
 // fastInsight interleaves GRanker (cross-encoder latents smoothed over the
 // induced subgraph, then the head) with STeX (graph expansion steered by
-// vector similarity), methods.md §1.1–1.3. Decisions on §1.5's
+// similarity to the query), methods.md §1.1–1.3. The first stage
+// (Options.FirstStage) gives the initial batch, the refills and STeX's
+// I_sim (its normalised score, see stage). Decisions on §1.5's
 // ambiguities:
-//   - edges are undirected and degrees are total degrees in the chosen
-//     graph kinds (Options.GraphKinds, default all);
+//   - edges are undirected and a degree is the number of distinct
+//     neighbours in the index's graph view over the chosen kinds
+//     (Options.GraphKinds, default all; index.View);
 //   - isolated rows follow the literal formula unless KeepIsolated;
 //   - latents are cached per query (NoCache to ablate);
 //   - when STeX has too few candidates, the round is refilled with the
-//     next nodes of the vector ranking;
+//     next nodes of the first stage's ranking;
 //   - ties: GRanker keeps the previous order of equal scores; STeX breaks
 //     equal scores by lower node number.
 type fastInsight struct {
 	name  string
 	ix    *index.Index
 	o     FastInsightOptions
+	st    *stage
 	kinds []string
 	adjMu sync.Once
 	adj   *graphops.Adjacency
@@ -98,7 +76,11 @@ type fastInsight struct {
 }
 
 func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptions) (Method, error) {
-	if err := fo.fill(); err != nil {
+	if err := fo.validate(); err != nil {
+		return nil, err
+	}
+	st, err := newStage(ix, o)
+	if err != nil {
 		return nil, err
 	}
 	ce, closer, err := crossEncoder(ix, o)
@@ -109,13 +91,13 @@ func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptio
 	if err != nil {
 		return nil, err
 	}
-	return &fastInsight{name: name, ix: ix, o: fo, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &fastInsight{name: name, ix: ix, o: fo, st: st, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
 func (m *fastInsight) Name() string { return m.name }
 
 func (m *fastInsight) setup() error {
-	m.adjMu.Do(func() { m.adj = m.ix.Adjacency(false, m.kinds...) })
+	m.adjMu.Do(func() { m.adj = m.ix.View(m.kinds...) })
 	_, err := m.service()
 	return err
 }
@@ -154,32 +136,20 @@ func (m *fastInsight) RetrieveStream(ctx context.Context, q Query, k int, emit f
 // state is one query's retrieval state.
 type fiState struct {
 	sess  *models.Session
-	qv    []float32
-	sim   []float32 // query–node similarity for every node
-	order []int32   // nodes by similarity, for the initial batch and refills
+	sim   []float32 // first-stage score of every node (I_sim)
+	order []int32   // the first stage's ranking, for the initial batch and refills
 	next  int       // position in order for refills
 	ret   []int32   // N_ret, in the current GRanker order
 	in    map[int32]bool
 }
 
 func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
-	v, err := (&vector{ix: m.ix}).embed(ctx, q)
-	if errors.Is(err, index.ErrEmptyEmbedding) {
-		return nil, nil
-	}
-	if err != nil {
+	sim, err := m.st.scores(ctx, q)
+	if err != nil || sim == nil {
 		return nil, err
 	}
-	n := m.ix.N()
-	st := &fiState{qv: v, sim: make([]float32, n), in: map[int32]bool{}}
-	if err := kernels.ScoreAll(m.ix.Vectors, n, m.ix.Meta.Dims, v, st.sim); err != nil {
-		return nil, err
-	}
-	top := kernels.NewTopK(min(n, 2*m.o.BMax)) // STeX may take up to b_max of them
-	for i, x := range st.sim {
-		top.Push(int32(i), x)
-	}
-	for _, h := range top.Results() {
+	st := &fiState{sim: sim, in: map[int32]bool{}}
+	for _, h := range m.st.ranking(sim, 2*m.o.BMax) { // refills may take up to b_max of them
 		st.order = append(st.order, h.Index)
 	}
 	if st.sess, err = m.svc.Session(ctx, q.Text, m.o.NoCache); err != nil {

@@ -14,7 +14,7 @@ func TestFastInsightStreamsAndCaches(t *testing.T) {
 		name string
 		want int // encoder pairs for one query
 	}{{"fastinsight", 100}, {"fastinsight-nocache", 550}} {
-		m, err := retrieve.NewWith(c.name, ix, retrieve.Options{GraphKinds: []string{"mentions"}})
+		m, err := retrieve.NewWith(c.name, ix, withKinds("mentions"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,11 @@ func TestFastInsightStreamsAndCaches(t *testing.T) {
 
 func TestGARScoresItsBudget(t *testing.T) {
 	ix, qs := openSynth(t)
-	m, err := retrieve.NewWith("gar", ix, retrieve.Options{GraphKinds: []string{"mentions"}, GAR: retrieve.GAROptions{Budget: 30, Batch: 10}})
+	m, err := retrieve.NewWith("gar", ix, func() retrieve.Options {
+		o := withKinds("mentions")
+		o.GAR = retrieve.GAROptions{Budget: 30, Batch: 10}
+		return o
+	}())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package retrieve
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -15,33 +14,24 @@ import (
 
 // GAROptions configure GAR (methods.md §1.6) in FastInsight's setting.
 type GAROptions struct {
-	Budget     int  // c: documents scored (default 100 = b_max)
-	Batch      int  // b: documents per scoring batch (default 10)
+	Budget     int  // c: documents scored, ≥ 1 (default 100 = b_max)
+	Batch      int  // b: documents per scoring batch, ≥ 1 (default 10)
 	NoBackfill bool // do not append unscored initial documents
-}
-
-func (o *GAROptions) fill() error {
-	if o.Budget == 0 {
-		o.Budget = 100
-	}
-	if o.Batch == 0 {
-		o.Batch = 10
-	}
-	if o.Budget < 1 || o.Batch < 1 {
-		return fmt.Errorf("retrieve: gar needs budget ≥ 1 and batch ≥ 1, got %+v", *o)
-	}
-	return nil
 }
 
 func init() { mustRegister("gar", newGAR) }
 
 // gar is Graph-based Adaptive Re-ranking: it alternates scoring batches
-// from the initial ranking (vector top-c, as FastInsight set it up) and
-// from the graph frontier (unscored neighbours of scored documents,
-// prioritised by their best-scoring neighbour), until c documents are
-// scored; all explicit neighbours are used (§9 register, item 5).
+// from the initial ranking (the first stage's top c) and from the graph
+// frontier (unscored neighbours of scored documents, prioritised by their
+// best-scoring neighbour), until c documents are scored; all explicit
+// neighbours are used (§9 register, item 5). Equal priorities are taken in
+// insertion order, as the reference's Counter.most_common does: the
+// initial ranking's order, and the order neighbours joined the frontier (a
+// raised priority keeps its place).
 type gar struct {
 	ix    *index.Index
+	st    *stage
 	o     GAROptions
 	kinds []string
 	adj   *graphops.Adjacency
@@ -51,14 +41,18 @@ type gar struct {
 
 func newGAR(ix *index.Index, o Options) (Method, error) {
 	g := o.GAR
-	if err := g.fill(); err != nil {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	st, err := newStage(ix, o)
+	if err != nil {
 		return nil, err
 	}
 	ce, closer, err := crossEncoder(ix, o)
 	if err != nil {
 		return nil, err
 	}
-	return &gar{ix: ix, o: g, kinds: o.GraphKinds, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &gar{ix: ix, st: st, o: g, kinds: o.GraphKinds, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
 func (m *gar) Name() string { return "gar" }
@@ -69,10 +63,17 @@ func (m *gar) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 	return last, err
 }
 
-// prio is a max-priority map of documents.
+// prio is a max-priority map of documents; equal priorities come out in
+// insertion order.
 type prio struct {
-	items []kernels.Hit
+	items []prioItem
 	pos   map[int32]int
+	seq   int
+}
+
+type prioItem struct {
+	kernels.Hit
+	seq int // insertion number: the tie-break
 }
 
 func newPrio() *prio { return &prio{pos: map[int32]int{}} }
@@ -82,14 +83,14 @@ func (p *prio) Less(i, j int) bool {
 	if p.items[i].Score != p.items[j].Score {
 		return p.items[i].Score > p.items[j].Score
 	}
-	return p.items[i].Index < p.items[j].Index
+	return p.items[i].seq < p.items[j].seq
 }
 func (p *prio) Swap(i, j int) {
 	p.items[i], p.items[j] = p.items[j], p.items[i]
 	p.pos[p.items[i].Index], p.pos[p.items[j].Index] = i, j
 }
 func (p *prio) Push(x any) {
-	h := x.(kernels.Hit)
+	h := x.(prioItem)
 	p.pos[h.Index] = len(p.items)
 	p.items = append(p.items, h)
 }
@@ -109,7 +110,8 @@ func (p *prio) set(v int32, s float32) {
 		}
 		return
 	}
-	heap.Push(p, kernels.Hit{Index: v, Score: s})
+	p.seq++
+	heap.Push(p, prioItem{kernels.Hit{Index: v, Score: s}, p.seq})
 }
 
 func (p *prio) remove(v int32) {
@@ -121,7 +123,7 @@ func (p *prio) remove(v int32) {
 func (p *prio) top(n int) []int32 {
 	var out []int32
 	for p.Len() > 0 && len(out) < n {
-		out = append(out, heap.Pop(p).(kernels.Hit).Index)
+		out = append(out, heap.Pop(p).(prioItem).Index)
 	}
 	return out
 }
@@ -131,12 +133,12 @@ func (m *gar) RetrieveStream(ctx context.Context, q Query, k int, emit func([]ke
 	if strings.TrimSpace(q.Text) == "" {
 		return ErrEmptyQuery
 	}
-	m.adjMu.Do(func() { m.adj = m.ix.Adjacency(false, m.kinds...) })
+	m.adjMu.Do(func() { m.adj = m.ix.View(m.kinds...) })
 	svc, err := m.service()
 	if err != nil {
 		return err
 	}
-	r0, err := (&vector{ix: m.ix}).Retrieve(ctx, q, m.o.Budget)
+	r0, err := m.st.run(ctx, q, m.o.Budget)
 	if err != nil || len(r0) == 0 {
 		return err
 	}

@@ -68,27 +68,6 @@ func CloseAll(ctx context.Context, ms ...Method) error {
 // ErrEmptyQuery is returned for a query with no text and no vector.
 var ErrEmptyQuery = errors.New("retrieve: empty query")
 
-// Options are shared method settings; each method reads those it uses.
-type Options struct {
-	// GraphKinds restricts graph methods to edges of these kinds (e.g.
-	// "mentions"); empty means every kind in the index.
-	GraphKinds []string
-	// Model is a cross-encoder folder (tokenizer.json, config.json and
-	// model.safetensors and/or model.onnx) for reranking methods; empty
-	// means the embedded lexical cross-encoder.
-	Model string
-	// Runtime runs Model: "native" (engine ops) or "ort" (ONNX Runtime);
-	// empty picks native when model.safetensors exists.
-	Runtime string
-	// FastInsight overrides the defaults of the "fastinsight" method (its
-	// ablation variants keep their fixed settings).
-	FastInsight FastInsightOptions
-	// GAR configures "gar".
-	GAR GAROptions
-	// RerankDepth is how many first-stage results re2 rescores (default 100).
-	RerankDepth int
-}
-
 // Factory makes a method over an opened index.
 type Factory func(ix *index.Index, o Options) (Method, error)
 
@@ -127,8 +106,8 @@ func Names() []string {
 	return out
 }
 
-// New makes the method called name over ix with default options.
-func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix, Options{}) }
+// New makes the method called name over ix with DefaultOptions.
+func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix, DefaultOptions()) }
 
 // NewWith makes the method called name over ix with o. Unknown graph kinds
 // are an error.

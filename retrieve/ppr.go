@@ -2,9 +2,7 @@ package retrieve
 
 import (
 	"context"
-	"errors"
 	"math"
-	"strings"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -13,93 +11,101 @@ import (
 )
 
 func init() {
-	mustRegister("ppr", func(ix *index.Index, o Options) (Method, error) { return newPPR(ix, seedVector, o), nil })
-	mustRegister("ppr-bm25", func(ix *index.Index, o Options) (Method, error) { return newPPR(ix, seedBM25, o), nil })
+	mustRegister("ppr", newPPR)
+	// ppr-bm25 is HippoRAG 2's baseline as gleaner first ran it: the dense
+	// reset over BM25 scores, whatever the configured first stage and reset.
+	mustRegister("ppr-bm25", func(ix *index.Index, o Options) (Method, error) {
+		o.FirstStage, o.PPR.Reset = StageBM25, ResetDense
+		m, err := newPPR(ix, o)
+		if err == nil {
+			m.(*ppr).name = "ppr-bm25"
+		}
+		return m, err
+	})
 }
 
-// HippoRAG 2's settings (methods.md §6), adapted to corpus graphs as
-// FastInsight did: every passage is a restart node.
-const (
-	pprDamping     = 0.5
-	pprPassageMass = 0.05
-)
+// pprPassageMass is HippoRAG 2's passage node weight (methods.md §6). It
+// cancels once the reset is normalised; it is kept to mirror the reference.
+const pprPassageMass = 0.05
 
-type seedKind int
-
-const (
-	seedVector seedKind = iota
-	seedBM25
-)
-
-// ppr is the HippoRAG-style baseline: passage restart mass 0.05 ×
-// min–max-normalised first-stage score (dense over all passages, or BM25
-// over the passages it matches), personalized PageRank with damping 0.5
-// over the undirected weighted graph (Options.GraphKinds, default all), passages ranked by
-// their PageRank. (The 0.05 factor cancels once the reset vector is
-// normalised; it is kept to mirror HippoRAG's weighting.)
+// ppr is personalized PageRank over the index's graph view
+// (Options.GraphKinds, default all), passages ranked by their PageRank.
+// The restart vector comes from the first stage (Options.FirstStage):
+//   - ResetSeeds (default): its top PPR.Seeds results, weighted by score or
+//     by 1/rank; nothing else restarts the walk;
+//   - ResetDense: HippoRAG 2's, every passage with 0.05 × its min–max-
+//     normalised score. Without HippoRAG's phrase nodes to carry the seeds
+//     this reset is nearly flat, and the walk drifts to hubs.
 type ppr struct {
+	name  string
 	ix    *index.Index
-	seeds seedKind
+	st    *stage
+	o     PPROptions
 	kinds []string
 	once  sync.Once
 	adj   *graphops.Adjacency
 }
 
-func newPPR(ix *index.Index, s seedKind, o Options) *ppr {
-	return &ppr{ix: ix, seeds: s, kinds: o.GraphKinds}
-}
-
-func (m *ppr) Name() string {
-	if m.seeds == seedBM25 {
-		return "ppr-bm25"
-	}
-	return "ppr"
-}
-
-func (m *ppr) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
-	if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
-		return nil, ErrEmptyQuery
-	}
-	m.once.Do(func() { m.adj = m.ix.Adjacency(true, m.kinds...) })
-	reset, err := m.reset(ctx, q)
-	if err != nil || reset == nil {
-		return nil, err
-	}
-	pi, _, err := graphops.PersonalizedPageRank(ctx, m.adj, reset, graphops.PPROptions{Damping: pprDamping})
+func newPPR(ix *index.Index, o Options) (Method, error) {
+	st, err := newStage(ix, o)
 	if err != nil {
 		return nil, err
 	}
-	top := kernels.NewTopK(k)
+	if err := o.PPR.validate(); err != nil {
+		return nil, err
+	}
+	return &ppr{name: "ppr", ix: ix, st: st, o: o.PPR, kinds: o.GraphKinds}, nil
+}
+
+func (m *ppr) Name() string { return m.name }
+
+func (m *ppr) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+	sc, err := m.st.scores(ctx, q)
+	if err != nil || sc == nil {
+		return nil, err
+	}
+	reset := m.reset(sc)
+	if reset == nil {
+		return nil, nil
+	}
+	m.once.Do(func() { m.adj = m.ix.View(m.kinds...) })
+	po := graphops.DefaultPPROptions()
+	po.Damping = m.o.Damping
+	pi, _, err := graphops.PersonalizedPageRank(ctx, m.adj, reset, po)
+	if err != nil {
+		return nil, err
+	}
+	top := kernels.NewTopK(min(k, len(pi)))
 	for v, x := range pi {
 		top.Push(int32(v), float32(x))
 	}
 	return top.Results(), nil
 }
 
-// reset builds the restart vector; nil when the query matches nothing.
-func (m *ppr) reset(ctx context.Context, q Query) ([]float64, error) {
-	scores := make([]float64, m.ix.N())
-	if m.seeds == seedBM25 {
-		for _, h := range m.ix.BM25.Search(q.Text, m.ix.N()) {
-			scores[h.Index] = float64(h.Score)
+// reset builds the restart vector from the first-stage scores; nil when
+// nothing distinguishes any passage.
+func (m *ppr) reset(sc []float32) []float64 {
+	r := make([]float64, len(sc))
+	if m.o.Reset == ResetDense {
+		for i, x := range sc {
+			r[i] = float64(x)
 		}
-	} else {
-		v, err := (&vector{ix: m.ix}).embed(ctx, q)
-		if errors.Is(err, index.ErrEmptyEmbedding) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		s := make([]float32, m.ix.N())
-		if err := kernels.ScoreAll(m.ix.Vectors, m.ix.N(), m.ix.Meta.Dims, v, s); err != nil {
-			return nil, err
-		}
-		for i, x := range s {
-			scores[i] = float64(x)
-		}
+		return minMaxScaled(r, pprPassageMass)
 	}
-	return minMaxScaled(scores, pprPassageMass), nil
+	seeds := m.st.ranking(sc, m.o.Seeds)
+	var sum float64
+	for i, h := range seeds {
+		w := float64(h.Score)
+		if m.o.SeedWeight == SeedByRank {
+			w = 1 / float64(i+1)
+		}
+		r[h.Index] = max(w, 0)
+		sum += r[h.Index]
+	}
+	if !(sum > 0) {
+		return nil
+	}
+	return r
 }
 
 // minMaxScaled maps scores to [0, mass] by min–max normalisation; nil when

@@ -16,50 +16,44 @@ import (
 
 func init() {
 	mustRegister("re2", newRe2)
+	// re2-vector is FastInsight's Re2 baseline: vector search's top results
+	// reranked, whatever the configured first stage.
 	mustRegister("re2-vector", func(ix *index.Index, o Options) (Method, error) {
+		o.FirstStage = StageVector
 		m, err := newRe2(ix, o)
 		if err == nil {
-			m.(*re2).vectorFirst = true
+			m.(*re2).name = "re2-vector"
 		}
 		return m, err
 	})
 }
 
-// re2Depth is how many first-stage results the cross-encoder reranks.
-const re2Depth = 100
-
-// re2 is retrieve-then-rerank: BM25's top 100 (re2-vector: vector
-// search's; Options.RerankDepth changes the depth), rescored by the
-// cross-encoder (latents through the shared scheduler, then the head).
-// Ties keep the first-stage order.
+// re2 is retrieve-then-rerank: the first stage's top Options.RerankDepth
+// (default 100) rescored by the cross-encoder (latents through the shared
+// scheduler, then the head). Ties keep the first-stage order.
 type re2 struct {
-	ix          *index.Index
-	vectorFirst bool // first stage: vector search (FastInsight's Re2) instead of BM25
-	depth       int
+	name  string
+	st    *stage
+	depth int
 	reranker
 }
 
 func newRe2(ix *index.Index, o Options) (Method, error) {
+	if o.RerankDepth < 1 {
+		return nil, fmt.Errorf("retrieve: re2 rerank depth must be ≥ 1, got %d (start from retrieve.DefaultOptions)", o.RerankDepth)
+	}
+	st, err := newStage(ix, o)
+	if err != nil {
+		return nil, err
+	}
 	ce, closer, err := crossEncoder(ix, o)
 	if err != nil {
 		return nil, err
 	}
-	depth := o.RerankDepth
-	if depth == 0 {
-		depth = re2Depth
-	}
-	if depth < 0 {
-		return nil, fmt.Errorf("retrieve: re2 depth must be positive, got %d", depth)
-	}
-	return &re2{ix: ix, depth: depth, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &re2{name: "re2", st: st, depth: o.RerankDepth, reranker: reranker{ce: ce, enc: closer}}, nil
 }
 
-func (m *re2) Name() string {
-	if m.vectorFirst {
-		return "re2-vector"
-	}
-	return "re2"
-}
+func (m *re2) Name() string { return m.name }
 
 func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
 	if strings.TrimSpace(q.Text) == "" {
@@ -69,11 +63,9 @@ func (m *re2) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 	if err != nil {
 		return nil, err
 	}
-	first := m.ix.BM25.Search(q.Text, max(m.depth, k))
-	if m.vectorFirst {
-		if first, err = (&vector{ix: m.ix}).Retrieve(ctx, q, max(m.depth, k)); err != nil {
-			return nil, err
-		}
+	first, err := m.st.run(ctx, q, max(m.depth, k))
+	if err != nil {
+		return nil, err
 	}
 	n := min(m.depth, len(first))
 	nodes := make([]int32, n)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -41,6 +43,54 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 	return ix, qs
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if synthOnce.ix != nil {
+		synthOnce.ix.Close()
+	}
+	if synthOnce.dir != "" {
+		os.RemoveAll(synthOnce.dir)
+	}
+	os.Exit(code)
+}
+
+var synthOnce struct {
+	sync.Once
+	ix  *index.Index
+	qs  []retrieve.Query
+	dir string
+}
+
+// openSynthOnce shares one synthetic index between the read-only tests of
+// the package (building it with a head takes a while).
+func openSynthOnce(t *testing.T) (*index.Index, []retrieve.Query) {
+	t.Helper()
+	synthOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gleaner-retrieve-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synthOnce.dir = dir
+		c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+		lsa := lexical.DefaultLSA()
+		lsa.Dims = 24
+		if err := index.Build(context.Background(), c, filepath.Join(dir, "ix"), index.WithLSA(lsa)); err != nil {
+			t.Fatal(err)
+		}
+		trainHead(t, filepath.Join(dir, "ix"))
+		if synthOnce.ix, err = index.Open(filepath.Join(dir, "ix"), store.OpenOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range c.Queries {
+			synthOnce.qs = append(synthOnce.qs, retrieve.Query{ID: q.ID, Text: q.Text})
+		}
+	})
+	if synthOnce.ix == nil {
+		t.Fatal("the shared synthetic index failed to build")
+	}
+	return synthOnce.ix, synthOnce.qs
+}
+
 // trainHead gives the index a small trained lexical head, as
 // `gleaner index` does, so re2 can run.
 func trainHead(t *testing.T, dir string) {
@@ -61,7 +111,9 @@ func trainHead(t *testing.T, dir string) {
 
 func TestRe2RerankesBM25TopHundred(t *testing.T) {
 	ix, qs := openSynth(t)
-	m, err := retrieve.New("re2", ix)
+	o := retrieve.DefaultOptions()
+	o.FirstStage = retrieve.StageBM25
+	m, err := retrieve.NewWith("re2", ix, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +245,7 @@ func TestEvaluateConcurrencyDeterministic(t *testing.T) {
 
 func TestPPRMatchesGraphops(t *testing.T) {
 	ix, qs := openSynth(t)
-	m, err := retrieve.NewWith("ppr-bm25", ix, retrieve.Options{GraphKinds: []string{"mentions"}})
+	m, err := retrieve.NewWith("ppr-bm25", ix, withKinds("mentions"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +267,55 @@ func TestPPRMatchesGraphops(t *testing.T) {
 	for i := range reset {
 		reset[i] = (reset[i] - lo) / (hi - lo)
 	}
-	pi, _, err := graphops.PersonalizedPageRank(context.Background(), ix.Adjacency(true, "mentions"), reset, graphops.PPROptions{Damping: 0.5})
+	po := graphops.DefaultPPROptions()
+	po.Damping = 0.5
+	pi, _, err := graphops.PersonalizedPageRank(context.Background(), ix.View("mentions"), reset, po)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkAgainst(t, hits, pi)
+	if _, err := retrieve.NewWith("ppr", ix, withKinds("citations")); err == nil {
+		t.Error("unknown graph kind accepted")
+	}
+}
+
+// The seeded reset: BM25's top 5 restart the walk, ∝ their BM25 scores
+// (or ∝ 1/rank); no other passage gets restart mass.
+func TestSeededPPRMatchesGraphops(t *testing.T) {
+	ix, qs := openSynth(t)
+	q := qs[1]
+	bm := ix.BM25.Search(q.Text, 5)
+	for _, weight := range []string{retrieve.SeedByScore, retrieve.SeedByRank} {
+		o := withKinds("mentions")
+		o.FirstStage, o.PPR.SeedWeight, o.PPR.Damping = retrieve.StageBM25, weight, 0.85
+		m, err := retrieve.NewWith("ppr", ix, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := m.Retrieve(context.Background(), q, 8)
+		if err != nil || len(hits) != 8 {
+			t.Fatalf("hits %v err %v", hits, err)
+		}
+		reset := make([]float64, ix.N())
+		for r, h := range bm {
+			reset[h.Index] = float64(h.Score)
+			if weight == retrieve.SeedByRank {
+				reset[h.Index] = 1 / float64(r+1)
+			}
+		}
+		po := graphops.DefaultPPROptions()
+		po.Damping = 0.85
+		pi, _, err := graphops.PersonalizedPageRank(context.Background(), ix.View("mentions"), reset, po)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAgainst(t, hits, pi)
+	}
+}
+
+// checkAgainst compares a method's PageRank hits with a reference vector.
+func checkAgainst(t *testing.T, hits []kernels.Hit, pi []float64) {
+	t.Helper()
 	for r, h := range hits {
 		if math.Abs(float64(h.Score)-pi[h.Index]) > 1e-6*pi[h.Index] {
 			t.Errorf("rank %d: node %d score %v, reference %v", r, h.Index, h.Score, pi[h.Index])
@@ -227,7 +324,11 @@ func TestPPRMatchesGraphops(t *testing.T) {
 			t.Errorf("rank %d out of order", r)
 		}
 	}
-	if _, err := retrieve.NewWith("ppr", ix, retrieve.Options{GraphKinds: []string{"citations"}}); err == nil {
-		t.Error("unknown graph kind accepted")
-	}
+}
+
+// withKinds is DefaultOptions over the given graph kinds.
+func withKinds(kinds ...string) retrieve.Options {
+	o := retrieve.DefaultOptions()
+	o.GraphKinds = kinds
+	return o
 }

@@ -28,7 +28,7 @@ func TestRe2WithTransformerNativeAndORT(t *testing.T) {
 	}
 	var first [][]int32
 	for _, rt := range runtimes {
-		m, err := retrieve.NewWith("re2", ix, retrieve.Options{Model: dir, Runtime: rt})
+		m, err := retrieve.NewWith("re2", ix, func() retrieve.Options { o := retrieve.DefaultOptions(); o.Model, o.Runtime = dir, rt; return o }())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,11 @@ func TestRe2WithTransformerNativeAndORT(t *testing.T) {
 		}
 		retrieve.CloseAll(context.Background(), m)
 	}
-	if _, err := retrieve.NewWith("re2", ix, retrieve.Options{Model: filepath.Join(dir, "missing")}); err == nil {
+	if _, err := retrieve.NewWith("re2", ix, func() retrieve.Options {
+		o := retrieve.DefaultOptions()
+		o.Model = filepath.Join(dir, "missing")
+		return o
+	}()); err == nil {
 		t.Error("missing model folder accepted")
 	}
 }

@@ -17,10 +17,10 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
-	graphKinds, model, runtime, biEncoder, pooling               string
+	biEncoder, pooling                                           string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit                             int
-	fi                                                           retrieve.FastInsightOptions
+	m                                                            *methodFlags
 	plot                                                         string
 	tiesByRank                                                   bool
 }
@@ -57,17 +57,10 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
 	fl.BoolVar(&f.tiesByRank, "run-file-by-rank", false, "order --run-file entries by their rank column, not trec_eval's (score desc, doc id desc)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
-	fl.StringVar(&f.graphKinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
-	fl.StringVar(&f.model, "model", "", "cross-encoder folder for re2 (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder")
-	fl.StringVar(&f.runtime, "runtime", "", "runtime for --model: native or ort (default: native when model.safetensors exists)")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
-	fl.IntVar(&f.fi.BMax, "bmax", 100, "FastInsight b_max; also GAR's budget and re2's rerank depth")
-	fl.IntVar(&f.fi.Batch, "batch", 10, "FastInsight BATCH; also GAR's batch")
-	fl.Float64Var(&f.fi.Alpha, "alpha", 0.2, "FastInsight GRanker smoothing α (0 disables)")
-	fl.Float64Var(&f.fi.Beta, "beta", 1, "FastInsight STeX structure weight β (0: similarity only; inf: structure only)")
-	fl.BoolVar(&f.fi.KeepIsolated, "keep-isolated", false, "FastInsight: a node without retrieved neighbours keeps its latent (default: literal (1−α)H)")
+	f.m = addMethodFlags(fl)
 	fl.StringVar(&f.plot, "plot", "", "write the b_max sweep plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all)")
 	return cmd
@@ -99,9 +92,13 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err != nil {
 		return nil, err
 	}
+	mo, err := f.m.options(f.m.o.FastInsight.BMax)
+	if err != nil {
+		return nil, err
+	}
 	var ms []retrieve.Method
 	for _, name := range splitList(f.methods) {
-		m, err := retrieve.NewWith(name, ix, f.methodOptions(f.fi.BMax))
+		m, err := retrieve.NewWith(name, ix, mo)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +123,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 }
 
 func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
-	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.graphKinds)}
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.m.kinds)}
 	for _, c := range splitList(f.cutoffs) {
 		var k int
 		if _, err := fmt.Sscan(c, &k); err != nil || k <= 0 {
@@ -174,20 +171,6 @@ func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []s
 		rep.Methods = append(rep.Methods, *mr)
 	}
 	return nil
-}
-
-// methodOptions gathers the method flags, with b_max set to bmax.
-func (f *evalFlags) methodOptions(bmax int) retrieve.Options {
-	fi := f.fi
-	fi.BMax = bmax
-	if fi.Alpha == 0 {
-		fi.Alpha = -1 // the flag's 0 means "no smoothing", not "default"
-	}
-	if fi.Beta == 0 {
-		fi.Beta = -1
-	}
-	return retrieve.Options{GraphKinds: splitList(f.graphKinds), Model: f.model, Runtime: f.runtime, FastInsight: fi,
-		GAR: retrieve.GAROptions{Budget: bmax, Batch: f.fi.Batch}, RerankDepth: bmax}
 }
 
 // runSweep runs the b_max sweep for --plot on the same index and queries.

@@ -97,7 +97,7 @@ func newGraphStats(g *globals) *cobra.Command {
 			if kind != "" {
 				kinds = []string{kind}
 			}
-			adj := ix.Adjacency(false, kinds...)
+			adj := ix.View(kinds...)
 			printDegrees(cmd.OutOrStdout(), adj)
 			if queries == "" {
 				return nil

@@ -13,7 +13,8 @@ import (
 )
 
 func newQuery(g *globals) *cobra.Command {
-	var dir, method, kinds, model, runtime, biEncoder, pooling string
+	var dir, method, biEncoder, pooling string
+	var mf *methodFlags
 	var k int
 	cmd := &cobra.Command{
 		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
@@ -31,7 +32,11 @@ func newQuery(g *globals) *cobra.Command {
 				return err
 			}
 			defer ix.Close()
-			m, err := retrieve.NewWith(method, ix, retrieve.Options{GraphKinds: splitList(kinds), Model: model, Runtime: runtime})
+			mo, err := mf.options(mf.o.FastInsight.BMax)
+			if err != nil {
+				return err
+			}
+			m, err := retrieve.NewWith(method, ix, mo)
 			if err != nil {
 				return err
 			}
@@ -56,9 +61,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
-	cmd.Flags().StringVar(&kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
-	cmd.Flags().StringVar(&model, "model", "", "cross-encoder folder for re2 (default: the embedded lexical encoder)")
-	cmd.Flags().StringVar(&runtime, "runtime", "", "runtime for --model: native or ort")
+	mf = addMethodFlags(cmd.Flags())
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd

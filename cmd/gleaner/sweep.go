@@ -23,7 +23,11 @@ func sweep(ctx context.Context, w io.Writer, f *evalFlags, ix *index.Index, qs [
 	for bmax := 10; bmax <= 100; bmax += 10 {
 		var ms []retrieve.Method
 		for _, name := range sweepMethods {
-			m, err := retrieve.NewWith(name, ix, f.methodOptions(bmax))
+			mo, err := f.m.options(bmax)
+			if err != nil {
+				return err
+			}
+			m, err := retrieve.NewWith(name, ix, mo)
 			if err != nil {
 				return err
 			}

@@ -97,6 +97,23 @@ func (s *BM25) SearchTerms(terms []string, k int) []kernels.Hit {
 	return top.Results()
 }
 
+// ScoreAll writes every document's BM25 score for the query text into dst
+// (len = number of documents; documents matching no term get 0) and
+// returns how many documents matched. It accumulates exactly as Search.
+func (s *BM25) ScoreAll(query string, dst []float32) (int, error) {
+	if len(dst) != len(s.norm) {
+		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", len(s.norm), len(dst))
+	}
+	clear(dst)
+	a := &accum{score: dst}
+	for _, w := range Analyze(query) {
+		if t := s.p.Terms.Lookup(w); t >= 0 {
+			s.addTerm(a, t)
+		}
+	}
+	return len(a.touched), nil
+}
+
 func (s *BM25) addTerm(a *accum, t int) {
 	idf := s.idf[t]
 	lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]

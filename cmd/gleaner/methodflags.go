@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// methodFlags are the retrieval-method settings that query and eval share;
+// they start from retrieve.DefaultOptions, so a flag left alone keeps the
+// library's default and a flag set to 0 means 0.
+type methodFlags struct {
+	o     retrieve.Options
+	kinds string
+}
+
+func addMethodFlags(fl *pflag.FlagSet) *methodFlags {
+	f := &methodFlags{o: retrieve.DefaultOptions()}
+	d := f.o
+	fl.StringVar(&f.kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
+	fl.StringVar(&f.o.FirstStage, "first-stage", d.FirstStage, "ranking fastinsight, gar, re2 and ppr start from: "+strings.Join(retrieve.Stages(), ", "))
+	fl.StringVar(&f.o.Hybrid.Fusion, "hybrid-fusion", d.Hybrid.Fusion, "hybrid first stage: convex (weighted normalised scores) or rrf (reciprocal-rank fusion)")
+	fl.Float64Var(&f.o.Hybrid.Weight, "hybrid-weight", d.Hybrid.Weight, "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight")
+	fl.IntVar(&f.o.Hybrid.RRFK, "rrf-k", d.Hybrid.RRFK, "rrf hybrid: k in 1/(k + rank)")
+	fl.IntVar(&f.o.Hybrid.Depth, "rrf-depth", d.Hybrid.Depth, "rrf hybrid: results of each ranking that count")
+	fl.StringVar(&f.o.PPR.Reset, "ppr-reset", d.PPR.Reset, "ppr restart vector: seeds (the first stage's top --ppr-seeds) or dense (HippoRAG 2's, every passage)")
+	fl.IntVar(&f.o.PPR.Seeds, "ppr-seeds", d.PPR.Seeds, "ppr: first-stage results that restart the walk")
+	fl.StringVar(&f.o.PPR.SeedWeight, "ppr-seed-weight", d.PPR.SeedWeight, "ppr: seed weight ∝ score or ∝ 1/rank (score|rank)")
+	fl.Float64Var(&f.o.PPR.Damping, "damping", d.PPR.Damping, "ppr: probability of following an edge, in (0,1)")
+	fl.StringVar(&f.o.Model, "model", "", "cross-encoder folder for re2, gar and fastinsight (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder")
+	fl.StringVar(&f.o.Runtime, "runtime", "", "runtime for --model: native or ort (default: native when model.safetensors exists)")
+	fl.IntVar(&f.o.FastInsight.BMax, "bmax", d.FastInsight.BMax, "FastInsight b_max; also GAR's budget and re2's rerank depth")
+	fl.IntVar(&f.o.FastInsight.Batch, "batch", d.FastInsight.Batch, "FastInsight BATCH; also GAR's batch")
+	fl.Float64Var(&f.o.FastInsight.Alpha, "alpha", d.FastInsight.Alpha, "FastInsight GRanker smoothing α in [0,1] (0 disables)")
+	fl.Float64Var(&f.o.FastInsight.Beta, "beta", d.FastInsight.Beta, "FastInsight STeX structure weight β ≥ 0 (0: similarity only; inf: structure only)")
+	fl.BoolVar(&f.o.FastInsight.KeepIsolated, "keep-isolated", false, "FastInsight: a node without retrieved neighbours keeps its latent (default: literal (1−α)H)")
+	return f
+}
+
+// options returns the method settings with b_max (and GAR's budget and
+// re2's depth, which follow it) set to bmax.
+func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
+	o := f.o
+	o.GraphKinds = splitList(f.kinds)
+	o.FastInsight.BMax = bmax
+	o.GAR = retrieve.GAROptions{Budget: bmax, Batch: o.FastInsight.Batch}
+	o.RerankDepth = bmax
+	if bmax < 1 {
+		return o, fmt.Errorf("--bmax must be ≥ 1, got %d", bmax)
+	}
+	return o, nil
+}

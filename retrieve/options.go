@@ -1,0 +1,147 @@
+package retrieve
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// First stages: the ranking a method starts from (Options.FirstStage).
+const (
+	StageBM25   = "bm25"   // BM25 over the index's postings
+	StageVector = "vector" // exact dense search over the index's vectors
+	StageHybrid = "hybrid" // BM25 and vector search fused (Options.Hybrid)
+)
+
+// Stages lists the first stages.
+func Stages() []string { return []string{StageBM25, StageVector, StageHybrid} }
+
+// Fusions of the hybrid first stage (HybridOptions.Fusion).
+const (
+	FusionConvex = "convex" // Weight·BM25/max(BM25) + (1−Weight)·minmax(vector)
+	FusionRRF    = "rrf"    // Σ 1/(RRFK + rank) over the two rankings
+)
+
+// HybridOptions configure the hybrid first stage.
+type HybridOptions struct {
+	Fusion string  // FusionConvex or FusionRRF
+	Weight float64 // convex: BM25's weight in [0, 1]; vector search gets 1 − Weight
+	RRFK   int     // rrf: the constant k of 1/(k + rank), ≥ 1
+	Depth  int     // rrf: how many results of each ranking count, ≥ 1
+}
+
+// PPR restart vectors (PPROptions.Reset).
+const (
+	ResetSeeds = "seeds" // the first stage's top Seeds results restart the walk
+	ResetDense = "dense" // HippoRAG 2's: every passage, by its min–max-normalised score
+)
+
+// Seed weights of the seeded reset (PPROptions.SeedWeight).
+const (
+	SeedByScore = "score" // ∝ the first stage's score
+	SeedByRank  = "rank"  // ∝ 1/rank
+)
+
+// PPROptions configure the "ppr" method.
+type PPROptions struct {
+	Reset      string  // ResetSeeds or ResetDense
+	Seeds      int     // seeds: how many first-stage results restart the walk, ≥ 1
+	SeedWeight string  // seeds: SeedByScore or SeedByRank
+	Damping    float64 // probability of following an edge, in (0, 1)
+}
+
+// Options are shared method settings; each method reads and validates the
+// ones it uses. Start from DefaultOptions: a zero value is used as given
+// (Alpha 0 means no smoothing) or rejected (BMax 0), never replaced by a
+// default.
+type Options struct {
+	// GraphKinds restricts graph methods to edges of these kinds (e.g.
+	// "mentions"); empty means every kind in the index.
+	GraphKinds []string
+	// FirstStage is the ranking that fastinsight, gar, re2 and ppr start
+	// from: StageBM25, StageVector or StageHybrid.
+	FirstStage string
+	// Hybrid configures StageHybrid.
+	Hybrid HybridOptions
+	// Model is a cross-encoder folder (tokenizer.json, config.json and
+	// model.safetensors and/or model.onnx) for reranking methods; empty
+	// means the embedded lexical cross-encoder.
+	Model string
+	// Runtime runs Model: "native" (engine ops) or "ort" (ONNX Runtime);
+	// empty picks native when model.safetensors exists.
+	Runtime string
+	// FastInsight configures "fastinsight" (its ablation variants change
+	// one setting of it).
+	FastInsight FastInsightOptions
+	// GAR configures "gar".
+	GAR GAROptions
+	// RerankDepth is how many first-stage results re2 rescores, ≥ 1.
+	RerankDepth int
+	// PPR configures "ppr".
+	PPR PPROptions
+}
+
+// DefaultOptions are the documented defaults of every method (docs in
+// README.md; the first stage and the PPR reset were chosen on declared dev
+// questions, benchmarks/RESULTS.md).
+func DefaultOptions() Options {
+	return Options{
+		FirstStage:  StageHybrid,
+		Hybrid:      HybridOptions{Fusion: FusionConvex, Weight: 0.7, RRFK: 60, Depth: 1000},
+		FastInsight: FastInsightOptions{BMax: 100, Batch: 10, Alpha: 0.2, Beta: 1},
+		GAR:         GAROptions{Budget: 100, Batch: 10},
+		RerankDepth: 100,
+		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByScore, Damping: 0.5},
+	}
+}
+
+// validateStage checks the first-stage settings.
+func (o Options) validateStage() error {
+	if !slices.Contains(Stages(), o.FirstStage) {
+		return fmt.Errorf("retrieve: first stage %q: want one of %v (start from retrieve.DefaultOptions)", o.FirstStage, Stages())
+	}
+	if o.FirstStage != StageHybrid {
+		return nil
+	}
+	h := o.Hybrid
+	switch {
+	case h.Fusion != FusionConvex && h.Fusion != FusionRRF:
+		return fmt.Errorf("retrieve: hybrid fusion %q: want %q or %q", h.Fusion, FusionConvex, FusionRRF)
+	case h.Fusion == FusionConvex && !(h.Weight >= 0 && h.Weight <= 1):
+		return fmt.Errorf("retrieve: hybrid weight %v: want 0 ≤ weight ≤ 1", h.Weight)
+	case h.Fusion == FusionRRF && (h.RRFK < 1 || h.Depth < 1):
+		return fmt.Errorf("retrieve: hybrid rrf needs k ≥ 1 and depth ≥ 1, got k=%d depth=%d", h.RRFK, h.Depth)
+	}
+	return nil
+}
+
+// validate checks the PageRank settings.
+func (o PPROptions) validate() error {
+	switch {
+	case o.Reset != ResetSeeds && o.Reset != ResetDense:
+		return fmt.Errorf("retrieve: ppr reset %q: want %q or %q", o.Reset, ResetSeeds, ResetDense)
+	case o.Reset == ResetSeeds && o.Seeds < 1:
+		return fmt.Errorf("retrieve: ppr seeds %d: want ≥ 1", o.Seeds)
+	case o.Reset == ResetSeeds && o.SeedWeight != SeedByScore && o.SeedWeight != SeedByRank:
+		return fmt.Errorf("retrieve: ppr seed weight %q: want %q or %q", o.SeedWeight, SeedByScore, SeedByRank)
+	case !(o.Damping > 0 && o.Damping < 1):
+		return fmt.Errorf("retrieve: ppr damping %v: want 0 < damping < 1", o.Damping)
+	}
+	return nil
+}
+
+// validate checks FastInsight's settings.
+func (o FastInsightOptions) validate() error {
+	if o.BMax < 1 || o.Batch < 1 || !(o.Alpha >= 0 && o.Alpha <= 1) || !(o.Beta >= 0) || math.IsNaN(o.Beta) {
+		return fmt.Errorf("retrieve: fastinsight needs b_max ≥ 1, batch ≥ 1, 0 ≤ α ≤ 1, β ≥ 0 (+Inf allowed); got %+v (start from retrieve.DefaultOptions)", o)
+	}
+	return nil
+}
+
+// validate checks GAR's settings.
+func (o GAROptions) validate() error {
+	if o.Budget < 1 || o.Batch < 1 {
+		return fmt.Errorf("retrieve: gar needs budget ≥ 1 and batch ≥ 1, got %+v (start from retrieve.DefaultOptions)", o)
+	}
+	return nil
+}
