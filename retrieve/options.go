@@ -86,12 +86,12 @@ type Options struct {
 // questions, benchmarks/RESULTS.md).
 func DefaultOptions() Options {
 	return Options{
-		FirstStage:  StageHybrid,
-		Hybrid:      HybridOptions{Fusion: FusionConvex, Weight: 0.7, RRFK: 60, Depth: 1000},
+		FirstStage:  StageBM25,
+		Hybrid:      HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000},
 		FastInsight: FastInsightOptions{BMax: 100, Batch: 10, Alpha: 0.2, Beta: 1},
 		GAR:         GAROptions{Budget: 100, Batch: 10},
 		RerankDepth: 100,
-		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByScore, Damping: 0.5},
+		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5},
 	}
 }
 

@@ -19,7 +19,7 @@ type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
 	biEncoder, pooling                                           string
 	runFiles                                                     []string
-	k, concurrency, trMaxHops, limit                             int
+	k, concurrency, trMaxHops, limit, skip                       int
 	m                                                            *methodFlags
 	plot                                                         string
 	tiesByRank                                                   bool
@@ -62,7 +62,8 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	f.m = addMethodFlags(fl)
 	fl.StringVar(&f.plot, "plot", "", "write the b_max sweep plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
-	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all)")
+	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
+	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
 	return cmd
 }
 
@@ -82,11 +83,8 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err != nil {
 		return nil, err
 	}
-	if f.limit < 0 {
-		return nil, fmt.Errorf("--limit must not be negative")
-	}
-	if f.limit > 0 && f.limit < len(qs) {
-		qs = qs[:f.limit]
+	if qs, err = sliceQueries(qs, f.skip, f.limit); err != nil {
+		return nil, err
 	}
 	opt, err := evalOptions(f, ix, qs, g)
 	if err != nil {
@@ -184,12 +182,28 @@ func runSweep(cmd *cobra.Command, g *globals, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.limit > 0 && f.limit < len(qs) {
-		qs = qs[:f.limit]
+	if qs, err = sliceQueries(qs, f.skip, f.limit); err != nil {
+		return err
 	}
 	opt, err := evalOptions(f, ix, qs, g)
 	if err != nil {
 		return err
 	}
 	return sweep(cmd.Context(), cmd.OutOrStdout(), f, ix, qs, opt)
+}
+
+// sliceQueries leaves out the first skip queries and keeps at most limit
+// (0: all) of the rest.
+func sliceQueries(qs []corpus.Query, skip, limit int) ([]corpus.Query, error) {
+	if skip < 0 || limit < 0 {
+		return nil, fmt.Errorf("--skip and --limit must not be negative, got %d and %d", skip, limit)
+	}
+	if skip >= len(qs) {
+		return nil, fmt.Errorf("--skip %d leaves none of the %d queries", skip, len(qs))
+	}
+	qs = qs[skip:]
+	if limit > 0 && limit < len(qs) {
+		qs = qs[:limit]
+	}
+	return qs, nil
 }
