@@ -100,16 +100,13 @@ func (o Options) validateStage() error {
 	if !slices.Contains(Stages(), o.FirstStage) {
 		return fmt.Errorf("retrieve: first stage %q: want one of %v (start from retrieve.DefaultOptions)", o.FirstStage, Stages())
 	}
-	if o.FirstStage != StageHybrid {
-		return nil
-	}
-	h := o.Hybrid
+	h := o.Hybrid // checked whatever the stage: a bad setting is a mistake either way
 	switch {
 	case h.Fusion != FusionConvex && h.Fusion != FusionRRF:
 		return fmt.Errorf("retrieve: hybrid fusion %q: want %q or %q", h.Fusion, FusionConvex, FusionRRF)
-	case h.Fusion == FusionConvex && !(h.Weight >= 0 && h.Weight <= 1):
+	case !(h.Weight >= 0 && h.Weight <= 1):
 		return fmt.Errorf("retrieve: hybrid weight %v: want 0 ≤ weight ≤ 1", h.Weight)
-	case h.Fusion == FusionRRF && (h.RRFK < 1 || h.Depth < 1):
+	case h.RRFK < 1 || h.Depth < 1:
 		return fmt.Errorf("retrieve: hybrid rrf needs k ≥ 1 and depth ≥ 1, got k=%d depth=%d", h.RRFK, h.Depth)
 	}
 	return nil
