@@ -49,6 +49,8 @@ func readTwoWikiQuestions(path string, byTitle map[string][]string, opt ReadOpti
 		ID       string   `json:"id"`
 		Question string   `json:"question"`
 		Facts    []string `json:"supporting_facts"`
+		Answer   string   `json:"answer"`
+		Aliases  []string `json:"answer_aliases"`
 	}
 	if err := readJSONArray(path, &raw); err != nil {
 		return nil, err
@@ -56,6 +58,9 @@ func readTwoWikiQuestions(path string, byTitle map[string][]string, opt ReadOpti
 	var qs []Query
 	for i, r := range raw {
 		q, rerr := twoWikiQuery(path, i+1, r.ID, r.Question, r.Facts, byTitle)
+		if rerr == nil {
+			q.Answers = nonEmptyUnique(append([]string{r.Answer}, r.Aliases...))
+		}
 		if rerr != nil {
 			if err := opt.reject(rerr); err != nil {
 				return nil, err
@@ -109,3 +114,16 @@ func readJSONArray(path string, v any) error {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// nonEmptyUnique drops blank and repeated strings, keeping the first order.
+func nonEmptyUnique(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -30,6 +30,9 @@ type Query struct {
 	Text   string         `json:"text"`
 	Gold   []string       `json:"gold,omitempty"`
 	Grades map[string]int `json:"grades,omitempty"`
+	// Answers are gold answer strings (any one counts), for answer-level
+	// evaluation of datasets without gold passages.
+	Answers []string `json:"answers,omitempty"`
 }
 
 // Judgements returns the query's relevance grades by node id (grade > 0 means

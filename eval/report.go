@@ -67,7 +67,11 @@ type Report struct {
 	Depth       int            `json:"depth"`
 	Concurrency int            `json:"concurrency"`
 	Topological bool           `json:"topological"`
-	Methods     []MethodReport `json:"methods"`
+	// Gold and Answers say whether the queries carry gold nodes (rank
+	// metrics) and gold answers (answer_recall).
+	Gold    bool           `json:"gold"`
+	Answers bool           `json:"answers"`
+	Methods []MethodReport `json:"methods"`
 }
 
 // WriteJSON writes the report to path atomically.
@@ -87,9 +91,15 @@ func (r *Report) WriteJSON(path string) error {
 // the latency.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := []string{RecallCap, Recall, NDCG, Hit, MRR}
-	if r.Topological {
-		cols = append(cols, TR, MissTR)
+	var cols []string
+	if r.Gold || !r.Answers {
+		cols = append(cols, RecallCap, Recall, NDCG, Hit, MRR)
+		if r.Topological {
+			cols = append(cols, TR, MissTR)
+		}
+	}
+	if r.Answers {
+		cols = append(cols, AnswerRecall)
 	}
 	head := []string{"method"}
 	for _, c := range cols {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,7 @@ func Evaluate(ctx context.Context, ix *index.Index, qs []corpus.Query, methods [
 		return nil, errors.New("eval: no queries")
 	}
 	rep, _ := NewReport(ix, o)
+	rep.describe(qs)
 	for _, m := range methods {
 		mr, err := evalMethod(ctx, ix, qs, m, rep, &o)
 		if err != nil {
@@ -119,7 +121,14 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 		docs[i] = e.Doc
 	}
 	scores, ok := Score(docs, Judgements(q.Judgements()), o.Cutoffs)
-	if !ok || !rep.Topological {
+	if len(q.Answers) > 0 {
+		if !ok {
+			scores = map[string]float64{}
+		}
+		maps.Copy(scores, ScoreAnswers(nodeTexts(ix, docs, o.Cutoffs[len(o.Cutoffs)-1]), q.Answers, o.Cutoffs))
+		ok = true
+	}
+	if !ok || !rep.Topological || len(q.Judgements()) == 0 {
 		return scores, ok
 	}
 	var seeds, gold []int32
@@ -136,6 +145,18 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 	t := TopologicalRecall(o.trGraph(ix), ix.N(), seeds, gold, o.TRMaxHops)
 	scores[Name(TR, o.K)], scores[Name(MissTR, o.K)] = t.TR, t.MissTR
 	return scores, true
+}
+
+// nodeTexts is the title and text of the first n retrieved nodes, what an
+// answer must be found in.
+func nodeTexts(ix *index.Index, docs []string, n int) []string {
+	var out []string
+	for _, d := range docs[:min(n, len(docs))] {
+		if v, ok := ix.Lookup(d); ok {
+			out = append(out, ix.Title(int(v))+"\n"+ix.Text(int(v)))
+		}
+	}
+	return out
 }
 
 // runQueries retrieves every query with o.Concurrency workers, timing each.
@@ -205,12 +226,21 @@ func EvaluateRun(ix *index.Index, qs []corpus.Query, run Run, name string, rep *
 		return nil, err
 	}
 	mr := &MethodReport{Method: name, Metrics: map[string]float64{}, PerQuery: map[string]map[string]float64{}}
+	rep.describe(qs)
 	for _, q := range qs {
 		scores, ok := scoreQuery(ix, q, run[q.ID], rep, &o)
 		mr.add(q.ID, scores, ok)
 	}
 	mr.average()
 	return mr, nil
+}
+
+// describe records which kinds of gold the queries carry.
+func (r *Report) describe(qs []corpus.Query) {
+	for _, q := range qs {
+		r.Gold = r.Gold || len(q.Judgements()) > 0
+		r.Answers = r.Answers || len(q.Answers) > 0
+	}
 }
 
 // NewReport starts an empty report for runs evaluated with EvaluateRun.

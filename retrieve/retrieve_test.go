@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/eval"
@@ -331,4 +334,44 @@ func withKinds(kinds ...string) retrieve.Options {
 	o := retrieve.DefaultOptions()
 	o.GraphKinds = kinds
 	return o
+}
+
+// Answer-only questions are evaluated by answer_recall alone; a question
+// with both gold nodes and answers gets both kinds of metric. The answer
+// here is a gold node's title, so BM25 on its own title finds it at rank 1.
+func TestEvaluateAnswerRecall(t *testing.T) {
+	ix, _ := openSynthOnce(t)
+	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+	var qs []corpus.Query
+	for i, q := range c.Queries[:10] {
+		v, _ := ix.Lookup(q.Gold[0])
+		title := ix.Title(int(v))
+		aq := corpus.Query{ID: q.ID, Text: title, Answers: []string{title}}
+		if i%2 == 0 {
+			aq.Gold = q.Gold
+		}
+		qs = append(qs, aq)
+	}
+	m, _ := retrieve.New("bm25", ix)
+	rep, err := eval.Evaluate(context.Background(), ix, qs, []retrieve.Method{m}, eval.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := rep.Methods[0]
+	if mr.Evaluated != 10 || !rep.Answers || !rep.Gold {
+		t.Fatalf("evaluated %d, answers %v gold %v", mr.Evaluated, rep.Answers, rep.Gold)
+	}
+	if got := mr.Metrics["answer_recall@1"]; got != 1 {
+		t.Errorf("answer_recall@1 = %v, want 1", got)
+	}
+	for id, s := range mr.PerQuery {
+		_, hasRank := s["ndcg@10"]
+		if hasRank != (len(qs[slices.IndexFunc(qs, func(q corpus.Query) bool { return q.ID == id })].Gold) > 0) {
+			t.Errorf("query %s: rank metrics present = %v", id, hasRank)
+		}
+	}
+	var sb strings.Builder
+	if err := rep.WriteTable(&sb); err != nil || !strings.Contains(sb.String(), "answer_recall@10") {
+		t.Errorf("table lacks answer_recall: %v\n%s", err, sb.String())
+	}
 }

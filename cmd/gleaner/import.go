@@ -11,14 +11,23 @@ import (
 func newImport(g *globals) *cobra.Command {
 	var out, split string
 	var skip bool
+	chunks := corpus.DefaultChunkOptions()
 	cmd := &cobra.Command{
-		Use:   "import beir|2wiki|jsonl <path> -o <dir>",
+		Use:   "import beir|2wiki|ketrag|graphrag-bench|jsonl <path> -o <dir>",
 		Short: "Convert a dataset to gleaner JSONL (nodes.jsonl, edges.jsonl, queries.jsonl)",
 		Long: `Convert a dataset to gleaner JSONL.
 
   beir   a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv
-  2wiki  the HippoRAG 2WikiMultihopQA layout: corpus.json, test_gfmrag.json
-  jsonl  a gleaner JSONL folder (validated and rewritten)`,
+  2wiki           the HippoRAG 2WikiMultihopQA layout: corpus.json, test_gfmrag.json
+                  (gold passages, and the answers with their aliases)
+  ketrag          KET-RAG's evaluation layout: document.txt (one passage per line,
+                  node "l<line>") and qa-pairs.json (questions with answers only)
+  graphrag-bench  a GraphRAG-Bench split: <name>_corpus.json (long documents, cut
+                  into --chunk-words windows overlapping by --chunk-overlap words)
+                  and <name>_questions.json (questions with answers only)
+  jsonl           a gleaner JSONL folder (validated and rewritten)
+
+Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -32,10 +41,14 @@ func newImport(g *globals) *cobra.Command {
 				c, err = corpus.ReadBEIR(args[1], split, opt)
 			case "2wiki":
 				c, err = corpus.ReadTwoWiki(args[1], opt)
+			case "ketrag":
+				c, err = corpus.ReadKETRAG(args[1], opt)
+			case "graphrag-bench":
+				c, err = corpus.ReadGraphRAGBench(args[1], chunks, opt)
 			case "jsonl":
 				c, err = corpus.Load(args[1], opt)
 			default:
-				return fmt.Errorf("unknown format %q (want beir, 2wiki or jsonl)", args[0])
+				return fmt.Errorf("unknown format %q (want beir, 2wiki, ketrag, graphrag-bench or jsonl)", args[0])
 			}
 			if err != nil {
 				return err
@@ -49,6 +62,8 @@ func newImport(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output folder")
 	cmd.Flags().StringVar(&split, "split", "test", "BEIR qrels split")
+	cmd.Flags().IntVar(&chunks.Size, "chunk-words", chunks.Size, "graphrag-bench: words per chunk")
+	cmd.Flags().IntVar(&chunks.Overlap, "chunk-overlap", chunks.Overlap, "graphrag-bench: words shared by consecutive chunks")
 	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
 	return cmd
 }

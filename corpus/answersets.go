@@ -1,0 +1,235 @@
+package corpus
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Answer-only datasets: questions with gold answers but no gold passages,
+// scored by answer recall (eval.AnswerRecall).
+
+// ReadKETRAG reads KET-RAG's evaluation layout: input/document.txt or
+// document.txt (one passage or sentence per line) and qa-pairs.json (a JSON
+// list of {id, question, answer}). Line i becomes node "l<i>" (1-based, as
+// editors count); empty lines are skipped.
+func ReadKETRAG(dir string, opt ReadOptions) (*Corpus, error) {
+	doc, err := firstExisting(dir, "document.txt", filepath.Join("input", "document.txt"))
+	if err != nil {
+		return nil, err
+	}
+	qa, err := firstExisting(dir, "qa-pairs.json", filepath.Join("qa-pairs", "qa-pairs.json"), filepath.Join("input", "qa-pairs.json"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Corpus{}
+	if c.Nodes, err = readLines(doc); err != nil {
+		return nil, err
+	}
+	var raw []struct {
+		ID       string `json:"id"`
+		Question string `json:"question"`
+		Answer   any    `json:"answer"`
+	}
+	if err := readJSONArray(qa, &raw); err != nil {
+		return nil, err
+	}
+	for i, r := range raw {
+		q, rerr := answerQuery(qa, i+1, r.ID, r.Question, r.Answer, nil)
+		if rerr != nil {
+			if err := opt.reject(rerr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		c.Queries = append(c.Queries, q)
+	}
+	return c, nil
+}
+
+func readLines(path string) ([]Node, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), MaxRecordBytes)
+	var nodes []Node
+	for line := 1; sc.Scan(); line++ {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			nodes = append(nodes, Node{ID: fmt.Sprintf("l%d", line), Text: t})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, recErr(path, len(nodes)+1, "", fmt.Errorf("%w: %v", ErrMalformed, err))
+	}
+	if len(nodes) == 0 {
+		return nil, recErr(path, 0, "", fmt.Errorf("%w: no text lines", ErrMissing))
+	}
+	return nodes, nil
+}
+
+// MaxRecordBytes bounds one line of a line-oriented input file.
+const MaxRecordBytes = 64 << 20
+
+// answerQuery validates one answer-only question. answer may be a string or
+// a list of strings (aliases); extra aliases are appended.
+func answerQuery(path string, rec int, id, text string, answer any, aliases []string) (Query, *RecordError) {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return Query{}, recErr(path, rec, "id", ErrMissing)
+	case strings.ContainsFunc(id, isSpace):
+		return Query{}, recErr(path, rec, "id", fmt.Errorf("%w: id %q contains whitespace (TREC run files cannot hold it)", ErrMalformed, id))
+	case strings.TrimSpace(text) == "":
+		return Query{}, recErr(path, rec, "question", ErrMissing)
+	}
+	var answers []string
+	switch a := answer.(type) {
+	case string:
+		answers = append(answers, a)
+	case []any:
+		for _, x := range a {
+			s, ok := x.(string)
+			if !ok {
+				return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: answer list holds %T, want strings", ErrMalformed, x))
+			}
+			answers = append(answers, s)
+		}
+	case nil:
+	default:
+		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: answer is %T, want a string or a list of strings", ErrMalformed, a))
+	}
+	q := Query{ID: id, Text: text}
+	seen := map[string]bool{}
+	for _, a := range append(answers, aliases...) {
+		if a = strings.TrimSpace(a); a != "" && !seen[a] {
+			seen[a] = true
+			q.Answers = append(q.Answers, a)
+		}
+	}
+	if len(q.Answers) == 0 {
+		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: question %q has no answer", ErrMissing, id))
+	}
+	return q, nil
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\v' || r == '\f' }
+
+func firstExisting(dir string, names ...string) (string, error) {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: none of %s found", dir, strings.Join(names, ", "))
+}
+
+// ChunkOptions cut long documents into passages: windows of Size words
+// (runs of non-space characters) that start every Size − Overlap words; the
+// last window ends at the document's end. Words are re-joined with single
+// spaces.
+type ChunkOptions struct {
+	Size    int // words per chunk, ≥ 1
+	Overlap int // words shared by consecutive chunks, 0 ≤ Overlap < Size
+}
+
+// DefaultChunkOptions are 100-word chunks overlapping by 20 words: about the
+// length of a 2WikiMultihopQA or MuSiQue paragraph.
+func DefaultChunkOptions() ChunkOptions { return ChunkOptions{Size: 100, Overlap: 20} }
+
+func (o ChunkOptions) validate() error {
+	if o.Size < 1 || o.Overlap < 0 || o.Overlap >= o.Size {
+		return fmt.Errorf("corpus: chunks need size ≥ 1 and 0 ≤ overlap < size, got size %d overlap %d", o.Size, o.Overlap)
+	}
+	return nil
+}
+
+// Chunk cuts text into word windows (see ChunkOptions).
+func Chunk(text string, o ChunkOptions) ([]string, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	words := strings.Fields(text)
+	var out []string
+	for start := 0; start < len(words); start += o.Size - o.Overlap {
+		end := min(start+o.Size, len(words))
+		out = append(out, strings.Join(words[start:end], " "))
+		if end == len(words) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ReadGraphRAGBench reads a GraphRAG-Bench split: <name>_corpus.json (a JSON
+// list of {corpus_name, context}: long documents, cut into chunks "d<i>c<j>"
+// by o) and <name>_questions.json (a JSON list of {id, question, answer}).
+func ReadGraphRAGBench(dir string, o ChunkOptions, opt ReadOptions) (*Corpus, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	cpath, err := globOne(dir, "*_corpus.json")
+	if err != nil {
+		return nil, err
+	}
+	qpath, err := globOne(dir, "*_questions.json")
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		Name    string `json:"corpus_name"`
+		Context string `json:"context"`
+	}
+	if err := readJSONArray(cpath, &docs); err != nil {
+		return nil, err
+	}
+	c := &Corpus{}
+	for i, d := range docs {
+		chunks, _ := Chunk(d.Context, o)
+		if len(chunks) == 0 {
+			if err := opt.reject(recErr(cpath, i+1, "context", fmt.Errorf("%w: document has no text", ErrMissing))); err != nil {
+				return nil, err
+			}
+		}
+		for j, t := range chunks {
+			c.Nodes = append(c.Nodes, Node{ID: fmt.Sprintf("d%dc%d", i, j), Title: fmt.Sprintf("%s %d/%d", d.Name, j+1, len(chunks)), Text: t})
+		}
+	}
+	if len(c.Nodes) == 0 {
+		return nil, recErr(cpath, 0, "", fmt.Errorf("%w: no documents", ErrMissing))
+	}
+	var raw []struct {
+		ID       string `json:"id"`
+		Question string `json:"question"`
+		Answer   any    `json:"answer"`
+	}
+	if err := readJSONArray(qpath, &raw); err != nil {
+		return nil, err
+	}
+	for i, r := range raw {
+		q, rerr := answerQuery(qpath, i+1, r.ID, r.Question, r.Answer, nil)
+		if rerr != nil {
+			if err := opt.reject(rerr); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		c.Queries = append(c.Queries, q)
+	}
+	return c, nil
+}
+
+func globOne(dir, pattern string) (string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		return "", err
+	}
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s: want exactly one %s, found %d", dir, pattern, len(m))
+	}
+	return m[0], nil
+}
