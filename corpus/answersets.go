@@ -116,7 +116,9 @@ func answerQuery(path string, rec int, id, text string, answer any, aliases []st
 	return q, nil
 }
 
-func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\v' || r == '\f' }
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\v' || r == '\f'
+}
 
 func firstExisting(dir string, names ...string) (string, error) {
 	for _, n := range names {

@@ -59,14 +59,14 @@ type MethodReport struct {
 
 // Report is a whole evaluation, as written by `gleaner eval --report`.
 type Report struct {
-	Created     string         `json:"created"`
-	Index       string         `json:"index"`
-	Queries     string         `json:"queries"`
-	K           int            `json:"k"`
-	Cutoffs     []int          `json:"cutoffs"`
-	Depth       int            `json:"depth"`
-	Concurrency int            `json:"concurrency"`
-	Topological bool           `json:"topological"`
+	Created     string `json:"created"`
+	Index       string `json:"index"`
+	Queries     string `json:"queries"`
+	K           int    `json:"k"`
+	Cutoffs     []int  `json:"cutoffs"`
+	Depth       int    `json:"depth"`
+	Concurrency int    `json:"concurrency"`
+	Topological bool   `json:"topological"`
 	// Gold and Answers say whether the queries carry gold nodes (rank
 	// metrics) and gold answers (answer_recall).
 	Gold    bool           `json:"gold"`
