@@ -90,7 +90,35 @@ func (r *Report) WriteJSON(path string) error {
 // WriteTable prints one row per method with the metrics at cut-off K and
 // the latency.
 func (r *Report) WriteTable(w io.Writer) error {
+	return r.WriteColumns(w, nil)
+}
+
+// WriteColumns is WriteTable with the given metric columns (full names such
+// as "recall@5"); nil means the default columns at cut-off K.
+func (r *Report) WriteColumns(w io.Writer, names []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"method"}
+	for _, n := range r.columns(names) {
+		head = append(head, n)
+	}
+	head = append(head, "p50 ms", "p95 ms", "q/s", "queries")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, m := range r.Methods {
+		row := []string{m.Method}
+		for _, c := range r.columns(names) {
+			row = append(row, fmt.Sprintf("%.4f", m.Metrics[c]))
+		}
+		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprintf("%.0f", m.QPS), fmt.Sprint(m.Evaluated))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// columns are the metric names a table shows.
+func (r *Report) columns(names []string) []string {
+	if names != nil {
+		return names
+	}
 	var cols []string
 	if r.Gold || !r.Answers {
 		cols = append(cols, RecallCap, Recall, NDCG, Hit, MRR)
@@ -101,19 +129,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Answers {
 		cols = append(cols, AnswerRecall)
 	}
-	head := []string{"method"}
-	for _, c := range cols {
-		head = append(head, Name(c, r.K))
+	for i, c := range cols {
+		cols[i] = Name(c, r.K)
 	}
-	head = append(head, "p50 ms", "p95 ms", "q/s", "queries")
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	for _, m := range r.Methods {
-		row := []string{m.Method}
-		for _, c := range cols {
-			row = append(row, fmt.Sprintf("%.4f", m.Metrics[Name(c, r.K)]))
-		}
-		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprintf("%.0f", m.QPS), fmt.Sprint(m.Evaluated))
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-	}
-	return tw.Flush()
+	return cols
 }

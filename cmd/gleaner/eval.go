@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
+	columns                                                      string
 	biEncoder, pooling                                           string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit, skip                       int
@@ -36,7 +38,7 @@ func newEval(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return rep.WriteTable(cmd.OutOrStdout())
+			return rep.WriteColumns(cmd.OutOrStdout(), splitList(f.columns))
 		},
 		PostRunE: func(cmd *cobra.Command, _ []string) error {
 			if f.plot == "" {
@@ -52,6 +54,7 @@ func newEval(g *globals) *cobra.Command {
 	fl.IntVarP(&f.k, "k", "k", 10, "cut-off shown in the table")
 	fl.StringVar(&f.cutoffs, "cutoffs", "1,2,5,10,20,100", "cut-offs computed for the report")
 	fl.StringVar(&f.report, "report", "", "write the JSON report here")
+	fl.StringVar(&f.columns, "columns", "", "metric columns of the table, e.g. recall@2,recall@5,recall@10,ndcg@10 (default: every metric at --k); each cut-off must be in --cutoffs or be --k")
 	fl.StringVar(&f.runs, "runs", "", "write TREC runs here (default: beside the report)")
 	fl.StringArrayVar(&f.runFiles, "run-file", nil, "also evaluate this TREC run file (repeatable)")
 	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
@@ -88,6 +91,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	}
 	opt, err := evalOptions(f, ix, qs, g)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkColumns(f.columns, opt); err != nil {
 		return nil, err
 	}
 	mo, err := f.m.options(f.m.o.FastInsight.BMax)
@@ -206,4 +212,23 @@ func sliceQueries(qs []corpus.Query, skip, limit int) ([]corpus.Query, error) {
 		qs = qs[:limit]
 	}
 	return qs, nil
+}
+
+// checkColumns validates --columns before any query runs.
+func checkColumns(list string, opt eval.Options) error {
+	known := []string{eval.RecallCap, eval.Recall, eval.NDCG, eval.Hit, eval.MRR, eval.AnswerRecall, eval.TR, eval.MissTR}
+	for _, c := range splitList(list) {
+		name, at, ok := strings.Cut(c, "@")
+		var k int
+		if _, err := fmt.Sscan(at, &k); !ok || err != nil || !slices.Contains(known, name) {
+			return fmt.Errorf("--columns: %q is not metric@k (metrics: %s)", c, strings.Join(known, ", "))
+		}
+		switch {
+		case (name == eval.TR || name == eval.MissTR) && k != opt.K:
+			return fmt.Errorf("--columns: %s is computed at --k %d only", name, opt.K)
+		case k != opt.K && !slices.Contains(opt.Cutoffs, k):
+			return fmt.Errorf("--columns: %q: cut-off %d is not in --cutoffs %v or --k", c, k, opt.Cutoffs)
+		}
+	}
+	return nil
 }
