@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"errors"
-
-	"github.com/gleaner-rag/gleaner/kernels"
-)
+import "errors"
 
 // GemmFused runs op on b, applying the bias/activation epilogue through
 // BiasAct when the backend's Gemm does not fuse it.
@@ -29,8 +25,8 @@ func Smooth(b Backend, op SmoothOp) error {
 			return err
 		}
 	}
-	adj := kernels.CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx}
-	p, err := kernels.PropagationMatrix(adj, op.Deg, op.KeepIsolated)
+	adj := CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx}
+	p, err := PropagationMatrix(adj, op.Deg, op.KeepIsolated)
 	if err != nil {
 		return err
 	}

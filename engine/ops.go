@@ -1,18 +1,5 @@
 package engine
 
-import "github.com/gleaner-rag/gleaner/kernels"
-
-// Activation re-exports the kernels' activations.
-type Activation = kernels.Activation
-
-// Activations.
-const (
-	ActNone = kernels.ActNone
-	ActGELU = kernels.ActGELU
-	ActTanh = kernels.ActTanh
-	ActReLU = kernels.ActReLU
-)
-
 // GemmOp is C = act(alpha·op(A)·op(B) + beta·C + bias) on row-major
 // matrices starting at element offsets OffA, OffB, OffC with leading
 // dimensions LDA, LDB, LDC (0 = packed). Bias (N values) may be nil.

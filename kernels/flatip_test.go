@@ -25,7 +25,7 @@ func refFlat(X []float32, n, d int, q []float32, k int) []Hit {
 	sort.SliceStable(all, func(a, b int) bool { return all[a].v > all[b].v })
 	out := make([]Hit, min(k, n))
 	for i := range out {
-		out[i] = Hit{int32(all[i].i), float32(all[i].v)}
+		out[i] = Hit{Index: int32(all[i].i), Score: float32(all[i].v)}
 	}
 	return out
 }
@@ -117,7 +117,7 @@ func TestFlatIPTiesStableByIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Hit{{2, 2}, {0, 1}, {1, 1}}
+	want := []Hit{{Index: 2, Score: 2}, {Index: 0, Score: 1}, {Index: 1, Score: 1}}
 	for i := range want {
 		if got[0][i] != want[i] {
 			t.Fatalf("got %v want %v", got[0], want)
@@ -150,7 +150,7 @@ func TestTopKMatchesSort(t *testing.T) {
 		var all []Hit
 		for i := 0; i < 200; i++ {
 			v := float32(rng.IntN(20)) // many ties
-			all = append(all, Hit{int32(i), v})
+			all = append(all, Hit{Index: int32(i), Score: v})
 			h.Push(int32(i), v)
 		}
 		h.Push(999, float32(math.NaN()))

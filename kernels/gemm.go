@@ -4,23 +4,20 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
-// Activation is an elementwise function applied in a GEMM epilogue or by
-// Activate.
-type Activation uint8
+// Activation is the engine's activation type (the contract defines it).
+type Activation = engine.Activation
 
 // Activations.
 const (
-	ActNone Activation = iota
-	ActGELU            // exact (erf) GELU: 0.5·x·(1 + erf(x/√2))
-	ActTanh
-	ActReLU
+	ActNone = engine.ActNone
+	ActGELU = engine.ActGELU
+	ActTanh = engine.ActTanh
+	ActReLU = engine.ActReLU
 )
-
-func (a Activation) String() string {
-	return [...]string{"none", "gelu", "tanh", "relu"}[a]
-}
 
 // GemmArgs describes C = act(alpha·op(A)·op(B) + beta·C + bias) on
 // row-major matrices: op(A) is M×K, op(B) is K×N, C is M×N, with leading

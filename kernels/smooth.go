@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
 
 // SmoothArgs describes GRanker's Laplacian smoothing (FastInsight,
 // methods.md §1.2) over the subgraph induced by m retrieved nodes:
@@ -22,36 +26,9 @@ type SmoothArgs struct {
 	KeepIsolated bool
 }
 
-// PropagationMatrix returns P (m×m, CSR with values) for the subgraph;
-// isolated rows get P_ii = 1 when keep is set, so P·H reproduces H there.
-func PropagationMatrix(adj CSRMatrix, deg []float32, keep bool) (CSRMatrix, error) {
-	if err := adj.Check(); err != nil {
-		return CSRMatrix{}, err
-	}
-	if len(deg) < adj.Rows {
-		return CSRMatrix{}, fmt.Errorf("kernels: smooth: %d degrees for %d nodes", len(deg), adj.Rows)
-	}
-	p := CSRMatrix{Rows: adj.Rows, Cols: adj.Cols, Ptr: make([]int64, 1, adj.Rows+1)}
-	for i := 0; i < adj.Rows; i++ {
-		row := adj.Idx[adj.Ptr[i]:adj.Ptr[i+1]]
-		var sum float32
-		for _, j := range row {
-			if deg[j] <= 0 {
-				return CSRMatrix{}, fmt.Errorf("kernels: smooth: node %d has subgraph neighbours but global degree %v", j, deg[j])
-			}
-			sum += 1 / deg[j]
-		}
-		for _, j := range row {
-			p.Idx = append(p.Idx, j)
-			p.Val = append(p.Val, (1/deg[j])/sum)
-		}
-		if len(row) == 0 && keep {
-			p.Idx, p.Val = append(p.Idx, int32(i)), append(p.Val, 1)
-		}
-		p.Ptr = append(p.Ptr, int64(len(p.Idx)))
-	}
-	return p, nil
-}
+// PropagationMatrix is engine.PropagationMatrix (shared by every backend's
+// smoothing).
+var PropagationMatrix = engine.PropagationMatrix
 
 // Smooth computes H' of SmoothArgs: P·H by SpMM, then the convex mix, row by
 // row so each output row is written once.

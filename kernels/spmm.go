@@ -1,37 +1,13 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
 
-// CSRMatrix is a sparse matrix in compressed sparse row form: the entries
-// of row i are at positions Ptr[i]..Ptr[i+1] of Idx (column) and Val
-// (value; nil means every value is 1).
-type CSRMatrix struct {
-	Rows, Cols int
-	Ptr        []int64
-	Idx        []int32
-	Val        []float32
-}
+	"github.com/gleaner-rag/gleaner/engine"
+)
 
-// Check validates the structure.
-func (a *CSRMatrix) Check() error {
-	if len(a.Ptr) != a.Rows+1 || a.Ptr[0] != 0 || a.Ptr[a.Rows] > int64(len(a.Idx)) {
-		return fmt.Errorf("kernels: csr: pointers do not describe %d rows over %d entries", a.Rows, len(a.Idx))
-	}
-	if a.Val != nil && len(a.Val) < len(a.Idx) {
-		return fmt.Errorf("kernels: csr: %d values for %d entries", len(a.Val), len(a.Idx))
-	}
-	for i := 0; i < a.Rows; i++ {
-		if a.Ptr[i] > a.Ptr[i+1] {
-			return fmt.Errorf("kernels: csr: pointers decrease at row %d", i)
-		}
-	}
-	for _, j := range a.Idx[:a.Ptr[a.Rows]] {
-		if j < 0 || int(j) >= a.Cols {
-			return fmt.Errorf("kernels: csr: column %d outside %d", j, a.Cols)
-		}
-	}
-	return nil
-}
+// CSRMatrix is the engine's sparse matrix (the contract defines it).
+type CSRMatrix = engine.CSRMatrix
 
 // SpMM computes Y = A·X for sparse A (Rows×Cols) and dense row-major X
 // (Cols×d), Y (Rows×d), in parallel over row ranges.

@@ -1,12 +1,13 @@
 package kernels
 
-import "sort"
+import (
+	"sort"
 
-// Hit is one scored item: Index is the row or node number.
-type Hit struct {
-	Index int32
-	Score float32
-}
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// Hit is the engine's result type: Index is the row or node number.
+type Hit = engine.Hit
 
 // better orders hits: higher score first, then lower index (stable by index
 // on ties, so results never depend on scheduling).
@@ -56,7 +57,7 @@ func (t *TopK) Push(idx int32, score float32) {
 	if score != score { // NaN never ranks
 		return
 	}
-	x := Hit{idx, score}
+	x := Hit{Index: idx, Score: score}
 	if len(t.h) < t.k {
 		t.h = append(t.h, x)
 		t.up(len(t.h) - 1)
