@@ -2,15 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
 )
-
-// EnvBackend names the environment variable that selects the default
-// backend.
-const EnvBackend = "GLEANER_BACKEND"
 
 // Opener constructs a backend; it returns an error when the backend cannot
 // run here (no device, not compiled in).
@@ -73,16 +68,4 @@ func Open(name string) (Backend, error) {
 	}
 	opened[name] = b
 	return b, nil
-}
-
-// Select opens the backend named by name, or by $GLEANER_BACKEND when name
-// is empty, or "cpu" when both are empty.
-func Select(name string) (Backend, error) {
-	if name == "" {
-		name = os.Getenv(EnvBackend)
-	}
-	if name == "" {
-		name = "cpu"
-	}
-	return Open(name)
 }

@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/transformer"
@@ -16,9 +15,9 @@ func crossEncoder(ix *index.Index, o Options) (ce *models.CrossEncoder, closer i
 		ce, err = ix.CrossEncoder()
 		return ce, nil, err
 	}
-	b, err := engine.Select("")
-	if err != nil {
-		return nil, nil, err
+	b := o.Backend
+	if b == nil {
+		return nil, nil, errNoBackend
 	}
 	texts := func(n int32) string {
 		node := corpus.Node{Title: ix.Title(int(n)), Text: ix.Text(int(n))}

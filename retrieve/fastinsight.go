@@ -87,9 +87,9 @@ func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptio
 	if err != nil {
 		return nil, err
 	}
-	be, err := engine.Select("")
-	if err != nil {
-		return nil, err
+	be := o.Backend
+	if be == nil {
+		return nil, errNoBackend
 	}
 	return &fastInsight{name: name, ix: ix, o: fo, st: st, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer}}, nil
 }

@@ -1,9 +1,13 @@
 package retrieve
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // First stages: the ranking a method starts from (Options.FirstStage).
@@ -55,6 +59,10 @@ type PPROptions struct {
 // (Alpha 0 means no smoothing) or rejected (BMax 0), never replaced by a
 // default.
 type Options struct {
+	// Backend runs the engine ops (GRanker's smoothing, transformer
+	// encoders); DefaultOptions gives the CPU backend. Methods that run ops
+	// reject a nil Backend.
+	Backend engine.Backend
 	// GraphKinds restricts graph methods to edges of these kinds (e.g.
 	// "mentions"); empty means every kind in the index.
 	GraphKinds []string
@@ -86,6 +94,7 @@ type Options struct {
 // questions, benchmarks/RESULTS.md).
 func DefaultOptions() Options {
 	return Options{
+		Backend:     cpu.New(),
 		FirstStage:  StageBM25,
 		Hybrid:      HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000},
 		FastInsight: FastInsightOptions{BMax: 100, Batch: 10, Alpha: 0.2, Beta: 1},
@@ -142,3 +151,6 @@ func (o GAROptions) validate() error {
 	}
 	return nil
 }
+
+// errNoBackend is returned by methods that run engine ops without one.
+var errNoBackend = errors.New("retrieve: Options.Backend is nil (start from retrieve.DefaultOptions, or open one with engine.Open)")

@@ -9,9 +9,6 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
-
-	_ "github.com/gleaner-rag/gleaner/cuda"        // registers "cuda" (an explanatory error without -tags cuda)
-	_ "github.com/gleaner-rag/gleaner/kernels/cpu" // registers "cpu"
 )
 
 func init() {

@@ -73,6 +73,6 @@ done
 
 # --- answer recall on the answer-only sets (defaults: first stage bm25)
 for set in ketrag_musique ketrag_2wiki medical; do
-  E "answers-$set" --index "$W/$set.idx" --method bm25,ppr,fastinsight,gar --cutoffs 5,10 --columns answer_recall@5,answer_recall@10
+  E "answers-$set" --index "$W/$set.idx" --queries "$W/$set/queries.jsonl" --method bm25,ppr,fastinsight,gar --cutoffs 5,10 --columns answer_recall@5,answer_recall@10
 done
 E answers-2wiki-test $T2 --method bm25,ppr,fastinsight,gar --cutoffs 5,10 --columns answer_recall@5,answer_recall@10

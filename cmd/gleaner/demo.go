@@ -48,8 +48,10 @@ func newDemo(g *globals) *cobra.Command {
 			}
 			defer ix.Close()
 			var ms []retrieve.Method
+			o := retrieve.DefaultOptions()
+			o.Backend = g.be
 			for _, name := range retrieve.Names() {
-				m, err := retrieve.New(name, ix)
+				m, err := retrieve.NewWith(name, ix, o)
 				if err != nil {
 					return err
 				}

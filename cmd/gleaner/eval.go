@@ -63,7 +63,7 @@ func newEval(g *globals) *cobra.Command {
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
-	f.m = addMethodFlags(fl)
+	f.m = addMethodFlags(fl, g)
 	fl.StringVar(&f.plot, "plot", "", "write the b_max sweep plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
@@ -74,7 +74,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if f.index == "" {
 		return nil, fmt.Errorf("--index is required")
 	}
-	ix, err := openIndex(f.index, f.biEncoder, f.pooling)
+	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []s
 
 // runSweep runs the b_max sweep for --plot on the same index and queries.
 func runSweep(cmd *cobra.Command, g *globals, f *evalFlags) error {
-	ix, err := openIndex(f.index, f.biEncoder, f.pooling)
+	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models/headtrain"
@@ -71,7 +70,7 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	start := time.Now()
 	embed := []index.Option{index.WithEmbedder(f.embedder), index.WithVectors(f.vectors)}
 	if f.biEncoder != "" {
-		bi, err := openBiEncoder(f.biEncoder, f.pooling)
+		bi, err := openBiEncoder(g, f.biEncoder, f.pooling)
 		if err != nil {
 			return err
 		}
@@ -150,21 +149,17 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 }
 
 // openBiEncoder loads a transformer bi-encoder on the selected backend.
-func openBiEncoder(dir, pooling string) (*transformer.BiEncoder, error) {
-	b, err := engine.Select("")
-	if err != nil {
-		return nil, err
-	}
-	return transformer.LoadBiEncoder(dir, pooling, b)
+func openBiEncoder(g *globals, dir, pooling string) (*transformer.BiEncoder, error) {
+	return transformer.LoadBiEncoder(dir, pooling, g.be)
 }
 
 // openIndex opens an index, attaching the bi-encoder its vectors came from
 // when one is given.
-func openIndex(dir, biEncoder, pooling string) (*index.Index, error) {
+func openIndex(g *globals, dir, biEncoder, pooling string) (*index.Index, error) {
 	if biEncoder == "" {
 		return index.Open(dir, store.OpenOptions{})
 	}
-	bi, err := openBiEncoder(biEncoder, pooling)
+	bi, err := openBiEncoder(g, biEncoder, pooling)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-rag/gleaner/engine"
-	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 func main() {
@@ -29,6 +28,7 @@ type globals struct {
 	logLevel string
 	backend  string
 	log      *slog.Logger
+	be       engine.Backend // opened from --backend before any command runs
 }
 
 func newRoot() *cobra.Command {
@@ -45,17 +45,16 @@ func newRoot() *cobra.Command {
 			}
 			g.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			slog.SetDefault(g.log)
-			if g.backend != "" {
-				if _, err := engine.Select(g.backend); err != nil {
-					return fmt.Errorf("--backend: %w", err)
-				}
-				os.Setenv(engine.EnvBackend, g.backend) // engine.Select("") then picks it everywhere
+			be, err := engine.Open(backendName(g.backend))
+			if err != nil {
+				return fmt.Errorf("--backend: %w", err)
 			}
+			g.be = be
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $GLEANER_BACKEND, else cpu)")
+	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $"+envBackend+", else cpu)")
 	root.AddCommand(newImport(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newEval(g), newDemo(g))
 	return root
 }

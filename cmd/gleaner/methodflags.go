@@ -15,10 +15,11 @@ import (
 type methodFlags struct {
 	o     retrieve.Options
 	kinds string
+	g     *globals
 }
 
-func addMethodFlags(fl *pflag.FlagSet) *methodFlags {
-	f := &methodFlags{o: retrieve.DefaultOptions()}
+func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
+	f := &methodFlags{o: retrieve.DefaultOptions(), g: g}
 	d := f.o
 	fl.StringVar(&f.kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
 	fl.StringVar(&f.o.FirstStage, "first-stage", d.FirstStage, "ranking fastinsight, gar, re2 and ppr start from: "+strings.Join(retrieve.Stages(), ", "))
@@ -44,6 +45,7 @@ func addMethodFlags(fl *pflag.FlagSet) *methodFlags {
 // re2's depth, which follow it) set to bmax.
 func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	o := f.o
+	o.Backend = f.g.be
 	o.GraphKinds = splitList(f.kinds)
 	o.FastInsight.BMax = bmax
 	o.GAR = retrieve.GAROptions{Budget: bmax, Batch: o.FastInsight.Batch}

@@ -27,7 +27,7 @@ func newQuery(g *globals) *cobra.Command {
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive, got %d", k)
 			}
-			ix, err := openIndex(dir, biEncoder, pooling)
+			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
-	mf = addMethodFlags(cmd.Flags())
+	mf = addMethodFlags(cmd.Flags(), g)
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd

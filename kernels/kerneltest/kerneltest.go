@@ -5,12 +5,15 @@
 // an op that skips an element fails; NaN never passes a comparison.
 // Tolerances derive from float32 precision and the length of each sum.
 //
-// A backend's tests call it in one line:
+// An op that returns engine.ErrNotImplemented skips its test (RunAll logs
+// the list), so a backend can land op by op. A backend's tests call it in
+// one line:
 //
 //	func TestConformance(t *testing.T) { kerneltest.RunAll(t, cpu.New()) }
 package kerneltest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -25,8 +28,9 @@ const eps32 = 1.0 / (1 << 23)
 // Sizes are the awkward extents the suite sweeps.
 var Sizes = []int{1, 3, 17, 129}
 
-// RunAll runs every op's conformance test against b.
-func RunAll(t *testing.T, b engine.Backend) {
+// RunAll runs every op's conformance test against b and returns the tests
+// it skipped because b does not implement an op yet.
+func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -41,9 +45,18 @@ func RunAll(t *testing.T, b engine.Backend) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if t.Skipped() {
+					skipped = append(skipped, tc.name)
+				}
+			}()
 			tc.fn(&H{T: t, B: b, rng: rand.New(rand.NewPCG(uint64(i)+1, 42))})
 		})
 	}
+	if len(skipped) > 0 {
+		t.Logf("%s: not implemented, skipped: %v", b.Name(), skipped)
+	}
+	return skipped
 }
 
 // H carries the backend, a seeded RNG and the test through one op's checks.
@@ -110,9 +123,14 @@ func (h *H) Down(buf engine.Buffer) []float32 {
 	return x
 }
 
-// Must fails the test on err.
+// Must fails the test on err; an op the backend does not implement yet
+// (engine.ErrNotImplemented) skips the test instead, so a backend can land
+// op by op and RunAll lists what it skipped.
 func (h *H) Must(err error) {
 	h.Helper()
+	if errors.Is(err, engine.ErrNotImplemented) {
+		h.Skip(err)
+	}
 	if err != nil {
 		h.Fatal(err)
 	}
