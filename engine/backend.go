@@ -36,19 +36,18 @@ type Buffer interface {
 	Backend() string
 }
 
-// Caps reports what a backend can do, so callers and the composed
-// fallbacks can adapt.
+// Caps describes a backend.
 type Caps struct {
-	Device         string // e.g. "cpu: AVX2/FMA, openblas", "cuda: NVIDIA H200"
-	GemmEpilogue   bool   // Gemm applies Bias and Act itself
-	Smooth         bool   // implements Smoother
-	LowRankProject bool   // implements LowRankProjector
-	JointAttention bool   // implements JointAttender
+	Device string // e.g. "cpu: AVX2/FMA, openblas", "cuda: NVIDIA H200"
 }
 
-// ErrNotImplemented is returned by an optional fused op a backend does not
-// provide; the engine's functions swallow only this error and fall back to
-// composed ops.
+// ErrNotImplemented is the one signal for an optional op a backend does not
+// provide: a fused op (Smooth, LowRankProject, JointAttention) or a Gemm
+// epilogue (Bias, Act). The engine's functions (GemmFused, Smooth,
+// LowRankProject, JointAttention) swallow only this error and fall back to
+// composed core ops; kerneltest skips and lists such ops. A backend returns
+// it before doing any work. Embed Unfused to
+// start a backend without them.
 var ErrNotImplemented = errors.New("engine: op not implemented by this backend")
 
 // Memory is a backend's buffer management. Upload and Download take
@@ -85,20 +84,21 @@ type Backend interface {
 	Caps() Caps
 	Memory
 	Ops
+	Fused
 }
 
-// Smoother, LowRankProjector and JointAttender are optional fused ops,
-// detected by type assertion; see Smooth, LowRankProject, JointAttention.
-type Smoother interface {
-	Smooth(op SmoothOp) error
+// Fused are the optional fused ops; a backend without one returns
+// ErrNotImplemented from it (see Unfused).
+type Fused interface {
+	Smooth(op SmoothOp) error                 // GRanker's smoothing in one call
+	LowRankProject(op LowRankOp) error        // (LN(M)·A)·B in one call
+	JointAttention(op JointAttentionOp) error // FuseRAG's joint attention in one call
 }
 
-// LowRankProjector computes (LN(M)·A)·B in one call.
-type LowRankProjector interface {
-	LowRankProject(op LowRankOp) error
-}
+// Unfused implements Fused with ErrNotImplemented everywhere: embed it in a
+// backend that has none of the fused ops yet.
+type Unfused struct{}
 
-// JointAttender computes FuseRAG's joint attention in one call.
-type JointAttender interface {
-	JointAttention(op JointAttentionOp) error
-}
+func (Unfused) Smooth(SmoothOp) error                 { return ErrNotImplemented }
+func (Unfused) LowRankProject(LowRankOp) error        { return ErrNotImplemented }
+func (Unfused) JointAttention(JointAttentionOp) error { return ErrNotImplemented }

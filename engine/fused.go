@@ -3,10 +3,10 @@ package engine
 import "errors"
 
 // GemmFused runs op on b, applying the bias/activation epilogue through
-// BiasAct when the backend's Gemm does not fuse it.
+// BiasAct when the backend's Gemm does not fuse it (ErrNotImplemented).
 func GemmFused(b Backend, op GemmOp) error {
-	if b.Caps().GemmEpilogue || (op.Bias == nil && op.Act == ActNone) {
-		return b.Gemm(op)
+	if err := b.Gemm(op); !errors.Is(err, ErrNotImplemented) || (op.Bias == nil && op.Act == ActNone) {
+		return err
 	}
 	bias, act := op.Bias, op.Act
 	op.Bias, op.Act = nil, ActNone
@@ -20,10 +20,8 @@ func GemmFused(b Backend, op GemmOp) error {
 // has one, else P·H by SpMM (P built on the host, with P_ii = 1 on isolated
 // rows when KeepIsolated) followed by Axpby.
 func Smooth(b Backend, op SmoothOp) error {
-	if s, ok := b.(Smoother); ok && b.Caps().Smooth {
-		if err := s.Smooth(op); !errors.Is(err, ErrNotImplemented) {
-			return err
-		}
+	if err := b.Smooth(op); !errors.Is(err, ErrNotImplemented) {
+		return err
 	}
 	adj := CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx}
 	p, err := PropagationMatrix(adj, op.Deg, op.KeepIsolated)
@@ -76,10 +74,8 @@ func freeAll(b Backend, bufs ...Buffer) {
 // LowRankProject computes (LN(M)·A)·B on b: fused when available, else
 // LayerNorm and two GEMMs.
 func LowRankProject(b Backend, op LowRankOp) error {
-	if p, ok := b.(LowRankProjector); ok && b.Caps().LowRankProject {
-		if err := p.LowRankProject(op); !errors.Is(err, ErrNotImplemented) {
-			return err
-		}
+	if err := b.LowRankProject(op); !errors.Is(err, ErrNotImplemented) {
+		return err
 	}
 	ln, err := b.Alloc(F32, max(op.L*op.De, 1))
 	if err != nil {
@@ -107,10 +103,8 @@ func LowRankProject(b Backend, op LowRankOp) error {
 // available, else two score GEMMs into one N×(Lm+Lt) matrix, one masked
 // softmax and two accumulating GEMMs.
 func JointAttention(b Backend, op JointAttentionOp) error {
-	if j, ok := b.(JointAttender); ok && b.Caps().JointAttention {
-		if err := j.JointAttention(op); !errors.Is(err, ErrNotImplemented) {
-			return err
-		}
+	if err := b.JointAttention(op); !errors.Is(err, ErrNotImplemented) {
+		return err
 	}
 	return composedJointAttention(b, op)
 }

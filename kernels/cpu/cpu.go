@@ -29,12 +29,10 @@ func New() *Backend { return &Backend{} }
 // Name implements engine.Backend.
 func (*Backend) Name() string { return Name }
 
-// Caps implements engine.Backend: every fused op is native here.
+// Caps implements engine.Backend. Every fused op and the Gemm epilogue are
+// native here.
 func (*Backend) Caps() engine.Caps {
-	return engine.Caps{
-		Device:       fmt.Sprintf("cpu: dot %s, blas %s", kernels.DotBlockImpl(), kernels.BLASImpl()),
-		GemmEpilogue: true, Smooth: true, LowRankProject: true, JointAttention: true,
-	}
+	return engine.Caps{Device: fmt.Sprintf("cpu: dot %s, blas %s", kernels.DotBlockImpl(), kernels.BLASImpl())}
 }
 
 // buffer is host memory holding exactly one of the slices.

@@ -166,7 +166,17 @@ func testJointAttention(h *H) { jointCases(h, h.B, "fused") }
 // composed fallbacks.
 type bare struct{ engine.Backend }
 
-func (b bare) Caps() engine.Caps { return engine.Caps{Device: b.Backend.Caps().Device} }
+func (bare) Smooth(engine.SmoothOp) error                 { return engine.ErrNotImplemented }
+func (bare) LowRankProject(engine.LowRankOp) error        { return engine.ErrNotImplemented }
+func (bare) JointAttention(engine.JointAttentionOp) error { return engine.ErrNotImplemented }
+
+// Gemm refuses epilogues, as a backend without them does.
+func (b bare) Gemm(op engine.GemmOp) error {
+	if op.Bias != nil || op.Act != engine.ActNone {
+		return engine.ErrNotImplemented
+	}
+	return b.Backend.Gemm(op)
+}
 
 func testComposed(h *H) {
 	b := bare{h.B}
