@@ -169,3 +169,39 @@ func TestWriteFileAtomicLeavesNothingOnError(t *testing.T) {
 		t.Errorf("file now %q with %d entries in the folder", b, len(ents))
 	}
 }
+
+// Writing over an existing corpus replaces it as a whole (no stale
+// edges.jsonl), keeps the user's other files, and refuses folders that are
+// not corpora.
+func TestWriteReplacesWholeCorpus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	withEdges := &Corpus{Nodes: []Node{{ID: "a", Text: "x"}, {ID: "b", Text: "y"}}, Edges: []Edge{{Src: "a", Dst: "b"}},
+		Queries: []Query{{ID: "q", Text: "x", Gold: []string{"a"}}}}
+	if err := Write(dir, withEdges); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	if err := Write(dir, &Corpus{Nodes: []Node{{ID: "z", Text: "only"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{EdgesFile, QueriesFile} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("stale %s kept beside the new corpus", gone)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
+		t.Error("the user's notes.txt was lost")
+	}
+	c, err := Load(dir, ReadOptions{})
+	if err != nil || len(c.Nodes) != 1 || len(c.Edges) != 0 {
+		t.Fatalf("reloaded %+v, %v", c, err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "thesis.tex"), []byte("x"), 0o644)
+	if err := Write(other, withEdges); !errors.Is(err, ErrNotCorpus) {
+		t.Errorf("writing into a folder that is not a corpus: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(other, NodesFile)); err == nil {
+		t.Error("wrote into a foreign folder")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
 )
 
 // File names of the gleaner JSONL layout.
@@ -146,23 +148,71 @@ func checkGold(path string, line int, q *Query, ids map[string]int) *RecordError
 	return nil
 }
 
-// Write stores c as a gleaner JSONL folder, creating dir if needed. Each file
-// is written atomically; edges.jsonl and queries.jsonl are written only when
-// there is something to put in them.
+// ErrNotCorpus is returned when Write's target exists and holds something
+// other than a gleaner corpus.
+var ErrNotCorpus = errors.New("exists and is not a gleaner corpus folder (no nodes.jsonl); refusing to write into it")
+
+// Write stores c as a gleaner JSONL folder. The corpus is replaced as a
+// whole: nodes.jsonl, and edges.jsonl and queries.jsonl when c has any, are
+// written to a hidden sibling folder that then takes dir's place, so no
+// file of an earlier corpus at dir survives beside the new one (a stale
+// edges.jsonl would silently join the next index). Other files in dir are
+// the user's and are kept. A dir that exists, is not empty and holds no
+// nodes.jsonl is refused before anything is written.
 func Write(dir string, c *Corpus) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := CheckTarget(dir); err != nil {
 		return err
 	}
-	if err := writeJSONL(filepath.Join(dir, NodesFile), c.Nodes); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), "."+filepath.Base(filepath.Clean(dir))+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // gone once renamed into place
+	if err := writeJSONL(filepath.Join(tmp, NodesFile), c.Nodes); err != nil {
 		return err
 	}
 	if len(c.Edges) > 0 {
-		if err := writeJSONL(filepath.Join(dir, EdgesFile), c.Edges); err != nil {
+		if err := writeJSONL(filepath.Join(tmp, EdgesFile), c.Edges); err != nil {
 			return err
 		}
 	}
 	if len(c.Queries) > 0 {
-		return writeJSONL(filepath.Join(dir, QueriesFile), c.Queries)
+		if err := writeJSONL(filepath.Join(tmp, QueriesFile), c.Queries); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return store.ReplaceDir(tmp, dir, func(name string) bool {
+		return name == NodesFile || name == EdgesFile || name == QueriesFile
+	})
+}
+
+// CheckTarget reports whether a corpus may be written at dir: absent, an
+// empty folder, or a gleaner corpus folder (it holds nodes.jsonl).
+func CheckTarget(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("corpus: %s %w", dir, ErrNotCorpus)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, NodesFile)); err != nil {
+		return fmt.Errorf("corpus: %s %w", dir, ErrNotCorpus)
 	}
 	return nil
 }

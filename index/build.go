@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -26,11 +27,17 @@ type built struct {
 }
 
 // Build indexes c into dir. The index is written to a temporary sibling
-// folder and renamed into place only when complete; on error nothing is
-// left behind and an existing index at dir is untouched.
+// folder, finished there (WithFinish) and renamed into place only when
+// complete; on error nothing is left behind and an existing index at dir is
+// untouched. A dir that holds something other than a gleaner index is
+// refused before any work; files of the user's inside an existing index
+// folder are kept (store.Promote).
 func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) error {
 	cfg, err := newConfig(opts)
 	if err != nil {
+		return err
+	}
+	if err := store.CheckTarget(dir); err != nil {
 		return err
 	}
 	if len(c.Nodes) == 0 {
@@ -46,7 +53,26 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 			return err
 		}
 	}
-	return write(ctx, c, dir, &cfg, b)
+	if len(cfg.finish) == 0 {
+		return write(ctx, c, dir, &cfg, b)
+	}
+	staged, err := store.StageDir(dir)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staged) // gone once promoted; removed on any error
+	if err := os.Remove(staged); err != nil { // write creates it afresh
+		return err
+	}
+	if err := write(ctx, c, staged, &cfg, b); err != nil {
+		return err
+	}
+	for _, f := range cfg.finish {
+		if err := f(ctx, staged); err != nil {
+			return err
+		}
+	}
+	return store.Promote(staged, dir)
 }
 
 // IndexText is the text BM25 and LSA see for a node: title then text.

@@ -1,10 +1,12 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models"
@@ -25,6 +27,7 @@ type config struct {
 	log      *slog.Logger
 	progress progress.Reporter
 	source   string
+	finish   []func(ctx context.Context, staged string) error
 }
 
 func defaults() config {
@@ -109,9 +112,32 @@ func WithProgress(p progress.Reporter) Option {
 	}
 }
 
-// WithSource records where the corpus came from, for `index info`.
+// WithSource records where the corpus came from (for `index info`, and
+// `eval`'s default queries), as an absolute path so the index works from
+// any directory.
 func WithSource(s string) Option {
-	return func(c *config) error { c.source = s; return nil }
+	return func(c *config) error {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return fmt.Errorf("index: source %q: %w", s, err)
+		}
+		c.source = abs
+		return nil
+	}
+}
+
+// WithFinish runs finish on the complete index (in a hidden folder beside
+// dir) before it takes dir's place: storing token ids, training a head. The
+// index appears at dir only when finish succeeds, so a crash or an error in
+// it leaves any previous index at dir as it was.
+func WithFinish(finish func(ctx context.Context, staged string) error) Option {
+	return func(c *config) error {
+		if finish == nil {
+			return errors.New("index: nil finish step")
+		}
+		c.finish = append(c.finish, finish)
+		return nil
+	}
 }
 
 func newConfig(opts []Option) (config, error) {

@@ -33,6 +33,9 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			if out == "" {
 				return fmt.Errorf("-o <dir> is required")
 			}
+			if err := corpus.CheckTarget(out); err != nil { // before reading the dataset
+				return fmt.Errorf("-o %s: %w", out, err)
+			}
 			opt := corpus.ReadOptions{SkipInvalid: skip, Logger: g.log}
 			var c *corpus.Corpus
 			var err error

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -61,6 +62,9 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	if f.out == "" {
 		return fmt.Errorf("-o <index-dir> is required")
 	}
+	if err := store.CheckTarget(f.out); err != nil { // before loading and building
+		return fmt.Errorf("-o %s: %w", f.out, err)
+	}
 	c, err := corpus.Load(dir, corpus.ReadOptions{SkipInvalid: f.skip, Logger: g.log})
 	if err != nil {
 		return err
@@ -76,22 +80,30 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		}
 		embed = []index.Option{index.WithTextEmbedder(bi)}
 	}
-	err = index.Build(cmd.Context(), c, f.out, append(embed, index.WithMetric(f.metric),
+	opts := append(embed, index.WithMetric(f.metric),
 		index.WithLSA(lsa), index.WithBM25(lexical.BM25Params{K1: f.k1, B: f.b}),
 		index.WithLogger(g.log), index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)),
-		index.WithSource(dir))...)
-	if err != nil {
-		return err
-	}
+		index.WithSource(dir))
+	// Token ids and the head are added before the index takes -o's place,
+	// so an interrupted build never replaces a working index with a partial one.
 	if f.tokenizer != "" {
-		if err := storeTokens(cmd.Context(), f.out, f.tokenizer, g); err != nil {
-			return fmt.Errorf("storing node tokens: %w", err)
-		}
+		opts = append(opts, index.WithFinish(func(ctx context.Context, staged string) error {
+			if err := storeTokens(ctx, staged, f.tokenizer, g); err != nil {
+				return fmt.Errorf("storing node tokens: %w", err)
+			}
+			return nil
+		}))
 	}
 	if f.trainHead {
-		if _, err := trainHead(cmd.Context(), f.out, headtrain.LexicalOptions{}, g.log); err != nil {
-			return fmt.Errorf("training the cross-encoder head (skip with --train-head=false): %w", err)
-		}
+		opts = append(opts, index.WithFinish(func(ctx context.Context, staged string) error {
+			if _, err := trainHead(ctx, staged, headtrain.LexicalOptions{}, g.log); err != nil {
+				return fmt.Errorf("training the cross-encoder head (skip with --train-head=false): %w", err)
+			}
+			return nil
+		}))
+	}
+	if err := index.Build(cmd.Context(), c, f.out, opts...); err != nil {
+		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", len(c.Nodes), len(c.Edges), f.out, time.Since(start).Round(time.Millisecond))
 	return nil

@@ -53,6 +53,12 @@ func readManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, corrupt(dir, ManifestFile, "%v", err)
 	}
+	if m.Format == FormatName && m.Version != FormatVersion {
+		return m, fmt.Errorf("store: %s: index format version %d, this gleaner reads version %d; rebuild the index with `gleaner index`", dir, m.Version, FormatVersion)
+	}
+	if err := verifyManifest(b); err != nil {
+		return m, corrupt(dir, ManifestFile, "%v", err)
+	}
 	switch {
 	case m.Format != FormatName:
 		return m, corrupt(dir, ManifestFile, "format %q, want %q", m.Format, FormatName)

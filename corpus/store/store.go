@@ -16,7 +16,7 @@ import (
 // whenever an array's meaning or encoding changes.
 const (
 	FormatName    = "gleaner-index"
-	FormatVersion = 1
+	FormatVersion = 2 // 2: the manifest checksums itself
 	ManifestFile  = "manifest.json"
 )
 
@@ -47,6 +47,8 @@ type Manifest struct {
 	Created   string              `json:"created"`
 	Meta      map[string]any      `json:"meta,omitempty"`
 	Files     map[string]FileInfo `json:"files"`
+	// Checksum is the manifest's own CRC-32C (see sealManifest).
+	Checksum string `json:"checksum"`
 }
 
 // ErrCorrupt marks a store that fails its checks.

@@ -72,6 +72,27 @@ func TestOpenRejectsDamage(t *testing.T) {
 		{"path escape", func(d string) {
 			editManifest(d, func(m *Manifest) { m.Files["../x"] = FileInfo{Kind: KindBytes} })
 		}, "escapes"},
+		{"manifest meta changed", func(d string) {
+			p := filepath.Join(d, ManifestFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"world"`, `"worle"`, 1)), 0o644)
+		}, "manifest.json: checksum"},
+		{"manifest checksum changed", func(d string) {
+			p := filepath.Join(d, ManifestFile)
+			b, _ := os.ReadFile(p)
+			i := strings.Index(string(b), `"crc32c:`) + len(`"crc32c:`)
+			b[i] ^= 1
+			os.WriteFile(p, b, 0o644)
+		}, "manifest.json"},
+		{"manifest without checksum", func(d string) {
+			p := filepath.Join(d, ManifestFile)
+			b, _ := os.ReadFile(p)
+			var m Manifest
+			json.Unmarshal(b, &m)
+			m.Checksum = ""
+			b, _ = json.Marshal(m)
+			os.WriteFile(p, b, 0o644)
+		}, "no single checksum"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,7 +117,7 @@ func editManifest(dir string, f func(*Manifest)) {
 	var m Manifest
 	json.Unmarshal(b, &m)
 	f(&m)
-	b, _ = json.Marshal(m)
+	b, _ = sealManifest(m) // resealed: these cases test the checks behind the checksum
 	os.WriteFile(p, b, 0o644)
 }
 
@@ -121,15 +142,58 @@ func TestAbortAndReplaceLeaveNoDebris(t *testing.T) {
 	}
 }
 
-func TestCommitRefusesToReplaceForeignFolder(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "precious")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("x"), 0o644)
-	w, _ := NewWriter(dir)
-	if err := w.Commit(nil); err == nil {
-		t.Fatal("replaced a folder that is not an index")
+func TestWriterRefusesForeignFoldersUpFront(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"user folder":      {"thesis.tex": "x"},
+		"foreign manifest": {ManifestFile: `{"name": "my web app"}`, "index.html": "<html>", "notes.txt": "mine"},
+		"broken manifest":  {ManifestFile: `{`, "notes.txt": "mine"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "precious")
+			os.MkdirAll(dir, 0o755)
+			for f, body := range files {
+				os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644)
+			}
+			if _, err := NewWriter(dir); !errors.Is(err, ErrNotOurs) {
+				t.Fatalf("NewWriter over a %s: %v, want ErrNotOurs before any work", name, err)
+			}
+			for f, body := range files {
+				if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != body {
+					t.Errorf("%s changed or lost", f)
+				}
+			}
+		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, "thesis.tex")); err != nil {
-		t.Fatal("user file lost")
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.MkdirAll(empty, 0o755)
+	writeStore(t, empty) // an empty folder is a fine target
+}
+
+// A rewrite keeps the files a user put inside an index folder; a user file
+// whose name the new index also writes stops the rewrite before anything
+// moves.
+func TestRewriteKeepsUserFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	writeStore(t, dir)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "plots"), 0o755)
+	writeStore(t, dir)
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Fatalf("notes.txt lost on rewrite: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plots")); err != nil {
+		t.Fatal("a user folder was lost on rewrite")
+	}
+	os.WriteFile(filepath.Join(dir, "new.f32"), []byte("mine too"), 0o644)
+	w, _ := NewWriter(dir)
+	w.F32("new.f32", []float32{1})
+	if err := w.Commit(nil); err == nil || !strings.Contains(err.Error(), "new.f32") {
+		t.Fatalf("a clash with a user's file: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "new.f32")); string(b) != "mine too" {
+		t.Error("the user's file was overwritten")
+	}
+	if _, err := Open(dir, OpenOptions{}); err != nil {
+		t.Errorf("the old index is damaged after a refused rewrite: %v", err)
 	}
 }

@@ -20,9 +20,13 @@ type Writer struct {
 	done       bool
 }
 
-// NewWriter starts a store that will appear at dir on Commit.
+// NewWriter starts a store that will appear at dir on Commit. It refuses at
+// once a dir that holds something other than a gleaner index (CheckTarget).
 func NewWriter(dir string) (*Writer, error) {
 	dir = filepath.Clean(dir)
+	if err := CheckTarget(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, err
 	}
@@ -111,8 +115,9 @@ func (w *Writer) Commit(meta map[string]any) error {
 	}
 	m := Manifest{Format: FormatName, Version: FormatVersion, ByteOrder: "little",
 		Created: time.Now().UTC().Format(time.RFC3339), Meta: meta, Files: w.files}
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := sealManifest(m)
 	if err != nil {
+		w.Abort()
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(w.tmp, ManifestFile), b, 0o644); err != nil {
@@ -128,29 +133,11 @@ func (w *Writer) Commit(meta map[string]any) error {
 
 func (w *Writer) swapIn() error {
 	w.done = true
-	old := ""
-	if _, err := os.Stat(w.final); err == nil {
-		if _, err := os.Stat(filepath.Join(w.final, ManifestFile)); err != nil {
-			os.RemoveAll(w.tmp)
-			return fmt.Errorf("store: %s exists and is not a gleaner index; refusing to replace it", w.final)
-		}
-		old = w.tmp + ".old"
-		if err := os.Rename(w.final, old); err != nil {
-			os.RemoveAll(w.tmp)
-			return err
-		}
-	}
-	if err := os.Rename(w.tmp, w.final); err != nil {
-		if old != "" {
-			os.Rename(old, w.final)
-		}
+	if err := Promote(w.tmp, w.final); err != nil {
 		os.RemoveAll(w.tmp)
 		return err
 	}
-	if old != "" {
-		os.RemoveAll(old)
-	}
-	return syncDir(filepath.Dir(w.final))
+	return nil
 }
 
 // Abort discards everything written so far.

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// ErrNotOurs is returned when a target folder exists and holds something
+// other than a gleaner index, so replacing it could destroy user data.
+var ErrNotOurs = errors.New("exists and is not a gleaner index; refusing to replace it")
+
+// CheckTarget reports whether a store may be written at dir: dir must not
+// exist, be an empty folder, or hold a gleaner index (a manifest.json whose
+// format is gleaner's). Callers check before any long work, so a refusal
+// costs nothing. Files of a user's own inside an index folder are kept by
+// every rewrite (see Promote).
+func CheckTarget(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("store: %s %w (it is a file)", dir, ErrNotOurs)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return fmt.Errorf("store: %s %w (no %s)", dir, ErrNotOurs, ManifestFile)
+	}
+	var m struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(b, &m) != nil || m.Format != FormatName {
+		return fmt.Errorf("store: %s %w (its %s is not a gleaner manifest)", dir, ErrNotOurs, ManifestFile)
+	}
+	return nil
+}
+
+// Promote moves the complete store at src (a folder beside final) into
+// final's place. An existing index at final is replaced only after src is
+// complete; files in it that its manifest does not list (a user's notes)
+// are moved into the new folder, and a clash with a new file's name is an
+// error before anything moves. A target that is not a gleaner index is
+// refused.
+func Promote(src, final string) error {
+	if err := CheckTarget(final); err != nil {
+		return err
+	}
+	var m Manifest
+	if b, err := os.ReadFile(filepath.Join(final, ManifestFile)); err == nil {
+		json.Unmarshal(b, &m) // a damaged manifest lists nothing: every other file is kept
+	}
+	return ReplaceDir(src, final, func(name string) bool {
+		_, listed := m.Files[name]
+		return listed || name == ManifestFile
+	})
+}
+
+// ReplaceDir moves the complete folder src (beside final) into final's
+// place. The entries of an existing final that owned does not claim are the
+// user's: they are moved into the new folder (a name clash is an error
+// before anything moves), and a crash midway leaves them in a hidden
+// sibling, never deletes them.
+func ReplaceDir(src, final string, owned func(name string) bool) error {
+	foreign, err := foreignEntries(final, owned)
+	if err != nil {
+		return err
+	}
+	for _, name := range foreign {
+		if _, err := os.Lstat(filepath.Join(src, name)); err == nil {
+			return fmt.Errorf("store: %s holds %s, which the new version also writes; move it away first", final, name)
+		}
+	}
+	if err := syncDir(src); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(final); err == nil {
+		old = src + ".old"
+		if err := os.Rename(final, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(src, final); err != nil {
+		if old != "" {
+			os.Rename(old, final)
+		}
+		return err
+	}
+	if old != "" {
+		for _, name := range foreign {
+			if err := os.Rename(filepath.Join(old, name), filepath.Join(final, name)); err != nil {
+				return fmt.Errorf("store: keeping %s: %w (it is still in %s)", name, err, old)
+			}
+		}
+		os.RemoveAll(old)
+	}
+	return syncDir(filepath.Dir(final))
+}
+
+// foreignEntries lists the entries of dir that owned does not claim.
+func foreignEntries(dir string, owned func(string) bool) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if !owned(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// StageDir returns a fresh hidden folder beside final for a store that will
+// be finished there (more files, a trained head) before Promote.
+func StageDir(final string) (string, error) {
+	final = filepath.Clean(final)
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+".staging-")
+}
