@@ -60,7 +60,7 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(staged) // gone once promoted; removed on any error
+	defer os.RemoveAll(staged)                // gone once promoted; removed on any error
 	if err := os.Remove(staged); err != nil { // write creates it afresh
 		return err
 	}
