@@ -2,10 +2,12 @@ package corpus
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // Answer-only datasets: questions with gold answers but no gold passages,
@@ -59,12 +61,19 @@ func readLines(path string) ([]Node, error) {
 	sc.Buffer(make([]byte, 1<<20), MaxRecordBytes)
 	var nodes []Node
 	for line := 1; sc.Scan(); line++ {
-		if t := strings.TrimSpace(sc.Text()); t != "" {
+		b := sc.Bytes()
+		if line == 1 {
+			b = bytes.TrimPrefix(b, utf8BOM)
+		}
+		if !utf8.Valid(b) {
+			return nil, recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, firstInvalidUTF8(b)+1))
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
 			nodes = append(nodes, Node{ID: fmt.Sprintf("l%d", line), Text: t})
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, recErr(path, len(nodes)+1, "", fmt.Errorf("%w: %v", ErrMalformed, err))
+		return nil, recErr(path, 0, "", fmt.Errorf("%w: %v (a line is longer than %d bytes?)", ErrMalformed, err, MaxRecordBytes))
 	}
 	if len(nodes) == 0 {
 		return nil, recErr(path, 0, "", fmt.Errorf("%w: no text lines", ErrMissing))
@@ -72,17 +81,14 @@ func readLines(path string) ([]Node, error) {
 	return nodes, nil
 }
 
-// MaxRecordBytes bounds one line of a line-oriented input file.
-const MaxRecordBytes = 64 << 20
-
 // answerQuery validates one answer-only question. answer may be a string or
 // a list of strings (aliases); extra aliases are appended.
 func answerQuery(path string, rec int, id, text string, answer any, aliases []string) (Query, *RecordError) {
 	switch {
 	case strings.TrimSpace(id) == "":
 		return Query{}, recErr(path, rec, "id", ErrMissing)
-	case strings.ContainsFunc(id, isSpace):
-		return Query{}, recErr(path, rec, "id", fmt.Errorf("%w: id %q contains whitespace (TREC run files cannot hold it)", ErrMalformed, id))
+	case badID(id) != "":
+		return Query{}, recErr(path, rec, "id", fmt.Errorf("%w: %s", ErrMalformed, badID(id)))
 	case strings.TrimSpace(text) == "":
 		return Query{}, recErr(path, rec, "question", ErrMissing)
 	}

@@ -69,7 +69,7 @@ func TestReadErrorsNameFileLineField(t *testing.T) {
 		{"missing id", NodesFile, `{"text":"x"}` + "\n", ErrMissing, NodesFile + ":1: field \"id\""},
 		{"wrong type", NodesFile, `{"id":7,"text":"x"}` + "\n", ErrMalformed, NodesFile + ":1: field \"id\""},
 		{"dangling edge", EdgesFile, `{"src":"a","dst":"zz"}` + "\n", ErrUnknownID, EdgesFile + ":1: field \"dst\""},
-		{"negative weight", EdgesFile, `{"src":"a","dst":"b","weight":-1}` + "\n", ErrNotFinite, EdgesFile + ":1: field \"weight\""},
+		{"negative weight", EdgesFile, `{"src":"a","dst":"b","weight":-1}` + "\n", ErrMalformed, EdgesFile + ":1: field \"weight\""},
 		{"unknown gold", QueriesFile, `{"id":"q","text":"t","gold":["nope"]}` + "\n", ErrUnknownID, QueriesFile + ":1: field \"gold\""},
 		{"empty query", QueriesFile, `{"id":"q","text":""}` + "\n", ErrMissing, QueriesFile + ":1: field \"text\""},
 	}

@@ -66,8 +66,10 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 	switch {
 	case strings.TrimSpace(n.ID) == "":
 		return recErr(path, line, "id", ErrMissing)
-	case strings.ContainsAny(n.ID, " \t\r\n"):
-		return recErr(path, line, "id", fmt.Errorf("%w: id %q contains whitespace (TREC run files cannot hold it)", ErrMalformed, n.ID))
+	case badID(n.ID) != "":
+		return recErr(path, line, "id", fmt.Errorf("%w: %s", ErrMalformed, badID(n.ID)))
+	case len(n.Text)+len(n.Title) > MaxRecordBytes:
+		return recErr(path, line, "text", fmt.Errorf("%w: node %q holds %d bytes, over gleaner's limit of %d for one record (split it into passages)", ErrMalformed, n.ID, len(n.Text)+len(n.Title), MaxRecordBytes))
 	case seen[n.ID] > 0:
 		return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, n.ID, seen[n.ID]))
 	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":
@@ -79,17 +81,28 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 // ReadEdges reads edges.jsonl, resolving endpoints against ids.
 func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
 	var edges []Edge
-	err := eachJSONL(path, func(line int, e *Edge) error {
+	err := eachJSONL(path, func(line int, r *edgeRecord) error {
+		e := &r.Edge
+		e.Weight = 1 // an absent weight means 1
+		if r.Weight != nil {
+			if err := checkWeight(*r.Weight); err != nil {
+				return opt.reject(recErr(path, line, "weight", err))
+			}
+			e.Weight = *r.Weight
+		}
 		if err := checkEdge(path, line, e, ids); err != nil {
 			return opt.reject(err)
-		}
-		if e.Weight == 0 {
-			e.Weight = 1
 		}
 		edges = append(edges, *e)
 		return nil
 	})
 	return edges, err
+}
+
+// edgeRecord reads an edge and tells an absent weight from an explicit one.
+type edgeRecord struct {
+	Edge
+	Weight *float64 `json:"weight"`
 }
 
 func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError {
@@ -114,6 +127,9 @@ func ReadQueries(path string, ids map[string]int, opt ReadOptions) ([]Query, err
 	err := eachJSONL(path, func(line int, q *Query) error {
 		if q.ID == "" {
 			return opt.reject(recErr(path, line, "id", ErrMissing))
+		}
+		if why := badID(q.ID); why != "" {
+			return opt.reject(recErr(path, line, "id", fmt.Errorf("%w: %s", ErrMalformed, why)))
 		}
 		if seen[q.ID] > 0 {
 			return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, q.ID, seen[q.ID]))

@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 )
-
-// maxLine bounds one JSONL record; a longer line is reported, not truncated.
-const maxLine = 64 << 20
 
 // eachJSONL decodes every non-blank line of path into a fresh T and calls fn
 // with the 1-based line number. Malformed JSON stops the read with a
@@ -27,13 +25,20 @@ func eachJSONL[T any](path string, fn func(line int, rec *T) error) error {
 
 func decodeJSONL[T any](r io.Reader, name string, fn func(line int, rec *T) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	sc.Buffer(make([]byte, 0, 1<<20), MaxRecordBytes)
 	line := 0
 	for sc.Scan() {
 		line++
-		b := bytes.TrimSpace(sc.Bytes())
+		b := sc.Bytes()
+		if line == 1 {
+			b = bytes.TrimPrefix(b, utf8BOM)
+		}
+		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			continue
+		}
+		if field, err := checkRawRecord(b); err != nil {
+			return recErr(name, line, field, err)
 		}
 		var rec T
 		if err := json.Unmarshal(b, &rec); err != nil {
@@ -42,6 +47,9 @@ func decodeJSONL[T any](r io.Reader, name string, fn func(line int, rec *T) erro
 		if err := fn(line, &rec); err != nil {
 			return err
 		}
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return recErr(name, line+1, "", fmt.Errorf("%w: record longer than %d bytes, gleaner's limit for one record (split long documents into passages)", ErrMalformed, MaxRecordBytes))
 	}
 	if err := sc.Err(); err != nil {
 		return recErr(name, line+1, "", fmt.Errorf("%w: %v", ErrMalformed, err))

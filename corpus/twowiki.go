@@ -1,12 +1,14 @@
 package corpus
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReadTwoWiki reads the HippoRAG 2WikiMultihopQA layout: corpus.json (a JSON
@@ -102,6 +104,11 @@ func readJSONArray(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	b = bytes.TrimPrefix(b, utf8BOM)
+	if !utf8.Valid(b) {
+		off := firstInvalidUTF8(b)
+		return recErr(path, 1+bytes.Count(b[:off], []byte("\n")), fieldAt(b, off), fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off+1))
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		line := 0

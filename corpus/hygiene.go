@@ -1,0 +1,109 @@
+package corpus
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxRecordBytes bounds one record: a JSONL line, a line of a text corpus,
+// or one node's text. A longer record is an error that names it, never a
+// silent truncation; split long documents into passages (gleaner import
+// graphrag-bench does) or raise the limit in code.
+const MaxRecordBytes = 8 << 20
+
+// utf8BOM is the byte-order mark some editors put at the start of a file.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// checkRawRecord reports invalid UTF-8 and escaped NUL characters in one
+// raw JSON record, naming the field they occur in. (encoding/json would
+// replace invalid bytes with U+FFFD, so two distinct ids could collapse
+// into one.)
+func checkRawRecord(b []byte) (field string, err error) {
+	if !utf8.Valid(b) {
+		off := firstInvalidUTF8(b)
+		return fieldAt(b, off), fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off+1)
+	}
+	if off := escapedNUL(b); off >= 0 {
+		return fieldAt(b, off), fmt.Errorf("%w: NUL character (\\u0000) at byte %d", ErrMalformed, off+1)
+	}
+	return "", nil
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// escapedNUL finds a \u0000 escape (not an escaped backslash followed by
+// the text "u0000").
+func escapedNUL(b []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u0000`))
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		backslashes := 0
+		for k := at; k >= 0 && b[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 1 {
+			return at
+		}
+		i = at + 1
+	}
+}
+
+// fieldAt names the JSON key whose value holds byte off: the last `"key":`
+// before it (good enough for gleaner's flat records).
+func fieldAt(b []byte, off int) string {
+	head := b[:min(off, len(b))]
+	for end := bytes.LastIndex(head, []byte(`":`)); end > 0; end = bytes.LastIndex(head[:end], []byte(`":`)) {
+		start := bytes.LastIndexByte(head[:end], '"')
+		if start >= 0 && (start == 0 || head[start-1] != '\\') {
+			return string(head[start+1 : end])
+		}
+	}
+	return ""
+}
+
+// badID explains why id cannot be a node or query id, or returns "".
+// Any Unicode white space is refused, since TREC run files split on it.
+func badID(id string) string {
+	switch {
+	case strings.TrimSpace(id) == "":
+		return "empty"
+	case strings.ContainsFunc(id, unicode.IsSpace):
+		return fmt.Sprintf("id %q contains white space (TREC run files cannot hold it)", id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Sprintf("id %q contains a control character", id)
+	}
+	return ""
+}
+
+// checkWeight validates an edge weight given in a file: finite, > 0 and
+// representable as a float32 (the index stores float32), so no weight is
+// changed on the way in. An absent weight means 1.
+func checkWeight(w float64) error {
+	switch {
+	case math.IsNaN(w) || math.IsInf(w, 0):
+		return fmt.Errorf("%w: %v", ErrNotFinite, w)
+	case w <= 0:
+		return fmt.Errorf("%w: weight %v; weights must be > 0 (omit the field for 1)", ErrMalformed, w)
+	case w > math.MaxFloat32:
+		return fmt.Errorf("%w: weight %v exceeds float32's range (%g), where the index stores it", ErrMalformed, w, math.MaxFloat32)
+	case w < 0x1p-126:
+		return fmt.Errorf("%w: weight %v is below float32's smallest normal number (%g) and would be stored as 0", ErrMalformed, w, 0x1p-126)
+	}
+	return nil
+}
