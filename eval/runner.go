@@ -23,7 +23,7 @@ import (
 type Options struct {
 	K           int                  // primary cut-off (table columns); default 10
 	Cutoffs     []int                // extra cut-offs in the report; default 1,2,5,10,20,100
-	Concurrency int                  // queries in flight; default 1
+	Concurrency int                  // queries in flight; default 1; capped at the number of queries and MaxConcurrency
 	TRMaxHops   int                  // bound for Topological Recall paths; 0 = unbounded
 	GraphKinds  []string             // edges Topological Recall walks (default: all kinds)
 	Vectors     map[string][]float32 // query vectors by query id (precomputed indexes)
@@ -50,6 +50,9 @@ func (o *Options) normalize() error {
 	if o.Cutoffs[0] <= 0 {
 		return fmt.Errorf("eval: cut-offs must be positive, got %v", o.Cutoffs)
 	}
+	if o.Concurrency < 0 {
+		return fmt.Errorf("eval: concurrency must be ≥ 1, got %d", o.Concurrency)
+	}
 	o.Concurrency = max(o.Concurrency, 1)
 	if o.trOnce == nil {
 		o.trOnce = &sync.Once{}
@@ -59,6 +62,10 @@ func (o *Options) normalize() error {
 	}
 	return nil
 }
+
+// MaxConcurrency caps the queries in flight: one goroutine each, and more
+// than this only queue on the engine's scheduler.
+const MaxConcurrency = 1024
 
 // Evaluate runs every query through each method and scores the rankings.
 func Evaluate(ctx context.Context, ix *index.Index, qs []corpus.Query, methods []retrieve.Method, o Options) (*Report, error) {
@@ -170,7 +177,7 @@ func runQueries(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 		first error
 		next  = make(chan int)
 	)
-	for w := 0; w < o.Concurrency; w++ {
+	for w := 0; w < min(o.Concurrency, len(qs), MaxConcurrency); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

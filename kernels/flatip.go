@@ -24,6 +24,7 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 	if err := checkFlatArgs(X, n, d, Q, nq, k); err != nil {
 		return nil, err
 	}
+	k = min(k, n) // more than n hits cannot exist
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}

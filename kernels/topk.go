@@ -31,12 +31,14 @@ type TopK struct {
 	h []Hit
 }
 
-// NewTopK returns an empty selector for k hits (k ≥ 0).
-func NewTopK(k int) *TopK { return &TopK{k: k, h: make([]Hit, 0, k)} }
+// NewTopK returns an empty selector for k hits (k ≥ 0; a negative k keeps
+// nothing). Storage grows with the hits actually pushed, so a huge k (a
+// user's -k 9223372036854775807) costs no more than the items offered.
+func NewTopK(k int) *TopK { return &TopK{k: max(k, 0), h: make([]Hit, 0, min(max(k, 0), 1024))} }
 
 // Reset empties the selector, keeping its storage, and sets a new k.
 func (t *TopK) Reset(k int) {
-	t.k = k
+	t.k = max(k, 0)
 	t.h = t.h[:0]
 }
 

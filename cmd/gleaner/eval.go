@@ -74,6 +74,18 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if f.index == "" {
 		return nil, fmt.Errorf("--index is required")
 	}
+	names, err := methodList(f.methods)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case f.k < 1:
+		return nil, fmt.Errorf("--k must be ≥ 1, got %d", f.k)
+	case f.concurrency < 1:
+		return nil, fmt.Errorf("--concurrency must be ≥ 1, got %d (it is capped at the number of queries and %d)", f.concurrency, eval.MaxConcurrency)
+	case f.trMaxHops < 0:
+		return nil, fmt.Errorf("--tr-max-hops must be ≥ 0, got %d", f.trMaxHops)
+	}
 	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return nil, err
@@ -101,7 +113,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, err
 	}
 	var ms []retrieve.Method
-	for _, name := range splitList(f.methods) {
+	for _, name := range names {
 		m, err := retrieve.NewWith(name, ix, mo)
 		if err != nil {
 			return nil, err
@@ -231,4 +243,21 @@ func checkColumns(list string, opt eval.Options) error {
 		}
 	}
 	return nil
+}
+
+// methodList parses --method: at least one name, no empty entry, no name
+// twice.
+func methodList(list string) ([]string, error) {
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "":
+			return nil, fmt.Errorf("--method %q: an empty method name", list)
+		case slices.Contains(out, n):
+			return nil, fmt.Errorf("--method %q: %s is listed twice", list, n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
