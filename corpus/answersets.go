@@ -58,7 +58,7 @@ func readLines(path string) ([]Node, error) {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), MaxRecordBytes)
+	sc.Buffer(make([]byte, 0, 4<<10), MaxRecordBytes)
 	var nodes []Node
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()

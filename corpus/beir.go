@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,10 +93,19 @@ func readQrelsTSV(path string, docs map[string]int, opt ReadOptions) (map[string
 		return nil, err
 	}
 	defer f.Close()
+	return decodeQrels(f, path, docs, opt)
+}
+
+func decodeQrels(r io.Reader, path string, docs map[string]int, opt ReadOptions) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4<<10), MaxRecordBytes)
 	for line := 1; sc.Scan(); line++ {
-		fields := strings.Fields(sc.Text())
+		text := sc.Text()
+		if line == 1 {
+			text = strings.TrimPrefix(text, string(utf8BOM))
+		}
+		fields := strings.Fields(text)
 		if len(fields) == 0 || (line == 1 && fields[0] == "query-id") {
 			continue
 		}
@@ -117,5 +127,8 @@ func readQrelsTSV(path string, docs map[string]int, opt ReadOptions) (map[string
 		}
 		out[fields[0]][fields[1]] = score
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, recErr(path, 0, "", fmt.Errorf("%w: %v", ErrMalformed, err))
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package corpus
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -40,9 +41,18 @@ func Load(dir string, opt ReadOptions) (*Corpus, error) {
 // ReadNodes reads nodes.jsonl. Missing ids, duplicate ids and empty texts are
 // errors (empty texts may be skipped with opt.SkipInvalid).
 func ReadNodes(path string, opt ReadOptions) ([]Node, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readNodes(f, path, opt)
+}
+
+func readNodes(r io.Reader, path string, opt ReadOptions) ([]Node, error) {
 	var nodes []Node
 	seen := map[string]int{}
-	err := eachJSONL(path, func(line int, n *Node) error {
+	err := decodeJSONL(r, path, func(line int, n *Node) error {
 		if err := checkNode(path, line, n, seen); err != nil {
 			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrMalformed) {
 				return err
@@ -80,8 +90,17 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 
 // ReadEdges reads edges.jsonl, resolving endpoints against ids.
 func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readEdges(f, path, ids, opt)
+}
+
+func readEdges(in io.Reader, path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
 	var edges []Edge
-	err := eachJSONL(path, func(line int, r *edgeRecord) error {
+	err := decodeJSONL(in, path, func(line int, r *edgeRecord) error {
 		e := &r.Edge
 		e.Weight = 1 // an absent weight means 1
 		if r.Weight != nil {
@@ -122,9 +141,18 @@ func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError 
 
 // ReadQueries reads queries.jsonl; gold ids must exist in ids.
 func ReadQueries(path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readQueries(f, path, ids, opt)
+}
+
+func readQueries(r io.Reader, path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
 	var qs []Query
 	seen := map[string]int{}
-	err := eachJSONL(path, func(line int, q *Query) error {
+	err := decodeJSONL(r, path, func(line int, q *Query) error {
 		if q.ID == "" {
 			return opt.reject(recErr(path, line, "id", ErrMissing))
 		}

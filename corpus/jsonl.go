@@ -25,7 +25,7 @@ func eachJSONL[T any](path string, fn func(line int, rec *T) error) error {
 
 func decodeJSONL[T any](r io.Reader, name string, fn func(line int, rec *T) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), MaxRecordBytes)
+	sc.Buffer(make([]byte, 0, 4<<10), MaxRecordBytes)
 	line := 0
 	for sc.Scan() {
 		line++

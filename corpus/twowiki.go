@@ -105,6 +105,12 @@ func readJSONArray(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeJSONArray(b, path, v)
+}
+
+// decodeJSONArray decodes a whole JSON document, naming the line of a
+// syntax error and the field of invalid UTF-8.
+func decodeJSONArray(b []byte, path string, v any) error {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	if !utf8.Valid(b) {
 		off := firstInvalidUTF8(b)

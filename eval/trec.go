@@ -59,8 +59,12 @@ func ReadTREC(path string, byRank bool) (Run, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return decodeTREC(f, path, byRank)
+}
+
+func decodeTREC(in io.Reader, path string, byRank bool) (Run, error) {
 	r := Run{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(in)
 	for line := 1; sc.Scan(); line++ {
 		fs := strings.Fields(sc.Text())
 		if len(fs) == 0 {

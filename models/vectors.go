@@ -32,20 +32,28 @@ func ReadVectors(path string, ids []string) ([]float32, int, error) {
 	return readVectorsJSONL(path, ids)
 }
 
+// MaxDims bounds a vector's dimension (the widest embedders have a few
+// thousand), so one malformed record cannot ask for gigabytes.
+const MaxDims = 1 << 16
+
 func readVectorsJSONL(path string, ids []string) ([]float32, int, error) {
-	pos := make(map[string]int, len(ids))
-	for i, id := range ids {
-		pos[id] = i
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
+	return decodeVectorsJSONL(f, path, ids)
+}
+
+func decodeVectorsJSONL(r io.Reader, path string, ids []string) ([]float32, int, error) {
+	pos := make(map[string]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i
+	}
 	var out []float32
 	d, seen := 0, make([]bool, len(ids))
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4<<10), corpus.MaxRecordBytes)
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
@@ -65,6 +73,8 @@ func readVectorsJSONL(path string, ids []string) ([]float32, int, error) {
 			return nil, 0, &corpus.RecordError{File: path, Line: line, Field: "id", Err: fmt.Errorf("%w %q", corpus.ErrDuplicate, rec.ID)}
 		case len(rec.Vector) == 0:
 			return nil, 0, &corpus.RecordError{File: path, Line: line, Field: "vector", Err: corpus.ErrMissing}
+		case len(rec.Vector) > MaxDims:
+			return nil, 0, &corpus.RecordError{File: path, Line: line, Field: "vector", Err: fmt.Errorf("%w: %d values, over the limit of %d", corpus.ErrMalformed, len(rec.Vector), MaxDims)}
 		}
 		if d == 0 {
 			d = len(rec.Vector)
@@ -101,7 +111,20 @@ func readNPY(path string, rows int) ([]float32, int, error) {
 		return nil, 0, err
 	}
 	defer f.Close()
-	hdr, err := npyHeader(f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	return decodeNPY(bufio.NewReaderSize(f, 1<<20), st.Size(), path, rows)
+}
+
+// maxNPYHeader bounds a .npy header (numpy writes a few hundred bytes).
+const maxNPYHeader = 1 << 20
+
+// decodeNPY reads a .npy of size bytes from r; the shape must match the
+// file's size exactly before anything is allocated.
+func decodeNPY(r io.Reader, size int64, path string, rows int) ([]float32, int, error) {
+	hdr, hlen, err := npyHeader(r, size)
 	if err != nil {
 		return nil, 0, &corpus.RecordError{File: path, Field: "header", Err: err}
 	}
@@ -112,13 +135,16 @@ func readNPY(path string, rows int) ([]float32, int, error) {
 	if m == nil {
 		return nil, 0, &corpus.RecordError{File: path, Field: "shape", Err: fmt.Errorf("want a 2-D array, header is %s", hdr)}
 	}
-	n, _ := strconv.Atoi(m[1])
-	d, _ := strconv.Atoi(m[2])
-	if n != rows || d == 0 {
-		return nil, 0, &corpus.RecordError{File: path, Field: "shape", Err: fmt.Errorf("shape (%d, %d), want (%d, d>0)", n, d, rows)}
+	n, err1 := strconv.Atoi(m[1])
+	d, err2 := strconv.Atoi(m[2])
+	if err1 != nil || err2 != nil || n != rows || d == 0 || d > MaxDims {
+		return nil, 0, &corpus.RecordError{File: path, Field: "shape", Err: fmt.Errorf("shape (%s, %s), want (%d, 0<d≤%d)", m[1], m[2], rows, MaxDims)}
+	}
+	if data := size - hlen; int64(d) > data/4 || int64(n)*int64(d)*4 != data {
+		return nil, 0, &corpus.RecordError{File: path, Field: "data", Err: fmt.Errorf("shape (%d, %d) needs %d bytes of data, the file has %d (truncated or wrong shape)", n, d, int64(n)*int64(d)*4, data)}
 	}
 	out := make([]float32, n*d)
-	if err := binary.Read(bufio.NewReaderSize(f, 1<<20), binary.LittleEndian, out); err != nil {
+	if err := binary.Read(r, binary.LittleEndian, out); err != nil {
 		return nil, 0, &corpus.RecordError{File: path, Field: "data", Err: fmt.Errorf("truncated: %v", err)}
 	}
 	for i, v := range out {
@@ -129,28 +155,33 @@ func readNPY(path string, rows int) ([]float32, int, error) {
 	return out, d, nil
 }
 
-func npyHeader(r io.Reader) (string, error) {
+// npyHeader returns the header text and the offset where the data starts.
+func npyHeader(r io.Reader, size int64) (string, int64, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil || string(pre[:6]) != "\x93NUMPY" {
-		return "", fmt.Errorf("not a .npy file")
+		return "", 0, fmt.Errorf("not a .npy file")
 	}
-	var hlen int
+	var hlen, lenBytes int64
 	if pre[6] == 1 {
 		var b [2]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return "", err
+			return "", 0, err
 		}
-		hlen = int(binary.LittleEndian.Uint16(b[:]))
+		hlen, lenBytes = int64(binary.LittleEndian.Uint16(b[:])), 2
 	} else {
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return "", err
+			return "", 0, err
 		}
-		hlen = int(binary.LittleEndian.Uint32(b[:]))
+		hlen, lenBytes = int64(binary.LittleEndian.Uint32(b[:])), 4
+	}
+	start := 8 + lenBytes + hlen
+	if hlen > maxNPYHeader || start > size {
+		return "", 0, fmt.Errorf("header of %d bytes does not fit the file (%d bytes) or exceeds %d", hlen, size, maxNPYHeader)
 	}
 	h := make([]byte, hlen)
 	if _, err := io.ReadFull(r, h); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return string(h), nil
+	return string(h), start, nil
 }

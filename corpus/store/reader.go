@@ -50,6 +50,12 @@ func readManifest(dir string) (Manifest, error) {
 	if err != nil {
 		return m, fmt.Errorf("store: %s is not a gleaner index (no %s): %w", dir, ManifestFile, err)
 	}
+	return parseManifest(b, dir)
+}
+
+// parseManifest decodes and checks a manifest's bytes.
+func parseManifest(b []byte, dir string) (Manifest, error) {
+	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, corrupt(dir, ManifestFile, "%v", err)
 	}

@@ -36,6 +36,11 @@ func Read(path string) (map[string]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parse(b, path)
+}
+
+// parse decodes a whole safetensors file held in b.
+func parse(b []byte, path string) (map[string]Tensor, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("safetensors: %s: too short", path)
 	}

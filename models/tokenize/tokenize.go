@@ -53,8 +53,10 @@ type config struct {
 	} `json:"added_tokens"`
 }
 
-// Load reads a tokenizer.json.
-func Load(path string) (*Tokenizer, error) {
+// Load reads a tokenizer.json. A malformed file is an error naming it,
+// also where the third-party loader would panic.
+func Load(path string) (t *Tokenizer, err error) {
+	defer recoverInto(&err, "tokenize: "+path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenize: %s: %w", path, err)
 	}
-	t := &Tokenizer{tk: tk}
+	t = &Tokenizer{tk: tk}
 	if n := c.Normalizer; n != nil && n.Type == "BertNormalizer" {
 		// HuggingFace: strip_accents null means "follow lowercase".
 		t.stripAccents = (n.StripAccents != nil && *n.StripAccents) || (n.StripAccents == nil && (n.Lowercase == nil || *n.Lowercase))
@@ -112,7 +114,8 @@ func (t *Tokenizer) prepare(s string) string {
 }
 
 // IDs tokenizes text without special tokens.
-func (t *Tokenizer) IDs(text string) ([]int32, error) {
+func (t *Tokenizer) IDs(text string) (ids []int32, err error) {
+	defer recoverInto(&err, "tokenize")
 	enc, err := t.tk.EncodeSingle(t.prepare(text), false)
 	if err != nil {
 		return nil, fmt.Errorf("tokenize: %w", err)
@@ -163,4 +166,12 @@ func (t *Tokenizer) Single(a []int32, maxLen int) ([]int32, []int32) {
 	a = a[:max(0, min(len(a), maxLen-2))]
 	ids := append(append([]int32{t.cls}, a...), t.sep)
 	return ids, make([]int32, len(ids))
+}
+
+// recoverInto turns a panic of the third-party tokenizer into an error: the
+// package edge where gleaner stops dependencies' panics.
+func recoverInto(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: malformed tokenizer (the loader failed: %v)", what, r)
+	}
 }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/tokenize"
+)
+
+// buildFullIndex makes an index with every kind of file: graph, stored
+// token ids and a trained head.
+func buildFullIndex(t *testing.T, dir string, seed uint64) (cdir, idir string) {
+	t.Helper()
+	cdir, idir = filepath.Join(dir, "corpus"), filepath.Join(dir, "ix")
+	c := synth.Generate(synth.Options{People: 60, Cities: 10, Countries: 4, Bands: 10, Queries: 10, Seed: seed})
+	if err := corpus.Write(cdir, c); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "tokenizer.json")
+	if err := tokenize.WriteBERT(tok, []string{"the", "of", "band", "city"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "index", cdir, "-o", idir, "--dims", "16", "--tokenizer", tok); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	if out, err := run(t, "graph", "build", "--kind", "knn", "--index", idir); err != nil {
+		t.Fatalf("graph: %v\n%s", err, out)
+	}
+	return cdir, idir
+}
+
+// TestCorruptionCampaign flips bytes at many offsets and truncates every
+// file of an index, the manifest included: each damage must be an error
+// that names the damaged file, never a panic or a silently changed index.
+func TestCorruptionCampaign(t *testing.T) {
+	_, idir := buildFullIndex(t, t.TempDir(), 7)
+	b, _ := os.ReadFile(filepath.Join(idir, store.ManifestFile))
+	var m store.Manifest
+	json.Unmarshal(b, &m)
+	files := []string{store.ManifestFile}
+	for name := range m.Files {
+		files = append(files, name)
+	}
+	sort.Strings(files)
+	total, detected := 0, 0
+	perFile := map[string]int{}
+	for _, name := range files {
+		p := filepath.Join(idir, name)
+		orig, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var damages []func() []byte
+		for _, off := range offsets(len(orig)) {
+			for _, x := range []byte{0x01, 0x80, 0xff} {
+				damages = append(damages, func() []byte { d := append([]byte(nil), orig...); d[off] ^= x; return d })
+			}
+		}
+		for _, n := range []int{0, len(orig) / 2, len(orig) - 1} {
+			if n >= 0 && n < len(orig) {
+				damages = append(damages, func() []byte { return orig[:n] })
+			}
+		}
+		damages = append(damages, func() []byte { return append(append([]byte(nil), orig...), '\n') })
+		for _, damage := range damages {
+			total++
+			os.WriteFile(p, damage(), 0o644)
+			err := openAndRecover(idir)
+			os.WriteFile(p, orig, 0o644)
+			switch {
+			case err == nil:
+				t.Errorf("%s: a damaged index opened", name)
+			case !strings.Contains(err.Error(), name):
+				t.Errorf("%s: error does not name the file: %v", name, err)
+			default:
+				detected++
+				perFile[name]++
+			}
+		}
+	}
+	if err := openAndRecover(idir); err != nil {
+		t.Fatalf("the restored index does not open: %v", err)
+	}
+	t.Logf("corruption campaign: %d of %d damages detected over %d files (%d in %s)", detected, total, len(files), perFile[store.ManifestFile], store.ManifestFile)
+}
+
+// offsets spreads up to 24 byte positions over a file, both ends included.
+func offsets(n int) []int {
+	if n == 0 {
+		return nil
+	}
+	seen, out := map[int]bool{}, []int{}
+	for i := 0; i < 24; i++ {
+		off := i * (n - 1) / 23
+		if !seen[off] {
+			seen[off] = true
+			out = append(out, off)
+		}
+	}
+	return out
+}
+
+// openAndRecover opens an index, turning a panic into an error so that the
+// campaign reports it instead of dying.
+func openAndRecover(dir string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("PANIC: %v", r)
+		}
+	}()
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err == nil {
+		ix.Close()
+	}
+	return err
+}
+
+// TestHostileUser replays, through the CLI, what a careless or hostile user
+// did to an earlier gleaner, with the error each now gets.
+func TestHostileUser(t *testing.T) {
+	dir := t.TempDir()
+	cdir, idir := buildFullIndex(t, dir, 3)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	expectErr := func(what, want string, args ...string) {
+		t.Helper()
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to contain %q\n%s", what, err, want, out)
+		}
+	}
+
+	// Data loss.
+	web := filepath.Join(dir, "website")
+	write("website/manifest.json", `{"name": "my app"}`)
+	write("website/index.html", "<html>")
+	expectErr("index -o onto a folder with a foreign manifest.json", "is not a gleaner index", "index", filepath.Join(dir, "no-such-corpus"), "-o", web)
+	if _, err := os.Stat(filepath.Join(web, "index.html")); err != nil {
+		t.Error("the website was touched")
+	}
+	write("ix/notes.txt", "my notes")
+	if out, err := run(t, "index", cdir, "-o", idir, "--dims", "16"); err != nil {
+		t.Fatalf("rebuild: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(idir, "notes.txt")); string(b) != "my notes" {
+		t.Error("notes.txt inside the index folder was lost on rebuild")
+	}
+	src := filepath.Join(dir, "src")
+	write("src/nodes.jsonl", `{"id":"a","text":"alpha"}`+"\n"+`{"id":"b","text":"beta"}`+"\n")
+	write("src/edges.jsonl", `{"src":"a","dst":"b"}`+"\n")
+	out := filepath.Join(dir, "imported")
+	run(t, "import", "jsonl", src, "-o", out)
+	os.Remove(filepath.Join(src, "edges.jsonl"))
+	run(t, "import", "jsonl", src, "-o", out)
+	if _, err := os.Stat(filepath.Join(out, "edges.jsonl")); err == nil {
+		t.Error("import kept a stale edges.jsonl")
+	}
+	expectErr("import -o onto a user's folder", "is not a gleaner corpus folder", "import", "jsonl", src, "-o", web)
+
+	// Silent corruption.
+	mp := filepath.Join(idir, store.ManifestFile)
+	orig, _ := os.ReadFile(mp)
+	os.WriteFile(mp, []byte(strings.Replace(string(orig), `"k1": 0.9`, `"k1": 1.9`, 1)), 0o644)
+	expectErr("a changed k1 in the manifest", "manifest.json: checksum", "index", "info", idir)
+	os.WriteFile(mp, orig, 0o644)
+	bad := map[string]struct{ nodes, edges, want string }{
+		"weight 1e39":       {"", `{"src":"a","dst":"b","weight":1e39}`, `edges.jsonl:1: field "weight"`},
+		"weight 0":          {"", `{"src":"a","dst":"b","weight":0}`, `weights must be > 0`},
+		"weight 1e-50":      {"", `{"src":"a","dst":"b","weight":1e-50}`, `stored as 0`},
+		"vertical tab id":   {`{"id":"a\u000bx","text":"t"}`, "", `nodes.jsonl:3: field "id"`},
+		"NBSP id":           {`{"id":"a` + "\u00a0" + `x","text":"t"}`, "", `white space`},
+		"EM SPACE id":       {`{"id":"a` + "\u2003" + `x","text":"t"}`, "", `white space`},
+		"invalid UTF-8":     {"{\"id\":\"c\",\"text\":\"caf\xe9\"}", "", `nodes.jsonl:3: field "text": malformed record: invalid UTF-8`},
+		"escaped NUL":       {`{"id":"c\u0000","text":"t"}`, "", `nodes.jsonl:3: field "id": malformed record: NUL`},
+		"50 MB record":      {`{"id":"c","text":"` + strings.Repeat("x", 50<<20) + `"}`, "", `record longer than`},
+		"dangling endpoint": {"", `{"src":"a","dst":"zz"}`, `edges.jsonl:1: field "dst"`},
+	}
+	for name, c := range bad {
+		cd := filepath.Join(dir, "bad", strings.ReplaceAll(name, " ", "_"))
+		os.MkdirAll(cd, 0o755)
+		os.WriteFile(filepath.Join(cd, "nodes.jsonl"), []byte(`{"id":"a","text":"alpha"}`+"\n"+`{"id":"b","text":"beta"}`+"\n"+c.nodes+"\n"), 0o644)
+		if c.edges != "" {
+			os.WriteFile(filepath.Join(cd, "edges.jsonl"), []byte(c.edges+"\n"), 0o644)
+		}
+		expectErr(name, c.want, "index", cd, "-o", filepath.Join(cd, "ix"), "--train-head=false")
+	}
+	bom := filepath.Join(dir, "bom")
+	write("bom/nodes.jsonl", "\xef\xbb\xbf"+`{"id":"a","text":"alpha beta"}`+"\n"+`{"id":"b","text":"beta gamma"}`+"\n"+
+		`{"id":"c","text":"gamma delta"}`+"\n"+`{"id":"d","text":"delta alpha"}`+"\n"+`{"id":"e","text":"epsilon zeta"}`+"\n")
+	if out, err := run(t, "index", bom, "-o", filepath.Join(bom, "ix"), "--train-head=false", "--dims", "1"); err != nil {
+		t.Errorf("a byte-order mark: %v\n%s", err, out)
+	}
+
+	// The index works from any directory: its source path is absolute.
+	wd, _ := os.Getwd()
+	os.Chdir(t.TempDir())
+	_, err := run(t, "eval", "--index", idir, "--method", "bm25")
+	os.Chdir(wd)
+	if err != nil {
+		t.Errorf("eval from another directory: %v", err)
+	}
+
+	// Crashes and resource exhaustion.
+	for _, k := range []string{"9223372036854775807", "4294967296"} {
+		for _, m := range []string{"bm25", "vector", "re2", "ppr", "ppr-bm25", "re2-vector", "hybrid", "fastinsight", "gar"} {
+			if out, err := run(t, "query", "--index", idir, "--method", m, "-k", k, "band"); err != nil {
+				t.Errorf("query -k %s --method %s: %v\n%s", k, m, err, out)
+			}
+		}
+		if out, err := run(t, "eval", "--index", idir, "--method", "bm25,re2", "--k", k); err != nil {
+			t.Errorf("eval --k %s: %v\n%s", k, err, out)
+		}
+		if out, err := run(t, "eval", "--index", idir, "--method", "bm25", "--cutoffs", k); err != nil {
+			t.Errorf("eval --cutoffs %s: %v\n%s", k, err, out)
+		}
+	}
+	if out, err := run(t, "eval", "--index", idir, "--method", "bm25", "--concurrency", "100000000"); err != nil {
+		t.Errorf("eval --concurrency 1e8: %v\n%s", err, out)
+	}
+	expectErr("--concurrency 0", "--concurrency must be ≥ 1", "eval", "--index", idir, "--concurrency", "0")
+	expectErr("--k 0", "--k must be ≥ 1", "eval", "--index", idir, "--k", "0")
+	expectErr("empty method", "an empty method name", "eval", "--index", idir, "--method", "bm25,")
+	expectErr("duplicated method", "bm25 is listed twice", "eval", "--index", idir, "--method", "bm25,vector,bm25")
+	expectErr("query -k 0", "-k must be positive", "query", "--index", idir, "-k", "0", "x")
+}
