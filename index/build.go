@@ -40,6 +40,9 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := store.CheckTarget(dir); err != nil {
 		return err
 	}
+	if debris := store.Debris(dir); len(debris) > 0 {
+		cfg.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
+	}
 	if len(c.Nodes) == 0 {
 		return fmt.Errorf("index: the corpus has no nodes")
 	}

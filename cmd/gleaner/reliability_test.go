@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -235,4 +239,125 @@ func TestHostileUser(t *testing.T) {
 	expectErr("empty method", "an empty method name", "eval", "--index", idir, "--method", "bm25,")
 	expectErr("duplicated method", "bm25 is listed twice", "eval", "--index", idir, "--method", "bm25,vector,bm25")
 	expectErr("query -k 0", "-k must be positive", "query", "--index", idir, "-k", "0", "x")
+}
+
+// TestMain lets the crash test run the CLI as a child process of the test
+// binary (GLEANER_CLI_ARGS holds its arguments), so it can be killed.
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("GLEANER_CLI_ARGS"); ok {
+		os.Args = append([]string{"gleaner"}, strings.Split(args, "\x1f")...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestKillDuringIndex kills `gleaner index` with SIGKILL at 24 points of a
+// rebuild over an existing index, spread over every stage (analysis, LSA,
+// writing, head training): after each, the old index must still open with
+// its checksums, answer with its head, and keep the user's file, and no
+// partial index may be visible at the target.
+func TestKillDuringIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the crash test runs the CLI 25 times")
+	}
+	dir := t.TempDir()
+	cdir, idir := filepath.Join(dir, "corpus"), filepath.Join(dir, "ix")
+	c := synth.Generate(synth.Options{People: 1500, Cities: 60, Countries: 10, Bands: 300, Queries: 10, Seed: 1})
+	if err := corpus.Write(cdir, c); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"index", cdir, "-o", idir, "--dims", "32"}
+	if out, err := run(t, args...); err != nil {
+		t.Fatalf("first build: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(idir, "notes.txt"), []byte("mine"), 0o644)
+	oldManifest, _ := os.ReadFile(filepath.Join(idir, store.ManifestFile))
+	full := timeChild(t, args) // one uninterrupted rebuild, to spread the kills over
+	oldManifest, _ = os.ReadFile(filepath.Join(idir, store.ManifestFile))
+	var at []time.Duration
+	for i := 0; i < 12; i++ { // the short early stages, densely
+		at = append(at, time.Duration(i+1)*30*time.Millisecond)
+	}
+	for i := 0; i < 12; i++ { // then the whole run, head training included
+		at = append(at, 360*time.Millisecond+time.Duration(i)*(full-360*time.Millisecond)/12)
+	}
+	stages, intact := map[string]int{}, 0
+	for _, d := range at {
+		stage, finished := killChild(t, args, d)
+		if finished {
+			stages["finished before the kill"]++
+			oldManifest, _ = os.ReadFile(filepath.Join(idir, store.ManifestFile))
+		} else {
+			stages[stage]++
+		}
+		now, _ := os.ReadFile(filepath.Join(idir, store.ManifestFile))
+		ok := string(now) == string(oldManifest)
+		if out, err := run(t, "query", "--index", idir, "--method", "re2", "-k", "3", c.Nodes[0].Title); err != nil {
+			ok = false
+			t.Errorf("kill at %v (%s): the index no longer answers: %v\n%s", d, stage, err, out)
+		}
+		if b, _ := os.ReadFile(filepath.Join(idir, "notes.txt")); string(b) != "mine" {
+			ok = false
+			t.Errorf("kill at %v (%s): the user's file is gone", d, stage)
+		}
+		if ok {
+			intact++
+		} else {
+			t.Errorf("kill at %v (%s): the target changed without a finished build", d, stage)
+		}
+	}
+	t.Logf("kill -9 during `gleaner index`: old index intact %d / %d; kills by stage %v (a full rebuild took %v); hidden debris folders left: %d",
+		intact, len(at), stages, full, len(store.Debris(idir)))
+}
+
+func child(args []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "GLEANER_CLI_ARGS="+strings.Join(append([]string{"--log-level", "info"}, args...), "\x1f"))
+	return cmd
+}
+
+func timeChild(t *testing.T, args []string) time.Duration {
+	start := time.Now()
+	if out, err := child(args).CombinedOutput(); err != nil {
+		t.Fatalf("rebuild: %v\n%s", err, out)
+	}
+	return time.Since(start)
+}
+
+// killChild starts a rebuild, SIGKILLs it after d and returns the stage its
+// log had reached (or finished = true when it completed first).
+func killChild(t *testing.T, args []string, d time.Duration) (stage string, finished bool) {
+	var log bytes.Buffer
+	cmd := child(args)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return "", err == nil
+	case <-time.After(d):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	return lastStage(log.String()), false
+}
+
+func lastStage(log string) string {
+	stage := "loading the corpus"
+	for _, line := range strings.Split(log, "\n") {
+		switch {
+		case strings.Contains(line, `msg="stage started"`):
+			stage = strings.TrimSuffix(strings.SplitN(strings.SplitN(line, "stage=", 2)[1], " total=", 2)[0], `"`)
+			stage = strings.TrimPrefix(stage, `"`)
+		case strings.Contains(line, `msg="stage finished" stage=write`):
+			stage = "head training"
+		case strings.Contains(line, `msg="head trained"`):
+			stage = "promoting"
+		}
+	}
+	return stage
 }

@@ -138,3 +138,17 @@ func StageDir(final string) (string, error) {
 	}
 	return os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+".staging-")
 }
+
+// Debris lists the hidden siblings that interrupted writes of final left
+// behind (a kill -9 cannot clean up). They never hold the only copy of an
+// index; a ".old" one may hold user files that a crash stopped moving.
+func Debris(final string) []string {
+	final = filepath.Clean(final)
+	var out []string
+	for _, pat := range []string{".tmp-*", ".staging-*"} {
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+pat))
+		out = append(out, m...)
+	}
+	slices.Sort(out)
+	return out
+}
