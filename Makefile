@@ -8,7 +8,7 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/...
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib
+.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz
 
 all: build
 
@@ -55,6 +55,19 @@ test: deps fmt-check vet
 	$(GO) test -count=1 -tags purego ./kernels/...
 	GLEANER_BLAS=gonum $(GO) test -count=1 ./kernels/cpu/...
 	bash benchmarks/peers/ppr.sh --parity
+
+# Fuzz every parser a user can feed, FUZZTIME each (CI: a few seconds; a
+# long run: FUZZTIME=10m, or an exec count such as FUZZTIME=1000000x).
+# Crashers land in <package>/testdata/fuzz and become regression tests.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./corpus:FuzzNodes ./corpus:FuzzEdges ./corpus:FuzzQueries ./corpus:FuzzQrels \
+	./corpus:FuzzJSONArrays ./corpus:FuzzDatasetFolders ./corpus/store:FuzzManifest ./index:FuzzOpenMutated \
+	./eval:FuzzTREC ./models:FuzzVectors ./models/safetensors:FuzzRead ./models/tokenize:FuzzLoad
+fuzz: deps
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) 2>&1 | grep -E '^(fuzz: elapsed|PASS|FAIL|ok|---|    )' | tail -4; \
+		test $${PIPESTATUS[0]} -eq 0; done
 
 # Benchmarks (see benchmarks/README.md); BENCH selects, BENCHFLAGS adds flags.
 BENCH ?= .
