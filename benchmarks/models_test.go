@@ -20,7 +20,7 @@ func sciFactWithHead(b *testing.B) *index.Index {
 	must(b, index.Build(context.Background(), c, dir))
 	ix, err := index.Open(dir, store.OpenOptions{})
 	must(b, err)
-	hf, _, err := headtrain.TrainLexical(context.Background(), ix, headtrain.LexicalOptions{})
+	hf, _, err := headtrain.TrainLexical(context.Background(), ix, headtrain.DefaultLexicalOptions())
 	must(b, err)
 	ix.Close()
 	must(b, index.SetHead(context.Background(), dir, hf))

@@ -11,13 +11,16 @@ import (
 
 // KNNOptions configures KET-RAG's chunk graph (methods.md §5.2).
 type KNNOptions struct {
-	Lexical  int // top-k1 neighbours by shared terms (default 1, as KET-RAG)
-	Semantic int // top-k2 neighbours by vector cosine (default 1)
+	Lexical  int // top-k1 neighbours by shared terms (default 1, as KET-RAG); 0: none
+	Semantic int // top-k2 neighbours by vector cosine (default 1); 0: none
 	// MaxDFRatio ignores terms in more than this share of the documents when
 	// counting shared terms (default 0.1): they are shared by almost every
 	// pair, cost O(df²), and decide nothing.
 	MaxDFRatio float64
 }
+
+// DefaultKNNOptions are KET-RAG's: one lexical and one semantic neighbour.
+func DefaultKNNOptions() KNNOptions { return KNNOptions{Lexical: 1, Semantic: 1, MaxDFRatio: 0.1} }
 
 // KNNEdges builds the undirected kNN chunk graph: for each node its top-k1
 // lexical neighbours (the most shared distinct index terms, counted from
@@ -29,15 +32,14 @@ type KNNOptions struct {
 // KET-RAG counts lowercased alphabetic tokens of a 2000-term bag; gleaner
 // counts its analyzer's stemmed terms, dropping terms above MaxDFRatio.
 func KNNEdges(ctx context.Context, p *lexical.Postings, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
-	if o.Lexical == 0 && o.Semantic == 0 {
-		o.Lexical, o.Semantic = 1, 1
-	}
-	if o.MaxDFRatio == 0 {
-		o.MaxDFRatio = 0.1
-	}
 	n := p.NumDocs()
-	if o.Lexical < 0 || o.Semantic < 0 || len(vecs) != n*dims {
-		return nil, fmt.Errorf("graphops: knn: bad options %+v or %d vector values for %d×%d", o, len(vecs), n, dims)
+	switch {
+	case o.Lexical < 0 || o.Semantic < 0 || (o.Lexical == 0 && o.Semantic == 0):
+		return nil, fmt.Errorf("graphops: knn: lexical and semantic neighbours must be ≥ 0 and not both 0, got %d and %d", o.Lexical, o.Semantic)
+	case !(o.MaxDFRatio > 0 && o.MaxDFRatio <= 1):
+		return nil, fmt.Errorf("graphops: knn: max df ratio must be in (0, 1], got %v (start from DefaultKNNOptions)", o.MaxDFRatio)
+	case len(vecs) != n*dims:
+		return nil, fmt.Errorf("graphops: knn: %d vector values for %d×%d", len(vecs), n, dims)
 	}
 	pairs := map[[2]int32]bool{}
 	if o.Lexical > 0 {

@@ -11,7 +11,8 @@ import (
 
 // MentionOptions configures the mentions graph.
 type MentionOptions struct {
-	// MinTitleLen skips titles shorter than this many runes (default 4):
+	// MinTitleLen skips titles shorter than this many runes, ≥ 1 (gleaner's
+	// CLI default is 4):
 	// short titles ("US", "Art") match everywhere by accident.
 	MinTitleLen int
 	// MaxTitleHits drops a title mentioned by more passages than this: hub
@@ -31,10 +32,10 @@ func MentionEdges(ctx context.Context, titles, texts []string, o MentionOptions)
 	if len(titles) != len(texts) {
 		return nil, fmt.Errorf("graphops: %d titles for %d texts", len(titles), len(texts))
 	}
-	if o.MinTitleLen <= 0 {
-		o.MinTitleLen = 4
+	if o.MinTitleLen < 1 || o.MaxTitleHits < 0 {
+		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
-	if o.MaxTitleHits <= 0 {
+	if o.MaxTitleHits == 0 { // documented: automatic
 		o.MaxTitleHits = max(50, len(texts)/100)
 	}
 	patterns, owners := titlePatterns(titles, o.MinTitleLen)

@@ -25,7 +25,7 @@ func TestMentionEdges(t *testing.T) {
 		"Hilton hotels; Art (too short).",
 		"", "", "",
 	}
-	es, err := MentionEdges(context.Background(), titles, texts, MentionOptions{})
+	es, err := MentionEdges(context.Background(), titles, texts, MentionOptions{MinTitleLen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestMentionEdges(t *testing.T) {
 	}
 	// a hub title mentioned by more passages than the cap is dropped
 	texts2 := []string{"Lyon", "Lyon", "Lyon", "x", "y", "z"}
-	es, _ = MentionEdges(context.Background(), titles, texts2, MentionOptions{MaxTitleHits: 2})
+	es, _ = MentionEdges(context.Background(), titles, texts2, MentionOptions{MinTitleLen: 4, MaxTitleHits: 2})
 	if len(es) != 0 {
 		t.Errorf("hub title kept: %v", es)
 	}

@@ -102,7 +102,11 @@ func trainHead(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, _, err := headtrain.TrainLexical(context.Background(), ix, headtrain.LexicalOptions{Pseudo: 200, Options: headtrain.Options{Epochs: 5}})
+	hf, _, err := headtrain.TrainLexical(context.Background(), ix, func() headtrain.LexicalOptions {
+		o := headtrain.DefaultLexicalOptions()
+		o.Pseudo, o.Epochs = 200, 5
+		return o
+	}())
 	ix.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := trainHead(cmd.Context(), idir, headtrain.LexicalOptions{}, g.log); err != nil {
+			if _, err := trainHead(cmd.Context(), idir, headtrain.DefaultLexicalOptions(), g.log); err != nil {
 				return err
 			}
 			ix, err := index.Open(idir, store.OpenOptions{})

@@ -24,7 +24,7 @@ func newGraph(g *globals) *cobra.Command {
 func newGraphBuild(g *globals) *cobra.Command {
 	var dir, kind string
 	var mo graphops.MentionOptions
-	var ko graphops.KNNOptions
+	ko := graphops.DefaultKNNOptions()
 	cmd := &cobra.Command{
 		Use:   "build --kind mentions|knn --index <dir>",
 		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
@@ -57,8 +57,8 @@ func newGraphBuild(g *globals) *cobra.Command {
 	fl.StringVar(&kind, "kind", "", "mentions or knn")
 	fl.IntVar(&mo.MinTitleLen, "min-title-len", 4, "mentions: shortest title matched, in runes")
 	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
-	fl.IntVar(&ko.Lexical, "k-lex", 1, "knn: lexical neighbours per node")
-	fl.IntVar(&ko.Semantic, "k-sem", 1, "knn: semantic neighbours per node")
+	fl.IntVar(&ko.Lexical, "k-lex", ko.Lexical, "knn: lexical neighbours per node (0: none)")
+	fl.IntVar(&ko.Semantic, "k-sem", ko.Semantic, "knn: semantic neighbours per node (0: none)")
 	return cmd
 }
 

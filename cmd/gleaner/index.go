@@ -96,7 +96,7 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	}
 	if f.trainHead {
 		opts = append(opts, index.WithFinish(func(ctx context.Context, staged string) error {
-			if _, err := trainHead(ctx, staged, headtrain.LexicalOptions{}, g.log); err != nil {
+			if _, err := trainHead(ctx, staged, headtrain.DefaultLexicalOptions(), g.log); err != nil {
 				return fmt.Errorf("training the cross-encoder head (skip with --train-head=false): %w", err)
 			}
 			return nil

@@ -239,6 +239,15 @@ func TestHostileUser(t *testing.T) {
 	expectErr("empty method", "an empty method name", "eval", "--index", idir, "--method", "bm25,")
 	expectErr("duplicated method", "bm25 is listed twice", "eval", "--index", idir, "--method", "bm25,vector,bm25")
 	expectErr("query -k 0", "-k must be positive", "query", "--index", idir, "-k", "0", "x")
+	expectErr("knn with no neighbours", "not both 0", "graph", "build", "--kind", "knn", "--index", idir, "--k-lex", "0", "--k-sem", "0")
+	expectErr("negative title length", "min title length must be ≥ 1", "graph", "build", "--kind", "mentions", "--index", idir, "--min-title-len", "-5")
+	expectErr("negative title hits", "max title hits ≥ 0", "graph", "build", "--kind", "mentions", "--index", idir, "--max-title-hits", "-1")
+	expectErr("negative epochs", "1 ≤ epochs", "train", "head", "--index", idir, "--epochs", "-3")
+	expectErr("zero epochs", "1 ≤ epochs", "train", "head", "--index", idir, "--epochs", "0")
+	expectErr("10⁸ pseudo-queries", "1 ≤ pseudo-queries ≤ 1000000", "train", "head", "--index", idir, "--pseudo", "100000000")
+	expectErr("zero pseudo-queries", "1 ≤ pseudo-queries", "train", "head", "--index", idir, "--pseudo", "0")
+	expectErr("zero LSA dims", "dims must be positive", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--dims", "0")
+	expectErr("NaN k1", "k1=NaN", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--k1", "NaN")
 }
 
 // TestMain lets the crash test run the CLI as a child process of the test

@@ -18,7 +18,7 @@ import (
 func newTrain(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "train", Short: "Train model heads"}
 	var dir, queries string
-	var o headtrain.LexicalOptions
+	o := headtrain.DefaultLexicalOptions()
 	head := &cobra.Command{
 		Use:   "head --index <dir> [--queries train.jsonl]",
 		Short: "Train the lexical cross-encoder's head and store it in the index",
@@ -45,10 +45,10 @@ split) or, without them, from pseudo-queries cut from node sentences. Training i
 	fl := head.Flags()
 	fl.StringVar(&dir, "index", "", "index folder")
 	fl.StringVar(&queries, "queries", "", "training queries with gold ids (default: pseudo-queries)")
-	fl.IntVar(&o.Pseudo, "pseudo", 2000, "pseudo-queries to draw when --queries is not given")
-	fl.IntVar(&o.Epochs, "epochs", 30, "training epochs")
-	fl.IntVar(&o.Hidden, "hidden", 16, "hidden units")
-	fl.Uint64Var(&o.Seed, "seed", 1, "random seed")
+	fl.IntVar(&o.Pseudo, "pseudo", o.Pseudo, fmt.Sprintf("pseudo-queries to draw when --queries is not given (1 to %d)", headtrain.MaxPseudo))
+	fl.IntVar(&o.Epochs, "epochs", o.Epochs, fmt.Sprintf("training epochs (1 to %d)", headtrain.MaxEpochs))
+	fl.IntVar(&o.Hidden, "hidden", o.Hidden, "hidden units")
+	fl.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
 	cmd.AddCommand(head)
 	return cmd
 }

@@ -12,12 +12,30 @@ import (
 )
 
 // LexicalOptions configures training of the lexical cross-encoder's head.
+// Every field is used as given; DefaultLexicalOptions holds the defaults.
 type LexicalOptions struct {
 	Options
 	Queries   []corpus.Query // training queries with gold ids; none: pseudo-queries
 	Pseudo    int            // pseudo-queries to draw when Queries is empty (default 2000)
 	Negatives int            // hard negatives per positive, from BM25 (default 7)
 	HeldOut   float64        // share of groups kept for the report (default 0.2)
+}
+
+// DefaultLexicalOptions are what `gleaner index` trains with: 2,000
+// pseudo-queries, 7 hard negatives each, 20 % held out.
+func DefaultLexicalOptions() LexicalOptions {
+	return LexicalOptions{Options: DefaultOptions(), Pseudo: 2000, Negatives: 7, HeldOut: 0.2}
+}
+
+// MaxPseudo bounds the pseudo-queries drawn (each costs a BM25 search).
+const MaxPseudo = 1_000_000
+
+func (o LexicalOptions) validate() error {
+	if (len(o.Queries) == 0 && (o.Pseudo < 1 || o.Pseudo > MaxPseudo)) || o.Negatives < 1 || !(o.HeldOut > 0 && o.HeldOut < 1) {
+		return fmt.Errorf("headtrain: need 1 ≤ pseudo-queries ≤ %d (without training queries), negatives ≥ 1 and 0 < held-out < 1; got pseudo %d, negatives %d, held-out %v (start from DefaultLexicalOptions)",
+			MaxPseudo, o.Pseudo, o.Negatives, o.HeldOut)
+	}
+	return o.Options.validate()
 }
 
 // Report describes a trained head.
@@ -37,15 +55,8 @@ type Report struct {
 // negatives per query), fits the feature standardisation, trains the head
 // and returns it ready for index.SetHead, with a report.
 func TrainLexical(ctx context.Context, ix *index.Index, o LexicalOptions) (*index.HeadFile, *Report, error) {
-	o.Options.fill()
-	if o.Pseudo == 0 {
-		o.Pseudo = 2000
-	}
-	if o.Negatives == 0 {
-		o.Negatives = 7
-	}
-	if o.HeldOut == 0 {
-		o.HeldOut = 0.2
+	if err := o.validate(); err != nil {
+		return nil, nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 31))
 	qs, source := o.Queries, "training queries"

@@ -23,6 +23,7 @@ type Group struct {
 }
 
 // Options configures training.
+// Every field is used as given; DefaultOptions holds the defaults.
 type Options struct {
 	Hidden    int     // hidden units (default 16)
 	Epochs    int     // passes over the groups (default 30)
@@ -31,22 +32,19 @@ type Options struct {
 	Seed      uint64  // default 1
 }
 
-func (o *Options) fill() {
-	if o.Hidden == 0 {
-		o.Hidden = 16
+// DefaultOptions are the training settings `gleaner index` uses.
+func DefaultOptions() Options {
+	return Options{Hidden: 16, Epochs: 30, Batch: 32, LearnRate: 0.01, Seed: 1}
+}
+
+// MaxEpochs bounds training, so a mistyped flag cannot run for days.
+const MaxEpochs = 10000
+
+func (o Options) validate() error {
+	if o.Hidden < 1 || o.Epochs < 1 || o.Epochs > MaxEpochs || o.Batch < 1 || !(o.LearnRate > 0) {
+		return fmt.Errorf("headtrain: need hidden ≥ 1, 1 ≤ epochs ≤ %d, batch ≥ 1 and learning rate > 0; got %+v (start from DefaultOptions)", MaxEpochs, o)
 	}
-	if o.Epochs == 0 {
-		o.Epochs = 30
-	}
-	if o.Batch == 0 {
-		o.Batch = 32
-	}
-	if o.LearnRate == 0 {
-		o.LearnRate = 0.01
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	return nil
 }
 
 // Result is the trained head and the mean loss of each epoch.
@@ -57,7 +55,9 @@ type Result struct {
 
 // Train fits a head to groups of 1+k latents of length in.
 func Train(ctx context.Context, groups []Group, in, k int, o Options) (*Result, error) {
-	o.fill()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	if in <= 0 || k <= 0 || len(groups) < o.Batch {
 		return nil, fmt.Errorf("headtrain: need latents, negatives and at least %d groups; have in=%d k=%d groups=%d", o.Batch, in, k, len(groups))
 	}

@@ -28,7 +28,8 @@ func groups(n, k int, seed uint64) []Group {
 
 func TestTrainLearnsAndIsDeterministic(t *testing.T) {
 	train, test := groups(256, 3, 1), groups(200, 3, 2)
-	o := Options{Epochs: 20, Batch: 32, Seed: 5}
+	o := DefaultOptions()
+	o.Epochs, o.Seed = 20, 5
 	res, err := Train(context.Background(), train, 2, 3, o)
 	if err != nil {
 		t.Fatal(err)
