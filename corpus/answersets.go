@@ -30,25 +30,45 @@ func ReadKETRAG(dir string, opt ReadOptions) (*Corpus, error) {
 	if c.Nodes, err = readLines(doc); err != nil {
 		return nil, err
 	}
-	var raw []struct {
-		ID       string `json:"id"`
-		Question string `json:"question"`
-		Answer   any    `json:"answer"`
-	}
-	if err := readJSONArray(qa, &raw); err != nil {
+	if c.Queries, err = readAnswerQuestions(qa, opt); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// readAnswerQuestions reads a JSON list of {id, question, answer} where the
+// answer is a string or a list of aliases.
+func readAnswerQuestions(path string, opt ReadOptions) ([]Query, error) {
+	var raw []rawQA
+	if err := readJSONArray(path, &raw); err != nil {
+		return nil, err
+	}
+	return collectQueries(raw, opt, func(i int, r rawQA) (Query, *RecordError) {
+		return answerQuery(path, i+1, r.ID, r.Question, r.Answer, nil)
+	})
+}
+
+type rawQA = struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Answer   any    `json:"answer"`
+}
+
+// collectQueries turns raw question records into queries, rejecting the
+// invalid ones as opt says.
+func collectQueries[T any](raw []T, opt ReadOptions, query func(i int, r T) (Query, *RecordError)) ([]Query, error) {
+	var qs []Query
 	for i, r := range raw {
-		q, rerr := answerQuery(qa, i+1, r.ID, r.Question, r.Answer, nil)
+		q, rerr := query(i, r)
 		if rerr != nil {
 			if err := opt.reject(rerr); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		c.Queries = append(c.Queries, q)
+		qs = append(qs, q)
 	}
-	return c, nil
+	return qs, nil
 }
 
 func readLines(path string) ([]Node, error) {
@@ -108,14 +128,7 @@ func answerQuery(path string, rec int, id, text string, answer any, aliases []st
 	default:
 		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: answer is %T, want a string or a list of strings", ErrMalformed, a))
 	}
-	q := Query{ID: id, Text: text}
-	seen := map[string]bool{}
-	for _, a := range append(answers, aliases...) {
-		if a = strings.TrimSpace(a); a != "" && !seen[a] {
-			seen[a] = true
-			q.Answers = append(q.Answers, a)
-		}
-	}
+	q := Query{ID: id, Text: text, Answers: nonEmptyUnique(append(answers, aliases...))}
 	if len(q.Answers) == 0 {
 		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: question %q has no answer", ErrMissing, id))
 	}
@@ -210,23 +223,8 @@ func ReadGraphRAGBench(dir string, o ChunkOptions, opt ReadOptions) (*Corpus, er
 	if len(c.Nodes) == 0 {
 		return nil, recErr(cpath, 0, "", fmt.Errorf("%w: no documents", ErrMissing))
 	}
-	var raw []struct {
-		ID       string `json:"id"`
-		Question string `json:"question"`
-		Answer   any    `json:"answer"`
-	}
-	if err := readJSONArray(qpath, &raw); err != nil {
+	if c.Queries, err = readAnswerQuestions(qpath, opt); err != nil {
 		return nil, err
-	}
-	for i, r := range raw {
-		q, rerr := answerQuery(qpath, i+1, r.ID, r.Question, r.Answer, nil)
-		if rerr != nil {
-			if err := opt.reject(rerr); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		c.Queries = append(c.Queries, q)
 	}
 	return c, nil
 }

@@ -41,12 +41,7 @@ func Load(dir string, opt ReadOptions) (*Corpus, error) {
 // ReadNodes reads nodes.jsonl. Missing ids, duplicate ids and empty texts are
 // errors (empty texts may be skipped with opt.SkipInvalid).
 func ReadNodes(path string, opt ReadOptions) ([]Node, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readNodes(f, path, opt)
+	return withFile(path, func(f io.Reader) ([]Node, error) { return readNodes(f, path, opt) })
 }
 
 func readNodes(r io.Reader, path string, opt ReadOptions) ([]Node, error) {
@@ -90,12 +85,7 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 
 // ReadEdges reads edges.jsonl, resolving endpoints against ids.
 func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readEdges(f, path, ids, opt)
+	return withFile(path, func(f io.Reader) ([]Edge, error) { return readEdges(f, path, ids, opt) })
 }
 
 func readEdges(in io.Reader, path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
@@ -141,12 +131,7 @@ func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError 
 
 // ReadQueries reads queries.jsonl; gold ids must exist in ids.
 func ReadQueries(path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readQueries(f, path, ids, opt)
+	return withFile(path, func(f io.Reader) ([]Query, error) { return readQueries(f, path, ids, opt) })
 }
 
 func readQueries(r io.Reader, path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
@@ -239,24 +224,19 @@ func Write(dir string, c *Corpus) error {
 // CheckTarget reports whether a corpus may be written at dir: absent, an
 // empty folder, or a gleaner corpus folder (it holds nodes.jsonl).
 func CheckTarget(dir string) error {
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case !st.IsDir():
-		return fmt.Errorf("corpus: %s %w", dir, ErrNotCorpus)
-	}
-	entries, err := os.ReadDir(dir)
+	return store.CheckFolder(dir, func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, NodesFile))
+		return err == nil
+	}, ErrNotCorpus)
+}
+
+// withFile opens path and hands it to read.
+func withFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
-	if len(entries) == 0 {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, NodesFile)); err != nil {
-		return fmt.Errorf("corpus: %s %w", dir, ErrNotCorpus)
-	}
-	return nil
+	defer f.Close()
+	return read(f)
 }

@@ -47,31 +47,23 @@ func ReadTwoWiki(dir string, opt ReadOptions) (*Corpus, error) {
 }
 
 func readTwoWikiQuestions(path string, byTitle map[string][]string, opt ReadOptions) ([]Query, error) {
-	var raw []struct {
-		ID       string   `json:"id"`
-		Question string   `json:"question"`
-		Facts    []string `json:"supporting_facts"`
-		Answer   string   `json:"answer"`
-		Aliases  []string `json:"answer_aliases"`
-	}
+	var raw []twoWikiRecord
 	if err := readJSONArray(path, &raw); err != nil {
 		return nil, err
 	}
-	var qs []Query
-	for i, r := range raw {
+	return collectQueries(raw, opt, func(i int, r twoWikiRecord) (Query, *RecordError) {
 		q, rerr := twoWikiQuery(path, i+1, r.ID, r.Question, r.Facts, byTitle)
-		if rerr == nil {
-			q.Answers = nonEmptyUnique(append([]string{r.Answer}, r.Aliases...))
-		}
-		if rerr != nil {
-			if err := opt.reject(rerr); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		qs = append(qs, q)
-	}
-	return qs, nil
+		q.Answers = nonEmptyUnique(append([]string{r.Answer}, r.Aliases...))
+		return q, rerr
+	})
+}
+
+type twoWikiRecord = struct {
+	ID       string   `json:"id"`
+	Question string   `json:"question"`
+	Facts    []string `json:"supporting_facts"`
+	Answer   string   `json:"answer"`
+	Aliases  []string `json:"answer_aliases"`
 }
 
 func twoWikiQuery(path string, rec int, id, text string, facts []string, byTitle map[string][]string) (Query, *RecordError) {

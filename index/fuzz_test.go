@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -23,11 +22,7 @@ func FuzzOpenMutated(f *testing.F) {
 	b, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile))
 	var m store.Manifest
 	json.Unmarshal(b, &m)
-	files := []string{store.ManifestFile}
-	for name := range m.Files {
-		files = append(files, name)
-	}
-	sort.Strings(files)
+	files := m.Names()
 	f.Add(uint8(0), uint32(10), byte(1), false)
 	f.Add(uint8(3), uint32(0), byte(0), true)
 	f.Fuzz(func(t *testing.T, file uint8, off uint32, xor byte, truncate bool) {

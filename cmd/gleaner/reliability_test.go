@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,11 +49,7 @@ func TestCorruptionCampaign(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(idir, store.ManifestFile))
 	var m store.Manifest
 	json.Unmarshal(b, &m)
-	files := []string{store.ManifestFile}
-	for name := range m.Files {
-		files = append(files, name)
-	}
-	sort.Strings(files)
+	files := m.Names()
 	total, detected := 0, 0
 	perFile := map[string]int{}
 	for _, name := range files {

@@ -19,6 +19,25 @@ var ErrNotOurs = errors.New("exists and is not a gleaner index; refusing to repl
 // costs nothing. Files of a user's own inside an index folder are kept by
 // every rewrite (see Promote).
 func CheckTarget(dir string) error {
+	return CheckFolder(dir, isIndex, ErrNotOurs)
+}
+
+// isIndex reports whether dir holds a gleaner manifest.
+func isIndex(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Format string `json:"format"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Format == FormatName
+}
+
+// CheckFolder reports whether something may be written at dir: dir must
+// not exist, be an empty folder, or be recognised by ours; otherwise the
+// error wraps refusal.
+func CheckFolder(dir string, ours func(dir string) bool, refusal error) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -26,26 +45,16 @@ func CheckTarget(dir string) error {
 	case err != nil:
 		return err
 	case !st.IsDir():
-		return fmt.Errorf("store: %s %w (it is a file)", dir, ErrNotOurs)
+		return fmt.Errorf("%s %w (it is a file)", dir, refusal)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	if len(entries) == 0 {
+	if len(entries) == 0 || ours(dir) {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
-	if err != nil {
-		return fmt.Errorf("store: %s %w (no %s)", dir, ErrNotOurs, ManifestFile)
-	}
-	var m struct {
-		Format string `json:"format"`
-	}
-	if json.Unmarshal(b, &m) != nil || m.Format != FormatName {
-		return fmt.Errorf("store: %s %w (its %s is not a gleaner manifest)", dir, ErrNotOurs, ManifestFile)
-	}
-	return nil
+	return fmt.Errorf("%s %w", dir, refusal)
 }
 
 // Promote moves the complete store at src (a folder beside final) into

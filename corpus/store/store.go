@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
 )
 
 // FormatName and FormatVersion identify the on-disk layout. Bump the version
@@ -49,6 +50,16 @@ type Manifest struct {
 	Files     map[string]FileInfo `json:"files"`
 	// Checksum is the manifest's own CRC-32C (see sealManifest).
 	Checksum string `json:"checksum"`
+}
+
+// Names lists the manifest and every file it describes, sorted.
+func (m Manifest) Names() []string {
+	names := []string{ManifestFile}
+	for name := range m.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // ErrCorrupt marks a store that fails its checks.
