@@ -38,7 +38,7 @@ func BenchmarkIndexBuild(b *testing.B) {
 			c := ds.load(b)
 			dir := filepath.Join(b.TempDir(), "ix")
 			for b.Loop() {
-				if err := index.Build(context.Background(), c, dir); err != nil {
+				if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -52,7 +52,7 @@ func BenchmarkIndexBuild(b *testing.B) {
 func BenchmarkBM25Query(b *testing.B) {
 	c := loadSciFact(b)
 	dir := filepath.Join(b.TempDir(), "ix")
-	if err := index.Build(context.Background(), c, dir); err != nil {
+	if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
 		b.Fatal(err)
 	}
 	ix, err := index.Open(dir, store.OpenOptions{})

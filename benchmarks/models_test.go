@@ -10,21 +10,14 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
-	"github.com/gleaner-rag/gleaner/models/headtrain"
 )
 
 // sciFactWithHead builds a SciFact index with a trained lexical head.
 func sciFactWithHead(b *testing.B) *index.Index {
 	c := loadSciFact(b)
 	dir := filepath.Join(b.TempDir(), "ix")
-	must(b, index.Build(context.Background(), c, dir))
+	must(b, index.Build(context.Background(), c, dir)) // trains the head by default
 	ix, err := index.Open(dir, store.OpenOptions{})
-	must(b, err)
-	hf, _, err := headtrain.TrainLexical(context.Background(), ix, headtrain.DefaultLexicalOptions())
-	must(b, err)
-	ix.Close()
-	must(b, index.SetHead(context.Background(), dir, hf))
-	ix, err = index.Open(dir, store.OpenOptions{})
 	must(b, err)
 	b.Cleanup(func() { ix.Close() })
 	return ix

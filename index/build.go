@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -56,7 +58,11 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 			return err
 		}
 	}
-	if len(cfg.finish) == 0 {
+	finish := cfg.finish
+	if cfg.head != nil {
+		finish = append(finish, cfg.trainHead)
+	}
+	if len(finish) == 0 {
 		return write(ctx, c, dir, &cfg, b)
 	}
 	staged, err := store.StageDir(dir)
@@ -70,12 +76,35 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := write(ctx, c, staged, &cfg, b); err != nil {
 		return err
 	}
-	for _, f := range cfg.finish {
+	for _, f := range finish {
 		if err := f(ctx, staged); err != nil {
 			return err
 		}
 	}
 	return store.Promote(staged, dir)
+}
+
+// trainHead trains the lexical head on the staged index. By default a
+// corpus too small to train on gets no head and a warning; with WithHead
+// that is an error.
+func (cfg *config) trainHead(ctx context.Context, staged string) error {
+	cfg.progress.Stage("head", 0)
+	defer cfg.progress.Finish()
+	ix, err := Open(staged, store.OpenOptions{SkipChecksums: true})
+	if err != nil {
+		return err
+	}
+	hf, rep, err := TrainHead(ctx, ix, *cfg.head)
+	ix.Close()
+	if errors.Is(err, headtrain.ErrTooFewGroups) && !cfg.headSet {
+		cfg.log.Warn("no cross-encoder head: the corpus is too small to train one; re2, gar and fastinsight need a head or a transformer model", "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("index: training the cross-encoder head (index.WithoutHead skips it): %w", err)
+	}
+	cfg.log.Info("head trained", "groups", rep.Groups, "heldout_accuracy", rep.Accuracy, "bm25_accuracy", rep.BM25Accuracy)
+	return SetHead(ctx, staged, hf)
 }
 
 // IndexText is the text BM25 and LSA see for a node: title then text.

@@ -38,7 +38,7 @@ func (h *HeadFile) validate() error {
 		return fmt.Errorf("head for encoder %q; this index stores lexical heads only", h.Encoder)
 	}
 	if len(h.Features) != lexical.NumFeatures || len(h.Mean) != lexical.NumFeatures || len(h.Std) != lexical.NumFeatures {
-		return fmt.Errorf("head has %d features, this gleaner computes %d; retrain it with `gleaner train head`", len(h.Features), lexical.NumFeatures)
+		return fmt.Errorf("head has %d features, this gleaner computes %d; retrain it (index.TrainHead)", len(h.Features), lexical.NumFeatures)
 	}
 	for i, f := range lexical.FeatureNames {
 		if h.Features[i] != f {
@@ -55,7 +55,7 @@ func (h *HeadFile) validate() error {
 
 // ErrNoHead is returned when a method needs the lexical cross-encoder and
 // the index has no trained head.
-var ErrNoHead = errors.New("index: no trained cross-encoder head; run `gleaner train head --index <dir>`")
+var ErrNoHead = errors.New("index: no trained cross-encoder head (index.Build trains one unless WithoutHead; TrainHead and SetHead add one to an index)")
 
 func (ix *Index) loadHead() error {
 	if !ix.r.Has(fHead) {

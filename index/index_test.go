@@ -29,7 +29,7 @@ func smallCorpus() *corpus.Corpus {
 func build(t *testing.T, c *corpus.Corpus, opts ...Option) *Index {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ix")
-	if err := Build(context.Background(), c, dir, opts...); err != nil {
+	if err := Build(context.Background(), c, dir, append([]Option{WithoutHead()}, opts...)...); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := Open(dir, store.OpenOptions{})
@@ -258,7 +258,7 @@ func (h hashEmbedder) Embed(_ context.Context, texts []string) ([]float32, error
 func TestTextEmbedder(t *testing.T) {
 	c := smallCorpus()
 	dir := filepath.Join(t.TempDir(), "ix")
-	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{})); err != nil {
+	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{}), WithoutHead()); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := Open(dir, store.OpenOptions{})

@@ -28,11 +28,14 @@ type config struct {
 	progress progress.Reporter
 	source   string
 	finish   []func(ctx context.Context, staged string) error
+	head     *HeadOptions // nil: no head
+	headSet  bool         // WithHead was given: a failure to train is an error
 }
 
 func defaults() config {
+	head := DefaultHeadOptions()
 	return config{embedder: EmbedderLSA, metric: MetricCosine, lsa: lexical.DefaultLSA(),
-		bm25: lexical.DefaultBM25(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), progress: progress.Nop{}}
+		bm25: lexical.DefaultBM25(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), progress: progress.Nop{}, head: &head}
 }
 
 // WithEmbedder selects how node vectors are made: "lsa" (default, fitted at
@@ -124,6 +127,26 @@ func WithSource(s string) Option {
 		c.source = abs
 		return nil
 	}
+}
+
+// WithHead trains the embedded lexical cross-encoder's head with o (Build
+// trains one with DefaultHeadOptions unless WithoutHead is given); a
+// failure to train is then an error.
+func WithHead(o HeadOptions) Option {
+	return func(c *config) error {
+		if err := o.validate(); err != nil {
+			return err
+		}
+		c.head, c.headSet = &o, true
+		return nil
+	}
+}
+
+// WithoutHead builds no head: BM25, vector and PageRank work; the reranking
+// methods (re2, gar, fastinsight) need a head (TrainHead, SetHead) or a
+// transformer cross-encoder.
+func WithoutHead() Option {
+	return func(c *config) error { c.head, c.headSet = nil, true; return nil }
 }
 
 // WithFinish runs finish on the complete index (in a hidden folder beside

@@ -65,6 +65,10 @@ func CloseAll(ctx context.Context, ms ...Method) error {
 	return errors.Join(errs...)
 }
 
+// ErrNoGraph is returned when a method needs edges the index lacks: add
+// them with index.SetGraph (graphops builds mentions and knn graphs).
+var ErrNoGraph = errors.New("no such edges in the index")
+
 // ErrEmptyQuery is returned for a query with no text and no vector.
 var ErrEmptyQuery = errors.New("retrieve: empty query")
 
@@ -114,7 +118,7 @@ func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix
 func NewWith(name string, ix *index.Index, o Options) (Method, error) {
 	for _, k := range o.GraphKinds {
 		if !slices.Contains(ix.Meta.GraphKinds, k) {
-			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v); build them with `gleaner graph build --kind %s`", k, ix.Meta.GraphKinds, k)
+			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v): %w", k, ix.Meta.GraphKinds, ErrNoGraph)
 		}
 	}
 	regMu.RLock()

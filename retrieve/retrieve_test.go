@@ -19,7 +19,6 @@ import (
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
-	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -30,10 +29,9 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 	dir := filepath.Join(t.TempDir(), "ix")
 	lsa := lexical.DefaultLSA()
 	lsa.Dims = 24
-	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa)); err != nil {
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithHead(smallHead())); err != nil {
 		t.Fatal(err)
 	}
-	trainHead(t, dir)
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +75,9 @@ func openSynthOnce(t *testing.T) (*index.Index, []retrieve.Query) {
 		c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
 		lsa := lexical.DefaultLSA()
 		lsa.Dims = 24
-		if err := index.Build(context.Background(), c, filepath.Join(dir, "ix"), index.WithLSA(lsa)); err != nil {
+		if err := index.Build(context.Background(), c, filepath.Join(dir, "ix"), index.WithLSA(lsa), index.WithHead(smallHead())); err != nil {
 			t.Fatal(err)
 		}
-		trainHead(t, filepath.Join(dir, "ix"))
 		if synthOnce.ix, err = index.Open(filepath.Join(dir, "ix"), store.OpenOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -94,26 +91,12 @@ func openSynthOnce(t *testing.T) (*index.Index, []retrieve.Query) {
 	return synthOnce.ix, synthOnce.qs
 }
 
-// trainHead gives the index a small trained lexical head, as
-// `gleaner index` does, so re2 can run.
-func trainHead(t *testing.T, dir string) {
-	t.Helper()
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hf, _, err := headtrain.TrainLexical(context.Background(), ix, func() headtrain.LexicalOptions {
-		o := headtrain.DefaultLexicalOptions()
-		o.Pseudo, o.Epochs = 200, 5
-		return o
-	}())
-	ix.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := index.SetHead(context.Background(), dir, hf); err != nil {
-		t.Fatal(err)
-	}
+// smallHead trains the lexical head quickly (index.Build trains one by
+// default), so the reranking methods can run.
+func smallHead() index.HeadOptions {
+	o := index.DefaultHeadOptions()
+	o.Pseudo, o.Epochs = 200, 5
+	return o
 }
 
 func TestRe2RerankesBM25TopHundred(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
-	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -37,9 +36,6 @@ func newDemo(g *globals) *cobra.Command {
 			err := index.Build(cmd.Context(), c, idir, index.WithLogger(g.log), index.WithSource(cdir),
 				index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)))
 			if err != nil {
-				return err
-			}
-			if _, err := trainHead(cmd.Context(), idir, headtrain.DefaultLexicalOptions(), g.log); err != nil {
 				return err
 			}
 			ix, err := index.Open(idir, store.OpenOptions{})

@@ -15,7 +15,6 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
-	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/transformer"
 )
@@ -95,12 +94,9 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		}))
 	}
 	if f.trainHead {
-		opts = append(opts, index.WithFinish(func(ctx context.Context, staged string) error {
-			if _, err := trainHead(ctx, staged, headtrain.DefaultLexicalOptions(), g.log); err != nil {
-				return fmt.Errorf("training the cross-encoder head (skip with --train-head=false): %w", err)
-			}
-			return nil
-		}))
+		opts = append(opts, index.WithHead(index.DefaultHeadOptions())) // a failure is an error here
+	} else {
+		opts = append(opts, index.WithoutHead())
 	}
 	if err := index.Build(cmd.Context(), c, f.out, opts...); err != nil {
 		return err

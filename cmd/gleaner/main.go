@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 func main() {
@@ -20,8 +25,27 @@ func main() {
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "gleaner:", err)
+		if hint := cliHint(err); hint != "" {
+			fmt.Fprintln(os.Stderr, "  hint:", hint)
+		}
 		os.Exit(1)
 	}
+}
+
+// cliHint names the command that fixes a library error, which speaks of
+// the Go API rather than of the CLI.
+func cliHint(err error) string {
+	switch {
+	case errors.Is(err, index.ErrNoHead):
+		return "train one with `gleaner train head --index <dir>`, or rebuild with `gleaner index` (it trains one by default)"
+	case errors.Is(err, store.ErrVersion):
+		return "rebuild it with `gleaner index <corpus> -o <dir>`"
+	case errors.Is(err, retrieve.ErrNoGraph):
+		return "build the edges with `gleaner graph build --kind mentions|knn --index <dir>`, or pick another --graph-kind"
+	case errors.Is(err, store.ErrNotOurs) || errors.Is(err, corpus.ErrNotCorpus):
+		return "choose an empty or new -o folder; gleaner never replaces a folder it did not write"
+	}
+	return ""
 }
 
 type globals struct {

@@ -18,7 +18,7 @@ import (
 func newTrain(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "train", Short: "Train model heads"}
 	var dir, queries string
-	o := headtrain.DefaultLexicalOptions()
+	o := index.DefaultHeadOptions()
 	head := &cobra.Command{
 		Use:   "head --index <dir> [--queries train.jsonl]",
 		Short: "Train the lexical cross-encoder's head and store it in the index",
@@ -45,7 +45,7 @@ split) or, without them, from pseudo-queries cut from node sentences. Training i
 	fl := head.Flags()
 	fl.StringVar(&dir, "index", "", "index folder")
 	fl.StringVar(&queries, "queries", "", "training queries with gold ids (default: pseudo-queries)")
-	fl.IntVar(&o.Pseudo, "pseudo", o.Pseudo, fmt.Sprintf("pseudo-queries to draw when --queries is not given (1 to %d)", headtrain.MaxPseudo))
+	fl.IntVar(&o.Pseudo, "pseudo", o.Pseudo, fmt.Sprintf("pseudo-queries to draw when --queries is not given (1 to %d)", index.MaxPseudo))
 	fl.IntVar(&o.Epochs, "epochs", o.Epochs, fmt.Sprintf("training epochs (1 to %d)", headtrain.MaxEpochs))
 	fl.IntVar(&o.Hidden, "hidden", o.Hidden, "hidden units")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
@@ -54,7 +54,7 @@ split) or, without them, from pseudo-queries cut from node sentences. Training i
 }
 
 // trainHead trains on the index at dir and stores the head in it.
-func trainHead(ctx context.Context, dir string, o headtrain.LexicalOptions, log *slog.Logger) (*headtrain.Report, error) {
+func trainHead(ctx context.Context, dir string, o index.HeadOptions, log *slog.Logger) (*index.HeadReport, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("--index is required")
 	}
@@ -62,7 +62,7 @@ func trainHead(ctx context.Context, dir string, o headtrain.LexicalOptions, log 
 	if err != nil {
 		return nil, err
 	}
-	hf, rep, err := headtrain.TrainLexical(ctx, ix, o)
+	hf, rep, err := index.TrainHead(ctx, ix, o)
 	ix.Close()
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func trainHead(ctx context.Context, dir string, o headtrain.LexicalOptions, log 
 	return rep, index.SetHead(ctx, dir, hf)
 }
 
-func printTrainReport(w io.Writer, r *headtrain.Report) {
+func printTrainReport(w io.Writer, r *index.HeadReport) {
 	fmt.Fprintf(w, "trained on %d groups (%s); loss %.4f → %.4f\n", r.Groups, r.Source, r.Losses[0], r.Losses[len(r.Losses)-1])
 	fmt.Fprintf(w, "held-out groups %d: positive ranked first %.1f%% (bm25 feature alone %.1f%%)\n", r.HeldOut, 100*r.Accuracy, 100*r.BM25Accuracy)
 	names := make([]string, 0, len(r.Ablation))

@@ -60,7 +60,7 @@ func parseManifest(b []byte, dir string) (Manifest, error) {
 		return m, corrupt(dir, ManifestFile, "%v", err)
 	}
 	if m.Format == FormatName && m.Version != FormatVersion {
-		return m, fmt.Errorf("store: %s: index format version %d, this gleaner reads version %d; rebuild the index with `gleaner index`", dir, m.Version, FormatVersion)
+		return m, fmt.Errorf("store: %s: index format version %d, this gleaner reads version %d: %w", dir, m.Version, FormatVersion, ErrVersion)
 	}
 	if err := verifyManifest(b); err != nil {
 		return m, corrupt(dir, ManifestFile, "%v", err)
@@ -68,8 +68,6 @@ func parseManifest(b []byte, dir string) (Manifest, error) {
 	switch {
 	case m.Format != FormatName:
 		return m, corrupt(dir, ManifestFile, "format %q, want %q", m.Format, FormatName)
-	case m.Version != FormatVersion:
-		return m, fmt.Errorf("store: %s: index format version %d, this gleaner reads version %d; rebuild the index with `gleaner index`", dir, m.Version, FormatVersion)
 	case m.ByteOrder != "little":
 		return m, corrupt(dir, ManifestFile, "byte order %q", m.ByteOrder)
 	}

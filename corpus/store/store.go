@@ -62,6 +62,10 @@ func (m Manifest) Names() []string {
 	return names
 }
 
+// ErrVersion marks a store written in another format version: rebuild it
+// (index.Build) with this gleaner.
+var ErrVersion = errors.New("rebuild the index with this version of gleaner")
+
 // ErrCorrupt marks a store that fails its checks.
 var ErrCorrupt = errors.New("corrupt index")
 

@@ -40,12 +40,15 @@ func DefaultOptions() Options {
 // MaxEpochs bounds training, so a mistyped flag cannot run for days.
 const MaxEpochs = 10000
 
-func (o Options) validate() error {
+func (o Options) Validate() error {
 	if o.Hidden < 1 || o.Epochs < 1 || o.Epochs > MaxEpochs || o.Batch < 1 || !(o.LearnRate > 0) {
 		return fmt.Errorf("headtrain: need hidden ≥ 1, 1 ≤ epochs ≤ %d, batch ≥ 1 and learning rate > 0; got %+v (start from DefaultOptions)", MaxEpochs, o)
 	}
 	return nil
 }
+
+// ErrTooFewGroups is returned when there is too little data to train on.
+var ErrTooFewGroups = errors.New("too few training groups")
 
 // Result is the trained head and the mean loss of each epoch.
 type Result struct {
@@ -55,11 +58,11 @@ type Result struct {
 
 // Train fits a head to groups of 1+k latents of length in.
 func Train(ctx context.Context, groups []Group, in, k int, o Options) (*Result, error) {
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if in <= 0 || k <= 0 || len(groups) < o.Batch {
-		return nil, fmt.Errorf("headtrain: need latents, negatives and at least %d groups; have in=%d k=%d groups=%d", o.Batch, in, k, len(groups))
+		return nil, fmt.Errorf("headtrain: need latents, negatives and at least %d groups; have in=%d k=%d groups=%d: %w", o.Batch, in, k, len(groups), ErrTooFewGroups)
 	}
 	for i, g := range groups {
 		if len(g.Latents) != (1+k)*in {

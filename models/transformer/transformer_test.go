@@ -47,7 +47,7 @@ func TestBiEncoderAsIndexEmbedder(t *testing.T) {
 		}
 	}
 	idir := filepath.Join(t.TempDir(), "ix")
-	if err := index.Build(context.Background(), c, idir, index.WithTextEmbedder(bi)); err != nil {
+	if err := index.Build(context.Background(), c, idir, index.WithTextEmbedder(bi), index.WithoutHead()); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := index.OpenWith(idir, store.OpenOptions{}, bi)

@@ -1,4 +1,4 @@
-package headtrain
+package index
 
 import (
 	"context"
@@ -7,39 +7,40 @@ import (
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-// LexicalOptions configures training of the lexical cross-encoder's head.
-// Every field is used as given; DefaultLexicalOptions holds the defaults.
-type LexicalOptions struct {
-	Options
+// HeadOptions configures training of the embedded lexical cross-encoder's
+// head (models/headtrain does the gradient work).
+// Every field is used as given; DefaultHeadOptions holds the defaults.
+type HeadOptions struct {
+	headtrain.Options
 	Queries   []corpus.Query // training queries with gold ids; none: pseudo-queries
 	Pseudo    int            // pseudo-queries to draw when Queries is empty (default 2000)
 	Negatives int            // hard negatives per positive, from BM25 (default 7)
 	HeldOut   float64        // share of groups kept for the report (default 0.2)
 }
 
-// DefaultLexicalOptions are what `gleaner index` trains with: 2,000
+// DefaultHeadOptions are what `gleaner index` trains with: 2,000
 // pseudo-queries, 7 hard negatives each, 20 % held out.
-func DefaultLexicalOptions() LexicalOptions {
-	return LexicalOptions{Options: DefaultOptions(), Pseudo: 2000, Negatives: 7, HeldOut: 0.2}
+func DefaultHeadOptions() HeadOptions {
+	return HeadOptions{Options: headtrain.DefaultOptions(), Pseudo: 2000, Negatives: 7, HeldOut: 0.2}
 }
 
 // MaxPseudo bounds the pseudo-queries drawn (each costs a BM25 search).
 const MaxPseudo = 1_000_000
 
-func (o LexicalOptions) validate() error {
+func (o HeadOptions) validate() error {
 	if (len(o.Queries) == 0 && (o.Pseudo < 1 || o.Pseudo > MaxPseudo)) || o.Negatives < 1 || !(o.HeldOut > 0 && o.HeldOut < 1) {
-		return fmt.Errorf("headtrain: need 1 ≤ pseudo-queries ≤ %d (without training queries), negatives ≥ 1 and 0 < held-out < 1; got pseudo %d, negatives %d, held-out %v (start from DefaultLexicalOptions)",
+		return fmt.Errorf("index: head: need 1 ≤ pseudo-queries ≤ %d (without training queries), negatives ≥ 1 and 0 < held-out < 1; got pseudo %d, negatives %d, held-out %v (start from DefaultHeadOptions)",
 			MaxPseudo, o.Pseudo, o.Negatives, o.HeldOut)
 	}
-	return o.Options.validate()
+	return o.Options.Validate()
 }
 
-// Report describes a trained head.
-type Report struct {
+// HeadReport describes a trained head.
+type HeadReport struct {
 	Groups, HeldOut int
 	Source          string
 	Losses          []float64
@@ -53,8 +54,8 @@ type Report struct {
 
 // TrainLexical builds training groups over ix (a positive and BM25 hard
 // negatives per query), fits the feature standardisation, trains the head
-// and returns it ready for index.SetHead, with a report.
-func TrainLexical(ctx context.Context, ix *index.Index, o LexicalOptions) (*index.HeadFile, *Report, error) {
+// and returns it ready for SetHead, with a report.
+func TrainHead(ctx context.Context, ix *Index, o HeadOptions) (*HeadFile, *HeadReport, error) {
 	if err := o.validate(); err != nil {
 		return nil, nil, err
 	}
@@ -78,21 +79,21 @@ func TrainLexical(ctx context.Context, ix *index.Index, o LexicalOptions) (*inde
 		}
 	}
 	split := len(raw) - int(o.HeldOut*float64(len(raw)))
-	res, err := Train(ctx, raw[:split], f, k, o.Options)
+	res, err := headtrain.Train(ctx, raw[:split], f, k, o.Options)
 	if err != nil {
 		return nil, nil, err
 	}
 	rep := evaluate(res, raw[split:], k, f)
 	rep.Groups, rep.HeldOut, rep.Source, rep.Losses = split, len(raw)-split, source, res.Losses
 	h := res.Head
-	hf := &index.HeadFile{Encoder: "lexical", Features: lexical.FeatureNames, Mean: enc.Mean, Std: enc.Std,
+	hf := &HeadFile{Encoder: "lexical", Features: lexical.FeatureNames, Mean: enc.Mean, Std: enc.Std,
 		Hidden: h.Hidden, Dense: h.Dense, DenseB: h.DenseB, Out: h.Out, OutB: h.OutB,
 		Training: map[string]any{"groups": split, "source": source, "negatives": k, "epochs": o.Epochs, "seed": o.Seed,
 			"final_loss": res.Losses[len(res.Losses)-1], "heldout_accuracy": rep.Accuracy}}
 	return hf, rep, nil
 }
 
-func flatten(gs []Group) []float32 {
+func flatten(gs []headtrain.Group) []float32 {
 	var out []float32
 	for _, g := range gs {
 		out = append(out, g.Latents...)
@@ -103,7 +104,7 @@ func flatten(gs []Group) []float32 {
 // pseudoQueries draws nodes and turns one sentence of each into a query by
 // keeping a random ~60% of its words, in order, so a query is rarely a
 // verbatim substring of its node.
-func pseudoQueries(ix *index.Index, n int, rng *rand.Rand) []corpus.Query {
+func pseudoQueries(ix *Index, n int, rng *rand.Rand) []corpus.Query {
 	var qs []corpus.Query
 	for tries := 0; len(qs) < n && tries < 4*n; tries++ {
 		node := rng.IntN(ix.N())
@@ -129,10 +130,10 @@ func pseudoQueries(ix *index.Index, n int, rng *rand.Rand) []corpus.Query {
 // rawGroups makes one group per (query, gold node): the gold node's raw
 // features, then k hard negatives (BM25's best non-gold nodes), padded with
 // random nodes.
-func rawGroups(ctx context.Context, ix *index.Index, qs []corpus.Query, k int, rng *rand.Rand) ([]Group, error) {
+func rawGroups(ctx context.Context, ix *Index, qs []corpus.Query, k int, rng *rand.Rand) ([]headtrain.Group, error) {
 	m := ix.InteractionModel()
 	f := lexical.NumFeatures
-	var out []Group
+	var out []headtrain.Group
 	for qi, q := range qs {
 		if qi%256 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -151,11 +152,11 @@ func rawGroups(ctx context.Context, ix *index.Index, qs []corpus.Query, k int, r
 			for j, nn := range negs {
 				m.Features(st, int(nn), lat[(1+j)*f:(2+j)*f])
 			}
-			out = append(out, Group{Latents: lat})
+			out = append(out, headtrain.Group{Latents: lat})
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("headtrain: no training groups (no query had a gold node in the index)")
+		return nil, fmt.Errorf("index: head: no query had a gold node in the index: %w", headtrain.ErrTooFewGroups)
 	}
 	return out, nil
 }
@@ -163,7 +164,7 @@ func rawGroups(ctx context.Context, ix *index.Index, qs []corpus.Query, k int, r
 // hardNegatives mixes what the head meets when reranking a first stage's
 // top 100: the best non-gold BM25 results (about half), results sampled
 // from the rest of BM25's top 100, and random nodes.
-func hardNegatives(ix *index.Index, text string, gold map[int32]bool, k int, rng *rand.Rand) []int32 {
+func hardNegatives(ix *Index, text string, gold map[int32]bool, k int, rng *rand.Rand) []int32 {
 	var ranked []int32
 	for _, h := range ix.BM25.Search(text, 100+len(gold)) {
 		if !gold[h.Index] {
@@ -194,8 +195,8 @@ func hardNegatives(ix *index.Index, text string, gold map[int32]bool, k int, rng
 
 // evaluate measures held-out accuracy, the bm25 feature alone, and one
 // ablation per feature.
-func evaluate(res *Result, held []Group, k, f int) *Report {
-	rep := &Report{Ablation: map[string]float64{}}
+func evaluate(res *headtrain.Result, held []headtrain.Group, k, f int) *HeadReport {
+	rep := &HeadReport{Ablation: map[string]float64{}}
 	rep.Accuracy = accuracy(held, k, f, func(l []float32, out []float32) { res.Head.Score(l, 1+k, out) })
 	rep.BM25Accuracy = accuracy(held, k, f, func(l []float32, out []float32) {
 		for r := 0; r <= k; r++ {
@@ -214,7 +215,7 @@ func evaluate(res *Result, held []Group, k, f int) *Report {
 	return rep
 }
 
-func accuracy(gs []Group, k, f int, score func(l, out []float32)) float64 {
+func accuracy(gs []headtrain.Group, k, f int, score func(l, out []float32)) float64 {
 	if len(gs) == 0 {
 		return 0
 	}
