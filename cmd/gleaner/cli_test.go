@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/testdata"
 )
 
@@ -157,8 +159,8 @@ func TestGraphBuildAndStats(t *testing.T) {
 	if _, err := run(t, "index", cdir, "-o", idir, "--dims", "16", "--train-head=false"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run(t, "eval", "--index", idir, "--method", "re2"); err == nil || !strings.Contains(err.Error(), "train head") {
-		t.Errorf("re2 without a head: %v", err)
+	if _, err := run(t, "eval", "--index", idir, "--method", "re2"); !errors.Is(err, index.ErrNoHead) || !strings.Contains(cliHint(err), "gleaner train head") {
+		t.Errorf("re2 without a head: %v (hint %q)", err, cliHint(err))
 	}
 	out, err := run(t, "graph", "build", "--kind", "mentions", "--index", idir)
 	if err != nil || !strings.Contains(out, "mentions graph:") {
