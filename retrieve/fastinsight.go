@@ -76,6 +76,9 @@ type fastInsight struct {
 }
 
 func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptions) (Method, error) {
+	if err := requireGraph(ix, o, name); err != nil {
+		return nil, err
+	}
 	if err := fo.validate(); err != nil {
 		return nil, err
 	}

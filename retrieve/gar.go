@@ -40,6 +40,9 @@ type gar struct {
 }
 
 func newGAR(ix *index.Index, o Options) (Method, error) {
+	if err := requireGraph(ix, o, "gar"); err != nil {
+		return nil, err
+	}
 	g := o.GAR
 	if err := g.validate(); err != nil {
 		return nil, err

@@ -69,6 +69,19 @@ func CloseAll(ctx context.Context, ms ...Method) error {
 // them with index.SetGraph (graphops builds mentions and knn graphs).
 var ErrNoGraph = errors.New("no such edges in the index")
 
+// requireGraph refuses a graph method over an index without edges of the
+// chosen kinds: it would silently return its first stage's ranking.
+func requireGraph(ix *index.Index, o Options, method string) error {
+	if v := ix.View(o.GraphKinds...); v.Ptr[v.N()] == 0 {
+		kinds := "any kind"
+		if len(o.GraphKinds) > 0 {
+			kinds = fmt.Sprintf("the kinds %v", o.GraphKinds)
+		}
+		return fmt.Errorf("retrieve: %s walks the graph, and the index has no edges of %s: %w", method, kinds, ErrNoGraph)
+	}
+	return nil
+}
+
 // ErrEmptyQuery is returned for a query with no text and no vector.
 var ErrEmptyQuery = errors.New("retrieve: empty query")
 

@@ -2,8 +2,15 @@ package retrieve_test
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -130,5 +137,31 @@ func TestFirstStages(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A graph method over an index without edges is an error, not a silent
+// copy of its first stage.
+func TestGraphMethodsNeedEdges(t *testing.T) {
+	c := synth.Generate(synth.Options{People: 40, Cities: 8, Countries: 3, Bands: 8, Queries: 5, Seed: 2})
+	c.Edges = nil
+	dir := filepath.Join(t.TempDir(), "ix")
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 8
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, m := range []string{"ppr", "ppr-bm25", "gar", "fastinsight", "fastinsight-beta0"} {
+		if _, err := retrieve.NewWith(m, ix, retrieve.DefaultOptions()); !errors.Is(err, retrieve.ErrNoGraph) {
+			t.Errorf("%s over an index without edges: %v", m, err)
+		}
+	}
+	if _, err := retrieve.NewWith("bm25", ix, retrieve.DefaultOptions()); err != nil {
+		t.Error(err)
 	}
 }

@@ -47,6 +47,9 @@ type ppr struct {
 }
 
 func newPPR(ix *index.Index, o Options) (Method, error) {
+	if err := requireGraph(ix, o, "ppr"); err != nil {
+		return nil, err
+	}
 	st, err := newStage(ix, o)
 	if err != nil {
 		return nil, err
