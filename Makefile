@@ -36,8 +36,10 @@ $(ORT_LIB):
 	mv .deps/tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1 $@
 	rm -rf .deps/tmp
 
+# The version --version prints: the git revision, when there is one.
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 build: deps
-	$(GO) build -o $(BIN) ./cmd/gleaner
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/gleaner
 
 demo: build
 	./$(BIN) demo --out demo

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -161,5 +162,31 @@ func TestTopologicalRecallOnAdjacencyView(t *testing.T) {
 		got := TopologicalRecall(a, 9, seeds, []int32{0, 2, 3, 8}, 0)
 		near(t, "tr via adjacency", got.TR, want.TR)
 		near(t, "misstr via adjacency", got.MissTR, want.MissTR)
+	}
+}
+
+// A run gleaner writes reads back in its own order under trec_eval's tie
+// rule: tied scores are written one ulp apart, tiny scores in full precision.
+func TestWriteTRECKeepsOrder(t *testing.T) {
+	run := Run{"q": {{Doc: "a", Score: 2}, {Doc: "b", Score: 1}, {Doc: "c", Score: 1}, {Doc: "d", Score: 1e-9}, {Doc: "e", Score: 1.0000001e-9}}}
+	path := filepath.Join(t.TempDir(), "run.trec")
+	f, _ := os.Create(path)
+	if err := WriteTREC(f, run, "x"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	back, err := ReadTREC(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range back["q"] {
+		got = append(got, e.Doc)
+	}
+	if strings.Join(got, "") != "abcde" {
+		t.Errorf("read back in order %v, want a b c d e", got)
+	}
+	if back["q"][3].Score != 1e-9 {
+		t.Errorf("a tiny score was rounded: %v", back["q"][3].Score)
 	}
 }

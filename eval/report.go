@@ -108,7 +108,11 @@ func (r *Report) WriteColumns(w io.Writer, names []string) error {
 		for _, c := range r.columns(names) {
 			row = append(row, fmt.Sprintf("%.4f", m.Metrics[c]))
 		}
-		row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprintf("%.0f", m.QPS), fmt.Sprint(m.Evaluated))
+		if m.QPS == 0 && m.Latency == (Latency{}) { // a scored run file: no timing
+			row = append(row, "-", "-", "-", fmt.Sprint(m.Evaluated))
+		} else {
+			row = append(row, fmt.Sprintf("%.3f", m.Latency.Median), fmt.Sprintf("%.3f", m.Latency.P95), fmt.Sprintf("%.0f", m.QPS), fmt.Sprint(m.Evaluated))
+		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()

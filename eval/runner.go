@@ -7,15 +7,18 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -29,6 +32,9 @@ type Options struct {
 	Vectors     map[string][]float32 // query vectors by query id (precomputed indexes)
 	RunDir      string               // where TREC runs are written; "" = none
 	Logger      *slog.Logger
+	// Progress shows queries done per method (nil: none); long
+	// evaluations with transformer models take minutes.
+	Progress progress.Reporter
 
 	trOnce *sync.Once
 	trAdj  *graphops.Adjacency
@@ -59,6 +65,9 @@ func (o *Options) normalize() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
 	}
 	return nil
 }
@@ -118,7 +127,7 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 			return nil, err
 		}
 	}
-	o.Logger.Info("method evaluated", "method", m.Name(), "queries", mr.Evaluated, "median_ms", mr.Latency.Median)
+	o.Logger.Info("method evaluated", "method", m.Name(), "queries", mr.Evaluated, "median_ms", math.Round(mr.Latency.Median*1000)/1000)
 	return mr, nil
 }
 
@@ -171,6 +180,9 @@ func runQueries(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 	outs := make([]outcome, len(qs))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	o.Progress.Stage(m.Name(), len(qs))
+	defer o.Progress.Finish()
+	var done atomic.Int64
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
@@ -185,6 +197,7 @@ func runQueries(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 				if err := runOne(ctx, ix, qs[i], m, depth, o, &outs[i]); err != nil {
 					once.Do(func() { first = err; cancel() })
 				}
+				o.Progress.Set(int(done.Add(1)))
 			}
 		}()
 	}

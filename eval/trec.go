@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -30,7 +31,11 @@ func (r Run) Docs(q string) []string {
 }
 
 // WriteTREC writes r in TREC format ("qid Q0 doc rank score tag"), queries
-// in sorted order and documents in ranking order.
+// in sorted order and documents in ranking order. Scores are written in
+// full precision, and an entry that ties with (or would rise above) the one
+// before it is written one float64 ulp below it: trec_eval breaks ties by
+// document id, so this is what makes any TREC tool read the ranking in
+// gleaner's order (gleaner breaks ties by node number).
 func WriteTREC(w io.Writer, r Run, tag string) error {
 	bw := bufio.NewWriter(w)
 	qids := make([]string, 0, len(r))
@@ -39,8 +44,14 @@ func WriteTREC(w io.Writer, r Run, tag string) error {
 	}
 	sort.Strings(qids)
 	for _, q := range qids {
+		prev := math.Inf(1)
 		for i, e := range r[q] {
-			if _, err := fmt.Fprintf(bw, "%s Q0 %s %d %.6f %s\n", q, e.Doc, i+1, e.Score, tag); err != nil {
+			s := e.Score
+			if s >= prev {
+				s = math.Nextafter(prev, math.Inf(-1))
+			}
+			prev = s
+			if _, err := fmt.Fprintf(bw, "%s Q0 %s %d %s %s\n", q, e.Doc, i+1, strconv.FormatFloat(s, 'g', -1, 64), tag); err != nil {
 				return err
 			}
 		}

@@ -103,8 +103,9 @@ func (cfg *config) trainHead(ctx context.Context, staged string) error {
 	if err != nil {
 		return fmt.Errorf("index: training the cross-encoder head (index.WithoutHead skips it): %w", err)
 	}
-	cfg.log.Info("head trained", "groups", rep.Groups, "heldout_accuracy", rep.Accuracy, "bm25_accuracy", rep.BM25Accuracy)
-	return SetHead(ctx, staged, hf)
+	cfg.log.Info("head trained", "groups", rep.Groups, "heldout_accuracy", math.Round(rep.Accuracy*1e4)/1e4, "bm25_accuracy", math.Round(rep.BM25Accuracy*1e4)/1e4)
+	_, err = SetHead(ctx, staged, hf)
+	return err
 }
 
 // IndexText is the text BM25 and LSA see for a node: title then text.

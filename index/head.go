@@ -10,7 +10,10 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-const fHead = "head.json"
+const (
+	fHead     = "head.json"
+	fHeadPrev = "head.previous.json" // the head SetHead replaced, for RestorePreviousHead
+)
 
 // HeadFile is a trained head of the embedded lexical cross-encoder, with
 // the feature standardisation it was trained on, stored as head.json.
@@ -100,21 +103,55 @@ func (ix *Index) CrossEncoder() (*models.CrossEncoder, error) {
 	return &models.CrossEncoder{Enc: enc, Head: ix.head.Head()}, nil
 }
 
-// SetHead stores a trained head in the index at dir (replacing any), by an
-// atomic rewrite.
-func SetHead(ctx context.Context, dir string, h *HeadFile) error {
+// SetHead stores a trained head in the index at dir, by an atomic rewrite.
+// It returns the head it replaced (nil if none), which stays in the index
+// as the previous head: RestorePreviousHead brings it back.
+func SetHead(ctx context.Context, dir string, h *HeadFile) (replaced *HeadFile, err error) {
 	if err := h.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	ix, err := Open(dir, store.OpenOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ix.Close()
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	meta := ix.Meta
 	meta.Head = h.Encoder
-	return ix.rewrite(dir, []string{fHead}, func(w *store.Writer) error { return w.JSON(fHead, h) }, meta)
+	prev := ix.head
+	return prev, ix.rewrite(dir, []string{fHead, fHeadPrev}, func(w *store.Writer) error {
+		if prev != nil {
+			if err := w.JSON(fHeadPrev, prev); err != nil {
+				return err
+			}
+		}
+		return w.JSON(fHead, h)
+	}, meta)
+}
+
+// ErrNoPreviousHead is returned by RestorePreviousHead when SetHead never
+// replaced a head in this index.
+var ErrNoPreviousHead = errors.New("index: no previous head to restore")
+
+// RestorePreviousHead swaps the current head and the one SetHead replaced,
+// and returns the restored head.
+func RestorePreviousHead(ctx context.Context, dir string) (*HeadFile, error) {
+	ix, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if !ix.r.Has(fHeadPrev) {
+		ix.Close()
+		return nil, ErrNoPreviousHead
+	}
+	var prev HeadFile
+	err = ix.r.JSON(fHeadPrev, &prev)
+	ix.Close()
+	if err != nil {
+		return nil, err
+	}
+	_, err = SetHead(ctx, dir, &prev)
+	return &prev, err
 }

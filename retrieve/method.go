@@ -131,7 +131,13 @@ func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix
 func NewWith(name string, ix *index.Index, o Options) (Method, error) {
 	for _, k := range o.GraphKinds {
 		if !slices.Contains(ix.Meta.GraphKinds, k) {
-			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v): %w", k, ix.Meta.GraphKinds, ErrNoGraph)
+			hint := ""
+			for _, have := range ix.Meta.GraphKinds {
+				if strings.HasPrefix(have, k) || strings.HasPrefix(k, have) {
+					hint = fmt.Sprintf("; did you mean %q?", have)
+				}
+			}
+			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v%s): %w", k, ix.Meta.GraphKinds, hint, ErrNoGraph)
 		}
 	}
 	regMu.RLock()

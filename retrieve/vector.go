@@ -39,8 +39,10 @@ func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kern
 		case errors.Is(err, index.ErrEmptyEmbedding):
 			empty[i] = true
 			v = make([]float32, d)
+		case err != nil && len(qs) > 1: // name the query in a batch (a caller of Retrieve names its own)
+			return nil, fmt.Errorf("batch query %d (id %q): %w", i, q.ID, err)
 		case err != nil:
-			return nil, fmt.Errorf("query %q: %w", q.ID, err)
+			return nil, err
 		}
 		batch = append(batch, v...)
 	}

@@ -23,7 +23,9 @@ func newDemo(g *globals) *cobra.Command {
 	var seed uint64
 	var people, queries int
 	cmd := &cobra.Command{
-		Use:   "demo [--out demo]",
+		Use: "demo [--out demo]",
+		Example: `  gleaner demo
+  gleaner demo --out /tmp/demo --people 400`,
 		Short: "Generate a synthetic multi-hop corpus graph, index it and evaluate every method",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -30,9 +34,31 @@ type evalFlags struct {
 func newEval(g *globals) *cobra.Command {
 	f := &evalFlags{}
 	cmd := &cobra.Command{
-		Use:   "eval --index <dir> --queries <queries.jsonl> --method bm25,vector --k 10 [--report r.json]",
-		Short: "Evaluate retrieval methods (and TREC run files) on queries with gold ids",
-		Args:  cobra.NoArgs,
+		Use: "eval --index <dir> [--method bm25,vector] [--queries q.jsonl] [--k 10] [--report r.json]",
+		Example: `  gleaner eval --index idx/scifact --method bm25,vector --report out/scifact.json
+  gleaner eval --index idx/2wiki --graph-kind mentions --method bm25,ppr,fastinsight --columns recall@2,recall@5,recall@10,ndcg@10
+  gleaner eval --index idx/2wiki --graph-kind mentions --method fastinsight --limit 200        # a dev slice
+  gleaner eval --index idx/2wiki --graph-kind mentions --method fastinsight --skip 200         # the rest
+  gleaner eval --index idx/scifact --run-file other-system.trec`,
+		Short: "Evaluate retrieval methods (and TREC run files) on queries with gold ids or gold answers",
+		Long: `Run every query through each --method and print one row per method.
+
+Metrics at cut-off k (--k; the table's columns, or pick them with --columns):
+  recall_cap@k   relevant nodes found in the top k / min(k, number relevant) (BEIR's capped recall)
+  recall@k       relevant nodes found in the top k / number relevant
+  ndcg@k         graded nDCG (grades as gains, log2 discount)
+  hit@k, mrr@k   a relevant node in the top k; reciprocal rank of the first one
+  tr@k, misstr@k Topological Recall (FastInsight) and its part from missed nodes (indexes with edges)
+  answer_recall@k  questions whose gold answer occurs in a top-k node's title or text (answer-only sets)
+  p50/p95 ms     per-query latency; q/s the throughput at --concurrency
+
+Queries come from --queries, by default the queries.jsonl of the corpus the index was built from.
+--limit N evaluates the first N (after --skip N): declare a dev slice for choices (--limit 200) and
+report the rest (--skip 200). --concurrency N keeps N queries in flight through the shared engine
+scheduler (capped at the number of queries and 1024). Each method's ranking is computed to the largest
+cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --report (--runs).
+--run-file scores an existing TREC run (no latency: its time columns show "-").`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := runEval(cmd, g, f)
 			if err != nil {
@@ -44,7 +70,11 @@ func newEval(g *globals) *cobra.Command {
 			if f.plot == "" {
 				return nil
 			}
-			return runSweep(cmd, g, f)
+			names := sweepMethods
+			if cmd.Flags().Changed("method") {
+				names, _ = methodList(f.methods) // validated by RunE
+			}
+			return runSweep(cmd, g, f, names)
 		},
 	}
 	fl := cmd.Flags()
@@ -59,12 +89,12 @@ func newEval(g *globals) *cobra.Command {
 	fl.StringArrayVar(&f.runFiles, "run-file", nil, "also evaluate this TREC run file (repeatable)")
 	fl.StringVar(&f.queryVectors, "query-vectors", "", "query vectors (.npy in queries order or .jsonl {id, vector}) for precomputed indexes")
 	fl.BoolVar(&f.tiesByRank, "run-file-by-rank", false, "order --run-file entries by their rank column, not trec_eval's (score desc, doc id desc)")
-	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "queries in flight at once (≥ 1; capped at the number of queries and 1024)")
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	f.m = addMethodFlags(fl, g)
-	fl.StringVar(&f.plot, "plot", "", "write the b_max sweep plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
+	fl.StringVar(&f.plot, "plot", "", "after the table, sweep b_max = 10…100 for the --method methods (default: fastinsight, gar, re2-vector, as FastInsight's figures) and write the plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
 	return cmd
@@ -91,10 +121,14 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, err
 	}
 	defer ix.Close()
-	if f.queries == "" {
+	defaulted := f.queries == ""
+	if defaulted {
 		f.queries = filepath.Join(ix.Meta.Source, corpus.QueriesFile)
 	}
 	qs, err := corpus.ReadQueries(f.queries, nil, corpus.ReadOptions{Logger: g.log})
+	if errors.Is(err, os.ErrNotExist) && defaulted {
+		return nil, fmt.Errorf("%w: the index was built from %s, which has no %s now; give the queries with --queries", err, ix.Meta.Source, corpus.QueriesFile)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +173,8 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 }
 
 func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
-	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.m.kinds)}
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.m.kinds),
+		Progress: progress.New(os.Stderr, g.log, 5*time.Second)}
 	for _, c := range splitList(f.cutoffs) {
 		var k int
 		if _, err := fmt.Sscan(c, &k); err != nil || k <= 0 {
@@ -190,7 +225,7 @@ func addRunFiles(ix *index.Index, qs []corpus.Query, rep *eval.Report, files []s
 }
 
 // runSweep runs the b_max sweep for --plot on the same index and queries.
-func runSweep(cmd *cobra.Command, g *globals, f *evalFlags) error {
+func runSweep(cmd *cobra.Command, g *globals, f *evalFlags, names []string) error {
 	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return err
@@ -207,7 +242,7 @@ func runSweep(cmd *cobra.Command, g *globals, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
-	return sweep(cmd.Context(), cmd.OutOrStdout(), f, ix, qs, opt)
+	return sweep(cmd.Context(), cmd.OutOrStdout(), f, names, ix, qs, opt)
 }
 
 // sliceQueries leaves out the first skip queries and keeps at most limit

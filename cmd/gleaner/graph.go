@@ -16,7 +16,7 @@ import (
 )
 
 func newGraph(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "graph", Short: "Build corpus graphs into an index and describe them"}
+	cmd := groupCommand("graph", "Build corpus graphs into an index and describe them")
 	cmd.AddCommand(newGraphBuild(g), newGraphStats(g))
 	return cmd
 }
@@ -26,7 +26,9 @@ func newGraphBuild(g *globals) *cobra.Command {
 	var mo graphops.MentionOptions
 	ko := graphops.DefaultKNNOptions()
 	cmd := &cobra.Command{
-		Use:   "build --kind mentions|knn --index <dir>",
+		Use: "build --kind mentions|knn --index <dir>",
+		Example: `  gleaner graph build --kind mentions --index idx/2wiki
+  gleaner graph build --kind knn --index idx/scifact --k-lex 2 --k-sem 2`,
 		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
 		Long: `Build a graph over the index's nodes.
 
@@ -84,9 +86,10 @@ func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOption
 func newGraphStats(g *globals) *cobra.Command {
 	var dir, kind, queries string
 	cmd := &cobra.Command{
-		Use:   "stats --index <dir> [--kind k] [--queries q.jsonl]",
-		Short: "Print graph statistics: degrees, and how many gold nodes lie within 1 and 2 hops of the BM25 top-10",
-		Args:  cobra.NoArgs,
+		Use:     "stats --index <dir> [--kind k] [--queries q.jsonl]",
+		Example: `  gleaner graph stats --index idx/2wiki --kind mentions --queries data/2wiki/queries.jsonl`,
+		Short:   "Print graph statistics: degrees, and how many gold nodes lie within 1 and 2 hops of the BM25 top-10",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ix, err := index.Open(dir, store.OpenOptions{})
 			if err != nil {

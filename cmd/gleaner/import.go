@@ -13,7 +13,11 @@ func newImport(g *globals) *cobra.Command {
 	var skip bool
 	chunks := corpus.DefaultChunkOptions()
 	cmd := &cobra.Command{
-		Use:   "import beir|2wiki|ketrag|graphrag-bench|jsonl <path> -o <dir>",
+		Use: "import beir|2wiki|ketrag|graphrag-bench|jsonl <path> -o <dir>",
+		Example: `  gleaner import beir ../shared/datasets/beir_scifact -o data/scifact
+  gleaner import beir ../shared/datasets/beir_scifact --split train -o data/scifact-train
+  gleaner import 2wiki ../shared/datasets/hipporag_2wikimultihopqa -o data/2wiki
+  gleaner import graphrag-bench ../shared/datasets/graphrag_bench_medical -o data/medical --chunk-words 200`,
 		Short: "Convert a dataset to gleaner JSONL (nodes.jsonl, edges.jsonl, queries.jsonl)",
 		Long: `Convert a dataset to gleaner JSONL.
 
@@ -28,7 +32,7 @@ func newImport(g *globals) *cobra.Command {
   jsonl           a gleaner JSONL folder (validated and rewritten)
 
 Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2, "a format and a dataset path"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return fmt.Errorf("-o <dir> is required")

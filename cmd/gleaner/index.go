@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,9 +32,13 @@ type indexFlags struct {
 func newIndex(g *globals) *cobra.Command {
 	f := &indexFlags{}
 	cmd := &cobra.Command{
-		Use:   "index <corpus-dir> -o <index-dir>",
+		Use: "index <corpus-dir> -o <index-dir>",
+		Example: `  gleaner index data/scifact -o idx/scifact
+  gleaner index data/x -o idx/x --train-head=false --dims 128
+  gleaner index data/x -o idx/x --embedder precomputed --vectors vectors.npy
+  gleaner index info idx/scifact`,
 		Short: "Build an index from a gleaner JSONL corpus",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1, "the corpus folder"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runIndex(cmd, g, f, args[0])
 		},
@@ -52,7 +57,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
 	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
 	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
-	fl.BoolVar(&f.trainHead, "train-head", true, "train the lexical cross-encoder's head on pseudo-queries (see `gleaner train head`)")
+	fl.BoolVar(&f.trainHead, "train-head", true, "train the lexical cross-encoder's head on pseudo-queries (see 'gleaner train head')")
 	cmd.AddCommand(newIndexInfo())
 	return cmd
 }
@@ -110,7 +115,7 @@ func newIndexInfo() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info <index-dir>",
 		Short: "Print what an index holds, after verifying it",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1, "the index folder"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := index.Open(args[0], store.OpenOptions{})
 			if err != nil {
@@ -139,7 +144,15 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 	fmt.Fprintf(w, "bm25\tk1=%v b=%v, %d terms, %d postings\n", m.BM25["k1"], m.BM25["b"], m.Terms, m.Postings)
 	fmt.Fprintf(w, "vectors\t%d × %d, embedder %s, metric %s\n", m.Nodes, m.Dims, m.Embedder, m.Metric)
 	if m.LSA != nil {
-		fmt.Fprintf(w, "lsa\t%v\n", m.LSA)
+		fmt.Fprintf(w, "lsa\t%s\n", keyValues(m.LSA))
+	}
+	if h := ix.HeadFile(); h != nil {
+		fmt.Fprintf(w, "head\t%s\n", describeHead(h))
+	} else {
+		fmt.Fprintf(w, "head\tnone (re2, gar and fastinsight need one: gleaner train head)\n")
+	}
+	if m.Tokenizer != "" {
+		fmt.Fprintf(w, "tokens\tnode token ids stored for the tokenizer with sha256 %s\n", m.Tokenizer)
 	}
 	names := make([]string, 0, len(ix.Manifest.Files))
 	var total int64
@@ -172,4 +185,18 @@ func openIndex(g *globals, dir, biEncoder, pooling string) (*index.Index, error)
 		return nil, err
 	}
 	return index.OpenWith(dir, store.OpenOptions{}, bi)
+}
+
+// keyValues prints a map as "a=1 b=2", keys sorted.
+func keyValues(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
+	}
+	return strings.Join(parts, " ")
 }

@@ -60,6 +60,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "gleaner",
 		Short:         "Fast graph retrieval for RAG: import, index, query, evaluate",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(*cobra.Command, []string) error {
@@ -77,9 +78,10 @@ func newRoot() *cobra.Command {
 			return nil
 		},
 	}
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "structured log lines on stderr at this level and above: debug, info, warn, error (progress bars show on a terminal whatever the level)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $"+envBackend+", else cpu)")
 	root.AddCommand(newImport(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newEval(g), newDemo(g))
+	root.SetFlagErrorFunc(suggestFlag)
 	return root
 }
 

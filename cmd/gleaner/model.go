@@ -10,11 +10,13 @@ import (
 )
 
 func newModel(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "model", Short: "Model utilities"}
+	cmd := groupCommand("model", "Model utilities: random model folders for tests and benchmarks")
 	var out, corpusDir string
 	var o testmodel.Options
 	random := &cobra.Command{
-		Use:   "random -o <dir> [--kind bert|xlm-roberta] [--cross] [--corpus <dir>]",
+		Use: "random -o <dir> [--kind bert|xlm-roberta] [--cross] [--corpus <dir>]",
+		Example: `  gleaner model random -o models/tiny-ce --corpus data/scifact
+  gleaner model random -o models/tiny-bi --corpus data/scifact --cross=false`,
 		Short: "Write a tiny random-weight transformer (tokenizer.json, config.json, model.safetensors, model.onnx)",
 		Long: `Write a tiny random-weight model for tests and benchmarks; no pretrained weights are reachable here.
 The vocabulary is built from --corpus (its node texts) and single characters. --cross adds a

@@ -17,9 +17,17 @@ func newQuery(g *globals) *cobra.Command {
 	var mf *methodFlags
 	var k int
 	cmd := &cobra.Command{
-		Use:   "query --index <dir> [--method bm25] [-k 10] <text...>",
+		Use: "query --index <dir> [--method bm25] [-k 10] <text...>",
+		Example: `  gleaner query --index idx/scifact "vitamin D and bone density"
+  gleaner query --index idx/2wiki --graph-kind mentions --method ppr -k 5 "Where did the performer of Respect die?"
+  gleaner query --index idx/2wiki --graph-kind mentions --method fastinsight --first-stage hybrid "..."`,
 		Short: "Run one query and print the ranked nodes with scores and titles",
-		Args:  cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("query needs the query text after the flags; usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
 				return fmt.Errorf("--index is required")

@@ -12,17 +12,19 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-// sweepMethods are the methods of FastInsight's Figures 4 and 6.
+// sweepMethods are the methods of FastInsight's Figures 4 and 6, swept
+// when --method is not given.
 var sweepMethods = []string{"fastinsight", "gar", "re2-vector"}
 
-// sweep evaluates the sweep methods at b_max = 10, 20, …, 100 and writes
-// the plots.
-func sweep(ctx context.Context, w io.Writer, f *evalFlags, ix *index.Index, qs []corpus.Query, opt eval.Options) error {
+// sweep evaluates the methods at b_max = 10, 20, …, 100 and writes the
+// plots.
+func sweep(ctx context.Context, w io.Writer, f *evalFlags, names []string, ix *index.Index, qs []corpus.Query, opt eval.Options) error {
 	var pts []eval.SweepPoint
 	opt.RunDir = ""
+	fmt.Fprintf(w, "b_max sweep of %v (b_max is also GAR's budget and re2's depth; other methods do not change)\n", names)
 	for bmax := 10; bmax <= 100; bmax += 10 {
 		var ms []retrieve.Method
-		for _, name := range sweepMethods {
+		for _, name := range names {
 			mo, err := f.m.options(bmax)
 			if err != nil {
 				return err

@@ -98,7 +98,11 @@ func (l *logLines) Stage(name string, total int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.name, l.total, l.start, l.last = name, total, time.Now(), time.Now()
-	l.log.Info("stage started", "stage", name, "total", total)
+	if total > 0 {
+		l.log.Info("stage started", "stage", name, "total", total)
+		return
+	}
+	l.log.Info("stage started", "stage", name)
 }
 
 func (l *logLines) Set(done int) {
