@@ -82,8 +82,9 @@ func writeJSONL[T any](path string, recs []T) (err error) {
 }
 
 // WriteFileAtomic creates path by writing a temporary sibling with fill,
-// syncing it and renaming it into place. On any error the temporary file is
-// removed and path is left untouched.
+// syncing it and renaming it into place, readable by all like any file
+// gleaner writes (0644; os.CreateTemp makes 0600). On any error the
+// temporary file is removed and path is left untouched.
 func WriteFileAtomic(path string, fill func(io.Writer) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
@@ -102,6 +103,9 @@ func WriteFileAtomic(path string, fill func(io.Writer) error) (err error) {
 		return err
 	}
 	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

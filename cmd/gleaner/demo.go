@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -64,8 +66,24 @@ func newDemo(g *globals) *cobra.Command {
 			if err := rep.WriteJSON(filepath.Join(out, "report.json")); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "index: %s; report: %s\n\n", idir, filepath.Join(out, "report.json"))
-			return rep.WriteTable(cmd.OutOrStdout())
+			var table bytes.Buffer
+			if err := rep.WriteTable(&table); err != nil {
+				return err
+			}
+			tpath := filepath.Join(out, "table.txt")
+			if err := corpus.WriteFileAtomic(tpath, func(w io.Writer) error { _, err := w.Write(table.Bytes()); return err }); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "\n%s\n", table.String())
+			fmt.Fprintf(w, "wrote %s: corpus/ (JSONL), index/, runs/ (TREC runs), report.json and table.txt (the table above)\n\n", out)
+			bin := os.Args[0]
+			fmt.Fprintf(w, "next, try:\n")
+			fmt.Fprintf(w, "  %s query --index %s --method ppr -k 5 %q\n", bin, idir, c.Queries[0].Text)
+			fmt.Fprintf(w, "  %s eval --index %s --method bm25,fastinsight --first-stage hybrid --columns recall@2,recall@5,recall@10,ndcg@10\n", bin, idir)
+			fmt.Fprintf(w, "  %s index info %s\n", bin, idir)
+			fmt.Fprintf(w, "  and on real data: README.md, \"Using it\"\n")
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "demo", "folder for the generated corpus, index, runs and report")
