@@ -8,7 +8,7 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/...
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz
+.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check
 
 all: build
 
@@ -57,6 +57,10 @@ test: deps fmt-check vet
 	$(GO) test -count=1 -tags purego ./kernels/...
 	GLEANER_BLAS=gonum $(GO) test -count=1 ./kernels/cpu/...
 	bash benchmarks/peers/ppr.sh --parity
+
+# Run every shell block and Go program of README.md and docs/*.md, in order, in a scratch folder.
+docs-check: build
+	bash .ci/docs-check
 
 # Fuzz every parser a user can feed, FUZZTIME each (CI: a few seconds; a
 # long run: FUZZTIME=10m, or an exec count such as FUZZTIME=1000000x).

@@ -16,7 +16,7 @@ import (
 
 // ErrNotBuilt is returned when the cuda backend is selected in a build
 // without the cuda tag.
-var ErrNotBuilt = errors.New("this gleaner was built without CUDA: rebuild with `go build -tags cuda` on a machine with the CUDA toolkit (see environment.md)")
+var ErrNotBuilt = errors.New("this gleaner was built without CUDA: rebuild with `go build -tags cuda` on a machine with the CUDA toolkit")
 
 func init() {
 	engine.Register("cuda", func() (engine.Backend, error) { return nil, ErrNotBuilt })

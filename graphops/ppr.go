@@ -31,7 +31,7 @@ func (o PPROptions) Validate() error {
 // ErrNoConvergence is returned (with the last iterate) when MaxIter is hit.
 var ErrNoConvergence = errors.New("graphops: pagerank did not converge within the iteration cap")
 
-// PersonalizedPageRank solves, with igraph's prpack semantics (methods.md
+// PersonalizedPageRank solves, with igraph's prpack semantics (docs/methods.md
 // §2.5), π = d·(Pᵀπ + (Σ_{dangling} π)·r) + (1 − d)·r over the undirected
 // weighted adjacency a, where P(u→v) = w_uv/strength(u) and r is reset
 // normalised to sum 1; dangling vertices restart by r too. reset nil means

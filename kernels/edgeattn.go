@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// EdgeAttentionArgs describes Exphormer's sparse attention (methods.md
+// EdgeAttentionArgs describes Exphormer's sparse attention (docs/methods.md
 // §3.2) over attention edges grouped by destination: the edges into node i
 // are positions Ptr[i]..Ptr[i+1], with source Src[p] and edge features
 // E[p·D:(p+1)·D]. K, Q, V and Out are N×D with D = Heads·HeadDim.

@@ -6,7 +6,7 @@ import (
 )
 
 // JointAttentionArgs describes one head of FuseRAG's joint attention
-// (methods.md §4): N decoder queries attend over [memory keys ; text keys]
+// (docs/methods.md §4): N decoder queries attend over [memory keys ; text keys]
 // with one softmax. Q is N×D, KMem Lm×D, VMem Lm×Dv, KText Lt×D, VText
 // Lt×Dv, Out N×Dv. With Causal, query i (the i-th of the last N text
 // positions) sees text keys j ≤ i + Lt − N; memory keys are always visible.

@@ -7,7 +7,7 @@ import (
 )
 
 // SmoothArgs describes GRanker's Laplacian smoothing (FastInsight,
-// methods.md §1.2) over the subgraph induced by m retrieved nodes:
+// docs/methods.md §1.2) over the subgraph induced by m retrieved nodes:
 //
 //	A_ij = 1 if (n_i, n_j) is an edge (Adj, local ids, one entry per pair)
 //	W_ij = A_ij / deg(n_j)            deg = degree in the full graph (Deg)

@@ -4,7 +4,7 @@ import "context"
 
 // PairEncoder turns (query, node) pairs into latent vectors: for a
 // cross-encoder, the first-token last hidden state before the
-// classification head (methods.md §1.2); for the embedded lexical encoder,
+// classification head (docs/methods.md §1.2); for the embedded lexical encoder,
 // standardised interaction features. Implementations are safe for
 // concurrent use.
 type PairEncoder interface {

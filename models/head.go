@@ -7,7 +7,7 @@ import (
 )
 
 // Head is a sequence-classification head as BERT/XLM-R rerankers carry
-// (methods.md §1.2): score = out·tanh(Dense·h + DenseB) + OutB, applied to
+// (docs/methods.md §1.2): score = out·tanh(Dense·h + DenseB) + OutB, applied to
 // a latent h of length In. GRanker smooths latents before this head.
 type Head struct {
 	In, Hidden int

@@ -15,7 +15,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models"
 )
 
-// FastInsightOptions are FastInsight's hyperparameters (methods.md §1) and
+// FastInsightOptions are FastInsight's hyperparameters (docs/methods.md §1) and
 // the decisions its paper leaves open. Every value is used as given
 // (DefaultOptions holds the defaults).
 type FastInsightOptions struct {
@@ -50,7 +50,7 @@ func init() {
 
 // fastInsight interleaves GRanker (cross-encoder latents smoothed over the
 // induced subgraph, then the head) with STeX (graph expansion steered by
-// similarity to the query), methods.md §1.1–1.3. The first stage
+// similarity to the query), docs/methods.md §1.1–1.3. The first stage
 // (Options.FirstStage) gives the initial batch, the refills and STeX's
 // I_sim (its normalised score, see stage). Decisions on §1.5's
 // ambiguities:
@@ -242,7 +242,7 @@ func (m *fastInsight) expand(st *fiState) bool {
 	return len(st.ret) > before
 }
 
-// stex scores the unretrieved neighbours of N_ret (methods.md §1.3):
+// stex scores the unretrieved neighbours of N_ret (docs/methods.md §1.3):
 // S = I_sim + β·I_str, with I_str the proximity to high-ranked retrieved
 // neighbours plus the bridging term. β = +Inf ranks by I_str alone (I_sim
 // breaks ties).

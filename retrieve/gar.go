@@ -12,7 +12,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models"
 )
 
-// GAROptions configure GAR (methods.md §1.6) in FastInsight's setting.
+// GAROptions configure GAR (docs/methods.md §1.6) in FastInsight's setting.
 type GAROptions struct {
 	Budget     int  // c: documents scored, ≥ 1 (default 100 = b_max)
 	Batch      int  // b: documents per scoring batch, ≥ 1 (default 10)

@@ -24,7 +24,7 @@ func init() {
 	})
 }
 
-// pprPassageMass is HippoRAG 2's passage node weight (methods.md §6). It
+// pprPassageMass is HippoRAG 2's passage node weight (docs/methods.md §6). It
 // cancels once the reset is normalised; it is kept to mirror the reference.
 const pprPassageMass = 0.05
 
