@@ -58,6 +58,11 @@ type Memory interface {
 	Free(b Buffer)
 	Upload(dst Buffer, off int, src any) error
 	Download(dst any, src Buffer, off int) error
+	// Bind returns a read-only buffer holding src ([]float32, []int32 or
+	// []int64): a host backend may alias src (no copy, so a memory-mapped
+	// index matrix is not duplicated), a device backend uploads it. src
+	// must not change while the buffer is in use.
+	Bind(src any) (Buffer, error)
 	// Sync waits for all submitted work (a no-op for synchronous backends).
 	Sync(ctx context.Context) error
 }
@@ -76,6 +81,7 @@ type Ops interface {
 	Axpby(op AxpbyOp) error
 	EdgeAttention(op EdgeAttentionOp) error
 	TopK(op TopKOp) error
+	FlatIP(op FlatIPOp) error
 }
 
 // Backend is one compute device. Backends are safe for concurrent use.

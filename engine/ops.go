@@ -86,6 +86,17 @@ type TopKOp struct {
 	OutIdx, OutScore Buffer
 }
 
+// FlatIPOp is exact dense search (O_vs): for each of B queries (Q, B×D)
+// the K rows of X (N×D) with the largest dot products, best first, ties by
+// lower row, into OutIdx (I32, B×K) and OutScore (F32, B×K); with fewer
+// than K rows the rest is padded with index −1 and score −Inf. K may exceed
+// N. Reference loop: score every row in float64, sort, keep K.
+type FlatIPOp struct {
+	X, Q             Buffer
+	N, D, B, K       int
+	OutIdx, OutScore Buffer
+}
+
 // SmoothOp is GRanker's smoothing over an induced subgraph of M nodes: see
 // kernels.SmoothArgs. The subgraph (AdjPtr, AdjIdx, Deg) is small and
 // built on the host, so it is passed as host slices; H and Out are device

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -38,6 +39,28 @@ type Index struct {
 	ids     map[string]int32
 	viewMu  sync.Mutex
 	views   map[string]*graphops.Adjacency
+	devMu   sync.Mutex
+	devVecs map[engine.Backend]engine.Buffer
+}
+
+// VectorsOn returns the node vectors as a buffer of backend b (bound once
+// per backend: the CPU uses the mapped matrix in place, a device gets one
+// upload). The buffer lives as long as the index.
+func (ix *Index) VectorsOn(b engine.Backend) (engine.Buffer, error) {
+	ix.devMu.Lock()
+	defer ix.devMu.Unlock()
+	if buf, ok := ix.devVecs[b]; ok {
+		return buf, nil
+	}
+	buf, err := b.Bind(ix.Vectors)
+	if err != nil {
+		return nil, fmt.Errorf("index: vectors on %s: %w", b.Name(), err)
+	}
+	if ix.devVecs == nil {
+		ix.devVecs = map[engine.Backend]engine.Buffer{}
+	}
+	ix.devVecs[b] = buf
+	return buf, nil
 }
 
 // Open maps the index at dir, verifying format version, sizes and
@@ -77,7 +100,15 @@ func (ix *Index) readMeta() error {
 }
 
 // Close unmaps the index.
-func (ix *Index) Close() error { return ix.r.Close() }
+func (ix *Index) Close() error {
+	ix.devMu.Lock()
+	for b, buf := range ix.devVecs {
+		b.Free(buf)
+	}
+	ix.devVecs = nil
+	ix.devMu.Unlock()
+	return ix.r.Close()
+}
 
 func (ix *Index) loadNodes() (err error) {
 	if ix.strs, err = ix.r.Bytes(fNodeStrings); err != nil {

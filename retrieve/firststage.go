@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 )
@@ -23,6 +24,7 @@ import (
 //     divided by 2/(k+1) so that a node first in both scores 1.
 type stage struct {
 	ix   *index.Index
+	be   engine.Backend
 	kind string
 	h    HybridOptions
 }
@@ -31,7 +33,10 @@ func newStage(ix *index.Index, o Options) (*stage, error) {
 	if err := o.validateStage(); err != nil {
 		return nil, err
 	}
-	return &stage{ix: ix, kind: o.FirstStage, h: o.Hybrid}, nil
+	if o.Backend == nil && o.FirstStage != StageBM25 {
+		return nil, errNoBackend
+	}
+	return &stage{ix: ix, be: o.Backend, kind: o.FirstStage, h: o.Hybrid}, nil
 }
 
 // scores returns every node's first-stage score for q, or nil when q
@@ -95,8 +100,7 @@ func (s *stage) vector(ctx context.Context, q Query) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := make([]float32, s.ix.N())
-	return sc, kernels.ScoreAll(s.ix.Vectors, s.ix.N(), s.ix.Meta.Dims, v, sc)
+	return denseScores(ctx, s.be, s.ix, v)
 }
 
 // convex fuses max-normalised BM25 and min–max-normalised vector scores;

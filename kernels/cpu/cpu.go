@@ -74,6 +74,19 @@ func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	return b, nil
 }
 
+// Bind implements engine.Memory: host memory is used in place.
+func (*Backend) Bind(src any) (engine.Buffer, error) {
+	switch x := src.(type) {
+	case []float32:
+		return &buffer{dt: engine.F32, f32: x}, nil
+	case []int32:
+		return &buffer{dt: engine.I32, i32: x}, nil
+	case []int64:
+		return &buffer{dt: engine.I64, i64: x}, nil
+	}
+	return nil, fmt.Errorf("cpu: cannot bind %T", src)
+}
+
 // Free implements engine.Memory (the garbage collector reclaims memory).
 func (*Backend) Free(engine.Buffer) {}
 

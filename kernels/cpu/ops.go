@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"context"
 	"math"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -181,6 +182,31 @@ func (*Backend) TopK(op engine.TopKOp) error {
 			idx[r*op.K+j], sc[r*op.K+j] = -1, float32(math.Inf(-1))
 			if j < len(hits) {
 				idx[r*op.K+j], sc[r*op.K+j] = hits[j].Index, hits[j].Score
+			}
+		}
+	}
+	return nil
+}
+
+// FlatIP implements engine.Ops with the batched AVX top-k scan.
+func (*Backend) FlatIP(op engine.FlatIPOp) error {
+	var u unwrap
+	x, q, idx, sc := u.f(op.X, 0), u.f(op.Q, 0), u.i(op.OutIdx), u.f(op.OutScore, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if op.B < 0 || op.K < 0 || len(idx) < op.B*op.K || len(sc) < op.B*op.K {
+		return shapeErr("flatip")
+	}
+	hits, err := kernels.FlatIP(context.Background(), x, op.N, op.D, q, op.B, op.K, 0)
+	if err != nil {
+		return err
+	}
+	for r, hs := range hits {
+		for j := 0; j < op.K; j++ {
+			idx[r*op.K+j], sc[r*op.K+j] = -1, float32(math.Inf(-1))
+			if j < len(hs) {
+				idx[r*op.K+j], sc[r*op.K+j] = hs[j].Index, hs[j].Score
 			}
 		}
 	}

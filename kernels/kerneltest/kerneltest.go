@@ -39,7 +39,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"Gemm", testGemm}, {"GemmEpilogue", testGemmEpilogue}, {"BatchedGemm", testBatchedGemm},
 		{"LayerNorm", testLayerNorm}, {"Activate", testActivate}, {"Softmax", testSoftmax},
 		{"Attention", testAttention}, {"SpMM", testSpMM}, {"Axpby", testAxpby},
-		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK},
+		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
 		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention},
 		{"Composed", testComposed}, {"BadInputs", testBadInputs},
 	}

@@ -1,0 +1,78 @@
+package kerneltest
+
+import (
+	"math"
+	"sort"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// testFlatIP checks exact dense search against float64 dot products, with
+// duplicated rows (exact ties: the lower row first), K beyond N (padding)
+// and awkward sizes. Near-ties may swap in float32, so a rank passes when
+// its score, and the reference score of the row returned, both match the
+// reference score at that rank.
+func testFlatIP(h *H) {
+	for _, n := range Sizes {
+		for _, d := range []int{1, 3, 17} {
+			x := h.Rand(n * d)
+			if n > 3 {
+				copy(x[3*d:4*d], x[0:d]) // row 3 duplicates row 0: an exact tie
+			}
+			b := 3
+			q := h.Rand(b * d)
+			for _, k := range []int{1, 5, n + 2} {
+				idx, sc := h.UpI32(make([]int32, b*k)), h.Poisoned(b*k)
+				h.Must(h.B.FlatIP(engine.FlatIPOp{X: h.Up(x), Q: h.Up(q), N: n, D: d, B: b, K: k, OutIdx: idx, OutScore: sc}))
+				gotI, err := engine.Download[int32](h.B, idx)
+				h.Must(err)
+				gotS := h.Down(sc)
+				for r := 0; r < b; r++ {
+					checkFlatRow(h, n, d, k, x, q[r*d:(r+1)*d], gotI[r*k:(r+1)*k], gotS[r*k:(r+1)*k])
+				}
+			}
+		}
+	}
+}
+
+func checkFlatRow(h *H, n, d, k int, x, q []float32, gotI []int32, gotS []float32) {
+	h.Helper()
+	ref := make([]float64, n)
+	mag := make([]float64, n)
+	order := make([]int, n)
+	for i := range ref {
+		order[i] = i
+		for j := 0; j < d; j++ {
+			ref[i] += float64(x[i*d+j]) * float64(q[j])
+			mag[i] += math.Abs(float64(x[i*d+j]) * float64(q[j]))
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return ref[order[a]] > ref[order[b]] })
+	for j := 0; j < k; j++ {
+		if j >= n {
+			if gotI[j] != -1 || !math.IsInf(float64(gotS[j]), -1) {
+				h.Fatalf("flatip n=%d k=%d rank %d: (%d, %v), want padding (-1, -Inf)", n, k, j, gotI[j], gotS[j])
+			}
+			continue
+		}
+		want := ref[order[j]]
+		tol := Tol(d, mag[order[j]])
+		if gotI[j] < 0 || int(gotI[j]) >= n || math.Abs(float64(gotS[j])-want) > tol || math.Abs(ref[gotI[j]]-want) > tol {
+			h.Fatalf("flatip n=%d d=%d k=%d rank %d: row %d score %v, want row %d score %v ± %.3g", n, d, k, j, gotI[j], gotS[j], order[j], want, tol)
+		}
+	}
+	if n > 3 { // the exact tie between rows 0 and 3 keeps the lower row first
+		p0, p3 := -1, -1
+		for j := range min(k, n) {
+			switch gotI[j] {
+			case 0:
+				p0 = j
+			case 3:
+				p3 = j
+			}
+		}
+		if p3 >= 0 && (p0 < 0 || p0 > p3) {
+			h.Fatalf("flatip n=%d d=%d k=%d: row 3 (a copy of row 0) ranked before row 0", n, d, k)
+		}
+	}
+}
