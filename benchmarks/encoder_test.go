@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/models/bert"
 	"github.com/gleaner-rag/gleaner/models/ort"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
@@ -28,7 +27,7 @@ func BenchmarkNativeEncoder(b *testing.B) {
 		cfg := bert.Config{ModelType: "bert", VocabSize: 30522, Hidden: s.hidden, Layers: s.layers, Heads: s.heads,
 			Intermediate: s.inter, MaxPositions: 512, TypeVocabSize: 2, LayerNormEps: 1e-12, HiddenAct: "gelu", NumLabels: 1}
 		tensors := bert.RandomTensors(cfg, 1, true)
-		m, err := bert.New(cfg, tensors, cpu.New())
+		m, err := bert.New(cfg, tensors, benchBackend(b))
 		must(b, err)
 		rng := rand.New(rand.NewPCG(4, 4))
 		var batch bert.Batch

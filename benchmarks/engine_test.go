@@ -11,7 +11,6 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // gemmShapes are encoder shapes: 100 pairs × 256 tokens against the FFN
@@ -24,7 +23,7 @@ var gemmShapes = []struct{ m, k, n int }{{100 * 256, 384, 1536}, {100 * 256, 102
 // cblas_sgemm called directly, and gonum's pure-Go Sgemm (on a tenth of the
 // rows: its rate, not its time, is what is compared).
 func BenchmarkGemm(b *testing.B) {
-	be := cpu.New()
+	be := benchBackend(b)
 	b.Logf("blas: %s", kernels.BLASImpl())
 	for _, s := range gemmShapes {
 		a, w, bias := randomMatrix(s.m, s.k, 1), randomMatrix(s.k, s.n, 2), randomMatrix(1, s.n, 3)
@@ -37,9 +36,7 @@ func BenchmarkGemm(b *testing.B) {
 		shape := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
 		run := func(name string, fl float64, fn func()) {
 			b.Run(shape+"/"+name, func(b *testing.B) {
-				for b.Loop() {
-					fn()
-				}
+				timed(b, be, func() error { fn(); return nil })
 				b.ReportMetric(fl/(b.Elapsed().Seconds()/float64(b.N))/1e9, "GFLOP/s")
 			})
 		}
@@ -87,6 +84,7 @@ func randomGraph(n, deg int) ([]int64, []int32) {
 // times the 1 MiB L2, inside L3) and 51 MiB (beyond L3: random gathers).
 func BenchmarkSparse(b *testing.B) {
 	const deg, d, heads = 10, 64, 4
+	be := benchBackend(b)
 	bw := MachineCopyBandwidth()
 	report := func(b *testing.B, bytes float64) {
 		sec := b.Elapsed().Seconds() / float64(b.N)
@@ -98,19 +96,19 @@ func BenchmarkSparse(b *testing.B) {
 		nnz := len(idx)
 		x, y := randomMatrix(n, d, 4), make([]float32, n*d)
 		val := randomMatrix(1, nnz, 5)
+		up := func(v any) engine.Buffer { buf, err := be.Bind(v); must(b, err); return buf }
+		pb, ib, vb, xb, yb := up(ptr), up(idx), up(val), up(x), up(y)
 		b.Run(fmt.Sprintf("spmm/n=%d", n), func(b *testing.B) {
-			a := kernels.CSRMatrix{Rows: n, Cols: n, Ptr: ptr, Idx: idx, Val: val}
-			for b.Loop() {
-				must(b, kernels.SpMM(a, x, d, y))
-			}
+			timed(b, be, func() error {
+				return be.SpMM(engine.SpMMOp{Rows: n, Cols: n, D: d, Ptr: pb, Idx: ib, Val: vb, X: xb, Y: yb})
+			})
 			report(b, float64(8*(n+1)+8*nnz+2*4*n*d)) // A, X read once, Y written
 		})
 		b.Run(fmt.Sprintf("edge-attention/n=%d", n), func(b *testing.B) {
-			k, q, e := randomMatrix(n, d, 6), randomMatrix(n, d, 7), randomMatrix(nnz, d, 8)
-			a := kernels.EdgeAttentionArgs{N: n, Heads: heads, HeadDim: d / heads, Ptr: ptr, Src: idx, K: k, Q: q, V: x, E: e, Out: y}
-			for b.Loop() {
-				must(b, kernels.EdgeAttention(a))
-			}
+			k, q, e := up(randomMatrix(n, d, 6)), up(randomMatrix(n, d, 7)), up(randomMatrix(nnz, d, 8))
+			timed(b, be, func() error {
+				return be.EdgeAttention(engine.EdgeAttentionOp{N: n, Heads: heads, HeadDim: d / heads, Ptr: pb, Src: ib, K: k, Q: q, V: xb, E: e, Out: yb})
+			})
 			report(b, float64(8*(n+1)+4*nnz+4*nnz*d+4*4*n*d)) // graph, E, K Q V read once, Out written
 		})
 	}
@@ -122,7 +120,7 @@ func BenchmarkSparse(b *testing.B) {
 // call versus one item per call. An item is a 384-d latent passed through
 // a 384×384 dense layer with GELU on the cpu backend.
 func BenchmarkScheduler(b *testing.B) {
-	be := cpu.New()
+	be := benchBackend(b)
 	const d = 384
 	w, _ := engine.Upload(be, randomMatrix(d, d, 10))
 	layer := func(_ context.Context, xs [][]float32) ([][]float32, error) {

@@ -9,8 +9,6 @@ import (
 	"github.com/gleaner-rag/gleaner/models/testmodel"
 	"github.com/gleaner-rag/gleaner/models/tokenize"
 	"github.com/gleaner-rag/gleaner/models/transformer"
-
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // BenchmarkTokenize measures tokenization throughput over SciFact node
@@ -41,7 +39,7 @@ func BenchmarkTokenize(b *testing.B) {
 		b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
 	})
 	b.Run("query-share", func(b *testing.B) {
-		enc, _, err := transformer.Load(dir, transformer.Native, cpu.New(), func(n int32) string { return texts[n] }, 256)
+		enc, _, err := transformer.Load(dir, transformer.Native, benchBackend(b), func(n int32) string { return texts[n] }, 256)
 		must(b, err)
 		stored := make([][]int32, len(texts))
 		for i, t := range texts {
