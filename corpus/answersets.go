@@ -43,7 +43,7 @@ func readAnswerQuestions(path string, opt ReadOptions) ([]Query, error) {
 	if err := readJSONArray(path, &raw); err != nil {
 		return nil, err
 	}
-	return collectQueries(raw, opt, func(i int, r rawQA) (Query, *RecordError) {
+	return collectQueries(path, raw, opt, func(i int, r rawQA) (Query, *RecordError) {
 		return answerQuery(path, i+1, r.ID, r.Question, r.Answer, nil)
 	})
 }
@@ -56,8 +56,9 @@ type rawQA = struct {
 
 // collectQueries turns raw question records into queries, rejecting the
 // invalid ones as opt says.
-func collectQueries[T any](raw []T, opt ReadOptions, query func(i int, r T) (Query, *RecordError)) ([]Query, error) {
+func collectQueries[T any](path string, raw []T, opt ReadOptions, query func(i int, r T) (Query, *RecordError)) ([]Query, error) {
 	var qs []Query
+	seen := map[string]int{}
 	for i, r := range raw {
 		q, rerr := query(i, r)
 		if rerr != nil {
@@ -66,6 +67,10 @@ func collectQueries[T any](raw []T, opt ReadOptions, query func(i int, r T) (Que
 			}
 			continue
 		}
+		if first, dup := seen[q.ID]; dup {
+			return nil, recErr(path, i+1, "id", fmt.Errorf("%w %q (first in record %d)", ErrDuplicate, q.ID, first))
+		}
+		seen[q.ID] = i + 1
 		qs = append(qs, q)
 	}
 	return qs, nil
@@ -87,6 +92,9 @@ func readLines(path string) ([]Node, error) {
 		}
 		if !utf8.Valid(b) {
 			return nil, recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, firstInvalidUTF8(b)+1))
+		}
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			return nil, recErr(path, line, "", fmt.Errorf("%w: NUL character at byte %d", ErrMalformed, i+1))
 		}
 		if t := strings.TrimSpace(string(b)); t != "" {
 			nodes = append(nodes, Node{ID: fmt.Sprintf("l%d", line), Text: t})

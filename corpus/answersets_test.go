@@ -105,3 +105,20 @@ func TestReadTwoWikiAnswers(t *testing.T) {
 		t.Errorf("answers %q", c.Queries[0].Answers)
 	}
 }
+
+// The answer-set importers refuse what the corpus reader would refuse
+// later: NUL characters and duplicate question ids.
+func TestAnswerSetsRefuseWhatIndexWould(t *testing.T) {
+	for name, files := range map[string]map[string]string{
+		"NUL in a line":         {"document.txt": "alpha\x00beta\n", "qa-pairs.json": `[{"id":"q","question":"q","answer":"a"}]`},
+		"duplicate question id": {"document.txt": "alpha\n", "qa-pairs.json": `[{"id":"q","question":"q","answer":"a"},{"id":"q","question":"r","answer":"b"}]`},
+		"NUL in JSON":           {"document.txt": "alpha\n", "qa-pairs.json": `[{"id":"q","question":"q\u0000","answer":"a"}]`},
+		"not a list":            {"document.txt": "alpha\n", "qa-pairs.json": `{"id":"q"}`},
+	} {
+		if _, err := ReadKETRAG(writeFiles(t, files), ReadOptions{}); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if name == "not a list" && !strings.Contains(err.Error(), "want a JSON list") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

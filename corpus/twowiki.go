@@ -51,7 +51,7 @@ func readTwoWikiQuestions(path string, byTitle map[string][]string, opt ReadOpti
 	if err := readJSONArray(path, &raw); err != nil {
 		return nil, err
 	}
-	return collectQueries(raw, opt, func(i int, r twoWikiRecord) (Query, *RecordError) {
+	return collectQueries(path, raw, opt, func(i int, r twoWikiRecord) (Query, *RecordError) {
 		q, rerr := twoWikiQuery(path, i+1, r.ID, r.Question, r.Facts, byTitle)
 		q.Answers = nonEmptyUnique(append([]string{r.Answer}, r.Aliases...))
 		return q, rerr
@@ -108,7 +108,13 @@ func decodeJSONArray(b []byte, path string, v any) error {
 		off := firstInvalidUTF8(b)
 		return recErr(path, 1+bytes.Count(b[:off], []byte("\n")), fieldAt(b, off), fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off+1))
 	}
+	if off := escapedNUL(b); off >= 0 {
+		return recErr(path, 1+bytes.Count(b[:off], []byte("\n")), fieldAt(b, off), fmt.Errorf("%w: NUL character (\\u0000) at byte %d", ErrMalformed, off+1))
+	}
 	if err := json.Unmarshal(b, v); err != nil {
+		if te, ok := err.(*json.UnmarshalTypeError); ok && te.Field == "" {
+			return recErr(path, 0, "", fmt.Errorf("%w: want a JSON list of records, the file holds a JSON %s", ErrMalformed, te.Value))
+		}
 		line := 0
 		if se, ok := err.(*json.SyntaxError); ok {
 			line = 1 + strings.Count(string(b[:se.Offset]), "\n")

@@ -106,7 +106,11 @@ func (r *Report) WriteColumns(w io.Writer, names []string) error {
 	for _, m := range r.Methods {
 		row := []string{m.Method}
 		for _, c := range r.columns(names) {
-			row = append(row, fmt.Sprintf("%.4f", m.Metrics[c]))
+			if v, ok := m.Metrics[c]; ok {
+				row = append(row, fmt.Sprintf("%.4f", v))
+			} else {
+				row = append(row, "-") // not computed: no gold of that kind, or no edges for TR
+			}
 		}
 		if m.QPS == 0 && m.Latency == (Latency{}) { // a scored run file: no timing
 			row = append(row, "-", "-", "-", fmt.Sprint(m.Evaluated))

@@ -2,11 +2,13 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -41,6 +43,9 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	}
 	if err := store.CheckTarget(dir); err != nil {
 		return err
+	}
+	if lost := droppedKinds(dir, c); len(lost) > 0 {
+		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}
 	if debris := store.Debris(dir); len(debris) > 0 {
 		cfg.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
@@ -82,6 +87,35 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 		}
 	}
 	return store.Promote(staged, dir)
+}
+
+// droppedKinds lists the graph kinds of an existing index at dir that the
+// corpus's own edges do not have (built later by graph builders): a rebuild
+// does not carry them over.
+func droppedKinds(dir string, c *corpus.Corpus) []string {
+	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Meta struct {
+			Index Meta `json:"index"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, e := range c.Edges {
+		have[e.Kind] = true
+	}
+	var lost []string
+	for _, k := range m.Meta.Index.GraphKinds {
+		if !have[k] {
+			lost = append(lost, k)
+		}
+	}
+	return lost
 }
 
 // trainHead trains the lexical head on the staged index. By default a

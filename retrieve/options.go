@@ -107,7 +107,7 @@ func DefaultOptions() Options {
 // validateStage checks the first-stage settings.
 func (o Options) validateStage() error {
 	if !slices.Contains(Stages(), o.FirstStage) {
-		return fmt.Errorf("retrieve: first stage %q: want one of %v (start from retrieve.DefaultOptions)", o.FirstStage, Stages())
+		return fmt.Errorf("retrieve: first stage %q: want one of %v", o.FirstStage, Stages())
 	}
 	h := o.Hybrid // checked whatever the stage: a bad setting is a mistake either way
 	switch {
@@ -138,8 +138,15 @@ func (o PPROptions) validate() error {
 
 // validate checks FastInsight's settings.
 func (o FastInsightOptions) validate() error {
-	if o.BMax < 1 || o.Batch < 1 || !(o.Alpha >= 0 && o.Alpha <= 1) || !(o.Beta >= 0) || math.IsNaN(o.Beta) {
-		return fmt.Errorf("retrieve: fastinsight needs b_max ≥ 1, batch ≥ 1, 0 ≤ α ≤ 1, β ≥ 0 (+Inf allowed); got %+v (start from retrieve.DefaultOptions)", o)
+	switch {
+	case o.BMax < 1:
+		return fmt.Errorf("retrieve: fastinsight b_max %d: want ≥ 1", o.BMax)
+	case o.Batch < 1:
+		return fmt.Errorf("retrieve: fastinsight batch %d: want ≥ 1", o.Batch)
+	case !(o.Alpha >= 0 && o.Alpha <= 1):
+		return fmt.Errorf("retrieve: fastinsight alpha %v: want 0 ≤ α ≤ 1", o.Alpha)
+	case !(o.Beta >= 0) || math.IsNaN(o.Beta):
+		return fmt.Errorf("retrieve: fastinsight beta %v: want β ≥ 0 (+Inf: structure only)", o.Beta)
 	}
 	return nil
 }
@@ -147,9 +154,25 @@ func (o FastInsightOptions) validate() error {
 // validate checks GAR's settings.
 func (o GAROptions) validate() error {
 	if o.Budget < 1 || o.Batch < 1 {
-		return fmt.Errorf("retrieve: gar needs budget ≥ 1 and batch ≥ 1, got %+v (start from retrieve.DefaultOptions)", o)
+		return fmt.Errorf("retrieve: gar budget %d and batch %d: want both ≥ 1", o.Budget, o.Batch)
 	}
 	return nil
+}
+
+// Validate checks every section of o, whichever methods will use it, so a
+// mistyped setting is an error even for a method that ignores it. NewWith
+// checks only what the method uses.
+func (o Options) Validate() error {
+	var errs []error
+	if o.RerankDepth < 1 {
+		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
+	}
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // errNoBackend is returned by methods that run engine ops without one.

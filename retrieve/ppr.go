@@ -74,6 +74,9 @@ func (m *ppr) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 	m.once.Do(func() { m.adj = m.ix.View(m.kinds...) })
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
+	// The error shrinks by d per iteration: allow twice the iterations a
+	// damping close to 1 needs to reach the tolerance.
+	po.MaxIter = max(po.MaxIter, int(2*math.Log(po.Tol)/math.Log(m.o.Damping))+100)
 	pi, _, err := graphops.PersonalizedPageRank(ctx, m.adj, reset, po)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -108,6 +109,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkReportPath(f.report); err != nil {
+		return nil, err
+	}
 	switch {
 	case f.k < 1:
 		return nil, fmt.Errorf("--k must be ≥ 1, got %d", f.k)
@@ -131,6 +135,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%s holds no queries", f.queries)
 	}
 	if qs, err = sliceQueries(qs, f.skip, f.limit); err != nil {
 		return nil, err
@@ -295,4 +302,31 @@ func methodList(list string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// checkReportPath refuses, before any query runs, a --report that would
+// replace a folder or a file that is not a gleaner report.
+func checkReportPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("--report %s is a folder; give a file name such as %s", path, filepath.Join(path, "report.json"))
+	}
+	b, err := os.ReadFile(path)
+	var r struct {
+		Methods []json.RawMessage `json:"methods"`
+		Cutoffs []int             `json:"cutoffs"`
+	}
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Cutoffs == nil {
+		return fmt.Errorf("--report %s exists and is not a gleaner report; refusing to replace it", path)
+	}
+	return nil
 }

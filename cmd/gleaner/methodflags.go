@@ -53,5 +53,5 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	if bmax < 1 {
 		return o, fmt.Errorf("--bmax must be ≥ 1, got %d", bmax)
 	}
-	return o, nil
+	return o, o.Validate() // every flag, whichever methods run
 }

@@ -243,6 +243,22 @@ func TestHostileUser(t *testing.T) {
 	expectErr("zero pseudo-queries", "1 ≤ pseudo-queries", "train", "head", "--index", idir, "--pseudo", "0")
 	expectErr("zero LSA dims", "dims must be positive", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--dims", "0")
 	expectErr("NaN k1", "k1=NaN", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--k1", "NaN")
+	expectErr("a million hidden units", "want 1 to 4096", "train", "head", "--index", idir, "--hidden", "1000000")
+	expectErr("a bad first stage with bm25", `first stage "garbage"`, "eval", "--index", idir, "--method", "bm25", "--first-stage", "garbage")
+	expectErr("an empty queries file", "holds no queries", "eval", "--index", idir, "--queries", write("empty.jsonl", ""))
+	mine := write("mine.txt", "hello")
+	expectErr("--report over a file of mine", "not a gleaner report", "eval", "--index", idir, "--method", "bm25", "--report", mine)
+	if b, _ := os.ReadFile(mine); string(b) != "hello" {
+		t.Error("--report replaced a user's file")
+	}
+	expectErr("--report onto a folder", "is a folder", "eval", "--index", idir, "--method", "bm25", "--report", dir)
+	if out, err := run(t, "eval", "--index", idir, "--method", "ppr", "--damping", "0.99"); err != nil {
+		t.Errorf("ppr at damping 0.99: %v\n%s", err, out)
+	}
+	out, err = run(t, "eval", "--index", idir, "--method", "bm25", "--columns", "recall@10,answer_recall@10")
+	if err != nil || !strings.Contains(out, " -") {
+		t.Errorf("a metric that cannot be computed (no answers) must show -, not 0: %v\n%s", err, out)
+	}
 }
 
 // TestMain lets the crash test run the CLI as a child process of the test

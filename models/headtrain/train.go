@@ -37,12 +37,23 @@ func DefaultOptions() Options {
 	return Options{Hidden: 16, Epochs: 30, Batch: 32, LearnRate: 0.01, Seed: 1}
 }
 
-// MaxEpochs bounds training, so a mistyped flag cannot run for days.
-const MaxEpochs = 10000
+// MaxEpochs and MaxHidden bound training, so a mistyped flag cannot run
+// for days or allocate gigabytes.
+const (
+	MaxEpochs = 10000
+	MaxHidden = 4096
+)
 
 func (o Options) Validate() error {
-	if o.Hidden < 1 || o.Epochs < 1 || o.Epochs > MaxEpochs || o.Batch < 1 || !(o.LearnRate > 0) {
-		return fmt.Errorf("headtrain: need hidden ≥ 1, 1 ≤ epochs ≤ %d, batch ≥ 1 and learning rate > 0; got %+v (start from DefaultOptions)", MaxEpochs, o)
+	switch {
+	case o.Hidden < 1 || o.Hidden > MaxHidden:
+		return fmt.Errorf("headtrain: hidden units %d: want 1 to %d", o.Hidden, MaxHidden)
+	case o.Epochs < 1 || o.Epochs > MaxEpochs:
+		return fmt.Errorf("headtrain: epochs %d: want 1 ≤ epochs ≤ %d", o.Epochs, MaxEpochs)
+	case o.Batch < 1:
+		return fmt.Errorf("headtrain: batch %d: want ≥ 1", o.Batch)
+	case !(o.LearnRate > 0):
+		return fmt.Errorf("headtrain: learning rate %v: want > 0", o.LearnRate)
 	}
 	return nil
 }
