@@ -85,11 +85,7 @@ func denseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []floa
 	if k <= 0 || nq == 0 {
 		return out, nil
 	}
-	x, err := ix.VectorsOn(be)
-	if err != nil {
-		return nil, err
-	}
-	qb, err := engine.Upload(be, q)
+	x, qb, err := onBackend(be, ix, q)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +126,7 @@ func denseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []floa
 // denseScores is every node's dot product with q, computed on the backend
 // (one GEMM against the index's matrix).
 func denseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []float32) ([]float32, error) {
-	x, err := ix.VectorsOn(be)
-	if err != nil {
-		return nil, err
-	}
-	qb, err := engine.Upload(be, q)
+	x, qb, err := onBackend(be, ix, q)
 	if err != nil {
 		return nil, err
 	}
@@ -152,4 +144,14 @@ func denseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []fl
 		return nil, err
 	}
 	return engine.Download[float32](be, out)
+}
+
+// onBackend returns the index's matrix and the queries q as buffers of be;
+// the caller frees the queries' buffer.
+func onBackend(be engine.Backend, ix *index.Index, q []float32) (x, qb engine.Buffer, err error) {
+	if x, err = ix.VectorsOn(be); err != nil {
+		return nil, nil, err
+	}
+	qb, err = engine.Upload(be, q)
+	return x, qb, err
 }
