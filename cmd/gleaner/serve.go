@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/server"
+)
+
+func newServe(g *globals) *cobra.Command {
+	var indexes []string
+	var addr string
+	var grace time.Duration
+	cfg := server.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "serve --index name=dir [--index name=dir ...] [--addr 127.0.0.1:8080]",
+		Short: "Serve retrieval over HTTP (JSON and NDJSON streaming, /metrics, reload, graceful drain)",
+		Long: `Serve the methods over the given indexes (opened read-only once, shared by all requests).
+
+  POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "options", "stream", "timeout_ms", "text"}
+  GET  /v1/indexes, /v1/methods, /healthz, /readyz, /metrics (Prometheus)
+  POST /v1/admin/reload reopens the index folders (rebuilt in place) and swaps them in atomically
+
+At --max-in-flight requests the server answers 503 with Retry-After at once. SIGHUP reloads like
+/v1/admin/reload; SIGTERM or Ctrl-C stops accepting, lets requests in flight finish within --grace, and
+exits 0. The API is described in server/openapi.yaml; server/client is the Go client.`,
+		Example: `  gleaner serve --index scifact=idx/scifact --index 2wiki=idx/2wiki
+  curl -s localhost:8080/v1/retrieve -d '{"index":"scifact","query":"vitamin D","k":3}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Indexes = map[string]string{}
+			for _, spec := range indexes {
+				name, dir, ok := strings.Cut(spec, "=")
+				if !ok || name == "" || dir == "" {
+					return fmt.Errorf("--index %q: want name=dir", spec)
+				}
+				if _, dup := cfg.Indexes[name]; dup {
+					return fmt.Errorf("--index: the name %q is given twice", name)
+				}
+				cfg.Indexes[name] = dir
+			}
+			if grace <= 0 {
+				return fmt.Errorf("--grace must be positive, got %v", grace)
+			}
+			cfg.Options.Backend, cfg.Logger = g.be, g.log
+			s, err := server.New(cfg)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				s.Close(context.Background())
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "serving %d index(es) on http://%s\n", len(cfg.Indexes), ln.Addr())
+			return serve(cmd.Context(), s, ln, grace)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&indexes, "index", nil, "name=dir of an index to serve (repeatable)")
+	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests served at once; more get 503 with Retry-After")
+	fl.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a request may run (timeout_ms may ask less)")
+	fl.IntVar(&cfg.Limits.MaxK, "max-k", cfg.Limits.MaxK, "largest k a request may ask")
+	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
+	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/")
+	fl.DurationVar(&grace, "grace", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
+	return cmd
+}
+
+// serve runs until SIGTERM/SIGINT (drain, exit 0) or a listener error;
+// SIGHUP reloads the indexes.
+func serve(ctx context.Context, s *server.Server, ln net.Listener, grace time.Duration) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	for {
+		select {
+		case err := <-errc:
+			s.Close(context.Background())
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				if err := s.Reload(ctx); err != nil {
+					fmt.Fprintln(os.Stderr, "gleaner: reload:", err)
+				}
+				continue
+			}
+			return drain(hs, s, grace)
+		case <-ctx.Done():
+			return drain(hs, s, grace)
+		}
+	}
+}
+
+// drain stops accepting, waits for requests in flight (up to grace) and
+// releases the indexes.
+func drain(hs *http.Server, s *server.Server, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(ctx)
+	if cerr := s.Close(ctx); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+// Package client calls a `gleaner serve` server from Go. A Client is safe
+// for concurrent use.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gleaner-rag/gleaner/server"
+)
+
+// Client talks to one server (or a load balancer in front of replicas).
+type Client struct {
+	base string
+	hc   *http.Client
+}
+
+// New returns a client for the server at base (e.g. "http://127.0.0.1:8080").
+// hc is the HTTP client to use; it must not be nil (http.DefaultClient is
+// fine).
+func New(base string, hc *http.Client) (*Client, error) {
+	if hc == nil {
+		return nil, errors.New("client: nil http.Client")
+	}
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("client: base %q: want http:// or https://", base)
+	}
+	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}, nil
+}
+
+// APIError is a non-2xx answer: the HTTP status, the server's message and
+// field, and for 503 the Retry-After the server asked for.
+type APIError struct {
+	Status     int
+	RetryAfter string
+	Body       server.Error
+}
+
+func (e *APIError) Error() string {
+	if e.Body.Field != "" {
+		return fmt.Sprintf("gleaner server: %d: %s: %s", e.Status, e.Body.Field, e.Body.Error)
+	}
+	return fmt.Sprintf("gleaner server: %d: %s", e.Status, e.Body.Error)
+}
+
+// Retrieve runs one query and returns its final ranking.
+func (c *Client) Retrieve(ctx context.Context, req server.RetrieveRequest) (*server.RetrieveResponse, error) {
+	req.Stream = false
+	resp, err := c.post(ctx, "/v1/retrieve", req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out server.RetrieveResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("client: decoding the response: %w", err)
+	}
+	return &out, nil
+}
+
+// Stream runs one query on a streaming method and calls fn with each round
+// as the server sends it (the last has Done set); fn returning false closes
+// the request, which cancels the server's work.
+func (c *Client) Stream(ctx context.Context, req server.RetrieveRequest, fn func(*server.RetrieveResponse) bool) error {
+	req.Stream = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := c.post(ctx, "/v1/retrieve", req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		var line struct {
+			server.RetrieveResponse
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return fmt.Errorf("client: decoding a streamed line: %w", err)
+		}
+		if line.Error != "" {
+			return &APIError{Status: http.StatusInternalServerError, Body: server.Error{Error: line.Error}}
+		}
+		if !fn(&line.RetrieveResponse) || line.Done {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return errors.New("client: the stream ended without its last line")
+}
+
+func (c *Client) post(ctx context.Context, path string, body any) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		e := &APIError{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		if json.Unmarshal(raw, &e.Body) != nil {
+			e.Body.Error = strings.TrimSpace(string(raw))
+		}
+		return nil, e
+	}
+	return resp, nil
+}

@@ -1,0 +1,259 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// Config configures a Server. Start from DefaultConfig: every field is used
+// as given.
+type Config struct {
+	// Indexes maps names (letters, digits, '-', '_', '.') to index folders.
+	Indexes map[string]string
+	// Options are the method settings requests start from; Backend runs
+	// the engine ops.
+	Options retrieve.Options
+	Limits  Limits
+	// MaxInFlight bounds the requests being served; more get 503 with
+	// Retry-After at once (fail fast), never a growing queue.
+	MaxInFlight int
+	// Timeout is the longest a request may run (timeout_ms may ask less).
+	Timeout time.Duration
+	// MaxOptionSets bounds the distinct option sets per index and method
+	// whose methods (schedulers, caches) the server keeps.
+	MaxOptionSets int
+	// Pprof serves /debug/pprof/.
+	Pprof  bool
+	Logger *slog.Logger
+}
+
+// DefaultConfig serves with retrieve's defaults, 256 requests in flight,
+// a 10 s timeout and 1 MiB bodies.
+func DefaultConfig() Config {
+	return Config{Options: retrieve.DefaultOptions(), MaxInFlight: 256, Timeout: 10 * time.Second, MaxOptionSets: 16,
+		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default()}
+}
+
+func (c Config) validate() error {
+	switch {
+	case len(c.Indexes) == 0:
+		return errors.New("server: no indexes")
+	case c.MaxInFlight < 1 || c.Timeout <= 0 || c.MaxOptionSets < 1:
+		return fmt.Errorf("server: max in flight %d, timeout %v and max option sets %d must be positive (start from DefaultConfig)", c.MaxInFlight, c.Timeout, c.MaxOptionSets)
+	case c.Limits.MaxBodyBytes < 1 || c.Limits.MaxQueryBytes < 1 || c.Limits.MaxK < 1:
+		return fmt.Errorf("server: limits %+v must be positive (start from DefaultConfig)", c.Limits)
+	case c.Logger == nil:
+		return errors.New("server: nil logger")
+	}
+	for name := range c.Indexes {
+		if !validName(name) {
+			return fmt.Errorf("server: index name %q: use letters, digits, '-', '_' and '.' (a name, not a path)", name)
+		}
+	}
+	return c.Options.Validate()
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Server serves retrieval over a set of indexes. It is safe for concurrent
+// use; Reload swaps the indexes without dropping requests in flight.
+type Server struct {
+	cfg      Config
+	set      atomic.Pointer[indexSet]
+	reloadMu sync.Mutex
+	slots    chan struct{}
+	metrics  *metrics
+	ready    atomic.Bool
+}
+
+// New opens every index (read-only, shared by all requests).
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	set, err := openSet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
+	s.set.Store(set)
+	s.ready.Store(true)
+	return s, nil
+}
+
+// Registry is the Prometheus registry /metrics serves.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Reload reopens every index folder (rebuilt in place by `gleaner index`)
+// and swaps them in at once; requests in flight finish on the indexes they
+// started with, which are closed after them.
+func (s *Server) Reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	set, err := openSet(s.cfg)
+	if err != nil {
+		return err
+	}
+	old := s.set.Swap(set)
+	s.cfg.Logger.Info("indexes reloaded", "indexes", len(set.entries))
+	go old.retire(context.WithoutCancel(ctx))
+	return nil
+}
+
+// Close marks the server not ready and releases the indexes once the
+// requests using them are done (or ctx ends).
+func (s *Server) Close(ctx context.Context) error {
+	s.ready.Store(false)
+	if set := s.set.Swap(nil); set != nil {
+		return set.retire(ctx)
+	}
+	return nil
+}
+
+// Handler is the HTTP API (openapi.yaml).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/retrieve", s.retrieve)
+	mux.HandleFunc("GET /v1/indexes", s.indexes)
+	mux.HandleFunc("GET /v1/methods", s.methods)
+	mux.HandleFunc("POST /v1/admin/reload", s.reload)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return s.accessLog(mux)
+}
+
+// accessLog gives every request an id (X-Request-Id, kept when the caller
+// sends one) and logs it with its status and duration.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 64 {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		next.ServeHTTP(rec, r)
+		s.cfg.Logger.Info("request", "id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"ms", float64(time.Since(start).Microseconds())/1000)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() || s.set.Load() == nil {
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready"})
+		return
+	}
+	w.Write([]byte("ready\n"))
+}
+
+func (s *Server) indexes(w http.ResponseWriter, _ *http.Request) {
+	set, release := s.acquire()
+	if set == nil {
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "shutting down"})
+		return
+	}
+	defer release()
+	type info struct {
+		Name       string   `json:"name"`
+		Nodes      int      `json:"nodes"`
+		Edges      int      `json:"edges"`
+		GraphKinds []string `json:"graph_kinds"`
+		Head       bool     `json:"head"`
+	}
+	var out []info
+	for name, e := range set.entries {
+		m := e.ix.Meta
+		out = append(out, info{name, m.Nodes, m.Edges, m.GraphKinds, e.ix.HeadFile() != nil})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) methods(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"methods": retrieve.Names(), "first_stages": retrieve.Stages()})
+}
+
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
+	if err := s.Reload(r.Context()); err != nil {
+		writeError(w, http.StatusInternalServerError, &FieldError{Msg: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})
+}
+
+// acquire takes a reference on the current index set.
+func (s *Server) acquire() (*indexSet, func()) {
+	for {
+		set := s.set.Load()
+		if set == nil {
+			return nil, func() {}
+		}
+		if set.ref() {
+			return set, set.unref
+		}
+		// the set was retired between the load and the ref: load again
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	var fe *FieldError
+	body := Error{Error: err.Error()}
+	if errors.As(err, &fe) {
+		body = Error{Error: fe.Msg, Field: fe.Field}
+	}
+	writeJSON(w, code, body)
+}
+
