@@ -162,7 +162,7 @@ func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
 	return st, nil
 }
 
-// refill appends up to want unretrieved nodes from the vector ranking.
+// refill appends up to want unretrieved nodes from the first stage's ranking.
 func (m *fastInsight) refill(st *fiState, want int) {
 	for ; want > 0 && st.next < len(st.order); st.next++ {
 		if v := st.order[st.next]; !st.in[v] {

@@ -3,6 +3,8 @@ package retrieve
 import (
 	"container/heap"
 	"context"
+	"math"
+	"sort"
 	"strings"
 	"sync"
 
@@ -104,17 +106,20 @@ func (p *prio) Pop() any {
 	return h
 }
 
-// set raises (or inserts) a document's priority.
-func (p *prio) set(v int32, s float32) {
+// set raises (or inserts) a document's priority and reports whether it
+// changed anything.
+func (p *prio) set(v int32, s float32) bool {
 	if i, ok := p.pos[v]; ok {
 		if s > p.items[i].Score {
 			p.items[i].Score = s
 			heap.Fix(p, i)
+			return true
 		}
-		return
+		return false
 	}
 	p.seq++
 	heap.Push(p, prioItem{kernels.Hit{Index: v, Score: s}, p.seq})
+	return true
 }
 
 func (p *prio) remove(v int32) {
@@ -157,8 +162,9 @@ func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []kernels.Hit, 
 	for _, h := range r0 {
 		initial.set(h.Index, h.Score)
 	}
-	var scored []kernels.Hit // in scoring order
+	var scored []garScored // in scoring order
 	done := map[int32]bool{}
+	minscore := float32(math.Inf(1))
 	for it := 0; len(scored) < m.o.Budget && (initial.Len() > 0 || frontier.Len() > 0); it++ {
 		pick := [2]*prio{initial, frontier}[it%2]
 		if pick.Len() == 0 {
@@ -173,10 +179,10 @@ func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []kernels.Hit, 
 			done[v] = true
 			initial.remove(v)
 			frontier.remove(v)
-			scored = append(scored, kernels.Hit{Index: v, Score: scores[i]})
+			scored = append(scored, garScored{kernels.Hit{Index: v, Score: scores[i]}, it})
 		}
 		if len(scored) < m.o.Budget {
-			m.grow(frontier, batch, scores, done)
+			minscore = m.grow(frontier, batch, scores, done, m.o.Budget-len(scored), minscore)
 		}
 		if !emit(m.ranking(scored, r0, done, k)) {
 			return nil
@@ -185,43 +191,79 @@ func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []kernels.Hit, 
 	return nil
 }
 
-// grow puts the unscored neighbours of a scored batch on the frontier with
-// the best score of a scored neighbour.
-func (m *gar) grow(frontier *prio, batch []int32, scores []float32, done map[int32]bool) {
-	for i, d := range batch {
-		for p := m.adj.Ptr[d]; p < m.adj.Ptr[d+1]; p++ {
-			if t := m.adj.Idx[p]; !done[t] {
-				frontier.set(t, scores[i])
-			}
-		}
-	}
+// garScored is a scored document and the iteration that scored it.
+type garScored struct {
+	kernels.Hit
+	iter int
 }
 
-// ranking sorts scored documents by score (ties by scoring order) and,
-// while fewer than the budget are scored, backfills unscored initial
-// documents in their order.
-func (m *gar) ranking(scored, r0 []kernels.Hit, done map[int32]bool, k int) []kernels.Hit {
-	out := append([]kernels.Hit(nil), scored...)
-	sortStableDesc(out)
+// grow updates the frontier as the reference's _update_frontier does: the
+// batch in descending (score, id) order; a document adds its unscored
+// neighbours only while the frontier holds fewer than rem documents or its
+// score reaches minscore, which falls to the lowest score that added one.
+// It returns the new minscore.
+func (m *gar) grow(frontier *prio, batch []int32, scores []float32, done map[int32]bool, rem int, minscore float32) float32 {
+	order := make([]int, len(batch))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if sa, sb := scores[order[a]], scores[order[b]]; sa != sb {
+			return sa > sb
+		}
+		return m.ix.NodeID(int(batch[order[a]])) > m.ix.NodeID(int(batch[order[b]]))
+	})
+	for _, i := range order {
+		d, sd := batch[i], scores[i]
+		if frontier.Len() >= rem && sd < minscore {
+			continue
+		}
+		hit := false
+		for p := m.adj.Ptr[d]; p < m.adj.Ptr[d+1]; p++ {
+			if t := m.adj.Idx[p]; !done[t] {
+				hit = frontier.set(t, sd) || hit
+			}
+		}
+		if hit && sd < minscore {
+			minscore = sd
+		}
+	}
+	return minscore
+}
+
+// ranking sorts scored documents as the reference's Counter.most_common
+// does on (score, iteration): score descending, then the later iteration,
+// then scoring order; while fewer than the budget are scored, it backfills
+// up to the rest of the budget with unscored initial documents in their
+// order, each one below the last.
+func (m *gar) ranking(scored []garScored, r0 []kernels.Hit, done map[int32]bool, k int) []kernels.Hit {
+	byScore := append([]garScored(nil), scored...)
+	sort.SliceStable(byScore, func(a, b int) bool {
+		if byScore[a].Score != byScore[b].Score {
+			return byScore[a].Score > byScore[b].Score
+		}
+		return byScore[a].iter > byScore[b].iter
+	})
+	out := make([]kernels.Hit, len(byScore), len(byScore)+m.o.Budget)
+	for i, s := range byScore {
+		out[i] = s.Hit
+	}
 	if !m.o.NoBackfill && len(scored) < m.o.Budget {
 		last := float32(0)
 		if len(out) > 0 {
 			last = out[len(out)-1].Score
 		}
+		room := m.o.Budget - len(scored)
 		for _, h := range r0 {
+			if room == 0 {
+				break
+			}
 			if !done[h.Index] {
 				last--
+				room--
 				out = append(out, kernels.Hit{Index: h.Index, Score: last})
 			}
 		}
 	}
 	return out[:min(k, len(out))]
-}
-
-func sortStableDesc(h []kernels.Hit) {
-	for i := 1; i < len(h); i++ { // insertion sort: stable, and lists are short
-		for j := i; j > 0 && h[j].Score > h[j-1].Score; j-- {
-			h[j], h[j-1] = h[j-1], h[j]
-		}
-	}
 }

@@ -99,30 +99,36 @@ func (m *ppr) reset(sc []float32) []float64 {
 		return minMaxScaled(r, pprPassageMass)
 	}
 	seeds := m.st.ranking(sc, m.o.Seeds)
-	var sum float64
+	byRank := m.o.SeedWeight == SeedByRank
+	if !byRank && len(seeds) > 0 && !(seeds[0].Score > 0) {
+		byRank = true // no positive score to weigh by (all cosines ≤ 0): fall back to 1/rank
+	}
 	for i, h := range seeds {
 		w := float64(h.Score)
-		if m.o.SeedWeight == SeedByRank {
+		if byRank {
 			w = 1 / float64(i+1)
 		}
 		r[h.Index] = max(w, 0)
-		sum += r[h.Index]
 	}
-	if !(sum > 0) {
+	if len(seeds) == 0 {
 		return nil
 	}
 	return r
 }
 
-// minMaxScaled maps scores to [0, mass] by min–max normalisation; nil when
-// they are all equal (nothing distinguishes any passage).
+// minMaxScaled maps scores to [0, mass] by min–max normalisation; all
+// equal scores give every passage mass (HippoRAG's min–max then yields
+// ones: a uniform reset, plain PageRank).
 func minMaxScaled(s []float64, mass float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range s {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	if !(hi > lo) {
-		return nil
+		for i := range s {
+			s[i] = mass
+		}
+		return s
 	}
 	for i, x := range s {
 		s[i] = mass * (x - lo) / (hi - lo)

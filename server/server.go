@@ -136,16 +136,28 @@ func (s *Server) Close(ctx context.Context) error {
 	return nil
 }
 
+// Routes are the API's endpoints ("METHOD /path"), as openapi.yaml lists
+// them.
+func Routes() []string {
+	return []string{"POST /v1/retrieve", "GET /v1/indexes", "GET /v1/methods", "POST /v1/admin/reload",
+		"GET /healthz", "GET /readyz", "GET /metrics"}
+}
+
 // Handler is the HTTP API (openapi.yaml).
 func (s *Server) Handler() http.Handler {
+	handlers := map[string]http.Handler{
+		"POST /v1/retrieve":     http.HandlerFunc(s.retrieve),
+		"GET /v1/indexes":       http.HandlerFunc(s.indexes),
+		"GET /v1/methods":       http.HandlerFunc(s.methods),
+		"POST /v1/admin/reload": http.HandlerFunc(s.reload),
+		"GET /healthz":          http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }),
+		"GET /readyz":           http.HandlerFunc(s.readyz),
+		"GET /metrics":          promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}),
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/retrieve", s.retrieve)
-	mux.HandleFunc("GET /v1/indexes", s.indexes)
-	mux.HandleFunc("GET /v1/methods", s.methods)
-	mux.HandleFunc("POST /v1/admin/reload", s.reload)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	for _, route := range Routes() {
+		mux.Handle(route, handlers[route])
+	}
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
