@@ -268,4 +268,3 @@ func writeError(w http.ResponseWriter, code int, err error) {
 	}
 	writeJSON(w, code, body)
 }
-
