@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 GO ?= go
 BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
-RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/...
+RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/... ./server/...
 
 .PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check
 
@@ -68,7 +68,7 @@ docs-check: build
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./corpus:FuzzNodes ./corpus:FuzzEdges ./corpus:FuzzQueries ./corpus:FuzzQrels \
 	./corpus:FuzzJSONArrays ./corpus:FuzzDatasetFolders ./corpus/store:FuzzManifest ./index:FuzzOpenMutated \
-	./eval:FuzzTREC ./models:FuzzVectors ./models/safetensors:FuzzRead ./models/tokenize:FuzzLoad
+	./eval:FuzzTREC ./models:FuzzVectors ./models/safetensors:FuzzRead ./models/tokenize:FuzzLoad ./server:FuzzDecodeRequest
 fuzz: deps
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \

@@ -1,0 +1,344 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/client"
+)
+
+// gate is a test method that blocks until released (or its context ends),
+// so tests can hold requests in flight.
+var gate struct {
+	sync.Mutex
+	release  chan struct{}
+	started  chan struct{}
+	canceled atomic.Int32
+}
+
+type blocking struct{}
+
+func (blocking) Name() string { return "test-block" }
+func (blocking) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]kernels.Hit, error) {
+	gate.Lock()
+	rel, st := gate.release, gate.started
+	gate.Unlock()
+	st <- struct{}{}
+	select {
+	case <-rel:
+		return []kernels.Hit{{Index: 0, Score: 1}}, nil
+	case <-ctx.Done():
+		gate.canceled.Add(1)
+		return nil, ctx.Err()
+	}
+}
+
+func init() {
+	retrieve.Register("test-block", func(*index.Index, retrieve.Options) (retrieve.Method, error) { return blocking{}, nil })
+}
+
+func armGate() (release func()) {
+	gate.Lock()
+	defer gate.Unlock()
+	gate.release, gate.started = make(chan struct{}), make(chan struct{}, 64)
+	ch := gate.release
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+var ixDir struct {
+	sync.Once
+	dir string
+}
+
+// testIndex builds one small synthetic index (graph and head) for the package.
+func testIndex(t *testing.T) string {
+	t.Helper()
+	ixDir.Do(func() {
+		dir, err := os.MkdirTemp("", "gleaner-server-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := synth.Generate(synth.Options{People: 80, Cities: 10, Countries: 4, Bands: 10, Queries: 10, Seed: 3})
+		lsa := lexical.DefaultLSA()
+		lsa.Dims = 16
+		head := index.DefaultHeadOptions()
+		head.Pseudo, head.Epochs = 200, 3
+		if err := index.Build(context.Background(), c, filepath.Join(dir, "ix"), index.WithLSA(lsa), index.WithHead(head)); err != nil {
+			t.Fatal(err)
+		}
+		ixDir.dir = filepath.Join(dir, "ix")
+	})
+	if ixDir.dir == "" {
+		t.Fatal("the test index failed to build")
+	}
+	return ixDir.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ixDir.dir != "" {
+		os.RemoveAll(filepath.Dir(ixDir.dir))
+	}
+	os.Exit(code)
+}
+
+func newServer(t *testing.T, mutate func(*server.Config)) (*server.Server, *httptest.Server, *client.Client) {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
+	c, err := client.New(hs.URL, hs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, hs, c
+}
+
+func k(n int) *int { return &n }
+
+func TestRetrieveAndStream(t *testing.T) {
+	_, _, c := newServer(t, nil)
+	ctx := context.Background()
+	resp, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", K: k(3), Text: true})
+	if err != nil || len(resp.Hits) != 3 || resp.Hits[0].ID == "" || resp.Hits[0].Text == "" || !resp.Done {
+		t.Fatalf("retrieve: %+v %v", resp, err)
+	}
+	var rounds []int
+	err = c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "fastinsight", K: k(5),
+		Options: &server.Options{BMax: k(30)}}, func(r *server.RetrieveResponse) bool {
+		if !r.Done {
+			rounds = append(rounds, len(r.Hits))
+		}
+		return true
+	})
+	if err != nil || len(rounds) != 3 {
+		t.Fatalf("stream: rounds %v, %v (want 3 rounds at b_max 30, batch 10)", rounds, err)
+	}
+	n := 0
+	if err := c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band", Method: "fastinsight", Options: &server.Options{BMax: k(30)}},
+		func(*server.RetrieveResponse) bool { n++; return false }); err != nil || n != 1 {
+		t.Errorf("stopping a stream early: %d lines, %v", n, err)
+	}
+}
+
+// Bad requests get 400 and a JSON error naming the field.
+func TestBadRequests(t *testing.T) {
+	_, hs, _ := newServer(t, func(c *server.Config) { c.Limits.MaxBodyBytes = 4096; c.Limits.MaxQueryBytes = 100 })
+	for _, c := range []struct{ body, field string }{
+		{`{"index":"synth","query":"x","method":"nope"}`, "method"},
+		{`{"index":"synth","query":"x","k":0}`, "k"},
+		{`{"index":"synth","query":"x","k":100000}`, "k"},
+		{`{"index":"synth","query":"  "}`, "query"},
+		{`{"index":"synth","query":"` + strings.Repeat("x", 200) + `"}`, "query"},
+		{`{"index":"../../etc","query":"x"}`, "index"},
+		{`{"index":"synth","query":"x","methd":"bm25"}`, "methd"},
+		{`{"index":"synth","query":"x","k":"ten"}`, "k"},
+		{`{"index":"synth","query":"x","options":{"alpha":2}}`, "options"},
+		{`{"index":"synth","query":"x","first_stage":"garbage"}`, "options"},
+		{`{"index":"synth","query":"x"} {"more":1}`, ""},
+		{`{"index":"synth","query":"` + strings.Repeat("x", 5000) + `"}`, ""},
+		{`not json`, ""},
+	} {
+		resp, err := http.Post(hs.URL+"/v1/retrieve", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e server.Error
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || e.Field != c.field || e.Error == "" {
+			t.Errorf("%.60s: %d %+v, want 400 naming %q", c.body, resp.StatusCode, e, c.field)
+		}
+	}
+}
+
+// Overload is a 503 with Retry-After at once, never a queue; a client that
+// goes away cancels its work.
+func TestAdmissionAndCancellation(t *testing.T) {
+	_, hs, c := newServer(t, func(c *server.Config) { c.MaxInFlight = 1 })
+	release := armGate()
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "x", Method: "test-block"})
+		done <- err
+	}()
+	<-gate.started
+	_, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "x"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.RetryAfter == "" {
+		t.Fatalf("second request at max in flight 1: %v", err)
+	}
+	before := gate.canceled.Load()
+	cancel()
+	<-done
+	deadline := time.Now().Add(5 * time.Second)
+	for gate.canceled.Load() == before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if gate.canceled.Load() == before {
+		t.Error("the server kept working for a client that went away")
+	}
+	resp, _ := http.Get(hs.URL + "/metrics")
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(b.String(), "gleaner_rejected_total 1") {
+		t.Error("/metrics does not count the rejection")
+	}
+}
+
+// Reloading under load drops no request; requests in flight finish on the
+// indexes they started with.
+func TestReloadUnderLoad(t *testing.T) {
+	s, _, c := newServer(t, nil)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	stop := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "ppr"}); err != nil {
+					failed.Add(1)
+					t.Log(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 5; i++ {
+		time.Sleep(30 * time.Millisecond)
+		if err := s.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Errorf("%d requests failed during reloads", failed.Load())
+	}
+}
+
+// Draining finishes the request in flight and then stops.
+func TestDrain(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	c, _ := client.New(hs.URL, hs.Client())
+	release := armGate()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "x", Method: "test-block"})
+		done <- err
+	}()
+	<-gate.started
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		hs.Config.Shutdown(ctx)
+		shut <- s.Close(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	release()
+	if err := <-done; err != nil {
+		t.Errorf("the request in flight during the drain failed: %v", err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("drain: %v", err)
+	}
+	hs.Close()
+}
+
+// Two replicas over one read-only index folder answer alike: replicas are
+// stateless and scale behind any load balancer.
+func TestTwoReplicas(t *testing.T) {
+	_, _, a := newServer(t, nil)
+	_, _, b := newServer(t, nil)
+	for _, q := range []string{"band city", "person country"} {
+		ra, err1 := a.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: q, Method: "ppr"})
+		rb, err2 := b.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: q, Method: "ppr"})
+		if err1 != nil || err2 != nil || len(ra.Hits) == 0 {
+			t.Fatal(err1, err2)
+		}
+		for i := range ra.Hits {
+			if ra.Hits[i].ID != rb.Hits[i].ID {
+				t.Errorf("%q: replicas differ at rank %d", q, i)
+			}
+		}
+	}
+}
+
+// The OpenAPI document lists exactly the routes the server serves, and every
+// documented route answers (not 404/405).
+func TestOpenAPIMatchesHandlers(t *testing.T) {
+	_, hs, _ := newServer(t, nil)
+	doc := string(server.OpenAPI)
+	var documented []string
+	path := ""
+	for _, line := range strings.Split(doc, "\n") {
+		if m := regexp.MustCompile(`^  (/\S*):$`).FindStringSubmatch(line); m != nil {
+			path = m[1]
+		} else if m := regexp.MustCompile(`^    (get|post|put|delete):$`).FindStringSubmatch(line); m != nil && path != "" {
+			documented = append(documented, strings.ToUpper(m[1])+" "+path)
+		}
+	}
+	routes := server.Routes()
+	slices.Sort(documented)
+	slices.Sort(routes)
+	if !slices.Equal(documented, routes) {
+		t.Fatalf("openapi.yaml documents %v; the server serves %v", documented, routes)
+	}
+	for _, r := range routes {
+		method, p, _ := strings.Cut(r, " ")
+		body := `{"index":"synth","query":"band"}`
+		req, _ := http.NewRequest(method, hs.URL+p, strings.NewReader(body))
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d", r, resp.StatusCode)
+		}
+	}
+}
