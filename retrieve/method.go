@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
@@ -147,6 +148,25 @@ func NewWith(name string, ix *index.Index, o Options) (Method, error) {
 		return nil, fmt.Errorf("retrieve: unknown method %q (have: %s)", name, strings.Join(Names(), ", "))
 	}
 	return f(ix, o)
+}
+
+// SchedulerMetrics returns the engine scheduler's metrics of a reranking
+// method (batches, items, queue wait); false for methods without one or
+// before its first query.
+func SchedulerMetrics(m Method) (engine.SchedulerMetrics, bool) {
+	var r *reranker
+	switch x := m.(type) {
+	case *fastInsight:
+		r = &x.reranker
+	case *gar:
+		r = &x.reranker
+	case *re2:
+		r = &x.reranker
+	}
+	if r == nil || r.svc == nil {
+		return engine.SchedulerMetrics{}, false
+	}
+	return r.svc.Metrics(), true
 }
 
 // EncodedPairs is the number of (query, node) pairs a reranking method's

@@ -3,6 +3,9 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // metrics are what /metrics serves.
@@ -29,4 +32,58 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.rejected, m.rounds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// schedulerCollector reports, at each scrape, the engine schedulers of the
+// reranking methods the server holds: batches, items, mean batch size,
+// queue wait, dropped and rejected items (summed over methods; they restart
+// from zero after a reload, which Prometheus's rate() handles).
+type schedulerCollector struct {
+	s                                                  *Server
+	batches, items, meanBatch, wait, dropped, rejected *prometheus.Desc
+}
+
+func newSchedulerCollector(s *Server) *schedulerCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &schedulerCollector{s: s,
+		batches:   d("gleaner_scheduler_batches_total", "Batches the engine schedulers ran."),
+		items:     d("gleaner_scheduler_items_total", "(query, node) pairs the engine schedulers encoded."),
+		meanBatch: d("gleaner_scheduler_mean_batch", "Mean batch size."),
+		wait:      d("gleaner_scheduler_queue_wait_seconds_total", "Summed queue wait of executed items."),
+		dropped:   d("gleaner_scheduler_dropped_total", "Items dropped because their request was cancelled."),
+		rejected:  d("gleaner_scheduler_rejected_total", "Items refused by a full scheduler queue."),
+	}
+}
+
+func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.batches, c.items, c.meanBatch, c.wait, c.dropped, c.rejected} {
+		ch <- d
+	}
+}
+
+func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
+	var sum engine.SchedulerMetrics
+	set, release := c.s.acquire()
+	if set != nil {
+		for _, e := range set.entries {
+			e.mu.Lock()
+			for _, m := range e.methods {
+				if sm, ok := retrieve.SchedulerMetrics(m); ok {
+					sum.Batches += sm.Batches
+					sum.Items += sm.Items
+					sum.WaitTotal += sm.WaitTotal
+					sum.Dropped += sm.Dropped
+					sum.Rejected += sm.Rejected
+				}
+			}
+			e.mu.Unlock()
+		}
+		release()
+	}
+	ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(sum.Batches))
+	ch <- prometheus.MustNewConstMetric(c.items, prometheus.CounterValue, float64(sum.Items))
+	ch <- prometheus.MustNewConstMetric(c.meanBatch, prometheus.GaugeValue, sum.MeanBatch())
+	ch <- prometheus.MustNewConstMetric(c.wait, prometheus.CounterValue, sum.WaitTotal.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(sum.Dropped))
+	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(sum.Rejected))
 }

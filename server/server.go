@@ -103,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
 	s.set.Store(set)
+	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	s.ready.Store(true)
 	return s, nil
 }

@@ -342,3 +342,22 @@ func TestOpenAPIMatchesHandlers(t *testing.T) {
 		}
 	}
 }
+
+// /metrics reports the reranking methods' engine schedulers.
+func TestSchedulerMetrics(t *testing.T) {
+	_, hs, c := newServer(t, nil)
+	if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "re2"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`(?m)^gleaner_scheduler_items_total (\d+)`).FindStringSubmatch(b.String())
+	if m == nil || m[1] == "0" {
+		t.Errorf("no scheduler items in /metrics after a re2 query:\n%.400s", b.String())
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,6 +112,10 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 		return nil, err
 	}
 	r.Header.Set("Content-Type", "application/json")
+	// Retrieval only reads: marking it idempotent lets net/http resend it on
+	// a fresh connection when a kept-alive one was closed under it (a server
+	// draining or reloading its listener), instead of failing with EOF.
+	r.Header.Set("Idempotency-Key", idempotencyKey())
 	resp, err := c.hc.Do(r)
 	if err != nil {
 		return nil, err
@@ -124,4 +130,10 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 		return nil, e
 	}
 	return resp, nil
+}
+
+func idempotencyKey() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
