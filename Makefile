@@ -16,6 +16,7 @@ deps: .deps.stamp
 .deps.stamp: go.mod go.sum
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/ (go1.26+)"; exit 1; }
 	@command -v gcc >/dev/null || { echo "installing gcc for cgo"; apt-get update -qq && apt-get install -y -qq gcc libc6-dev; }
+	@command -v g++ >/dev/null || { echo "installing g++ for the CUDA host emulation (cuda/emu)"; apt-get update -qq && apt-get install -y -qq g++; }
 	@ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ echo "installing OpenBLAS (optional: GEMM falls back to gonum without it)"; \
 		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null; } || \

@@ -1,0 +1,206 @@
+//go:build cgo && !purego
+
+// Package emu is the cuda-emu backend: gleaner's CUDA kernels (the .cu
+// sources of cuda/kernels, unchanged) compiled as C++ against a small
+// header that runs each CUDA thread as an OS thread, launched with the
+// same configurations (cuda.Elementwise, cuda.Rows) as the GPU backend. It
+// exists so that every CI run tests the kernels without a GPU; it is slow
+// and not for serving. Ops whose kernels are not written yet return
+// engine.ErrNotImplemented (kerneltest lists them).
+package emu
+
+/*
+#cgo CXXFLAGS: -std=c++20 -O2
+#cgo LDFLAGS: -lstdc++ -pthread
+#include "launch.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// Name is the backend's registry name.
+const Name = "cuda-emu"
+
+func init() { engine.Register(Name, func() (engine.Backend, error) { return New(), nil }) }
+
+// Backend runs the kernels by host emulation. It is safe for concurrent
+// use (launches are serialised).
+type Backend struct {
+	engine.Unfused // the fused kernels are not written yet
+}
+
+// New returns the emulated CUDA backend.
+func New() *Backend { return &Backend{} }
+
+func (*Backend) Name() string { return Name }
+
+func (*Backend) Caps() engine.Caps {
+	return engine.Caps{Device: "cuda-emu: CUDA kernels on host threads"}
+}
+
+// buffer is host memory standing for device memory.
+type buffer struct {
+	dt  engine.DType
+	f32 []float32
+	i32 []int32
+	i64 []int64
+}
+
+func (b *buffer) DType() engine.DType { return b.dt }
+func (b *buffer) Backend() string     { return Name }
+func (b *buffer) Len() int            { return max(len(b.f32), len(b.i32), len(b.i64)) }
+
+func own(x engine.Buffer) (*buffer, error) {
+	if x == nil {
+		return nil, nil
+	}
+	b, ok := x.(*buffer)
+	if !ok {
+		return nil, fmt.Errorf("%s: buffer from backend %q", Name, x.Backend())
+	}
+	return b, nil
+}
+
+func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: alloc of %d elements", Name, n)
+	}
+	switch dt {
+	case engine.F32:
+		return &buffer{dt: dt, f32: make([]float32, n)}, nil
+	case engine.I32:
+		return &buffer{dt: dt, i32: make([]int32, n)}, nil
+	case engine.I64:
+		return &buffer{dt: dt, i64: make([]int64, n)}, nil
+	}
+	return nil, fmt.Errorf("%s: unknown dtype %v", Name, dt)
+}
+
+func (b *Backend) Bind(src any) (engine.Buffer, error) {
+	switch x := src.(type) {
+	case []float32:
+		buf, _ := b.Alloc(engine.F32, len(x))
+		copy(buf.(*buffer).f32, x) // a device gets its own copy, as the GPU would
+		return buf, nil
+	case []int32:
+		buf, _ := b.Alloc(engine.I32, len(x))
+		copy(buf.(*buffer).i32, x)
+		return buf, nil
+	case []int64:
+		buf, _ := b.Alloc(engine.I64, len(x))
+		copy(buf.(*buffer).i64, x)
+		return buf, nil
+	}
+	return nil, fmt.Errorf("%s: cannot bind %T", Name, src)
+}
+
+func (*Backend) Free(engine.Buffer)             {}
+func (*Backend) Sync(ctx context.Context) error { return ctx.Err() }
+
+func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
+	b, err := own(dst)
+	if err != nil || b == nil {
+		return fmt.Errorf("%s: upload: %v", Name, err)
+	}
+	return transfer(b, off, src, true)
+}
+
+func (*Backend) Download(dst any, src engine.Buffer, off int) error {
+	b, err := own(src)
+	if err != nil || b == nil {
+		return fmt.Errorf("%s: download: %v", Name, err)
+	}
+	return transfer(b, off, dst, false)
+}
+
+func transfer(b *buffer, off int, host any, up bool) error {
+	move := func(n, room int, do func()) error {
+		if off < 0 || n > room-off {
+			return fmt.Errorf("%s: transfer of %d elements at %d into %d", Name, n, off, room)
+		}
+		do()
+		return nil
+	}
+	switch h := host.(type) {
+	case []float32:
+		if b.dt == engine.F32 {
+			return move(len(h), len(b.f32), func() {
+				if up {
+					copy(b.f32[off:], h)
+				} else {
+					copy(h, b.f32[off:])
+				}
+			})
+		}
+	case []int32:
+		if b.dt == engine.I32 {
+			return move(len(h), len(b.i32), func() {
+				if up {
+					copy(b.i32[off:], h)
+				} else {
+					copy(h, b.i32[off:])
+				}
+			})
+		}
+	case []int64:
+		if b.dt == engine.I64 {
+			return move(len(h), len(b.i64), func() {
+				if up {
+					copy(b.i64[off:], h)
+				} else {
+					copy(h, b.i64[off:])
+				}
+			})
+		}
+	}
+	return fmt.Errorf("%s: transfer of %T with a %v buffer", Name, host, b.dt)
+}
+
+// f32 returns a buffer's floats from element off (nil for a nil buffer).
+func f32(x engine.Buffer, off int) ([]float32, error) {
+	b, err := own(x)
+	switch {
+	case err != nil:
+		return nil, err
+	case b == nil:
+		return nil, nil
+	case b.dt != engine.F32:
+		return nil, fmt.Errorf("%s: want a f32 buffer, got %v", Name, b.dt)
+	case off < 0 || off > len(b.f32):
+		return nil, fmt.Errorf("%s: offset %d outside %d elements", Name, off, len(b.f32))
+	}
+	return b.f32[off:], nil
+}
+
+func i32(x engine.Buffer) ([]int32, error) {
+	b, err := own(x)
+	if err != nil || b == nil || b.dt != engine.I32 {
+		return nil, fmt.Errorf("%s: want an i32 buffer (%v)", Name, err)
+	}
+	return b.i32, nil
+}
+
+func i64(x engine.Buffer) ([]int64, error) {
+	b, err := own(x)
+	if err != nil || b == nil || b.dt != engine.I64 {
+		return nil, fmt.Errorf("%s: want an i64 buffer (%v)", Name, err)
+	}
+	return b.i64, nil
+}
+
+func fp(s []float32) *C.float {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&s[0]))
+}
+
+func shapeErr(op string) error {
+	return fmt.Errorf("%s: %s: buffers too short for the shape", Name, op)
+}

@@ -1,0 +1,31 @@
+// The .cu sources of cuda/kernels, compiled as C++ against cudaemu.h.
+#include "cudaemu.h"
+#include "launch.h"
+
+#include "../kernels/activate.cu"
+#include "../kernels/axpby.cu"
+#include "../kernels/biasact.cu"
+#include "../kernels/layernorm.cu"
+#include "../kernels/softmax.cu"
+#include "../kernels/spmm.cu"
+
+extern "C" {
+void emu_axpby(unsigned g, unsigned b, int n, float alpha, const float* x, float beta, const float* y, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { axpby(n, alpha, x, beta, y, out); });
+}
+void emu_activate(unsigned g, unsigned b, int act, int n, const float* x, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { activate(act, n, x, out); });
+}
+void emu_bias_act(unsigned g, unsigned b, int rows, int cols, int ld, const float* bias, int act, float* x) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { bias_act(rows, cols, ld, bias, act, x); });
+}
+void emu_softmax(unsigned g, unsigned b, int rows, int cols, const float* x, const float* mask, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { softmax(rows, cols, x, mask, out); });
+}
+void emu_layer_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { layer_norm(rows, cols, x, gamma, beta, eps, out); });
+}
+void emu_spmm(unsigned g, unsigned b, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { spmm(rows, d, ptr, idx, val, x, y); });
+}
+}

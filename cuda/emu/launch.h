@@ -1,0 +1,15 @@
+// The kernels' host entry points: each runs one launch of grid blocks of
+// block threads (the configuration comes from cuda/launch.go).
+#pragma once
+#ifdef __cplusplus
+extern "C" {
+#endif
+void emu_axpby(unsigned grid, unsigned block, int n, float alpha, const float* x, float beta, const float* y, float* out);
+void emu_activate(unsigned grid, unsigned block, int act, int n, const float* x, float* out);
+void emu_bias_act(unsigned grid, unsigned block, int rows, int cols, int ld, const float* bias, int act, float* x);
+void emu_softmax(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* mask, float* out);
+void emu_layer_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out);
+void emu_spmm(unsigned grid, unsigned block, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y);
+#ifdef __cplusplus
+}
+#endif

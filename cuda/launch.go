@@ -1,0 +1,24 @@
+package cuda
+
+// Launch is a kernel's grid and block size. The cuda backend and the
+// cuda-emu host emulation take their launches from these functions, so the
+// emulated runs test the configurations the GPU runs.
+type Launch struct{ Grid, Block uint32 }
+
+// Block sizes of the kernel families (rows.cuh's ROW_THREADS for the row
+// kernels, which reduce across the block).
+const (
+	ElementwiseThreads = 256
+	RowThreads         = 32
+	maxGrid            = 4096
+)
+
+// Elementwise launches a grid-stride kernel over n elements.
+func Elementwise(n int) Launch {
+	return Launch{Grid: uint32(max(1, min(maxGrid, (n+ElementwiseThreads-1)/ElementwiseThreads))), Block: ElementwiseThreads}
+}
+
+// Rows launches a block-per-row kernel (grid-stride over rows).
+func Rows(rows int) Launch {
+	return Launch{Grid: uint32(max(1, min(maxGrid, rows))), Block: RowThreads}
+}
