@@ -18,6 +18,19 @@ func Elementwise(n int) Launch {
 	return Launch{Grid: uint32(max(1, min(maxGrid, (n+ElementwiseThreads-1)/ElementwiseThreads))), Block: ElementwiseThreads}
 }
 
+// GemmTile is gemm.cu's output tile (GEMM_TILE).
+const GemmTile = 16
+
+// Gemm3D is a tiled GEMM's launch: a GemmTile² block per output tile,
+// batch in the z dimension.
+type Gemm3D struct{ GridX, GridY, GridZ, Block uint32 }
+
+// Gemm launches gemm.cu over an M×N output, batch times.
+func Gemm(m, n, batch int) Gemm3D {
+	return Gemm3D{GridX: uint32(max(1, (n+GemmTile-1)/GemmTile)), GridY: uint32(max(1, (m+GemmTile-1)/GemmTile)),
+		GridZ: uint32(max(1, batch)), Block: GemmTile}
+}
+
 // Rows launches a block-per-row kernel (grid-stride over rows).
 func Rows(rows int) Launch {
 	return Launch{Grid: uint32(max(1, min(maxGrid, rows))), Block: RowThreads}

@@ -1,8 +1,10 @@
 // cudaemu.h runs CUDA C kernels on the host, unchanged, so that every CI
 // run tests gleaner's .cu sources without a GPU: one std::thread per CUDA
-// thread of a block, the blocks of a grid one after another, __shared__
-// variables as static storage (launches are therefore serialised), and
-// __syncthreads as a std::barrier over the block's threads.
+// thread of a block, which plays that thread in every block of the grid,
+// the blocks one after another (a barrier between them, so a block's
+// shared memory is never overwritten while in use); __shared__ variables
+// as static storage (launches are therefore serialised); __syncthreads as
+// a std::barrier over the block's threads.
 #pragma once
 #include <barrier>
 #include <cmath>
@@ -28,21 +30,22 @@ void launch(dim3 grid, dim3 block, F body) {
 	gDim = grid;
 	bDim = block;
 	const unsigned nt = block.x * block.y * block.z;
-	for (unsigned bz = 0; bz < grid.z; bz++)
-		for (unsigned by = 0; by < grid.y; by++)
-			for (unsigned bx = 0; bx < grid.x; bx++) {
-				std::barrier<> b(nt);
-				std::vector<std::thread> threads;
-				threads.reserve(nt);
-				for (unsigned t = 0; t < nt; t++)
-					threads.emplace_back([&, t] {
-						tIdx = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+	std::barrier<> b(nt);
+	std::vector<std::thread> threads;
+	threads.reserve(nt);
+	for (unsigned t = 0; t < nt; t++)
+		threads.emplace_back([&, t] {
+			tIdx = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+			bar = &b;
+			for (unsigned bz = 0; bz < grid.z; bz++)
+				for (unsigned by = 0; by < grid.y; by++)
+					for (unsigned bx = 0; bx < grid.x; bx++) {
 						bIdx = dim3(bx, by, bz);
-						bar = &b;
 						body();
-					});
-				for (auto& th : threads) th.join();
-			}
+						b.arrive_and_wait();  // the block ends for all its threads
+					}
+		});
+	for (auto& th : threads) th.join();
 }
 }  // namespace cudaemu
 

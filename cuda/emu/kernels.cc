@@ -5,6 +5,8 @@
 #include "../kernels/activate.cu"
 #include "../kernels/axpby.cu"
 #include "../kernels/biasact.cu"
+#include "../kernels/edgeattn.cu"
+#include "../kernels/gemm.cu"
 #include "../kernels/layernorm.cu"
 #include "../kernels/softmax.cu"
 #include "../kernels/spmm.cu"
@@ -24,6 +26,17 @@ void emu_softmax(unsigned g, unsigned b, int rows, int cols, const float* x, con
 }
 void emu_layer_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { layer_norm(rows, cols, x, gamma, beta, eps, out); });
+}
+void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, int transB, int M, int N, int K, float alpha,
+              const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float beta, float* C,
+              int ldc, long long strideC, const float* bias, int act) {
+	cudaemu::launch(dim3(gx, gy, gz), dim3(tile, tile), [=] {
+		gemm(transA, transB, M, N, K, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, bias, act);
+	});
+}
+void emu_edge_attention(unsigned g, unsigned b, int n, int heads, int head_dim, const long long* ptr, const int* src,
+                        const float* K, const float* Q, const float* V, const float* E, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { edge_attention(n, heads, head_dim, ptr, src, K, Q, V, E, out); });
 }
 void emu_spmm(unsigned g, unsigned b, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { spmm(rows, d, ptr, idx, val, x, y); });

@@ -10,6 +10,11 @@ void emu_bias_act(unsigned grid, unsigned block, int rows, int cols, int ld, con
 void emu_softmax(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* mask, float* out);
 void emu_layer_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out);
 void emu_spmm(unsigned grid, unsigned block, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y);
+void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, int transB, int M, int N, int K, float alpha,
+              const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float beta, float* C,
+              int ldc, long long strideC, const float* bias, int act);
+void emu_edge_attention(unsigned grid, unsigned block, int n, int heads, int head_dim, const long long* ptr, const int* src,
+                        const float* K, const float* Q, const float* V, const float* E, float* out);
 #ifdef __cplusplus
 }
 #endif

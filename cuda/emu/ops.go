@@ -8,10 +8,12 @@ package emu
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/cuda"
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels"
 )
 
 // Axpby launches axpby.cu.
@@ -98,6 +100,46 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 	return nil
 }
 
+// EdgeAttention launches edgeattn.cu after checking shapes and sources on
+// the host.
+func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
+	ptr, err1 := i64(op.Ptr)
+	src, err2 := i32(op.Src)
+	k, err3 := f32(op.K, 0)
+	q, err4 := f32(op.Q, 0)
+	v, err5 := f32(op.V, 0)
+	e, err6 := f32(op.E, 0)
+	out, err7 := f32(op.Out, 0)
+	if err := firstErr(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		return err
+	}
+	d := op.Heads * op.HeadDim
+	if op.N < 0 || op.Heads <= 0 || op.HeadDim <= 0 || len(ptr) != op.N+1 || ptr[0] != 0 {
+		return shapeErr("edge attention")
+	}
+	nnz := int(ptr[op.N])
+	if len(src) < nnz || len(e) < nnz*d || len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d {
+		return shapeErr("edge attention")
+	}
+	for i := 0; i < op.N; i++ {
+		if ptr[i] > ptr[i+1] {
+			return fmt.Errorf("%s: edge attention: pointers decrease at node %d", Name, i)
+		}
+	}
+	for _, s := range src[:nnz] {
+		if s < 0 || int(s) >= op.N {
+			return fmt.Errorf("%s: edge attention: source %d outside %d nodes", Name, s, op.N)
+		}
+	}
+	if op.N == 0 {
+		return nil
+	}
+	l := cuda.Rows(op.N)
+	C.emu_edge_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.Heads), C.int(op.HeadDim),
+		(*C.longlong)(unsafe.Pointer(&ptr[0])), (*C.int)(unsafe.Pointer(unsafe.SliceData(src))), fp(k), fp(q), fp(v), fp(e), fp(out))
+	return nil
+}
+
 // SpMM launches spmm.cu after checking the CSR structure on the host.
 func (*Backend) SpMM(op engine.SpMMOp) error {
 	ptr, err1 := i64(op.Ptr)
@@ -121,16 +163,47 @@ func (*Backend) SpMM(op engine.SpMMOp) error {
 	return nil
 }
 
-// The kernels below are not written yet.
+// Gemm launches gemm.cu (with its bias/activation epilogue).
+func (b *Backend) Gemm(op engine.GemmOp) error { return b.BatchedGemm(op, 1, 0, 0, 0) }
 
-func (*Backend) Gemm(engine.GemmOp) error { return engine.ErrNotImplemented }
-func (*Backend) BatchedGemm(engine.GemmOp, int, int, int, int) error {
-	return engine.ErrNotImplemented
+// BatchedGemm launches gemm.cu over batch matrices (z dimension).
+func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
+	a, err1 := f32(op.A, op.OffA)
+	bm, err2 := f32(op.B, op.OffB)
+	c, err3 := f32(op.C, op.OffC)
+	bias, err4 := f32(op.Bias, 0)
+	if err := firstErr(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
+		A: a, LDA: op.LDA, B: bm, LDB: op.LDB, C: c, LDC: op.LDC, Bias: bias, Act: op.Act}
+	if batch < 1 || strideA < 0 || strideB < 0 || strideC < 0 {
+		return fmt.Errorf("%s: gemm: batch %d and strides must be positive", Name, batch)
+	}
+	last := g
+	last.A, last.B, last.C = a[min((batch-1)*strideA, len(a)):], bm[min((batch-1)*strideB, len(bm)):], c[min((batch-1)*strideC, len(c)):]
+	if err := firstErr(g.Check(), last.Check()); err != nil { // Check fills the packed leading dimensions
+		return err
+	}
+	if op.M == 0 || op.N == 0 {
+		return nil
+	}
+	l := cuda.Gemm(op.M, op.N, batch)
+	C.emu_gemm(C.uint(l.GridX), C.uint(l.GridY), C.uint(l.GridZ), C.uint(l.Block), cbool(op.TransA), cbool(op.TransB),
+		C.int(op.M), C.int(op.N), C.int(op.K), C.float(op.Alpha), fp(a), C.int(g.LDA), C.longlong(strideA), fp(bm), C.int(g.LDB),
+		C.longlong(strideB), C.float(op.Beta), fp(c), C.int(g.LDC), C.longlong(strideC), fp(bias), C.int(op.Act))
+	return nil
 }
-func (*Backend) Attention(engine.AttentionOp) error         { return engine.ErrNotImplemented }
-func (*Backend) EdgeAttention(engine.EdgeAttentionOp) error { return engine.ErrNotImplemented }
-func (*Backend) TopK(engine.TopKOp) error                   { return engine.ErrNotImplemented }
-func (*Backend) FlatIP(engine.FlatIPOp) error               { return engine.ErrNotImplemented }
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+func (*Backend) Attention(engine.AttentionOp) error { return engine.ErrNotImplemented }
+func (*Backend) TopK(engine.TopKOp) error           { return engine.ErrNotImplemented }
+func (*Backend) FlatIP(engine.FlatIPOp) error       { return engine.ErrNotImplemented }
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {
