@@ -3,6 +3,7 @@
 #include "launch.h"
 
 #include "../kernels/activate.cu"
+#include "../kernels/attention.cu"
 #include "../kernels/axpby.cu"
 #include "../kernels/biasact.cu"
 #include "../kernels/edgeattn.cu"
@@ -10,6 +11,7 @@
 #include "../kernels/layernorm.cu"
 #include "../kernels/softmax.cu"
 #include "../kernels/spmm.cu"
+#include "../kernels/topk.cu"
 
 extern "C" {
 void emu_axpby(unsigned g, unsigned b, int n, float alpha, const float* x, float beta, const float* y, float* out) {
@@ -37,6 +39,13 @@ void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, 
 void emu_edge_attention(unsigned g, unsigned b, int n, int heads, int head_dim, const long long* ptr, const int* src,
                         const float* K, const float* Q, const float* V, const float* E, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { edge_attention(n, heads, head_dim, ptr, src, K, Q, V, E, out); });
+}
+void emu_attention(unsigned g, unsigned b, int batch, int seq, int heads, int hd, const float* Q, const float* K, const float* V,
+                   const int* lengths, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { attention(batch, seq, heads, hd, Q, K, V, lengths, out); });
+}
+void emu_topk(unsigned g, unsigned b, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { topk(rows, cols, k, scores, out_idx, out_score); });
 }
 void emu_spmm(unsigned g, unsigned b, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { spmm(rows, d, ptr, idx, val, x, y); });

@@ -15,6 +15,9 @@ void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, 
               int ldc, long long strideC, const float* bias, int act);
 void emu_edge_attention(unsigned grid, unsigned block, int n, int heads, int head_dim, const long long* ptr, const int* src,
                         const float* K, const float* Q, const float* V, const float* E, float* out);
+void emu_attention(unsigned grid, unsigned block, int batch, int seq, int heads, int hd, const float* Q, const float* K, const float* V,
+                   const int* lengths, float* out);
+void emu_topk(unsigned grid, unsigned block, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score);
 #ifdef __cplusplus
 }
 #endif

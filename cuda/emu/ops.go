@@ -201,9 +201,65 @@ func cbool(b bool) C.int {
 	}
 	return 0
 }
-func (*Backend) Attention(engine.AttentionOp) error { return engine.ErrNotImplemented }
-func (*Backend) TopK(engine.TopKOp) error           { return engine.ErrNotImplemented }
-func (*Backend) FlatIP(engine.FlatIPOp) error       { return engine.ErrNotImplemented }
+
+// Attention launches attention.cu after checking shapes and lengths.
+func (*Backend) Attention(op engine.AttentionOp) error {
+	q, err1 := f32(op.Q, 0)
+	k, err2 := f32(op.K, 0)
+	v, err3 := f32(op.V, 0)
+	out, err4 := f32(op.Out, 0)
+	lengths, err5 := i32(op.Lengths)
+	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
+		return err
+	}
+	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim, Q: q, K: k, V: v, Out: out, Lengths: lengths}
+	if err := a.Check(); err != nil {
+		return err
+	}
+	if n := op.Batch * op.Heads * op.Seq; n > 0 {
+		l := cuda.Rows(n)
+		C.emu_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.Batch), C.int(op.Seq), C.int(op.Heads), C.int(op.HeadDim),
+			fp(q), fp(k), fp(v), (*C.int)(unsafe.Pointer(unsafe.SliceData(lengths))), fp(out))
+	}
+	return nil
+}
+
+// TopK launches topk.cu.
+func (*Backend) TopK(op engine.TopKOp) error {
+	s, err1 := f32(op.Scores, 0)
+	idx, err2 := i32(op.OutIdx)
+	sc, err3 := f32(op.OutScore, 0)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	if op.Rows < 0 || op.Cols < 0 || op.K < 0 || len(s) < op.Rows*op.Cols || len(idx) < op.Rows*op.K || len(sc) < op.Rows*op.K {
+		return shapeErr("topk")
+	}
+	if op.Rows == 0 || op.K == 0 {
+		return nil
+	}
+	l := cuda.Rows(op.Rows)
+	C.emu_topk(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), C.int(op.K), fp(s),
+		(*C.int)(unsafe.Pointer(&idx[0])), fp(sc))
+	return nil
+}
+
+// FlatIP is a GEMM (Q·Xᵀ) into scratch scores, then topk.cu over them, as
+// the GPU backend composes it.
+func (b *Backend) FlatIP(op engine.FlatIPOp) error {
+	if op.N < 0 || op.D <= 0 || op.B < 0 || op.K < 0 {
+		return shapeErr("flatip")
+	}
+	scores, err := b.Alloc(engine.F32, op.B*op.N)
+	if err != nil {
+		return err
+	}
+	defer b.Free(scores)
+	if err := b.Gemm(engine.GemmOp{TransB: true, M: op.B, N: op.N, K: op.D, Alpha: 1, A: op.Q, B: op.X, C: scores}); err != nil {
+		return err
+	}
+	return b.TopK(engine.TopKOp{Scores: scores, Rows: op.B, Cols: op.N, K: op.K, OutIdx: op.OutIdx, OutScore: op.OutScore})
+}
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {
