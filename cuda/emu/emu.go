@@ -120,46 +120,33 @@ func (*Backend) Download(dst any, src engine.Buffer, off int) error {
 }
 
 func transfer(b *buffer, off int, host any, up bool) error {
-	move := func(n, room int, do func()) error {
-		if off < 0 || n > room-off {
-			return fmt.Errorf("%s: transfer of %d elements at %d into %d", Name, n, off, room)
-		}
-		do()
-		return nil
-	}
+	var err error
 	switch h := host.(type) {
 	case []float32:
-		if b.dt == engine.F32 {
-			return move(len(h), len(b.f32), func() {
-				if up {
-					copy(b.f32[off:], h)
-				} else {
-					copy(h, b.f32[off:])
-				}
-			})
-		}
+		err = move(b, engine.F32, b.f32, off, h, up)
 	case []int32:
-		if b.dt == engine.I32 {
-			return move(len(h), len(b.i32), func() {
-				if up {
-					copy(b.i32[off:], h)
-				} else {
-					copy(h, b.i32[off:])
-				}
-			})
-		}
+		err = move(b, engine.I32, b.i32, off, h, up)
 	case []int64:
-		if b.dt == engine.I64 {
-			return move(len(h), len(b.i64), func() {
-				if up {
-					copy(b.i64[off:], h)
-				} else {
-					copy(h, b.i64[off:])
-				}
-			})
-		}
+		err = move(b, engine.I64, b.i64, off, h, up)
+	default:
+		err = fmt.Errorf("%s: transfer of %T", Name, host)
 	}
-	return fmt.Errorf("%s: transfer of %T with a %v buffer", Name, host, b.dt)
+	return err
+}
+
+// move copies host into dev from element off (up) or back (down).
+func move[T any](b *buffer, want engine.DType, dev []T, off int, host []T, up bool) error {
+	switch {
+	case b.dt != want:
+		return fmt.Errorf("%s: transfer of %v data with a %v buffer", Name, want, b.dt)
+	case off < 0 || len(host) > len(dev)-off:
+		return fmt.Errorf("%s: transfer of %d elements at %d into %d", Name, len(host), off, len(dev))
+	case up:
+		copy(dev[off:], host)
+	default:
+		copy(host, dev[off:])
+	}
+	return nil
 }
 
 // f32 returns a buffer's floats from element off (nil for a nil buffer).
