@@ -63,7 +63,7 @@ test: deps fmt-check vet
 docs-check: build
 	bash .ci/docs-check
 
-# Fuzz every parser a user can feed, FUZZTIME each (CI: a few seconds; a
+# Fuzz every parser a user can feed, FUZZTIME each (CI: 2000x, an execution count; a
 # long run: FUZZTIME=10m, or an exec count such as FUZZTIME=1000000x).
 # Crashers land in <package>/testdata/fuzz and become regression tests.
 FUZZTIME ?= 60s
