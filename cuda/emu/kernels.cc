@@ -9,6 +9,7 @@
 #include "../kernels/edgeattn.cu"
 #include "../kernels/gemm.cu"
 #include "../kernels/layernorm.cu"
+#include "../kernels/smooth.cu"
 #include "../kernels/softmax.cu"
 #include "../kernels/spmm.cu"
 #include "../kernels/topk.cu"
@@ -46,6 +47,10 @@ void emu_attention(unsigned g, unsigned b, int batch, int seq, int heads, int hd
 }
 void emu_topk(unsigned g, unsigned b, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { topk(rows, cols, k, scores, out_idx, out_score); });
+}
+void emu_smooth(unsigned g, unsigned b, int m, int d, const long long* ptr, const int* idx, const float* deg, const float* H,
+                float alpha, int keep, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { smooth(m, d, ptr, idx, deg, H, alpha, keep, out); });
 }
 void emu_spmm(unsigned g, unsigned b, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { spmm(rows, d, ptr, idx, val, x, y); });

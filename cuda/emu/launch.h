@@ -18,6 +18,8 @@ void emu_edge_attention(unsigned grid, unsigned block, int n, int heads, int hea
 void emu_attention(unsigned grid, unsigned block, int batch, int seq, int heads, int hd, const float* Q, const float* K, const float* V,
                    const int* lengths, float* out);
 void emu_topk(unsigned grid, unsigned block, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score);
+void emu_smooth(unsigned grid, unsigned block, int m, int d, const long long* ptr, const int* idx, const float* deg, const float* H,
+                float alpha, int keep, float* out);
 #ifdef __cplusplus
 }
 #endif

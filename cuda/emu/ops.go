@@ -140,6 +140,31 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	return nil
 }
 
+// Smooth launches the fused smooth.cu (GRanker). The subgraph is checked
+// on the host first (engine.PropagationMatrix: CSR structure, positive
+// degrees where there are neighbours).
+func (*Backend) Smooth(op engine.SmoothOp) error {
+	h, err1 := f32(op.H, 0)
+	out, err2 := f32(op.Out, 0)
+	if err := firstErr(err1, err2); err != nil {
+		return err
+	}
+	adj := engine.CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx}
+	if _, err := engine.PropagationMatrix(adj, op.Deg, op.KeepIsolated); err != nil {
+		return err
+	}
+	if op.D < 0 || len(h) < op.M*op.D || len(out) < op.M*op.D {
+		return shapeErr("smooth")
+	}
+	if op.M == 0 || op.D == 0 {
+		return nil
+	}
+	l := cuda.Rows(op.M)
+	C.emu_smooth(C.uint(l.Grid), C.uint(l.Block), C.int(op.M), C.int(op.D), (*C.longlong)(unsafe.Pointer(&op.AdjPtr[0])),
+		(*C.int)(unsafe.Pointer(unsafe.SliceData(op.AdjIdx))), fp(op.Deg), fp(h), C.float(op.Alpha), cbool(op.KeepIsolated), fp(out))
+	return nil
+}
+
 // SpMM launches spmm.cu after checking the CSR structure on the host.
 func (*Backend) SpMM(op engine.SpMMOp) error {
 	ptr, err1 := i64(op.Ptr)
