@@ -44,7 +44,7 @@ func readAnswerQuestions(path string, opt ReadOptions) ([]Query, error) {
 		return nil, err
 	}
 	return collectQueries(path, raw, opt, func(i int, r rawQA) (Query, *RecordError) {
-		return answerQuery(path, i+1, r.ID, r.Question, r.Answer, nil)
+		return answerQuery(path, i+1, r.ID, r.Question, r.Answer)
 	})
 }
 
@@ -110,8 +110,8 @@ func readLines(path string) ([]Node, error) {
 }
 
 // answerQuery validates one answer-only question. answer may be a string or
-// a list of strings (aliases); extra aliases are appended.
-func answerQuery(path string, rec int, id, text string, answer any, aliases []string) (Query, *RecordError) {
+// a list of strings (aliases).
+func answerQuery(path string, rec int, id, text string, answer any) (Query, *RecordError) {
 	switch {
 	case strings.TrimSpace(id) == "":
 		return Query{}, recErr(path, rec, "id", ErrMissing)
@@ -136,15 +136,11 @@ func answerQuery(path string, rec int, id, text string, answer any, aliases []st
 	default:
 		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: answer is %T, want a string or a list of strings", ErrMalformed, a))
 	}
-	q := Query{ID: id, Text: text, Answers: nonEmptyUnique(append(answers, aliases...))}
+	q := Query{ID: id, Text: text, Answers: nonEmptyUnique(answers)}
 	if len(q.Answers) == 0 {
 		return Query{}, recErr(path, rec, "answer", fmt.Errorf("%w: question %q has no answer", ErrMissing, id))
 	}
 	return q, nil
-}
-
-func isSpace(r rune) bool {
-	return r == ' ' || r == '\t' || r == '\r' || r == '\n' || r == '\v' || r == '\f'
 }
 
 func firstExisting(dir string, names ...string) (string, error) {

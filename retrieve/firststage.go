@@ -132,13 +132,13 @@ func convex(lex, vec []float32, w float64) []float32 {
 func rrf(lex, vec []float32, k, depth int) []float32 {
 	n := max(len(lex), len(vec))
 	out := make([]float32, n)
-	scale := float64(k+1) / 2
+	scale := (float64(k) + 1) / 2 // float64: k may be as large as an int holds
 	for i, sc := range [][]float32{lex, vec} {
 		if sc == nil {
 			continue
 		}
 		for r, h := range topPositive(sc, depth, i == 0) { // BM25 ranks only the nodes it matched
-			out[h.Index] += float32(scale / float64(k+r+1))
+			out[h.Index] += float32(scale / (float64(k) + float64(r) + 1))
 		}
 	}
 	return out

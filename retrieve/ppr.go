@@ -60,6 +60,9 @@ func newPPR(ix *index.Index, o Options) (Method, error) {
 	return &ppr{name: "ppr", ix: ix, st: st, o: o.PPR, kinds: o.GraphKinds}, nil
 }
 
+// maxPPRIter bounds the iterations any damping may ask for.
+const maxPPRIter = 1_000_000
+
 func (m *ppr) Name() string { return m.name }
 
 func (m *ppr) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
@@ -75,8 +78,10 @@ func (m *ppr) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, erro
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
 	// The error shrinks by d per iteration: allow twice the iterations a
-	// damping close to 1 needs to reach the tolerance.
-	po.MaxIter = max(po.MaxIter, int(2*math.Log(po.Tol)/math.Log(m.o.Damping))+100)
+	// damping close to 1 needs to reach the tolerance, capped so that a
+	// damping of 1-1e-12 ends in ErrNoConvergence rather than running on.
+	need := 2*math.Log(po.Tol)/math.Log(m.o.Damping) + 100
+	po.MaxIter = max(po.MaxIter, int(min(need, maxPPRIter)))
 	pi, _, err := graphops.PersonalizedPageRank(ctx, m.adj, reset, po)
 	if err != nil {
 		return nil, err
