@@ -152,7 +152,7 @@ func (m *fastInsight) start(ctx context.Context, q Query) (*fiState, error) {
 		return nil, err
 	}
 	st := &fiState{sim: sim, in: map[int32]bool{}}
-	for _, h := range m.st.ranking(sim, 2*m.o.BMax) { // refills may take up to b_max of them
+	for _, h := range m.st.ranking(sim, 2*min(m.o.BMax, len(sim))) { // refills may take up to b_max of them
 		st.order = append(st.order, h.Index)
 	}
 	if st.sess, err = m.svc.Session(ctx, q.Text, m.o.NoCache); err != nil {

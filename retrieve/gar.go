@@ -244,7 +244,7 @@ func (m *gar) ranking(scored []garScored, r0 []kernels.Hit, done map[int32]bool,
 		}
 		return byScore[a].iter > byScore[b].iter
 	})
-	out := make([]kernels.Hit, len(byScore), len(byScore)+m.o.Budget)
+	out := make([]kernels.Hit, len(byScore), len(byScore)+min(m.o.Budget, len(r0))) // backfill takes at most r0
 	for i, s := range byScore {
 		out[i] = s.Hit
 	}

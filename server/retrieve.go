@@ -71,8 +71,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := s.cfg.Timeout
-	if req.TimeoutMS > 0 {
-		timeout = min(timeout, time.Duration(req.TimeoutMS)*time.Millisecond)
+	// Compared in milliseconds: a huge timeout_ms would overflow a Duration.
+	if req.TimeoutMS > 0 && int64(req.TimeoutMS) < timeout.Milliseconds() {
+		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout) // a client that goes away cancels its work
 	defer cancel()
