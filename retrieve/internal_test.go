@@ -60,6 +60,11 @@ func TestFusions(t *testing.T) {
 	if r1[0] != 0.5 || r1[2] != 0.5 || r1[1] != 0 || r1[3] != 0 {
 		t.Errorf("rrf at depth 1 = %v, want [0.5 0 0.5 0]", r1)
 	}
+	// k near the largest int: node 0 (ranks 1 and 2) scores ≈ 1, as k+rank
+	// must not wrap around.
+	if rk := rrf(lex, vec, math.MaxInt-1, 1000); math.Abs(float64(rk[0])-1) > 1e-6 {
+		t.Errorf("rrf at k = MaxInt−1 scores node 0 %v, want ≈ 1", rk[0])
+	}
 	// one side missing: the other alone decides.
 	if c := convex(nil, vec, 0.7); c[1] != 0 || math.Abs(float64(c[2])-0.3) > 1e-7 {
 		t.Errorf("convex without BM25 = %v", c)

@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -98,6 +99,27 @@ func TestZeroOptionsAreRejected(t *testing.T) {
 	}
 	if _, err := retrieve.NewWith("fastinsight", ix, retrieve.Options{}); err == nil {
 		t.Error("the zero Options accepted by fastinsight: its zeros would have been replaced silently")
+	}
+}
+
+// Budgets beyond the corpus (up to the largest int, as a flag may give)
+// rank exactly as a budget of the whole corpus: nothing overflows.
+func TestHugeBudgetsEqualWholeCorpus(t *testing.T) {
+	ix, qs := openSynthOnce(t)
+	set := func(o *retrieve.Options, n int) {
+		o.FastInsight.BMax, o.GAR.Budget, o.RerankDepth, o.PPR.Seeds = n, n, n, n
+		o.FirstStage, o.Hybrid.Fusion, o.Hybrid.Depth = retrieve.StageHybrid, retrieve.FusionRRF, n
+	}
+	for _, name := range []string{"fastinsight", "gar", "re2", "ppr"} {
+		huge, whole := withKinds("mentions"), withKinds("mentions")
+		set(&huge, math.MaxInt)
+		set(&whole, ix.N())
+		a, b := newMethod(t, name, huge), newMethod(t, name, whole)
+		for _, q := range qs[:3] {
+			if x, y := ranking(t, a, q, 10), ranking(t, b, q, 10); !reflect.DeepEqual(x, y) {
+				t.Fatalf("%s: budgets of MaxInt rank %v, of N %v", name, x, y)
+			}
+		}
 	}
 }
 
