@@ -205,3 +205,27 @@ func TestWriteReplacesWholeCorpus(t *testing.T) {
 		t.Error("wrote into a foreign folder")
 	}
 }
+
+// Write refuses what reading back would refuse, and keeps the earlier
+// corpus: an oversized chunk or a repeated id names the record, and nothing
+// is replaced.
+func TestWriteRefusesUnreadableNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c")
+	if err := Write(dir, &Corpus{Nodes: []Node{{ID: "a", Text: "kept"}}}); err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("w ", MaxRecordBytes/2+1)
+	for name, nodes := range map[string][]Node{
+		"oversized": {{ID: "a", Text: "x"}, {ID: "b", Text: huge}},
+		"duplicate": {{ID: "a", Text: "x"}, {ID: "a", Text: "y"}},
+	} {
+		err := Write(dir, &Corpus{Nodes: nodes})
+		var re *RecordError
+		if !errors.As(err, &re) || re.Line != 2 {
+			t.Errorf("%s: %v, want a record error on line 2", name, err)
+		}
+	}
+	if c, err := Load(dir, ReadOptions{}); err != nil || len(c.Nodes) != 1 || c.Nodes[0].Text != "kept" {
+		t.Fatalf("the earlier corpus was not kept: %+v, %v", c, err)
+	}
+}

@@ -83,6 +83,20 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 	return nil
 }
 
+// checkNodes refuses, before anything is written, nodes that reading
+// path back would refuse (an importer's chunk over MaxRecordBytes, a
+// repeated id), naming the line each would have had.
+func checkNodes(path string, nodes []Node) error {
+	seen := make(map[string]int, len(nodes))
+	for i := range nodes {
+		if err := checkNode(path, i+1, &nodes[i], seen); err != nil {
+			return err
+		}
+		seen[nodes[i].ID] = i + 1
+	}
+	return nil
+}
+
 // ReadEdges reads edges.jsonl, resolving endpoints against ids.
 func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
 	return withFile(path, func(f io.Reader) ([]Edge, error) { return readEdges(f, path, ids, opt) })
@@ -190,6 +204,9 @@ var ErrNotCorpus = errors.New("exists and is not a gleaner corpus folder (no nod
 // nodes.jsonl is refused before anything is written.
 func Write(dir string, c *Corpus) error {
 	if err := CheckTarget(dir); err != nil {
+		return err
+	}
+	if err := checkNodes(filepath.Join(dir, NodesFile), c.Nodes); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
