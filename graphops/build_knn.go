@@ -41,6 +41,9 @@ func KNNEdges(ctx context.Context, p *lexical.Postings, vecs []float32, dims int
 	case len(vecs) != n*dims:
 		return nil, fmt.Errorf("graphops: knn: %d vector values for %d×%d", len(vecs), n, dims)
 	}
+	// No node has more than n−1 neighbours; clamping also keeps k+1 below
+	// from wrapping when a flag asks for the largest int.
+	o.Lexical, o.Semantic = min(o.Lexical, n-1), min(o.Semantic, n-1)
 	pairs := map[[2]int32]bool{}
 	if o.Lexical > 0 {
 		if err := lexicalNeighbours(ctx, p, o, pairs); err != nil {

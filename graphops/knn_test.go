@@ -3,6 +3,7 @@ package graphops
 import (
 	"context"
 	"math"
+	"reflect"
 	"sort"
 	"testing"
 
@@ -101,5 +102,15 @@ func TestKNNEdgesMatchBruteForce(t *testing.T) {
 		if !got[pr] {
 			t.Errorf("missing pair %v", pr)
 		}
+	}
+	// Asking for more neighbours than there are nodes (up to the largest
+	// int) means all of them, as n−1 does.
+	all, err := KNNEdges(context.Background(), p, vecs, d, KNNOptions{Lexical: len(docs) - 1, Semantic: len(docs) - 1, MaxDFRatio: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge, err := KNNEdges(context.Background(), p, vecs, d, KNNOptions{Lexical: math.MaxInt, Semantic: math.MaxInt, MaxDFRatio: 0.5})
+	if err != nil || !reflect.DeepEqual(huge, all) {
+		t.Errorf("neighbours MaxInt: %d edges (%v), n−1: %d", len(huge), err, len(all))
 	}
 }
