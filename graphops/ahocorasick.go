@@ -110,3 +110,21 @@ func (m *matcher) scan(text string, emit func(id int32, start, end int)) {
 		}
 	}
 }
+
+// Matcher finds every occurrence of a set of byte patterns in one pass over
+// a text (Aho–Corasick). Built once, it is read-only and safe for
+// concurrent use. Of patterns that are equal, the first one's index is
+// reported.
+type Matcher struct{ m *matcher }
+
+// NewMatcher builds a matcher; pattern i is reported as i. Empty patterns
+// never match.
+func NewMatcher(patterns []string) *Matcher { return &Matcher{newMatcher(patterns)} }
+
+// Scan reports every occurrence, overlapping ones included, as (pattern,
+// start, end) byte offsets, in order of end.
+func (m *Matcher) Scan(text string, emit func(pattern int32, start, end int)) { m.m.scan(text, emit) }
+
+// IsWholeWord reports whether text[start:end] is delimited by non-word
+// runes (neither letter nor digit) or the ends of text.
+func IsWholeWord(text string, start, end int) bool { return boundary(text, start, end) }

@@ -1,0 +1,191 @@
+package graphops
+
+import (
+	"context"
+	"math"
+)
+
+// PPRPlan solves personalized PageRank on one graph for many restart
+// vectors. It eliminates leaves (vertices whose only neighbour is one
+// other, non-leaf vertex: most entity vertices of a Tri-Graph) exactly, so
+// each iteration runs over the remaining core only, and precomputes the
+// transition weights. The fixed point is PersonalizedPageRank's; a plan is
+// read-only and safe for concurrent use.
+//
+// Elimination: a leaf ℓ hanging from p with weight w has
+// π_ℓ = d·(w/s_p)·π_p + c·r_ℓ (c = 1 − d + d·dangling mass), and sends all
+// its mass back to p, so p's equation becomes
+// π_p·(1 − d²·L_p/s_p) = d·Σ_core (w_up/s_u)·π_u + c·(r_p + d·Σ_ℓ r_ℓ),
+// with L_p the weight of p's leaves.
+type PPRPlan struct {
+	n        int
+	core     []int32 // core vertex ids
+	coreOf   []int32 // vertex → core position, −1 for a leaf
+	ptr      []int64 // core CSR (positions), with pw[q] = w_uv/s_u
+	idx      []int32
+	pw       []float64
+	ratio    []float64 // L_p/s_p per core position
+	dangling []int32   // core positions with strength 0
+	leaves   []int32   // leaf vertex ids
+	parent   []int32   // their core position
+	leafP    []float64 // w/s_parent
+}
+
+// NewPPRPlan prepares a.
+func NewPPRPlan(a *Adjacency) *PPRPlan {
+	n := a.N()
+	pl := &PPRPlan{n: n, coreOf: make([]int32, n)}
+	only := make([]int32, n) // the single distinct neighbour, or −1
+	for v := 0; v < n; v++ {
+		only[v] = singleNeighbour(a, v)
+	}
+	for v := 0; v < n; v++ {
+		if u := only[v]; u >= 0 && only[u] < 0 {
+			pl.coreOf[v] = -1 // a leaf of a core vertex
+			continue
+		}
+		pl.coreOf[v] = int32(len(pl.core))
+		pl.core = append(pl.core, int32(v))
+	}
+	pl.buildCore(a)
+	pl.buildLeaves(a, only)
+	return pl
+}
+
+// singleNeighbour returns v's only neighbour when all its entries name the
+// same other vertex, else −1.
+func singleNeighbour(a *Adjacency, v int) int32 {
+	lo, hi := a.Ptr[v], a.Ptr[v+1]
+	if lo == hi || a.Idx[lo] == int32(v) {
+		return -1
+	}
+	for q := lo + 1; q < hi; q++ {
+		if a.Idx[q] != a.Idx[lo] {
+			return -1
+		}
+	}
+	return a.Idx[lo]
+}
+
+// buildCore fills the core CSR over core neighbours.
+func (pl *PPRPlan) buildCore(a *Adjacency) {
+	pl.ptr = make([]int64, len(pl.core)+1)
+	for k, v := range pl.core {
+		if a.Strength[v] == 0 {
+			pl.dangling = append(pl.dangling, int32(k))
+		}
+		for q := a.Ptr[v]; q < a.Ptr[v+1]; q++ {
+			if c := pl.coreOf[a.Idx[q]]; c >= 0 {
+				pl.idx = append(pl.idx, c)
+				pl.pw = append(pl.pw, a.Weight(q)/a.Strength[a.Idx[q]])
+			}
+		}
+		pl.ptr[k+1] = int64(len(pl.idx))
+	}
+}
+
+// buildLeaves lists the leaves with their parents: all of a leaf's
+// strength joins it to its parent (parallel edges included), so
+// P(parent→leaf) = s_leaf/s_parent.
+func (pl *PPRPlan) buildLeaves(a *Adjacency, only []int32) {
+	pl.ratio = make([]float64, len(pl.core))
+	for v, c := range pl.coreOf {
+		if c >= 0 {
+			continue
+		}
+		p := pl.coreOf[only[v]]
+		share := a.Strength[v] / a.Strength[only[v]]
+		pl.leaves, pl.parent, pl.leafP = append(pl.leaves, int32(v)), append(pl.parent, p), append(pl.leafP, share)
+		pl.ratio[p] += share
+	}
+}
+
+// Core is the number of vertices each iteration visits.
+func (pl *PPRPlan) Core() int { return len(pl.core) }
+
+// Solve is PersonalizedPageRank(ctx, a, reset, o) on the plan's graph:
+// Jacobi iterations over the core until their L1 change is below Tol,
+// then the leaves in closed form.
+func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]float64, int, error) {
+	if err := o.Validate(); err != nil {
+		return nil, 0, err
+	}
+	r, err := normalizedReset(pl.n, reset)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := o.Damping
+	nc := len(pl.core)
+	rc, inv := make([]float64, nc), make([]float64, nc)
+	for k, v := range pl.core {
+		rc[k] = r[v]
+		inv[k] = 1 / (1 - d*d*pl.ratio[k])
+	}
+	for i, l := range pl.leaves {
+		rc[pl.parent[i]] += d * r[l]
+	}
+	x, next := make([]float64, nc), make([]float64, nc)
+	for k, v := range pl.core {
+		x[k] = r[v]
+	}
+	c := 1.0
+	for it := 1; it <= o.MaxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, it, err
+		}
+		c = 1 - d + d*pl.danglingMass(x)
+		diff := pl.step(x, next, rc, inv, d, c)
+		x, next = next, x
+		if diff < o.Tol {
+			return pl.expand(x, r, d, pl.danglingMass(x)), it, nil
+		}
+	}
+	return pl.expand(x, r, d, pl.danglingMass(x)), o.MaxIter, ErrNoConvergence
+}
+
+func (pl *PPRPlan) danglingMass(x []float64) float64 {
+	var m float64
+	for _, k := range pl.dangling {
+		m += x[k]
+	}
+	return m
+}
+
+// step computes one Jacobi iteration over the core and returns its L1
+// change.
+func (pl *PPRPlan) step(x, next, rc, inv []float64, d, c float64) float64 {
+	nc := len(pl.core)
+	parts := make([]float64, max(1, min(8, nc/4096)))
+	parallelChunks(nc, len(parts), func(part, lo, hi int) {
+		var diff float64
+		for k := lo; k < hi; k++ {
+			var s float64
+			for q := pl.ptr[k]; q < pl.ptr[k+1]; q++ {
+				s += pl.pw[q] * x[pl.idx[q]]
+			}
+			y := (d*s + c*rc[k]) * inv[k]
+			diff += math.Abs(y - x[k])
+			next[k] = y
+		}
+		parts[part] = diff
+	})
+	var diff float64
+	for _, p := range parts {
+		diff += p
+	}
+	return diff
+}
+
+// expand returns π over every vertex: the core as solved, each leaf from
+// its parent.
+func (pl *PPRPlan) expand(x, r []float64, d, dangling float64) []float64 {
+	pi := make([]float64, pl.n)
+	for k, v := range pl.core {
+		pi[v] = x[k]
+	}
+	c := 1 - d + d*dangling
+	for i, l := range pl.leaves {
+		pi[l] = d*pl.leafP[i]*x[pl.parent[i]] + c*r[l]
+	}
+	return pi
+}

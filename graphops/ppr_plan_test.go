@@ -1,0 +1,79 @@
+package graphops
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPPRPlanMatchesPersonalizedPageRank: leaf elimination changes the work,
+// not the fixed point, on graphs with leaves, leaf pairs, parallel edges,
+// self-loops and isolated (dangling) vertices.
+func TestPPRPlanMatchesPersonalizedPageRank(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := 0; trial < 30; trial++ {
+		n := 5 + rng.IntN(60)
+		var es []Edge
+		core := 2 + rng.IntN(n/2)
+		for i := 0; i < core*2; i++ { // a core with cycles, parallel edges, self-loops
+			es = append(es, Edge{Src: int32(rng.IntN(core)), Dst: int32(rng.IntN(core)), W: 0.1 + rng.Float32()})
+		}
+		for v := core; v < n-2; v++ { // leaves (some hang from other leaves: chains)
+			if rng.IntN(5) > 0 {
+				es = append(es, Edge{Src: int32(v), Dst: int32(rng.IntN(v)), W: 0.1 + rng.Float32()})
+			}
+		}
+		es = append(es, Edge{Src: int32(n - 2), Dst: int32(n - 1), W: 1}) // a two-leaf pair
+		g, err := Build(n, es, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Undirected(g, true, nil)
+		reset := make([]float64, n)
+		for i := range reset {
+			if rng.IntN(3) == 0 {
+				reset[i] = rng.Float64()
+			}
+		}
+		reset[rng.IntN(n)] += 1
+		o := PPROptions{Damping: []float64{0.5, 0.85}[trial%2], Tol: 1e-13, MaxIter: 10000}
+		want, _, err := PersonalizedPageRank(context.Background(), a, reset, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := NewPPRPlan(a)
+		got, _, err := pl.Solve(context.Background(), reset, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for v := range want {
+			sum += got[v]
+			if math.Abs(got[v]-want[v]) > 1e-10 {
+				t.Fatalf("trial %d (n %d, core %d of %d): vertex %d: plan %v, power iteration %v", trial, n, pl.Core(), n, v, got[v], want[v])
+			}
+		}
+		if math.Abs(sum-1) > 1e-10 {
+			t.Fatalf("trial %d: π sums to %v", trial, sum)
+		}
+	}
+}
+
+func TestPPRPlanRejectsBadInput(t *testing.T) {
+	g, _ := Build(3, []Edge{{Src: 0, Dst: 1, W: 1}}, false)
+	pl := NewPPRPlan(Undirected(g, true, nil))
+	for _, tc := range []struct {
+		reset []float64
+		o     PPROptions
+	}{
+		{[]float64{1, 0}, DefaultPPROptions()},
+		{[]float64{0, 0, 0}, DefaultPPROptions()},
+		{[]float64{1, -1, 0}, DefaultPPROptions()},
+		{[]float64{1, 0, 0}, PPROptions{Damping: 1, Tol: 1e-10, MaxIter: 10}},
+	} {
+		if _, _, err := pl.Solve(context.Background(), tc.reset, tc.o); err == nil {
+			t.Errorf("reset %v, options %+v: no error", tc.reset, tc.o)
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package graphops
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// tinyTriGraph builds a Tri-Graph of ne entities from sentences (lists of
+// entity ids), with W rows given directly (nil: none).
+func tinyTriGraph(ne int, sentences [][]int32, w map[int32][][2]float64) *TriGraph {
+	t := &TriGraph{Entities: make([]string, ne), Sentences: len(sentences)}
+	t.SentEnts = RowsCSR(sentences)
+	t.EntSents = Transpose(t.SentEnts, ne)
+	rows := make([][]cand, ne)
+	for e, r := range w {
+		for _, x := range r {
+			rows[e] = append(rows[e], cand{j: int32(x[0]), w: x[1]})
+		}
+	}
+	t.W = rowsToCSR(rows)
+	return t
+}
+
+func constSim(v float32) func(int32) float32 { return func(int32) float32 { return v } }
+
+// near compares within float32 precision: similarities and W's weights
+// are float32 (2⁻²⁴ relative), products of two of them carry a few ulps.
+func near(a, b float64) bool { return math.Abs(a-b) <= 4*0x1p-24*max(1, math.Abs(b)) }
+
+// TestNeighbourMatrixByHand checks W (§2.3) on five entities worked out by
+// hand: co-occurrence normalised by the row's max, similarities min–max
+// normalised over the candidates (all equal → ones), τ, then the κ cap
+// with ties to the lower id.
+func TestNeighbourMatrixByHand(t *testing.T) {
+	tg := tinyTriGraph(5, [][]int32{{0, 1, 2}, {0, 1}, {0, 3}, {3, 4}}, nil)
+	vecs := []float32{1, 0, 0.6, 0.8, 0, 1, 0.8, 0.6, -1, 0}
+	o := NeighbourOptions{CoShare: 1, CoCap: 200, SimTopK: 2, Kappa: 2, Alpha: 0.5, Threshold: 0.5}
+	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int][][2]float64{
+		// e0: co {e1:2, e2:1, e3:1} → top2 e1, e2; sim top2 e3 .8, e1 .6.
+		// w(e1) = .5·1 + .5·0, w(e2) = .5·.5, w(e3) = .5·0 + .5·1.
+		0: {{1, 0.5}, {3, 0.5}},
+		// e4: co {e3:1}; sims e2 0, e1 −.6 clamp to 0, all equal → 1:
+		// w(e1) = w(e2) = w(e3) = .5; κ = 2 keeps the lower ids.
+		4: {{1, 0.5}, {2, 0.5}},
+	}
+	for e, row := range want {
+		lo, hi := tg.W.Ptr[e], tg.W.Ptr[e+1]
+		if int(hi-lo) != len(row) {
+			t.Fatalf("W[%d] = %v %v, want %v", e, tg.W.Idx[lo:hi], tg.W.W[lo:hi], row)
+		}
+		for i, x := range row {
+			if tg.W.Idx[lo+int64(i)] != int32(x[0]) || !near(float64(tg.W.W[lo+int64(i)]), x[1]) {
+				t.Fatalf("W[%d] = %v %v, want %v", e, tg.W.Idx[lo:hi], tg.W.W[lo:hi], row)
+			}
+		}
+	}
+	// The 10% pruning keeps max(1, ⌊0.1·3⌋) = 1 co-occurring entity of e0
+	// (e1): e2 drops out of the candidates, and W[0] is unchanged.
+	o.CoShare = 0.1
+	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.W.Idx[tg.W.Ptr[0]:tg.W.Ptr[1]]; len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Fatalf("W[0] with the 10%% pruning = %v, want [1 3]", got)
+	}
+}
+
+// TestNeighbourMatrixZeroVector: an entity the embedder cannot represent
+// takes neighbours from co-occurrence only.
+func TestNeighbourMatrixZeroVector(t *testing.T) {
+	tg := tinyTriGraph(3, [][]int32{{0, 1}}, nil)
+	vecs := []float32{0, 0, 1, 0, 1, 0}
+	o := DefaultNeighbourOptions()
+	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := tg.W.Idx[tg.W.Ptr[0]:tg.W.Ptr[1]]; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("W[0] = %v, want the co-occurring entity 1 only", got)
+	}
+	if err := tg.BuildNeighbours(context.Background(), vecs[:4], 2, o); err == nil {
+		t.Fatal("short vectors accepted")
+	}
+	o.Kappa = 0
+	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err == nil {
+		t.Fatal("κ = 0 accepted")
+	}
+}
+
+// chain is e0 –s0– e1 –s1– e2 –s2– e3 –s3– e4.
+var chain = [][]int32{{0, 1}, {1, 2}, {2, 3}, {3, 4}}
+
+func activation(p *Propagation, e int32) (Activation, bool) {
+	for _, a := range p.Active {
+		if a.Entity == e {
+			return a, true
+		}
+	}
+	return Activation{}, false
+}
+
+// TestPropagationMaxIterOffByOne: maxT = 3 runs two rounds, so a chain is
+// walked two sentences deep (LinearRAG: plain products, cumulative ew,
+// last-write activations).
+func TestPropagationMaxIterOffByOne(t *testing.T) {
+	tg := tinyTriGraph(5, chain, nil)
+	o := PropagationOptions{MaxIter: 3, Threshold: 0.1, Sentences: 1}
+	p, err := tg.Propagate(context.Background(), []Seed{{0, 1}}, constSim(0.9), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rounds != 2 {
+		t.Fatalf("rounds = %d, want 2", p.Rounds)
+	}
+	wantEW := []float64{1.9, 0.9 + 0.81, 0.81, 0, 0}
+	for e, w := range wantEW {
+		if !near(p.Weights[e], w) {
+			t.Fatalf("ew = %v, want %v", p.Weights, wantEW)
+		}
+	}
+	for _, w := range []Activation{{0, 0.9, 2}, {1, 0.81, 3}, {2, 0.81, 3}} {
+		if a, ok := activation(p, w.Entity); !ok || !near(a.Score, w.Score) || a.Tier != w.Tier {
+			t.Fatalf("activation of %d = %+v, want %+v", w.Entity, a, w)
+		}
+	}
+	if _, ok := activation(p, 3); ok {
+		t.Fatal("entity 3 activated: a third round ran")
+	}
+	o.MaxIter = 1
+	if p, _ := tg.Propagate(context.Background(), []Seed{{0, 1}}, constSim(0.9), o); p.Rounds != 0 || len(p.Active) != 1 {
+		t.Fatalf("maxT 1: %d rounds, %d active; want 0 and the seed", p.Rounds, len(p.Active))
+	}
+}
+
+// TestPropagationNexusClampAndFloor: through a sentence, a neighbour gets
+// max(min(base, w), δ), anyone else δ (the spreading entity included);
+// then one W hop adds entities not yet in the frontier.
+func TestPropagationNexusClampAndFloor(t *testing.T) {
+	tg := tinyTriGraph(5, chain, map[int32][][2]float64{0: {{1, 0.5}}, 1: {{4, 0.8}, {0, 0.9}}})
+	o := PropagationOptions{MaxIter: 2, Threshold: 0.1, Sentences: 1, Neighbours: true}
+	p, err := tg.Propagate(context.Background(), []Seed{{0, 1}}, constSim(0.9), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round 1, path 1: e0 (1.0) through s0 (base .9): e0 is not its own
+	// neighbour → δ = .1; e1 is, w = .5 → .5. Path 2: e0 .1·.5 < δ;
+	// e1 .5·.8 = .4 → e4 (tier 2); e0 is in the frontier already.
+	want := map[int32]Activation{0: {0, 0.1, 2}, 1: {1, 0.5, 2}, 4: {4, 0.4, 2}}
+	wantEW := []float64{1.1, 0.5, 0, 0, 0.4}
+	for e, w := range wantEW {
+		if !near(p.Weights[e], w) {
+			t.Fatalf("ew = %v, want %v", p.Weights, wantEW)
+		}
+	}
+	for e, w := range want {
+		if a, ok := activation(p, e); !ok || !near(a.Score, w.Score) || a.Tier != w.Tier {
+			t.Fatalf("activation of %d = %+v, want %+v", e, a, w)
+		}
+	}
+	// LinearRAG on the same graph: no clamp, no W hop.
+	o.Neighbours = false
+	p, _ = tg.Propagate(context.Background(), []Seed{{0, 1}}, constSim(0.9), o)
+	if !near(p.Weights[1], 0.9) || p.Weights[4] != 0 {
+		t.Fatalf("linearrag ew = %v, want e1 0.9 and e4 0", p.Weights)
+	}
+}
+
+// TestPropagationThresholds: a seed below δ does not spread; a product
+// below δ is dropped.
+func TestPropagationThresholds(t *testing.T) {
+	tg := tinyTriGraph(5, chain, nil)
+	o := PropagationOptions{MaxIter: 3, Threshold: 0.5, Sentences: 1}
+	p, _ := tg.Propagate(context.Background(), []Seed{{0, 0.4}}, constSim(1), o)
+	if len(p.Active) != 1 || p.Weights[1] != 0 {
+		t.Fatalf("a seed below δ spread: %+v", p.Active)
+	}
+	p, _ = tg.Propagate(context.Background(), []Seed{{0, 0.8}}, constSim(0.6), o) // .8·.6 = .48 < .5
+	if len(p.Active) != 1 || p.Weights[1] != 0 {
+		t.Fatalf("a product below δ was kept: %+v", p.Active)
+	}
+}
+
+// TestPropagationEtaAndUsed: an entity spreads through its η most similar
+// unused sentences, and a sentence used by one entity is not used again
+// (by another entity of the same round either).
+func TestPropagationEtaAndUsed(t *testing.T) {
+	// e0 is in s0 {0,1}, s1 {0,2}, s2 {0,3}; e4 is in s1 too.
+	tg := tinyTriGraph(5, [][]int32{{0, 1}, {0, 2, 4}, {0, 3}}, nil)
+	sims := []float32{0.7, 0.9, 0.8}
+	sim := func(s int32) float32 { return sims[s] }
+	o := PropagationOptions{MaxIter: 2, Threshold: 0.1, Sentences: 2}
+	p, _ := tg.Propagate(context.Background(), []Seed{{0, 1}, {4, 1}}, sim, o)
+	// e0 takes s1 (.9) and s2 (.8); e4's only sentence s1 is used → nothing.
+	if p.Weights[1] != 0 || !near(p.Weights[2], 0.9) || !near(p.Weights[3], 0.8) {
+		t.Fatalf("ew = %v: want s1 and s2 only (e1 0, e2 .9, e3 .8)", p.Weights)
+	}
+	if !near(p.Weights[4], 1+0.9) {
+		t.Fatalf("ew[4] = %v, want the seed 1 + .9 through e0's use of s1", p.Weights[4])
+	}
+}
+
+// TestPassageBonus: Σ s·ln(1+c)/max(tier, 1) over the active entities
+// that occur in the passage.
+func TestPassageBonus(t *testing.T) {
+	tg := &TriGraph{Passages: 3, Entities: make([]string, 2)}
+	tg.Occur = CSR{Ptr: []int64{0, 2, 3}, Idx: []int32{0, 2, 2}, W: []float32{1, 3, 2}}
+	bonus := make([]float64, 3)
+	tg.PassageBonus([]Activation{{0, 0.8, 1}, {1, 0.5, 2}}, bonus)
+	want := []float64{0.8 * math.Log(2), 0, 0.8*math.Log(4) + 0.5*math.Log(3)/2}
+	for p := range want {
+		if !near(bonus[p], want[p]) {
+			t.Fatalf("bonus = %v, want %v", bonus, want)
+		}
+	}
+}
+
+// TestPageRankGraphWeights: passage–entity weights are counts over the
+// passage's total; adjacent passages are joined with weight 1.
+func TestPageRankGraphWeights(t *testing.T) {
+	tg := &TriGraph{Passages: 2, Entities: make([]string, 2)}
+	tg.PassEnts = CSR{Ptr: []int64{0, 2, 3}, Idx: []int32{0, 1, 1}, W: []float32{3, 1, 2}}
+	a, err := tg.PageRankGraph(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Passage 0: entity 0 (vertex 2) 3/4, entity 1 (vertex 3) 1/4, passage 1.
+	want := map[[2]int32]float64{{0, 2}: 0.75, {0, 3}: 0.25, {0, 1}: 1, {1, 3}: 1}
+	for v := 0; v < a.N(); v++ {
+		for q := a.Ptr[v]; q < a.Ptr[v+1]; q++ {
+			u := a.Idx[q]
+			key := [2]int32{min(int32(v), u), max(int32(v), u)}
+			if w, ok := want[key]; !ok || !near(a.Weight(q), w) {
+				t.Fatalf("edge %d–%d weight %v, want %v (present %v)", v, u, a.Weight(q), w, ok)
+			}
+		}
+	}
+	if b, _ := tg.PageRankGraph(false); b.Strength[1] != 1 {
+		t.Fatalf("without adjacent edges passage 1's strength = %v, want 1", b.Strength[1])
+	}
+}
