@@ -1,0 +1,125 @@
+package ner
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestKeepDropsNumbersAndFunctionWords(t *testing.T) {
+	for span, want := range map[string]bool{
+		"1997": false, "3,000": false, "11 November": true, "Which": false, "The": false,
+		"The Beatles": true, "Tennessee": true, "": false, " ": false, "of the": false,
+	} {
+		if keep(span) != want {
+			t.Errorf("keep(%q) = %v, want %v", span, !want, want)
+		}
+	}
+}
+
+func TestLocateReturnsTheSentencesOwnText(t *testing.T) {
+	s := "Born in Memphis,  Tennessee\nshe moved to New York."
+	for _, tc := range []struct {
+		toks []string
+		want string
+		ok   bool
+	}{
+		{[]string{"Memphis"}, "Memphis", true},
+		{[]string{"Tennessee", "she"}, "Tennessee\nshe", true},
+		{[]string{"New", "York"}, "New York", true},
+		{[]string{"York", "New"}, "", false},
+		{nil, "", false},
+	} {
+		got, ok := locate(s, tc.toks)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("locate(%q) = %q, %v; want %q, %v", tc.toks, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestGazetteerLongestLeftmostWholeWords(t *testing.T) {
+	g := NewGazetteer([]string{"New York", "New York City", "York", "Art", "1999", "Yo"}, DefaultMinTitleLen)
+	got, err := g.Entities(context.Background(), "From New York City to York, by Artemis in 1999.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "New York" lies inside the longer match; "Art" is inside a word;
+	// "1999" has no letter; "Yo" is shorter than 4 runes.
+	if want := []string{"New York City", "York"}; !slices.Equal(got, want) {
+		t.Fatalf("entities = %q, want %q", got, want)
+	}
+}
+
+func TestSegmenterSplitsSentences(t *testing.T) {
+	seg, err := NewSegmenter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := seg.Split("Mr. Smith went to Washington. He arrived on Monday.  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Mr. Smith") || got[1] != "He arrived on Monday." {
+		t.Fatalf("sentences = %q", got)
+	}
+}
+
+// TestProseFindsNamesDeterministically runs the embedded model on a
+// sentence written for this test, from several goroutines (go test -race
+// checks the shared model is only read), and expects the same spans each
+// time.
+func TestProseFindsNamesDeterministically(t *testing.T) {
+	p, err := NewProse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const s = "Margaret Holloway founded the Brightwater Company in Chicago before moving to Paris."
+	first, err := p.Entities(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Margaret Holloway", "Chicago", "Paris"} {
+		if !slices.Contains(first, want) {
+			t.Errorf("prose found %q, missing %q", first, want)
+		}
+	}
+	for _, e := range first {
+		if !strings.Contains(s, e) || !keep(e) {
+			t.Errorf("entity %q is not a kept substring of the sentence", e)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := p.Entities(context.Background(), s)
+			if err != nil || !slices.Equal(got, first) {
+				t.Errorf("run %d: %q, %v; first run %q", i, got, err, first)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestUnionAndNew(t *testing.T) {
+	g1 := NewGazetteer([]string{"Chicago"}, 4)
+	g2 := NewGazetteer([]string{"Paris", "Chicago"}, 4)
+	got, err := Union{g1, g2}.Entities(context.Background(), "Paris and Chicago")
+	if err != nil || !slices.Equal(got, []string{"Chicago", "Paris"}) {
+		t.Fatalf("union = %q, %v", got, err)
+	}
+	if _, err := New("spacy", nil); err == nil || !strings.Contains(err.Error(), "prose") {
+		t.Fatalf("unknown extractor: %v", err)
+	}
+	if e, err := New("titles", []string{"Chicago"}); err != nil || e.Name() != "titles" {
+		t.Fatalf("titles: %v %v", e, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g1.Entities(ctx, "Chicago"); err == nil {
+		t.Fatal("cancelled context ignored")
+	}
+}
