@@ -60,6 +60,7 @@ type Meta struct {
 	Source     string         `json:"source,omitempty"`
 	Head       string         `json:"head,omitempty"`      // encoder of the trained head, if any
 	Tokenizer  string         `json:"tokenizer,omitempty"` // sha256 of the tokenizer.json whose ids are stored
+	TriGraph   *TriGraphMeta  `json:"trigraph,omitempty"`  // NexusRAG's Tri-Graph, when built (SetTriGraph)
 }
 
 // relationTable names relation ids and edge kinds.

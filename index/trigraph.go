@@ -1,0 +1,351 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/ner"
+)
+
+// TriGraphOptions configure the Tri-Graph of NexusRAG and LinearRAG
+// (docs/methods.md §2.2–2.3). Start from DefaultTriGraphOptions and set
+// Extractor; every field is used as given.
+type TriGraphOptions struct {
+	// Extractor finds entities in each sentence (ner.New: prose, titles, both).
+	Extractor ner.EntityExtractor
+	// Workers run NER in parallel, ≥ 1.
+	Workers int
+	// Neighbours configure the neighbour matrix W.
+	Neighbours graphops.NeighbourOptions
+	// BonusWholeWord counts an entity in a passage for the passage bonus
+	// only as a whole word; false (the reference) counts lowercased
+	// substrings, so "US" also counts inside "used".
+	BonusWholeWord bool
+	Logger         *slog.Logger      // nil: discard
+	Progress       progress.Reporter // nil: none
+}
+
+// DefaultTriGraphOptions are the reference's settings, with two NER workers.
+func DefaultTriGraphOptions() TriGraphOptions {
+	return TriGraphOptions{Workers: 2, Neighbours: graphops.DefaultNeighbourOptions()}
+}
+
+func (o *TriGraphOptions) validate() error {
+	switch {
+	case o.Extractor == nil:
+		return errors.New("index: tri-graph needs an entity extractor (ner.New)")
+	case o.Workers < 1:
+		return fmt.Errorf("index: tri-graph workers %d: want ≥ 1", o.Workers)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	return o.Neighbours.Validate()
+}
+
+// TriGraph is a built Tri-Graph with its entity and sentence vectors
+// (rows of the index's embedder, unit length or zero).
+type TriGraph struct {
+	*graphops.TriGraph
+	EntityVecs   []float32 // len(Entities) × Dims
+	SentenceVecs []float32 // Sentences × Dims
+	SentenceText []string  // nil when opened from disk (read Sentence(i))
+	Meta         TriGraphMeta
+	sentBlob     []byte
+	sentOff      []int64
+}
+
+// TriGraphMeta describes the Tri-Graph in the manifest.
+type TriGraphMeta struct {
+	NER            string                    `json:"ner"`
+	Entities       int                       `json:"entities"`
+	Sentences      int                       `json:"sentences"`
+	Mentions       int                       `json:"mentions"` // passage–entity pairs
+	Neighbours     graphops.NeighbourOptions `json:"neighbours"`
+	BonusWholeWord bool                      `json:"bonus_whole_word"`
+	MeanNeighbours float64                   `json:"mean_neighbours"`
+	ZeroNeighbours float64                   `json:"zero_neighbour_rate"`
+}
+
+// passageNER is one passage's sentences that mention entities.
+type passageNER struct {
+	sents [][]string // per kept sentence: its text, then its entities
+	ents  []string   // the passage's distinct entities, in order
+}
+
+// BuildTriGraph runs NER over every node (title and text, as the index
+// saw them), then builds the stores, the counts, the vectors and W.
+func BuildTriGraph(ctx context.Context, ix *Index, o TriGraphOptions) (*TriGraph, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if ix.Embedder == nil || ix.Meta.Embedder == EmbedderPrecomputed {
+		return nil, fmt.Errorf("index %s: the tri-graph embeds entities and sentences, and this index's vectors were precomputed; build the index with a text embedder (LSA or --bi-encoder)", ix.Dir)
+	}
+	texts := make([]string, ix.N())
+	for i := range texts {
+		texts[i] = ix.indexText(i)
+	}
+	pn, err := extractAll(ctx, texts, o)
+	if err != nil {
+		return nil, err
+	}
+	tg := assemble(texts, pn)
+	o.Progress.Stage("tri-graph occurrences", 0)
+	tg.Occur = occurrences(texts, tg.Entities, o.BonusWholeWord)
+	o.Progress.Finish()
+	out := &TriGraph{TriGraph: tg.TriGraph, SentenceText: tg.sentText}
+	if out.EntityVecs, err = embedAll(ctx, ix, "entities", tg.Entities, o.Progress); err != nil {
+		return nil, err
+	}
+	if out.SentenceVecs, err = embedAll(ctx, ix, "sentences", tg.sentText, o.Progress); err != nil {
+		return nil, err
+	}
+	o.Progress.Stage("neighbour matrix", 0)
+	err = out.BuildNeighbours(ctx, out.EntityVecs, ix.Meta.Dims, o.Neighbours)
+	o.Progress.Finish()
+	if err != nil {
+		return nil, err
+	}
+	out.Meta = out.describe(o)
+	o.Logger.Info("tri-graph built", "entities", out.Meta.Entities, "sentences", out.Meta.Sentences, "mentions", out.Meta.Mentions,
+		"mean_neighbours", out.Meta.MeanNeighbours, "zero_neighbour_rate", out.Meta.ZeroNeighbours)
+	return out, nil
+}
+
+// indexText is IndexText of node i.
+func (ix *Index) indexText(i int) string {
+	if t := ix.Title(i); t != "" {
+		return t + "\n" + ix.Text(i)
+	}
+	return ix.Text(i)
+}
+
+// extractAll runs segmentation and NER over the texts on o.Workers
+// goroutines, reporting progress.
+func extractAll(ctx context.Context, texts []string, o TriGraphOptions) ([]passageNER, error) {
+	seg, err := ner.NewSegmenter()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]passageNER, len(texts))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	o.Progress.Stage("ner ("+o.Extractor.Name()+")", len(texts))
+	defer o.Progress.Finish()
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(texts) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				p, err := passageEntities(ctx, seg, o.Extractor, texts[i])
+				if err != nil {
+					cancel(fmt.Errorf("index: tri-graph NER on node %d: %w", i, err))
+					return
+				}
+				out[i] = p
+				done.Add(1)
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	reportUntil(finished, &done, o.Progress)
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// reportUntil sets progress from one goroutine until finished closes.
+func reportUntil(finished <-chan struct{}, done *atomic.Int64, p progress.Reporter) {
+	for {
+		select {
+		case <-finished:
+			p.Set(int(done.Load()))
+			return
+		case <-time.After(250 * time.Millisecond):
+			p.Set(int(done.Load()))
+		}
+	}
+}
+
+// passageEntities finds the entities of each sentence of a passage and
+// keeps the sentences that have one.
+func passageEntities(ctx context.Context, seg *ner.Segmenter, ex ner.EntityExtractor, text string) (passageNER, error) {
+	var p passageNER
+	sents, err := ner.Extract(ctx, seg, ex, text)
+	if err != nil {
+		return p, err
+	}
+	seen := map[string]bool{}
+	for _, s := range sents {
+		if len(s.Entities) == 0 {
+			continue
+		}
+		p.sents = append(p.sents, append([]string{s.Text}, s.Entities...))
+		for _, e := range s.Entities {
+			if !seen[e] {
+				seen[e] = true
+				p.ents = append(p.ents, e)
+			}
+		}
+	}
+	return p, nil
+}
+
+// assembled is the Tri-Graph before vectors and W.
+type assembled struct {
+	*graphops.TriGraph
+	sentText []string
+}
+
+// assemble numbers entities (by first mention) and sentences (distinct
+// texts, by first occurrence) and builds the mention CSRs and the
+// case-sensitive passage–entity counts.
+func assemble(texts []string, pn []passageNER) assembled {
+	entID, sentID := map[string]int32{}, map[string]int32{}
+	tg := &graphops.TriGraph{Passages: len(texts)}
+	var sentText []string
+	var sentEnts [][]int32
+	pe := graphops.CSR{Ptr: make([]int64, len(texts)+1), Idx: []int32{}, W: []float32{}}
+	id := func(e string) int32 {
+		if k, ok := entID[e]; ok {
+			return k
+		}
+		entID[e] = int32(len(tg.Entities))
+		tg.Entities = append(tg.Entities, e)
+		return entID[e]
+	}
+	for p := range pn {
+		for _, s := range pn[p].sents {
+			if _, ok := sentID[s[0]]; ok {
+				continue
+			}
+			sentID[s[0]] = int32(len(sentText))
+			sentText = append(sentText, s[0])
+			row := make([]int32, 0, len(s)-1)
+			for _, e := range s[1:] {
+				row = append(row, id(e))
+			}
+			sentEnts = append(sentEnts, row)
+		}
+		for _, e := range pn[p].ents {
+			pe.Idx = append(pe.Idx, id(e))
+			pe.W = append(pe.W, float32(strings.Count(texts[p], e)))
+		}
+		pe.Ptr[p+1] = int64(len(pe.Idx))
+	}
+	tg.Sentences = len(sentText)
+	tg.SentEnts = graphops.RowsCSR(sentEnts)
+	tg.EntSents = graphops.Transpose(tg.SentEnts, len(tg.Entities))
+	tg.PassEnts = graphops.SortRows(pe)
+	return assembled{tg, sentText}
+}
+
+// occurrences counts, per entity, its non-overlapping occurrences in every
+// passage (Python's str.count), lowercased both sides, in one Aho–Corasick
+// pass per passage.
+func occurrences(texts, ents []string, wholeWord bool) graphops.CSR {
+	lower := make([]string, len(ents))
+	owners := map[string][]int32{}
+	for e, s := range ents {
+		lower[e] = strings.ToLower(s)
+		owners[lower[e]] = append(owners[lower[e]], int32(e))
+	}
+	m := graphops.NewMatcher(lower)
+	rows := make([][]countAt, len(ents))
+	for p, t := range texts {
+		lt := strings.ToLower(t)
+		count, lastEnd := map[int32]int{}, map[int32]int{}
+		m.Scan(lt, func(pat int32, start, end int) {
+			if (wholeWord && !graphops.IsWholeWord(lt, start, end)) || (count[pat] > 0 && start < lastEnd[pat]) {
+				return
+			}
+			count[pat]++
+			lastEnd[pat] = end
+		})
+		for pat, c := range count {
+			for _, e := range owners[lower[pat]] {
+				rows[e] = append(rows[e], countAt{int32(p), c})
+			}
+		}
+	}
+	c := graphops.CSR{Ptr: make([]int64, len(ents)+1), Idx: []int32{}, W: []float32{}}
+	for e, r := range rows {
+		for _, x := range r { // passages were visited in order
+			c.Idx = append(c.Idx, x.col)
+			c.W = append(c.W, float32(x.n))
+		}
+		c.Ptr[e+1] = int64(len(c.Idx))
+	}
+	return c
+}
+
+type countAt struct {
+	col int32
+	n   int
+}
+
+// embedAll embeds texts with the index's embedder in batches, normalising
+// rows for cosine (a text with no known term stays a zero row).
+func embedAll(ctx context.Context, ix *Index, what string, texts []string, p progress.Reporter) ([]float32, error) {
+	d := ix.Meta.Dims
+	out := make([]float32, 0, len(texts)*d)
+	p.Stage("embed "+what, len(texts))
+	defer p.Finish()
+	for lo := 0; lo < len(texts); lo += 512 {
+		hi := min(lo+512, len(texts))
+		v, err := ix.Embedder.Embed(ctx, texts[lo:hi])
+		if err != nil {
+			return nil, fmt.Errorf("index: embedding tri-graph %s %d–%d with %s: %w", what, lo, hi-1, ix.Embedder.Name(), err)
+		}
+		if len(v) != (hi-lo)*d {
+			return nil, fmt.Errorf("index: embedder %s returned %d values for %d %s of %d dims", ix.Embedder.Name(), len(v), hi-lo, what, d)
+		}
+		if err := models.CheckFinite(v, d); err != nil {
+			return nil, fmt.Errorf("index: embedder %s, tri-graph %s from %d: %w", ix.Embedder.Name(), what, lo, err)
+		}
+		for i := 0; i < hi-lo; i++ {
+			normalize(v[i*d : (i+1)*d])
+		}
+		out = append(out, v...)
+		p.Set(hi)
+	}
+	return out, nil
+}
+
+// describe summarises the Tri-Graph for the manifest.
+func (t *TriGraph) describe(o TriGraphOptions) TriGraphMeta {
+	ne := len(t.Entities)
+	zero := 0
+	for e := 0; e < ne; e++ {
+		if t.W.Ptr[e+1] == t.W.Ptr[e] {
+			zero++
+		}
+	}
+	m := TriGraphMeta{NER: o.Extractor.Name(), Entities: ne, Sentences: t.Sentences, Mentions: len(t.PassEnts.Idx),
+		Neighbours: o.Neighbours, BonusWholeWord: o.BonusWholeWord}
+	if ne > 0 {
+		m.MeanNeighbours = round4(float64(len(t.W.Idx)) / float64(ne))
+		m.ZeroNeighbours = round4(float64(zero) / float64(ne))
+	}
+	return m
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

@@ -1,0 +1,128 @@
+package index
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models/ner"
+)
+
+func titlesOf(ix *Index) []string {
+	var out []string
+	for i := 0; i < ix.N(); i++ {
+		out = append(out, ix.Title(i))
+	}
+	return out
+}
+
+// TestTriGraphRoundTrip builds a Tri-Graph, stores it, reopens the index
+// and finds the same arrays; a later graph rewrite keeps it.
+func TestTriGraphRoundTrip(t *testing.T) {
+	ix := build(t, smallCorpus())
+	o := DefaultTriGraphOptions()
+	o.Extractor = ner.NewGazetteer(titlesOf(ix), ner.DefaultMinTitleLen)
+	want, err := BuildTriGraph(context.Background(), ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Meta.Entities == 0 || want.Sentences == 0 || len(want.W.Idx) == 0 {
+		t.Fatalf("empty tri-graph: %+v", want.Meta)
+	}
+	// Every passage–entity count is the case-sensitive count in the text.
+	for p := 0; p < want.Passages; p++ {
+		for q := want.PassEnts.Ptr[p]; q < want.PassEnts.Ptr[p+1]; q++ {
+			e := want.Entities[want.PassEnts.Idx[q]]
+			if c := strings.Count(ix.indexText(p), e); float32(c) != want.PassEnts.W[q] || c == 0 {
+				t.Fatalf("passage %d, entity %q: count %v, text has %d", p, e, want.PassEnts.W[q], c)
+			}
+		}
+	}
+	dir := ix.Dir
+	ix.Close()
+	if _, err := SetTriGraph(context.Background(), dir, nil, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetGraph(context.Background(), dir, "extra", []graphops.Edge{{Src: 0, Dst: 1, W: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	tg := got.TriGraph
+	if tg == nil {
+		t.Fatal("the tri-graph did not survive SetGraph")
+	}
+	if !reflect.DeepEqual(tg.Entities, want.Entities) || !reflect.DeepEqual(tg.Meta, want.Meta) {
+		t.Fatalf("entities or meta differ after the round trip")
+	}
+	for _, c := range tgCSRs {
+		a, b := c.get(tg.TriGraph), c.get(want.TriGraph)
+		if !reflect.DeepEqual(a.Ptr, b.Ptr) || !reflect.DeepEqual(a.Idx, b.Idx) || len(a.W) != len(b.W) {
+			t.Fatalf("%s differs after the round trip", c.prefix)
+		}
+	}
+	for s := 0; s < want.Sentences; s++ {
+		if tg.Sentence(s) != want.Sentence(s) {
+			t.Fatalf("sentence %d: %q, want %q", s, tg.Sentence(s), want.Sentence(s))
+		}
+	}
+	if !reflect.DeepEqual(tg.EntityVecs, want.EntityVecs) || !reflect.DeepEqual(tg.SentenceVecs, want.SentenceVecs) {
+		t.Fatal("vectors differ after the round trip")
+	}
+}
+
+// TestOccurrencesCountLikePython: lowercased, non-overlapping counts, one
+// row per entity even when two entities lowercase alike, and whole-word
+// counting as an option.
+func TestOccurrencesCountLikePython(t *testing.T) {
+	texts := []string{"US troops used the bus. The US.", "aaaa", "Paris, paris"}
+	ents := []string{"US", "us", "aa", "Paris"}
+	c := occurrences(texts, ents, false)
+	want := map[[2]int]float32{{0, 0}: 4, {1, 0}: 4, {2, 1}: 2, {3, 2}: 2}
+	check := func(c graphops.CSR, want map[[2]int]float32) {
+		t.Helper()
+		n := 0
+		for e := 0; e < len(ents); e++ {
+			for q := c.Ptr[e]; q < c.Ptr[e+1]; q++ {
+				n++
+				if w := want[[2]int{e, int(c.Idx[q])}]; w != c.W[q] {
+					t.Fatalf("entity %q in passage %d: %v, want %v", ents[e], c.Idx[q], c.W[q], w)
+				}
+			}
+		}
+		if n != len(want) {
+			t.Fatalf("%d entries, want %d", n, len(want))
+		}
+	}
+	check(c, want)
+	check(occurrences(texts, ents, true), map[[2]int]float32{{0, 0}: 2, {1, 0}: 2, {3, 2}: 2})
+}
+
+func TestTriGraphRefusals(t *testing.T) {
+	ix := build(t, smallCorpus())
+	if _, err := BuildTriGraph(context.Background(), ix, DefaultTriGraphOptions()); err == nil {
+		t.Fatal("no extractor accepted")
+	}
+	o := DefaultTriGraphOptions()
+	o.Extractor, o.Workers = ner.NewGazetteer(nil, 4), 0
+	if _, err := BuildTriGraph(context.Background(), ix, o); err == nil {
+		t.Fatal("zero workers accepted")
+	}
+	o.Workers = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := SetTriGraph(ctx, ix.Dir, nil, o); err == nil {
+		t.Fatal("cancelled build succeeded")
+	}
+	if reopened, err := Open(ix.Dir, store.OpenOptions{}); err != nil || reopened.TriGraph != nil {
+		t.Fatalf("a cancelled build changed the index: %v", err)
+	} else {
+		reopened.Close()
+	}
+}
