@@ -87,6 +87,8 @@ type Options struct {
 	RerankDepth int
 	// PPR configures "ppr".
 	PPR PPROptions
+	// TriGraph configures "nexusrag" and "linearrag".
+	TriGraph TriGraphOptions
 }
 
 // DefaultOptions are the documented defaults of every method (docs in
@@ -101,8 +103,12 @@ func DefaultOptions() Options {
 		GAR:         GAROptions{Budget: 100, Batch: 10},
 		RerankDepth: 100,
 		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5},
+		TriGraph:    triGraph2Wiki,
 	}
 }
+
+// triGraph2Wiki is the 2Wiki/HotpotQA preset, the tri-graph default.
+var triGraph2Wiki, _ = TriGraphPreset("2wiki")
 
 // validateStage checks the first-stage settings.
 func (o Options) validateStage() error {
@@ -167,7 +173,7 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate()} {
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

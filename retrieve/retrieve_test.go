@@ -32,6 +32,7 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithHead(smallHead())); err != nil {
 		t.Fatal(err)
 	}
+	addTitlesTriGraph(t, c, dir) // so every registered method runs
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
