@@ -25,10 +25,12 @@ func newGraphBuild(g *globals) *cobra.Command {
 	var dir, kind string
 	var mo graphops.MentionOptions
 	ko := graphops.DefaultKNNOptions()
+	tf := &triGraphFlags{o: index.DefaultTriGraphOptions()}
 	cmd := &cobra.Command{
-		Use: "build --kind mentions|knn --index <dir>",
+		Use: "build --kind mentions|knn|trigraph --index <dir>",
 		Example: `  gleaner graph build --kind mentions --index idx/2wiki
-  gleaner graph build --kind knn --index idx/scifact --k-lex 2 --k-sem 2`,
+  gleaner graph build --kind knn --index idx/scifact --k-lex 2 --k-sem 2
+  gleaner graph build --kind trigraph --index idx/2wiki --ner prose`,
 		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
 		Long: `Build a graph over the index's nodes.
 
@@ -36,13 +38,20 @@ func newGraphBuild(g *globals) *cobra.Command {
             (one Aho–Corasick pass; titles shorter than --min-title-len runes and titles found in more
             than --max-title-hits passages are skipped)
   knn       KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
-            and top --k-sem semantic neighbours (vector cosine), undirected`,
+            and top --k-sem semantic neighbours (vector cosine), undirected
+  trigraph  NexusRAG's and LinearRAG's Tri-Graph (methods nexusrag, linearrag): entities found by --ner
+            in every sentence, the sentence store, mention counts, entity and sentence vectors from the
+            index's embedder, and the entity neighbour matrix W (--co-share, --sim-topk, --kappa,
+            --w-alpha, --tau); stored beside the graph, which it leaves as it is`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return fmt.Errorf("--index is required")
 			}
 			start := time.Now()
+			if kind == "trigraph" {
+				return runTriGraph(cmd, g, dir, tf, start)
+			}
 			edges, err := buildEdges(cmd.Context(), dir, kind, mo, ko)
 			if err != nil {
 				return err
@@ -61,6 +70,7 @@ func newGraphBuild(g *globals) *cobra.Command {
 	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
 	fl.IntVar(&ko.Lexical, "k-lex", ko.Lexical, "knn: lexical neighbours per node (0: none)")
 	fl.IntVar(&ko.Semantic, "k-sem", ko.Semantic, "knn: semantic neighbours per node (0: none)")
+	tf.add(fl)
 	return cmd
 }
 
@@ -80,22 +90,44 @@ func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOption
 	case "knn":
 		return graphops.KNNEdges(ctx, ix.Postings, ix.Vectors, ix.Meta.Dims, ko)
 	}
-	return nil, fmt.Errorf("--kind must be mentions or knn, got %q", kind)
+	return nil, fmt.Errorf("--kind must be mentions, knn or trigraph, got %q", kind)
 }
 
 func newGraphStats(g *globals) *cobra.Command {
 	var dir, kind, queries string
+	var limit int
+	var mf *methodFlags
 	cmd := &cobra.Command{
-		Use:     "stats --index <dir> [--kind k] [--queries q.jsonl]",
-		Example: `  gleaner graph stats --index idx/2wiki --kind mentions --queries data/2wiki/queries.jsonl`,
-		Short:   "Print graph statistics: degrees, and how many gold nodes lie within 1 and 2 hops of the BM25 top-10",
-		Args:    cobra.NoArgs,
+		Use: "stats --index <dir> [--kind k] [--queries q.jsonl]",
+		Example: `  gleaner graph stats --index idx/2wiki --kind mentions --queries data/2wiki/queries.jsonl
+  gleaner graph stats --index idx/2wiki --kind trigraph --queries data/2wiki/queries.jsonl --limit 200`,
+		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for the trigraph, entity statistics and how question entities reach the gold passages",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit must be ≥ 0, got %d", limit)
+			}
 			ix, err := index.Open(dir, store.OpenOptions{})
 			if err != nil {
 				return err
 			}
 			defer ix.Close()
+			if kind == "trigraph" {
+				var qs []corpus.Query
+				if queries != "" {
+					if qs, err = corpus.ReadQueries(queries, nil, corpus.ReadOptions{Logger: g.log}); err != nil {
+						return err
+					}
+				}
+				if limit > 0 && limit < len(qs) {
+					qs = qs[:limit]
+				}
+				o, err := mf.options(mf.o.FastInsight.BMax)
+				if err != nil {
+					return err
+				}
+				return printTriGraphStats(cmd.Context(), cmd.OutOrStdout(), ix, qs, o)
+			}
 			var kinds []string
 			if kind != "" {
 				kinds = []string{kind}
@@ -115,6 +147,8 @@ func newGraphStats(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&kind, "kind", "", "only edges of this kind (default: all)")
 	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
+	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all)")
+	mf = addMethodFlags(cmd.Flags(), g)
 	return cmd
 }
 

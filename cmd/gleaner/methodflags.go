@@ -13,13 +13,15 @@ import (
 // they start from retrieve.DefaultOptions, so a flag left alone keeps the
 // library's default and a flag set to 0 means 0.
 type methodFlags struct {
-	o     retrieve.Options
-	kinds string
-	g     *globals
+	o      retrieve.Options
+	kinds  string
+	preset string
+	fl     *pflag.FlagSet
+	g      *globals
 }
 
 func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
-	f := &methodFlags{o: retrieve.DefaultOptions(), g: g}
+	f := &methodFlags{o: retrieve.DefaultOptions(), g: g, fl: fl}
 	d := f.o
 	fl.StringVar(&f.kinds, "graph-kind", "", "comma-separated edge kinds graph methods use (default: all)")
 	fl.StringVar(&f.o.FirstStage, "first-stage", d.FirstStage, "ranking fastinsight, gar, re2 and ppr start from: "+strings.Join(retrieve.Stages(), ", "))
@@ -38,7 +40,56 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.Float64Var(&f.o.FastInsight.Alpha, "alpha", d.FastInsight.Alpha, "FastInsight GRanker smoothing α in [0,1] (0 disables)")
 	fl.Float64Var(&f.o.FastInsight.Beta, "beta", d.FastInsight.Beta, "FastInsight STeX structure weight β ≥ 0 (0: similarity only; inf: structure only)")
 	fl.BoolVar(&f.o.FastInsight.KeepIsolated, "keep-isolated", false, "FastInsight: a node without retrieved neighbours keeps its latent (default: literal (1−α)H)")
+	addTriGraphFlags(fl, f)
 	return f
+}
+
+// addTriGraphFlags adds nexusrag's and linearrag's settings; --preset sets
+// them all and any of them given explicitly overrides the preset.
+func addTriGraphFlags(fl *pflag.FlagSet, f *methodFlags) {
+	t, d := &f.o.TriGraph, f.o.TriGraph
+	fl.StringVar(&f.preset, "preset", "", "nexusrag/linearrag: the paper's settings for a dataset: "+strings.Join(retrieve.TriGraphPresets(), ", ")+" (default: 2wiki's)")
+	fl.IntVar(&t.MaxIter, "max-iter", d.MaxIter, "nexusrag/linearrag: maxT; propagation runs maxT−1 rounds")
+	fl.Float64Var(&t.Threshold, "delta", d.Threshold, "nexusrag/linearrag: δ, the pruning threshold (and nexusrag's floor)")
+	fl.IntVar(&t.Sentences, "eta", d.Sentences, "nexusrag/linearrag: η, sentences an entity spreads through per round")
+	fl.Float64Var(&t.Damping, "tg-damping", d.Damping, "nexusrag/linearrag: PageRank's probability of following an edge, in (0,1)")
+	fl.Float64Var(&t.PassageWeight, "passage-weight", d.PassageWeight, "nexusrag/linearrag: ω_p, the passages' weight in the restart vector")
+	fl.Float64Var(&t.PassageRatio, "passage-ratio", d.PassageRatio, "linearrag: weight of the dense score in a passage's restart mass")
+	fl.StringVar(&t.PassageScores, "passage-scores", d.PassageScores, "nexusrag/linearrag: passage similarity of the restart vector: vector (the papers'), bm25 or hybrid")
+	fl.BoolVar(&t.Adjacent, "adjacent-passages", d.Adjacent, "nexusrag/linearrag: join consecutive passages in the PageRank graph")
+}
+
+// applyPreset sets the tri-graph preset under the flags given explicitly.
+func (f *methodFlags) applyPreset(o *retrieve.Options) error {
+	if f.preset == "" {
+		return nil
+	}
+	p, err := retrieve.TriGraphPreset(f.preset)
+	if err != nil {
+		return fmt.Errorf("--preset: %w", err)
+	}
+	set := func(name string, dst, src any) {
+		if f.fl.Changed(name) {
+			return
+		}
+		switch d := dst.(type) {
+		case *int:
+			*d = *src.(*int)
+		case *float64:
+			*d = *src.(*float64)
+		case *bool:
+			*d = *src.(*bool)
+		}
+	}
+	t := &o.TriGraph
+	set("max-iter", &t.MaxIter, &p.MaxIter)
+	set("delta", &t.Threshold, &p.Threshold)
+	set("eta", &t.Sentences, &p.Sentences)
+	set("tg-damping", &t.Damping, &p.Damping)
+	set("passage-weight", &t.PassageWeight, &p.PassageWeight)
+	set("passage-ratio", &t.PassageRatio, &p.PassageRatio)
+	set("adjacent-passages", &t.Adjacent, &p.Adjacent)
+	return nil
 }
 
 // options returns the method settings with b_max (and GAR's budget and
@@ -52,6 +103,9 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	o.RerankDepth = bmax
 	if bmax < 1 {
 		return o, fmt.Errorf("--bmax must be ≥ 1, got %d", bmax)
+	}
+	if err := f.applyPreset(&o); err != nil {
+		return o, err
 	}
 	return o, o.Validate() // every flag, whichever methods run
 }
