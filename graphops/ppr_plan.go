@@ -9,8 +9,9 @@ import (
 // vectors. It eliminates leaves (vertices whose only neighbour is one
 // other, non-leaf vertex: most entity vertices of a Tri-Graph) exactly, so
 // each iteration runs over the remaining core only, and precomputes the
-// transition weights. The fixed point is PersonalizedPageRank's; a plan is
-// read-only and safe for concurrent use.
+// transition weights. The fixed point is PersonalizedPageRank's (the
+// solvers differ by less than their tolerance); a plan is read-only and
+// safe for concurrent use.
 //
 // Elimination: a leaf ℓ hanging from p with weight w has
 // π_ℓ = d·(w/s_p)·π_p + c·r_ℓ (c = 1 − d + d·dangling mass), and sends all
@@ -104,8 +105,9 @@ func (pl *PPRPlan) buildLeaves(a *Adjacency, only []int32) {
 func (pl *PPRPlan) Core() int { return len(pl.core) }
 
 // Solve is PersonalizedPageRank(ctx, a, reset, o) on the plan's graph:
-// Jacobi iterations over the core until their L1 change is below Tol,
-// then the leaves in closed form.
+// Gauss–Seidel sweeps over the core until a sweep's L1 change is below
+// Tol, then the leaves in closed form. It runs on the calling goroutine
+// (concurrent queries use the cores).
 func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]float64, int, error) {
 	if err := o.Validate(); err != nil {
 		return nil, 0, err
@@ -124,7 +126,7 @@ func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]
 	for i, l := range pl.leaves {
 		rc[pl.parent[i]] += d * r[l]
 	}
-	x, next := make([]float64, nc), make([]float64, nc)
+	x := make([]float64, nc)
 	for k, v := range pl.core {
 		x[k] = r[v]
 	}
@@ -134,9 +136,7 @@ func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]
 			return nil, it, err
 		}
 		c = 1 - d + d*pl.danglingMass(x)
-		diff := pl.step(x, next, rc, inv, d, c)
-		x, next = next, x
-		if diff < o.Tol {
+		if diff := pl.sweep(x, rc, inv, d, c); diff < o.Tol {
 			return pl.expand(x, r, d, pl.danglingMass(x)), it, nil
 		}
 	}
@@ -151,31 +151,6 @@ func (pl *PPRPlan) danglingMass(x []float64) float64 {
 	return m
 }
 
-// step computes one Jacobi iteration over the core and returns its L1
-// change.
-func (pl *PPRPlan) step(x, next, rc, inv []float64, d, c float64) float64 {
-	nc := len(pl.core)
-	parts := make([]float64, max(1, min(8, nc/4096)))
-	parallelChunks(nc, len(parts), func(part, lo, hi int) {
-		var diff float64
-		for k := lo; k < hi; k++ {
-			var s float64
-			for q := pl.ptr[k]; q < pl.ptr[k+1]; q++ {
-				s += pl.pw[q] * x[pl.idx[q]]
-			}
-			y := (d*s + c*rc[k]) * inv[k]
-			diff += math.Abs(y - x[k])
-			next[k] = y
-		}
-		parts[part] = diff
-	})
-	var diff float64
-	for _, p := range parts {
-		diff += p
-	}
-	return diff
-}
-
 // expand returns π over every vertex: the core as solved, each leaf from
 // its parent.
 func (pl *PPRPlan) expand(x, r []float64, d, dangling float64) []float64 {
@@ -188,4 +163,21 @@ func (pl *PPRPlan) expand(x, r []float64, d, dangling float64) []float64 {
 		pi[l] = d*pl.leafP[i]*x[pl.parent[i]] + c*r[l]
 	}
 	return pi
+}
+
+// sweep is one Gauss–Seidel sweep over the core, in place (prpack's
+// solver; it needs about two thirds of the Jacobi iterations on a
+// Tri-Graph); it returns the sweep's L1 change.
+func (pl *PPRPlan) sweep(x, rc, inv []float64, d, c float64) float64 {
+	var diff float64
+	for k := range pl.core {
+		var s float64
+		for q := pl.ptr[k]; q < pl.ptr[k+1]; q++ {
+			s += pl.pw[q] * x[pl.idx[q]]
+		}
+		y := (d*s + c*rc[k]) * inv[k]
+		diff += math.Abs(y - x[k])
+		x[k] = y
+	}
+	return diff
 }
