@@ -95,7 +95,7 @@ func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOption
 
 func newGraphStats(g *globals) *cobra.Command {
 	var dir, kind, queries string
-	var limit int
+	var limit, skip int
 	var mf *methodFlags
 	cmd := &cobra.Command{
 		Use: "stats --index <dir> [--kind k] [--queries q.jsonl]",
@@ -104,9 +104,6 @@ func newGraphStats(g *globals) *cobra.Command {
 		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for the trigraph, entity statistics and how question entities reach the gold passages",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 0 {
-				return fmt.Errorf("--limit must be ≥ 0, got %d", limit)
-			}
 			ix, err := index.Open(dir, store.OpenOptions{})
 			if err != nil {
 				return err
@@ -119,8 +116,8 @@ func newGraphStats(g *globals) *cobra.Command {
 						return err
 					}
 				}
-				if limit > 0 && limit < len(qs) {
-					qs = qs[:limit]
+				if qs, err = sliceQueries(qs, skip, limit); err != nil {
+					return err
 				}
 				o, err := mf.options(mf.o.FastInsight.BMax)
 				if err != nil {
@@ -147,7 +144,8 @@ func newGraphStats(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&kind, "kind", "", "only edges of this kind (default: all)")
 	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
-	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all; after --skip)")
+	cmd.Flags().IntVar(&skip, "skip", 0, "trigraph: leave out the first N queries")
 	mf = addMethodFlags(cmd.Flags(), g)
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,6 +138,7 @@ func printTriGraphStats(ctx context.Context, w io.Writer, ix *index.Index, qs []
 // gold passages relate to the seeds and the activated entities.
 type reachCounts struct {
 	withEnts, fallback, seeds, gold, goldNoEnt, goldSeed, goldActive int
+	stages                                                           map[string][]time.Duration
 }
 
 func (r *reachCounts) add(ix *index.Index, q corpus.Query, tr *retrieve.TriGraphTrace) error {
@@ -148,6 +150,12 @@ func (r *reachCounts) add(ix *index.Index, q corpus.Query, tr *retrieve.TriGraph
 		r.fallback++
 	}
 	r.seeds += len(tr.Seeds)
+	if r.stages == nil {
+		r.stages = map[string][]time.Duration{}
+	}
+	for k, d := range tr.Stages {
+		r.stages[k] = append(r.stages[k], d)
+	}
 	seedEnt, activeEnt := map[int32]bool{}, map[int32]bool{}
 	for i, a := range tr.Active {
 		activeEnt[a.Entity] = true
@@ -193,4 +201,20 @@ func (r *reachCounts) print(w io.Writer, n int) {
 		n, pct(r.withEnts, n), pct(r.fallback, n), float64(r.seeds)/float64(n))
 	fmt.Fprintf(w, "gold passages %d: without any entity %.1f%%, containing a seed entity %.1f%%, containing an activated entity %.1f%%\n",
 		r.gold, pct(r.goldNoEnt, r.gold), pct(r.goldSeed, r.gold), pct(r.goldActive, r.gold))
+	fmt.Fprint(w, "nexusrag latency per stage, p50 / mean over the questions (ms; one query at a time):")
+	for _, k := range []string{"embed", "ner", "seeds", "propagate", "bonus", "pagerank"} {
+		ds := r.stages[k]
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		fmt.Fprintf(w, " %s %.3f / %.3f", k, ms(ds[len(ds)/2]), ms(sum/time.Duration(len(ds))))
+	}
+	fmt.Fprintln(w)
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
