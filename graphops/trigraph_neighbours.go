@@ -107,55 +107,49 @@ func (t *TriGraph) cooccurring(i int, count []int32, o NeighbourOptions) []cand 
 	return row[:keep]
 }
 
-// fuseRow merges the top κ of each channel into w = α·co_n + (1−α)·sim_n
-// and keeps the candidates with w ≥ τ, at most κ, heaviest first.
+// fuseRow merges the top κ of each channel as the reference does: over
+// the candidates C (both channels' top κ, by entity number), co =
+// count / max count (0 for a candidate from the cosine side only), sim =
+// min–max over C of max(cosine, 0), a candidate from the co-occurrence
+// side only counting 0 and all-equal values giving ones; w = α·co +
+// (1−α)·sim; the candidates with w ≥ τ, at most κ, heaviest first (ties:
+// lower entity).
 func fuseRow(co, sim []cand, o NeighbourOptions) []cand {
 	byJ := map[int32]*cand{}
-	var order []int32
-	add := func(c cand, isCo bool) {
-		p, ok := byJ[c.j]
-		if !ok {
-			p = &cand{j: c.j}
-			byJ[c.j] = p
-			order = append(order, c.j)
+	get := func(j int32) *cand {
+		if p, ok := byJ[j]; ok {
+			return p
 		}
-		if isCo {
-			p.co, p.w = true, c.v // w holds the count until fused
-		} else {
-			p.sim, p.v = true, max(c.v, 0)
-		}
+		p := &cand{j: j}
+		byJ[j] = p
+		return p
 	}
 	for _, c := range co[:min(o.Kappa, len(co))] {
-		add(c, true)
+		p := get(c.j)
+		p.co, p.w = true, c.v // w holds the count until fused
 	}
 	for _, c := range sim[:min(o.Kappa, len(sim))] {
-		add(c, false)
+		p := get(c.j)
+		p.sim, p.v = true, max(c.v, 0)
 	}
-	maxCo, loSim, hiSim := 0.0, math.Inf(1), math.Inf(-1)
-	for _, j := range order {
-		c := byJ[j]
+	maxCo, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+	for _, c := range byJ {
 		if c.co {
 			maxCo = max(maxCo, c.w)
 		}
-		if c.sim {
-			loSim, hiSim = min(loSim, c.v), max(hiSim, c.v)
-		}
+		lo, hi = min(lo, c.v), max(hi, c.v) // v is 0 for co-only candidates
 	}
 	var out []cand
-	for _, j := range order {
-		c := byJ[j]
-		var coN, simN float64
+	for _, c := range byJ {
+		coN, simN := 0.0, 1.0 // all-equal similarities normalise to ones
 		if c.co && maxCo > 0 {
 			coN = c.w / maxCo
 		}
-		if c.sim {
-			simN = 1 // all-equal similarities normalise to ones
-			if hiSim > loSim {
-				simN = (c.v - loSim) / (hiSim - loSim)
-			}
+		if hi > lo {
+			simN = (c.v - lo) / (hi - lo)
 		}
 		if w := o.Alpha*coN + (1-o.Alpha)*simN; w >= o.Threshold {
-			out = append(out, cand{j: j, w: w})
+			out = append(out, cand{j: c.j, w: w})
 		}
 	}
 	sortCands(out, func(c cand) float64 { return c.w })

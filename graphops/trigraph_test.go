@@ -29,9 +29,10 @@ func constSim(v float32) func(int32) float32 { return func(int32) float32 { retu
 func near(a, b float64) bool { return math.Abs(a-b) <= 4*0x1p-24*max(1, math.Abs(b)) }
 
 // TestNeighbourMatrixByHand checks W (§2.3) on five entities worked out by
-// hand: co-occurrence normalised by the row's max, similarities min–max
-// normalised over the candidates (all equal → ones), τ, then the κ cap
-// with ties to the lower id.
+// hand: co-occurrence normalised by the row's max, similarities clamped at
+// 0 and min–max normalised over all candidates (a co-occurrence-only
+// candidate counting 0; all equal → ones), τ, then the κ cap with ties to
+// the lower id.
 func TestNeighbourMatrixByHand(t *testing.T) {
 	tg := tinyTriGraph(5, [][]int32{{0, 1, 2}, {0, 1}, {0, 3}, {3, 4}}, nil)
 	vecs := []float32{1, 0, 0.6, 0.8, 0, 1, 0.8, 0.6, -1, 0}
@@ -41,11 +42,13 @@ func TestNeighbourMatrixByHand(t *testing.T) {
 	}
 	want := map[int][][2]float64{
 		// e0: co {e1:2, e2:1, e3:1} → top2 e1, e2; sim top2 e3 .8, e1 .6.
-		// w(e1) = .5·1 + .5·0, w(e2) = .5·.5, w(e3) = .5·0 + .5·1.
-		0: {{1, 0.5}, {3, 0.5}},
-		// e4: co {e3:1}; sims e2 0, e1 −.6 clamp to 0, all equal → 1:
-		// w(e1) = w(e2) = w(e3) = .5; κ = 2 keeps the lower ids.
-		4: {{1, 0.5}, {2, 0.5}},
+		// C = {e1, e2, e3}: co (2, 1, 0)/2; sim minmax(.6, 0, .8) =
+		// (.75, 0, 1); w = (.875, .25, .5).
+		0: {{1, 0.875}, {3, 0.5}},
+		// e4: co {e3:1}; sims e2 0, e1 −.6. C = {e1, e2, e3}: co (0, 0, 1);
+		// sims clamped (0, 0, 0) are all equal → ones; w = (.5, .5, 1);
+		// κ = 2 keeps e3 and the lower of the tied e1, e2.
+		4: {{3, 1}, {1, 0.5}},
 	}
 	for e, row := range want {
 		lo, hi := tg.W.Ptr[e], tg.W.Ptr[e+1]
@@ -59,7 +62,7 @@ func TestNeighbourMatrixByHand(t *testing.T) {
 		}
 	}
 	// The 10% pruning keeps max(1, ⌊0.1·3⌋) = 1 co-occurring entity of e0
-	// (e1): e2 drops out of the candidates, and W[0] is unchanged.
+	// (e1): C = {e1, e3}, co (1, 0), sim minmax(.6, .8) = (0, 1): both .5.
 	o.CoShare = 0.1
 	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
 		t.Fatal(err)
@@ -70,7 +73,8 @@ func TestNeighbourMatrixByHand(t *testing.T) {
 }
 
 // TestNeighbourMatrixZeroVector: an entity the embedder cannot represent
-// takes neighbours from co-occurrence only.
+// takes neighbours from co-occurrence only (its similarities, all 0,
+// normalise to ones).
 func TestNeighbourMatrixZeroVector(t *testing.T) {
 	tg := tinyTriGraph(3, [][]int32{{0, 1}}, nil)
 	vecs := []float32{0, 0, 1, 0, 1, 0}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -279,7 +280,11 @@ func (m *triGraphMethod) linkByCosine(ctx context.Context, mentions []string, tr
 // passages by personalized PageRank.
 func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []graphops.Seed, k int, tr *TriGraphTrace, lap func(string)) ([]kernels.Hit, error) {
 	po := graphops.PropagationOptions{MaxIter: m.o.MaxIter, Threshold: m.o.Threshold, Sentences: m.o.Sentences, Neighbours: m.nexus}
-	prop, err := m.tg.Propagate(ctx, seeds, m.sentenceSims(qv), po)
+	uq, ok := unit(qv) // cosines, whatever the index's metric (the sentence vectors are unit)
+	if !ok {
+		uq = qv // zero: every similarity 0
+	}
+	prop, err := m.tg.Propagate(ctx, seeds, m.sentenceSims(uq), po)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +294,10 @@ func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []gr
 	m.tg.PassageBonus(prop.Active, bonus)
 	reset := m.reset(dpr, bonus, prop.Weights)
 	lap("bonus")
+	if !slices.ContainsFunc(reset, func(x float64) bool { return x > 0 }) {
+		tr.Fallback = true // nothing restarts the walk (ω_p = 0 and no positive weight)
+		return topPassages(dpr, k), nil
+	}
 	m.once.Do(func() {
 		adj, err := m.tg.PageRankGraph(m.o.Adjacent)
 		if m.adjEr = err; err == nil {
@@ -328,7 +337,7 @@ func (m *triGraphMethod) sentenceSims(qv []float32) func(int32) float32 {
 // reset is the restart vector over [passages; entities]: ω_p·score_p for
 // passage p (NexusRAG: exp(minmax(max(dpr, 0))) + bonus; LinearRAG:
 // passage_ratio·minmax(dpr) + ln(1 + bonus)) and the cumulative entity
-// weights (NaN and negatives → 0).
+// weights, NaN and negatives → 0 (the reference's rule, on both parts).
 func (m *triGraphMethod) reset(dpr []float32, bonus, ew []float64) []float64 {
 	np := m.tg.Passages
 	r := make([]float64, np+len(ew))
@@ -346,9 +355,10 @@ func (m *triGraphMethod) reset(dpr []float32, bonus, ew []float64) []float64 {
 			r[p] = m.o.PassageWeight * (m.o.PassageRatio*r[p] + math.Log1p(bonus[p]))
 		}
 	}
-	for e, w := range ew {
-		if w > 0 && !math.IsInf(w, 0) {
-			r[np+e] = w
+	copy(r[np:], ew)
+	for i, x := range r { // a negative seed cosine can make either part negative or NaN
+		if !(x > 0) || math.IsInf(x, 0) {
+			r[i] = 0
 		}
 	}
 	return r

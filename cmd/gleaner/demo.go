@@ -42,6 +42,9 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := demoTriGraph(cmd.Context(), g, c, idir); err != nil {
+				return err
+			}
 			ix, err := index.Open(idir, store.OpenOptions{})
 			if err != nil {
 				return err
@@ -80,6 +83,7 @@ func newDemo(g *globals) *cobra.Command {
 			bin := os.Args[0]
 			fmt.Fprintf(w, "next, try:\n")
 			fmt.Fprintf(w, "  %s query --index %s --method ppr -k 5 %q\n", bin, idir, c.Queries[0].Text)
+			fmt.Fprintf(w, "  %s graph stats --kind trigraph --index %s --queries %s\n", bin, idir, filepath.Join(cdir, corpus.QueriesFile))
 			fmt.Fprintf(w, "  %s eval --index %s --method bm25,fastinsight --first-stage hybrid --columns recall@2,recall@5,recall@10,ndcg@10\n", bin, idir)
 			fmt.Fprintf(w, "  %s index info %s\n", bin, idir)
 			fmt.Fprintf(w, "  and on real data: README.md, \"Using it\"\n")

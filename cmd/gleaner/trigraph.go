@@ -218,3 +218,20 @@ func (r *reachCounts) print(w io.Writer, n int) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// demoTriGraph adds the Tri-Graph (the default extractor, prose and the
+// titles) to the demo's index so nexusrag and linearrag run too.
+func demoTriGraph(ctx context.Context, g *globals, c *corpus.Corpus, idir string) error {
+	var titles []string
+	for _, n := range c.Nodes {
+		titles = append(append(titles, n.Title), n.Aliases...)
+	}
+	o := index.DefaultTriGraphOptions()
+	var err error
+	if o.Extractor, err = ner.New("both", titles); err != nil {
+		return err
+	}
+	o.Logger, o.Progress = g.log, progress.New(os.Stderr, g.log, 2*time.Second)
+	_, err = index.SetTriGraph(ctx, idir, nil, o)
+	return err
+}
