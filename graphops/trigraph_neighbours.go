@@ -167,20 +167,28 @@ func sortCands(cs []cand, key func(cand) float64) {
 }
 
 // cosineNeighbours returns each entity's top-k others by inner product of
-// the (unit) vectors, best first; a zero vector gets none.
+// the (unit) vectors, best first (ties: lower entity); a zero vector gets
+// none. Blocks of queries are scored by one GEMM each (all pairs are
+// needed, so BLAS beats the streaming top-k kernel here) and their rows
+// cut to the top k+1.
 func cosineNeighbours(ctx context.Context, vecs []float32, n, dims, k int) ([][]cand, error) {
 	out := make([][]cand, n)
 	if k < 1 {
 		return out, nil
 	}
-	const batch = 256
+	const batch = 128
+	scores := make([]float32, batch*n)
 	for lo := 0; lo < n; lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		hi := min(lo+batch, n)
-		res, err := kernels.FlatIP(ctx, vecs, n, dims, vecs[lo*dims:hi*dims], hi-lo, k+1, 0)
-		if err != nil {
+		g := kernels.GemmArgs{TransB: true, M: hi - lo, N: n, K: dims, Alpha: 1,
+			A: vecs[lo*dims : hi*dims], B: vecs, C: scores[:(hi-lo)*n]}
+		if err := kernels.Gemm(g); err != nil {
 			return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
 		}
-		for i, hits := range res {
+		for i, hits := range kernels.TopKRows(scores[:(hi-lo)*n], hi-lo, n, k+1) {
 			if isZero(vecs[(lo+i)*dims : (lo+i+1)*dims]) {
 				continue
 			}
