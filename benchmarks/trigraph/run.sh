@@ -66,5 +66,7 @@ for set in ketrag_musique:musique medical:medical; do
   name=${set%%:*} preset=${set##*:}
   E "answers-$name" --index "$W/$name.idx" --queries "$W/$name/queries.jsonl" --preset "$preset" \
     --method bm25,ppr,fastinsight,nexusrag,linearrag --cutoffs 5,10 --columns answer_recall@5,answer_recall@10
+  E "answers-$name-bm25scores" --index "$W/$name.idx" --queries "$W/$name/queries.jsonl" --preset "$preset" \
+    --method nexusrag,linearrag --passage-scores bm25 --cutoffs 5,10 --columns answer_recall@5,answer_recall@10
   S "stats-$name" --kind trigraph --index "$W/$name.idx" --queries "$W/$name/queries.jsonl" --preset "$preset"
 done

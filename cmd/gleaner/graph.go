@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 func newGraph(g *globals) *cobra.Command {
@@ -110,14 +111,17 @@ func newGraphStats(g *globals) *cobra.Command {
 			}
 			defer ix.Close()
 			if kind == "trigraph" {
+				if ix.TriGraph == nil {
+					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoTriGraph)
+				}
 				var qs []corpus.Query
 				if queries != "" {
 					if qs, err = corpus.ReadQueries(queries, nil, corpus.ReadOptions{Logger: g.log}); err != nil {
 						return err
 					}
-				}
-				if qs, err = sliceQueries(qs, skip, limit); err != nil {
-					return err
+					if qs, err = sliceQueries(qs, skip, limit); err != nil {
+						return err
+					}
 				}
 				o, err := mf.options(mf.o.FastInsight.BMax)
 				if err != nil {
