@@ -307,7 +307,7 @@ func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []gr
 	if m.adjEr != nil {
 		return nil, m.adjEr
 	}
-	pi, _, err := m.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: 1e-10, MaxIter: pprIterations(m.o.Damping)})
+	pi, _, err := m.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: pprIterations(m.o.Damping, m.o.Tolerance)})
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %s: %w", m.Name(), err)
 	}
@@ -364,9 +364,9 @@ func (m *triGraphMethod) reset(dpr []float32, bonus, ew []float64) []float64 {
 	return r
 }
 
-// pprIterations allows twice what damping d needs to reach 1e-10.
-func pprIterations(d float64) int {
-	need := 2*math.Log(1e-10)/math.Log(d) + 100
+// pprIterations allows twice what damping d needs to reach tol.
+func pprIterations(d, tol float64) int {
+	need := 2*math.Log(tol)/math.Log(d) + 100
 	return int(min(need, maxPPRIter))
 }
 

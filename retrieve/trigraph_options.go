@@ -17,6 +17,7 @@ type TriGraphOptions struct {
 	Threshold     float64 // δ: pruning threshold and NexusRAG's floor
 	Sentences     int     // η: sentences an entity spreads through per round
 	Damping       float64 // PageRank's probability of following an edge, in (0, 1)
+	Tolerance     float64 // PageRank stops when a sweep changes π by less than this in L1 (1e-10, igraph's)
 	PassageWeight float64 // ω_p: the passages' share of the restart vector
 	PassageRatio  float64 // LinearRAG: weight of the dense score in a passage's restart mass
 	// PassageScores is the passage similarity of the restart vector: the
@@ -38,7 +39,7 @@ func TriGraphPresets() []string { return []string{"2wiki", "hotpotqa", "musique"
 // maxT, δ, η and LinearRAG's passage_ratio differ; d = 0.5 and ω_p = 0.05
 // everywhere.
 func TriGraphPreset(name string) (TriGraphOptions, error) {
-	o := TriGraphOptions{MaxIter: 3, Threshold: 0.4, Sentences: 1, Damping: 0.5, PassageWeight: 0.05, PassageRatio: 0.05, Adjacent: true, PassageScores: StageVector}
+	o := TriGraphOptions{MaxIter: 3, Threshold: 0.4, Sentences: 1, Damping: 0.5, Tolerance: 1e-10, PassageWeight: 0.05, PassageRatio: 0.05, Adjacent: true, PassageScores: StageVector}
 	switch name {
 	case "2wiki", "hotpotqa":
 	case "musique":
@@ -60,6 +61,8 @@ func (o TriGraphOptions) validate() error {
 		return fmt.Errorf("retrieve: tri-graph threshold %v: want a finite δ ≥ 0", o.Threshold)
 	case !(o.Damping > 0 && o.Damping < 1):
 		return fmt.Errorf("retrieve: tri-graph damping %v: want 0 < d < 1", o.Damping)
+	case !(o.Tolerance > 0 && o.Tolerance < 1):
+		return fmt.Errorf("retrieve: tri-graph tolerance %v: want 0 < tolerance < 1", o.Tolerance)
 	case !slices.Contains(Stages(), o.PassageScores):
 		return fmt.Errorf("retrieve: tri-graph passage scores %q: want one of %v", o.PassageScores, Stages())
 	case !(o.PassageWeight >= 0) || !finite(o.PassageWeight) || !(o.PassageRatio >= 0) || !finite(o.PassageRatio):

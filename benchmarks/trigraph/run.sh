@@ -59,6 +59,7 @@ done
 T2="--index $W/2wiki.idx --graph-kind mentions --skip 200 $RANK"
 E test-2wiki $T2 --method bm25,ppr,fastinsight,nexusrag,linearrag
 E test-2wiki-bm25scores $T2 --method nexusrag,linearrag --passage-scores bm25
+E test-2wiki-tol1e-6 $T2 --method nexusrag,linearrag --tg-tol 1e-6
 S test-2wiki-stats --kind trigraph --index "$W/2wiki.idx" --queries "$Q2" --skip 200
 
 # --- answer recall with the dataset presets (bm25, ppr and fastinsight as in the quality issue)

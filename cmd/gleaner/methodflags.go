@@ -53,6 +53,7 @@ func addTriGraphFlags(fl *pflag.FlagSet, f *methodFlags) {
 	fl.Float64Var(&t.Threshold, "delta", d.Threshold, "nexusrag/linearrag: δ, the pruning threshold (and nexusrag's floor)")
 	fl.IntVar(&t.Sentences, "eta", d.Sentences, "nexusrag/linearrag: η, sentences an entity spreads through per round")
 	fl.Float64Var(&t.Damping, "tg-damping", d.Damping, "nexusrag/linearrag: PageRank's probability of following an edge, in (0,1)")
+	fl.Float64Var(&t.Tolerance, "tg-tol", d.Tolerance, "nexusrag/linearrag: PageRank's L1 tolerance (igraph's 1e-10; larger is faster)")
 	fl.Float64Var(&t.PassageWeight, "passage-weight", d.PassageWeight, "nexusrag/linearrag: ω_p, the passages' weight in the restart vector")
 	fl.Float64Var(&t.PassageRatio, "passage-ratio", d.PassageRatio, "linearrag: weight of the dense score in a passage's restart mass")
 	fl.StringVar(&t.PassageScores, "passage-scores", d.PassageScores, "nexusrag/linearrag: passage similarity of the restart vector: vector (the papers'), bm25 or hybrid")

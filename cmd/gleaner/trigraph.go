@@ -199,8 +199,10 @@ func (r *reachCounts) print(w io.Writer, n int) {
 	pct := func(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 	fmt.Fprintf(w, "questions %d: with an entity %.1f%%, dense fallback (no seed) %.1f%%, seeds per question %.2f\n",
 		n, pct(r.withEnts, n), pct(r.fallback, n), float64(r.seeds)/float64(n))
-	fmt.Fprintf(w, "gold passages %d: without any entity %.1f%%, containing a seed entity %.1f%%, containing an activated entity %.1f%%\n",
-		r.gold, pct(r.goldNoEnt, r.gold), pct(r.goldSeed, r.gold), pct(r.goldActive, r.gold))
+	if r.gold > 0 { // answer-only sets have no gold passages
+		fmt.Fprintf(w, "gold passages %d: without any entity %.1f%%, containing a seed entity %.1f%%, containing an activated entity %.1f%%\n",
+			r.gold, pct(r.goldNoEnt, r.gold), pct(r.goldSeed, r.gold), pct(r.goldActive, r.gold))
+	}
 	fmt.Fprint(w, "nexusrag latency per stage, p50 / mean over the questions (ms; one query at a time):")
 	for _, k := range []string{"embed", "ner", "seeds", "propagate", "bonus", "pagerank"} {
 		ds := r.stages[k]
