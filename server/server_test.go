@@ -163,6 +163,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"index":"synth","query":"x","k":"ten"}`, "k"},
 		{`{"index":"synth","query":"x","options":{"alpha":2}}`, "options"},
 		{`{"index":"synth","query":"x","first_stage":"garbage"}`, "options"},
+		{`{"index":"synth","query":"x","method":"nexusrag"}`, ""}, // no Tri-Graph in this index
 		{`{"index":"synth","query":"x"} {"more":1}`, ""},
 		{`{"index":"synth","query":"` + strings.Repeat("x", 5000) + `"}`, ""},
 		{`not json`, ""},
