@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -126,3 +127,41 @@ func TestTriGraphRefusals(t *testing.T) {
 		reopened.Close()
 	}
 }
+
+// TestTriGraphWithTextEmbedder: an index built by an external embedder
+// needs that embedder for its Tri-Graph, and a different one is refused.
+func TestTriGraphWithTextEmbedder(t *testing.T) {
+	c := smallCorpus()
+	dir := filepath.Join(t.TempDir(), "ix")
+	if err := Build(context.Background(), c, dir, WithTextEmbedder(hashEmbedder{}), WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, n := range c.Nodes {
+		titles = append(titles, n.Title)
+	}
+	o := DefaultTriGraphOptions()
+	o.Extractor = ner.NewGazetteer(titles, ner.DefaultMinTitleLen)
+	if _, err := SetTriGraph(context.Background(), dir, nil, o); err == nil || !strings.Contains(err.Error(), "--bi-encoder") {
+		t.Fatalf("no embedder: %v", err)
+	}
+	if _, err := SetTriGraph(context.Background(), dir, wrongDims{}, o); err == nil || !strings.Contains(err.Error(), "hash") {
+		t.Fatalf("another embedder: %v", err)
+	}
+	m, err := SetTriGraph(context.Background(), dir, hashEmbedder{}, o)
+	if err != nil || m.Entities == 0 {
+		t.Fatalf("with the embedder: %+v, %v", m, err)
+	}
+	ix, err := OpenWith(dir, store.OpenOptions{}, hashEmbedder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if len(ix.TriGraph.EntityVecs) != m.Entities*4 {
+		t.Fatalf("%d entity vector values for %d entities of 4 dims", len(ix.TriGraph.EntityVecs), m.Entities)
+	}
+}
+
+type wrongDims struct{ hashEmbedder }
+
+func (wrongDims) Dim() int { return 5 }
