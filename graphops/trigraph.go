@@ -62,7 +62,7 @@ func validateRows(c *CSR, rows, cols int, withW bool) error {
 	if len(c.Ptr) != rows+1 || c.Ptr[0] != 0 || c.Ptr[rows] != int64(len(c.Idx)) {
 		return fmt.Errorf("pointers do not cover %d rows and %d entries", rows, len(c.Idx))
 	}
-	if withW != (c.W != nil) || (withW && len(c.W) != len(c.Idx)) {
+	if (withW && len(c.W) != len(c.Idx)) || (!withW && len(c.W) != 0) { // an empty table reads back as nil
 		return fmt.Errorf("%d weights for %d entries", len(c.W), len(c.Idx))
 	}
 	for v := 0; v < rows; v++ {

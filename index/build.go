@@ -44,6 +44,9 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := store.CheckTarget(dir); err != nil {
 		return err
 	}
+	if hadTriGraph(dir) {
+		cfg.log.Warn("the index being replaced has a Tri-Graph; build it again (gleaner graph build --kind trigraph, or index.SetTriGraph)", "dir", dir)
+	}
 	if lost := droppedKinds(dir, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}
@@ -116,6 +119,21 @@ func droppedKinds(dir string, c *corpus.Corpus) []string {
 		}
 	}
 	return lost
+}
+
+// hadTriGraph reports whether the index at dir (if any) has a Tri-Graph,
+// which a rebuild does not keep.
+func hadTriGraph(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Meta struct {
+			Index Meta `json:"index"`
+		} `json:"meta"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Meta.Index.TriGraph != nil
 }
 
 // trainHead trains the lexical head on the staged index. By default a

@@ -2,8 +2,12 @@ package index
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -84,6 +88,9 @@ func (ix *Index) rewriteGraph(dir string, b *built) error {
 // plus whatever add writes, under meta; the copy replaces the index
 // atomically.
 func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) error, meta Meta) error {
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("index %s is read-only (mode %v): refusing to replace it; make it writable first", dir, st.Mode().Perm())
+	}
 	return store.Build(dir, func(w *store.Writer) (map[string]any, error) {
 		for name := range ix.Manifest.Files {
 			if slices.Contains(drop, name) {
@@ -97,8 +104,33 @@ func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) erro
 		if err := add(w); err != nil {
 			return nil, err
 		}
+		if err := ix.unchanged(dir); err != nil {
+			return nil, err
+		}
 		return map[string]any{"index": meta}, nil
 	})
+}
+
+// ErrChanged is returned when another writer replaced the index while a
+// rewrite was being built from it; run the command again.
+var ErrChanged = errors.New("the index changed while this rewrite was built from it (another build finished first); run it again")
+
+// unchanged checks, just before the swap, that the index at dir is still
+// the one ix opened, so two concurrent rewrites (graph build --kind knn and
+// --kind trigraph) cannot silently drop each other's work. The window left
+// is the swap itself (milliseconds, against a build of seconds).
+func (ix *Index) unchanged(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		return fmt.Errorf("index %s: %w", dir, err)
+	}
+	var m struct {
+		Checksum string `json:"checksum"`
+	}
+	if json.Unmarshal(b, &m) != nil || m.Checksum != ix.Manifest.Checksum {
+		return fmt.Errorf("index %s: %w", dir, ErrChanged)
+	}
+	return nil
 }
 
 // View returns the graph every method and Topological Recall use: the

@@ -151,7 +151,7 @@ func extractAll(ctx context.Context, texts []string, o TriGraphOptions) ([]passa
 	var wg sync.WaitGroup
 	o.Progress.Stage("ner ("+o.Extractor.Name()+")", len(texts))
 	defer o.Progress.Finish()
-	for w := 0; w < o.Workers; w++ {
+	for w := 0; w < min(o.Workers, max(1, len(texts))); w++ { // no idle goroutines for a huge --workers
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

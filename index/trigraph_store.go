@@ -149,15 +149,17 @@ func (t *TriGraph) check(dims int) error {
 	ne, ns := len(t.Entities), t.Sentences
 	switch {
 	case ne != t.Meta.Entities:
-		return fmt.Errorf("tri-graph: %d entity strings, the manifest says %d", ne, t.Meta.Entities)
-	case len(t.EntityVecs) != ne*dims || len(t.SentenceVecs) != ns*dims:
-		return fmt.Errorf("tri-graph: vectors do not match %d entities and %d sentences of %d dims", ne, ns, dims)
+		return fmt.Errorf("%s: %d entity strings, the manifest says %d", fTGEntities, ne, t.Meta.Entities)
+	case len(t.EntityVecs) != ne*dims:
+		return fmt.Errorf("%s: %d values for %d entities of %d dims", fTGEntVec, len(t.EntityVecs), ne, dims)
+	case len(t.SentenceVecs) != ns*dims:
+		return fmt.Errorf("%s: %d values for %d sentences of %d dims", fTGSentVec, len(t.SentenceVecs), ns, dims)
 	case len(t.sentOff) != ns+1 || t.sentOff[0] != 0 || t.sentOff[ns] != int64(len(t.sentBlob)):
-		return fmt.Errorf("tri-graph: sentence offsets do not match %d sentences", ns)
+		return fmt.Errorf("%s: offsets do not match %d sentences", fTGSentOff, ns)
 	}
 	for i := 0; i < ns; i++ {
 		if t.sentOff[i] > t.sentOff[i+1] {
-			return fmt.Errorf("tri-graph: sentence offsets decrease at %d", i)
+			return fmt.Errorf("%s: offsets decrease at %d", fTGSentOff, i)
 		}
 	}
 	return t.Validate()

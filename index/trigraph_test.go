@@ -2,8 +2,11 @@ package index
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,3 +168,73 @@ func TestTriGraphWithTextEmbedder(t *testing.T) {
 type wrongDims struct{ hashEmbedder }
 
 func (wrongDims) Dim() int { return 5 }
+
+// stageHook runs fn when a stage of that name starts.
+type stageHook struct {
+	name string
+	fn   func()
+}
+
+func (h stageHook) Stage(name string, _ int) {
+	if name == h.name {
+		h.fn()
+	}
+}
+func (stageHook) Set(int) {}
+func (stageHook) Finish() {}
+
+// TestRewriteRefusesAChangedIndex: a Tri-Graph build that another writer
+// overtook fails with ErrChanged instead of dropping that writer's edges;
+// a read-only index is refused before any work.
+func TestRewriteRefusesAChangedIndex(t *testing.T) {
+	ix := build(t, smallCorpus())
+	dir := ix.Dir
+	ix.Close()
+	o := DefaultTriGraphOptions()
+	o.Extractor = ner.NewGazetteer([]string{"nothing here"}, 4)
+	o.Progress = stageHook{"neighbour matrix", func() {
+		if err := SetGraph(context.Background(), dir, "late", []graphops.Edge{{Src: 0, Dst: 1, W: 1}}); err != nil {
+			t.Error(err)
+		}
+	}}
+	if _, err := SetTriGraph(context.Background(), dir, nil, o); !errors.Is(err, ErrChanged) {
+		t.Fatalf("overtaken build: %v, want ErrChanged", err)
+	}
+	got, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got.Meta.GraphKinds, "late") || got.TriGraph != nil {
+		t.Fatalf("kinds %v, tri-graph %v: the other writer's edges must stay", got.Meta.GraphKinds, got.TriGraph != nil)
+	}
+	got.Close()
+	o.Progress = nil
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o755)
+	if _, err := SetTriGraph(context.Background(), dir, nil, o); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only index: %v", err)
+	}
+}
+
+// TestEmptyTriGraphOpens: a corpus in which the extractor finds nothing
+// still gets a Tri-Graph that opens (empty tables read back as nil).
+func TestEmptyTriGraphOpens(t *testing.T) {
+	ix := build(t, smallCorpus())
+	dir := ix.Dir
+	ix.Close()
+	o := DefaultTriGraphOptions()
+	o.Extractor = ner.NewGazetteer(nil, 4)
+	if m, err := SetTriGraph(context.Background(), dir, nil, o); err != nil || m.Entities != 0 {
+		t.Fatalf("%+v, %v", m, err)
+	}
+	got, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatalf("an empty Tri-Graph does not open: %v", err)
+	}
+	defer got.Close()
+	if got.TriGraph == nil || len(got.TriGraph.Entities) != 0 {
+		t.Fatal("the empty Tri-Graph was not loaded")
+	}
+}

@@ -133,7 +133,7 @@ func (m *triGraphMethod) Trace(ctx context.Context, q Query, k int) ([]kernels.H
 	if err != nil {
 		return nil, tr, err
 	}
-	dpr, err := m.passageScores(ctx, q, qv)
+	dpr, signal, err := m.passageScores(ctx, q, qv)
 	if err != nil {
 		return nil, tr, err
 	}
@@ -149,23 +149,32 @@ func (m *triGraphMethod) Trace(ctx context.Context, q Query, k int) ([]kernels.H
 	lap("seeds")
 	if len(seeds) == 0 {
 		tr.Fallback = true
+		if !signal {
+			return nil, tr, nil // nothing to rank by, as bm25 and vector answer such a question
+		}
 		return topPassages(dpr, k), tr, nil
 	}
-	hits, err := m.walk(ctx, qv, dpr, seeds, k, tr, lap)
+	hits, err := m.walk(ctx, qv, dpr, signal, seeds, k, tr, lap)
 	return hits, tr, err
 }
 
 // passageScores is every passage's similarity to the question: the dense
-// cosine, or the configured first stage (zeros when it matches nothing).
-func (m *triGraphMethod) passageScores(ctx context.Context, q Query, qv []float32) ([]float32, error) {
+// cosine, or the configured first stage. signal is false when the question
+// matches nothing (a zero query vector, no BM25 term); the scores are then
+// zeros.
+func (m *triGraphMethod) passageScores(ctx context.Context, q Query, qv []float32) ([]float32, bool, error) {
 	if m.o.PassageScores == StageVector {
-		return denseScores(ctx, m.be.Backend, m.ix, qv)
+		if _, ok := unit(qv); !ok {
+			return make([]float32, m.ix.N()), false, nil
+		}
+		sc, err := denseScores(ctx, m.be.Backend, m.ix, qv)
+		return sc, true, err
 	}
 	sc, err := m.st.scores(ctx, q)
 	if sc == nil && err == nil {
-		sc = make([]float32, m.ix.N())
+		return make([]float32, m.ix.N()), false, nil
 	}
-	return sc, err
+	return sc, true, err
 }
 
 // queryVector embeds the question; a question the embedder cannot
@@ -278,7 +287,7 @@ func (m *triGraphMethod) linkByCosine(ctx context.Context, mentions []string, tr
 
 // walk propagates from the seeds, sets the restart vector and ranks the
 // passages by personalized PageRank.
-func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []graphops.Seed, k int, tr *TriGraphTrace, lap func(string)) ([]kernels.Hit, error) {
+func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds []graphops.Seed, k int, tr *TriGraphTrace, lap func(string)) ([]kernels.Hit, error) {
 	po := graphops.PropagationOptions{MaxIter: m.o.MaxIter, Threshold: m.o.Threshold, Sentences: m.o.Sentences, Neighbours: m.nexus}
 	uq, ok := unit(qv) // cosines, whatever the index's metric (the sentence vectors are unit)
 	if !ok {
@@ -296,6 +305,9 @@ func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []gr
 	lap("bonus")
 	if !slices.ContainsFunc(reset, func(x float64) bool { return x > 0 }) {
 		tr.Fallback = true // nothing restarts the walk (ω_p = 0 and no positive weight)
+		if !signal {
+			return nil, nil
+		}
 		return topPassages(dpr, k), nil
 	}
 	m.once.Do(func() {
@@ -308,6 +320,9 @@ func (m *triGraphMethod) walk(ctx context.Context, qv, dpr []float32, seeds []gr
 		return nil, m.adjEr
 	}
 	pi, _, err := m.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: pprIterations(m.o.Damping, m.o.Tolerance)})
+	if errors.Is(err, graphops.ErrNoConvergence) {
+		return nil, fmt.Errorf("retrieve: %s: %w (damping %v, tolerance %v: lower the damping or raise the tolerance, --tg-damping / --tg-tol)", m.Name(), err, m.o.Damping, m.o.Tolerance)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %s: %w", m.Name(), err)
 	}

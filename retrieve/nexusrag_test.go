@@ -251,6 +251,8 @@ func TestTriGraphMethodErrors(t *testing.T) {
 		func(o *retrieve.TriGraphOptions) { o.Threshold = -1 },
 		func(o *retrieve.TriGraphOptions) { o.PassageScores = "dense" },
 		func(o *retrieve.TriGraphOptions) { o.PassageRatio = -0.5 },
+		func(o *retrieve.TriGraphOptions) { o.PassageWeight = 1e307 }, // would overflow the restart mass
+		func(o *retrieve.TriGraphOptions) { o.Tolerance = 0 },
 	} {
 		o := retrieve.DefaultOptions()
 		bad(&o.TriGraph)
@@ -272,5 +274,46 @@ func TestTriGraphMethodErrors(t *testing.T) {
 	}).Trace(context.Background(), q, 5)
 	if err != nil || !tr.Fallback {
 		t.Fatalf("no entity: fallback %v, %v", tr.Fallback, err)
+	}
+	// A question with no entity and nothing the embedder or BM25 knows gets
+	// no hits (as bm25 and vector answer it), not the first passages with
+	// score 0.
+	for _, name := range []string{"nexusrag", "linearrag"} {
+		for _, scores := range retrieve.Stages() {
+			o := retrieve.DefaultOptions()
+			o.TriGraph.PassageScores = scores
+			m, err := retrieve.NewWith(name, ix2, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hits, err := m.Retrieve(context.Background(), retrieve.Query{Text: "12345 678 ?!"}, 5); err != nil || len(hits) != 0 {
+				t.Errorf("%s (%s scores), a question without signal: %d hits, %v", name, scores, len(hits), err)
+			}
+		}
+	}
+}
+
+// TestEmptyTriGraphFallsBack: a Tri-Graph without entities answers by the
+// dense ranking.
+func TestEmptyTriGraphFallsBack(t *testing.T) {
+	c := twoHopCorpus()
+	dir := filepath.Join(t.TempDir(), "ix")
+	if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	o := index.DefaultTriGraphOptions()
+	o.Extractor = ner.NewGazetteer(nil, 4)
+	if _, err := index.SetTriGraph(context.Background(), dir, nil, o); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	m, _ := retrieve.New("nexusrag", ix)
+	hits, err := m.Retrieve(context.Background(), retrieve.Query{Text: "Where was Harold Venn born?"}, 3)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("%v, %v", hits, err)
 	}
 }

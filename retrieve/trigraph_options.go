@@ -52,6 +52,10 @@ func TriGraphPreset(name string) (TriGraphOptions, error) {
 	return o, nil
 }
 
+// maxPassageScale bounds ω_p and passage_ratio: the papers use ≤ 2, and
+// values near float64's range overflow exp(·)·ω_p to +Inf.
+const maxPassageScale = 1e6
+
 func (o TriGraphOptions) validate() error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
@@ -65,8 +69,8 @@ func (o TriGraphOptions) validate() error {
 		return fmt.Errorf("retrieve: tri-graph tolerance %v: want 0 < tolerance < 1", o.Tolerance)
 	case !slices.Contains(Stages(), o.PassageScores):
 		return fmt.Errorf("retrieve: tri-graph passage scores %q: want one of %v", o.PassageScores, Stages())
-	case !(o.PassageWeight >= 0) || !finite(o.PassageWeight) || !(o.PassageRatio >= 0) || !finite(o.PassageRatio):
-		return fmt.Errorf("retrieve: tri-graph passage weight %v and ratio %v: want finite values ≥ 0", o.PassageWeight, o.PassageRatio)
+	case !(o.PassageWeight >= 0 && o.PassageWeight <= maxPassageScale) || !(o.PassageRatio >= 0 && o.PassageRatio <= maxPassageScale):
+		return fmt.Errorf("retrieve: tri-graph passage weight %v and ratio %v: want values in [0, %g] (larger ones overflow the restart mass)", o.PassageWeight, o.PassageRatio, maxPassageScale)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -49,6 +50,12 @@ func newGraphBuild(g *globals) *cobra.Command {
 			if dir == "" {
 				return fmt.Errorf("--index is required")
 			}
+			if err := flagsOfKind(cmd.Flags(), kind); err != nil {
+				return err
+			}
+			if debris := store.Debris(dir); len(debris) > 0 {
+				g.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
+			}
 			start := time.Now()
 			if kind == "trigraph" {
 				return runTriGraph(cmd, g, dir, tf, start)
@@ -66,13 +73,36 @@ func newGraphBuild(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "index", "", "index folder")
-	fl.StringVar(&kind, "kind", "", "mentions or knn")
+	fl.StringVar(&kind, "kind", "", "mentions, knn or trigraph")
 	fl.IntVar(&mo.MinTitleLen, "min-title-len", 4, "mentions: shortest title matched, in runes")
 	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
 	fl.IntVar(&ko.Lexical, "k-lex", ko.Lexical, "knn: lexical neighbours per node (0: none)")
 	fl.IntVar(&ko.Semantic, "k-sem", ko.Semantic, "knn: semantic neighbours per node (0: none)")
 	tf.add(fl)
 	return cmd
+}
+
+// kindFlags names the flags that only one kind of graph build reads.
+var kindFlags = map[string][]string{
+	"mentions": {"min-title-len", "max-title-hits"},
+	"knn":      {"k-lex", "k-sem"},
+	"trigraph": {"ner", "workers", "co-share", "co-cap", "sim-topk", "kappa", "w-alpha", "tau", "bonus-whole-word", "bi-encoder", "pooling"},
+}
+
+// flagsOfKind refuses a flag given for another kind than --kind, so a
+// mistyped command is not silently half-applied.
+func flagsOfKind(fl *pflag.FlagSet, kind string) error {
+	if _, ok := kindFlags[kind]; !ok {
+		return fmt.Errorf("--kind must be mentions, knn or trigraph, got %q", kind)
+	}
+	for k, names := range kindFlags {
+		for _, n := range names {
+			if k != kind && fl.Changed(n) {
+				return fmt.Errorf("--%s applies to --kind %s, not --kind %s", n, k, kind)
+			}
+		}
+	}
+	return nil
 }
 
 func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOptions, ko graphops.KNNOptions) ([]graphops.Edge, error) {
@@ -95,7 +125,7 @@ func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOption
 }
 
 func newGraphStats(g *globals) *cobra.Command {
-	var dir, kind, queries string
+	var dir, kind, queries, biEncoder, pooling string
 	var limit, skip int
 	var mf *methodFlags
 	cmd := &cobra.Command{
@@ -105,11 +135,14 @@ func newGraphStats(g *globals) *cobra.Command {
 		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for the trigraph, entity statistics and how question entities reach the gold passages",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ix, err := index.Open(dir, store.OpenOptions{})
+			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
 			defer ix.Close()
+			if kind != "" && kind != "trigraph" && !slices.Contains(ix.Meta.GraphKinds, kind) {
+				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and trigraph when built)", kind, ix.Meta.GraphKinds)
+			}
 			if kind == "trigraph" {
 				if ix.TriGraph == nil {
 					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoTriGraph)
@@ -150,6 +183,8 @@ func newGraphStats(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
 	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all; after --skip)")
 	cmd.Flags().IntVar(&skip, "skip", 0, "trigraph: leave out the first N queries")
+	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (trigraph queries embed with it)")
+	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	mf = addMethodFlags(cmd.Flags(), g)
 	return cmd
 }

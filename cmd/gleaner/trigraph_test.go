@@ -31,6 +31,10 @@ func TestTriGraphCLI(t *testing.T) {
 		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--tg-damping", "1"}, "damping"},
 		{[]string{"eval", "--index", idir, "--method", "linearrag", "--passage-scores", "dense"}, "passage scores"},
 		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--max-iter", "0"}, "max iterations"},
+		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--passage-weight", "1e307"}, "passage weight"},
+		{[]string{"graph", "build", "--kind", "knn", "--index", idir, "--ner", "prose"}, "--ner applies to --kind trigraph"},
+		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--k-lex", "3"}, "--k-lex applies to --kind knn"},
+		{[]string{"graph", "stats", "--kind", "bogus", "--index", idir}, "graph kinds"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
