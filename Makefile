@@ -8,7 +8,7 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/... ./server/...
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check
+.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check cuda-check
 
 all: build
 
@@ -62,6 +62,11 @@ test: deps fmt-check vet
 # Run every shell block and Go program of README.md and docs/*.md, in order, in a scratch folder.
 docs-check: build
 	bash .ci/docs-check
+
+# Compile every CUDA kernel with nvcc (Debian's CUDA 11.8; installed when missing and run as root) for
+# sm_80 and sm_90, print ptxas's register/spill report, and check the committed PTX (cuda/ptx) is current.
+cuda-check:
+	bash cuda/check.sh
 
 # Fuzz every parser a user can feed, FUZZTIME each (CI: 2000x, an execution count; a
 # long run: FUZZTIME=10m, or an exec count such as FUZZTIME=1000000x).
