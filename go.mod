@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/advancedclimatesystems/gonnx v1.1.0
 	github.com/blevesearch/go-porterstemmer v1.0.3
+	github.com/jdkato/prose/v2 v2.0.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -17,6 +18,8 @@ require (
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/protobuf v1.36.8
+	gopkg.in/neurosnap/sentences.v1 v1.0.6
+	gorgonia.org/cu v0.9.6
 	gorgonia.org/gorgonia v0.9.18
 	gorgonia.org/tensor v0.9.24
 )
@@ -42,7 +45,6 @@ require (
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
-	github.com/jdkato/prose/v2 v2.0.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/leesper/go_rng v0.0.0-20190531154944-a612b043e353 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
@@ -65,8 +67,6 @@ require (
 	golang.org/x/net v0.43.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/xerrors v0.0.0-20231012003039-104605ab7028 // indirect
-	gopkg.in/neurosnap/sentences.v1 v1.0.6 // indirect
-	gorgonia.org/cu v0.9.4 // indirect
 	gorgonia.org/dawson v1.2.0 // indirect
 	gorgonia.org/vecf32 v0.9.0 // indirect
 	gorgonia.org/vecf64 v0.9.0 // indirect

@@ -1,0 +1,180 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// buffer is device memory from the pool: n elements of dt at ptr, in a
+// block of class bytes.
+type buffer struct {
+	dt    engine.DType
+	n     int
+	ptr   cu.DevicePtr
+	class int64
+}
+
+func (x *buffer) DType() engine.DType { return x.dt }
+func (x *buffer) Len() int            { return x.n }
+func (x *buffer) Backend() string     { return Name }
+
+func elemSize(dt engine.DType) int64 {
+	if dt == engine.I64 {
+		return 8
+	}
+	return 4
+}
+
+// Alloc returns n zeroed elements of dt.
+func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
+	if n < 0 || (dt != engine.F32 && dt != engine.I32 && dt != engine.I64) {
+		return nil, fmt.Errorf("cuda: alloc of %d elements of %v", n, dt)
+	}
+	bytes := int64(n) * elemSize(dt)
+	ptr, class, err := b.pool.Get(bytes)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: alloc of %d bytes: %w", bytes, err)
+	}
+	if err := b.call(func() error { b.ctx.MemsetD8(ptr, 0, class); return b.ctx.Error() }); err != nil {
+		b.pool.Put(ptr, class)
+		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", class, err)
+	}
+	return &buffer{dt: dt, n: n, ptr: ptr, class: class}, nil
+}
+
+// Free returns a buffer's block to the pool (the default stream orders
+// its reuse after every op already submitted).
+func (b *Backend) Free(x engine.Buffer) {
+	if d, ok := x.(*buffer); ok && d != nil && d.class > 0 {
+		b.pool.Put(d.ptr, d.class)
+		d.class = 0
+	}
+}
+
+// PoolStats are the allocator's counters.
+func (b *Backend) PoolStats() PoolStats { return b.pool.Stats() }
+
+// Bind uploads src into a new buffer.
+func (b *Backend) Bind(src any) (engine.Buffer, error) {
+	var dt engine.DType
+	var n int
+	switch s := src.(type) {
+	case []float32:
+		dt, n = engine.F32, len(s)
+	case []int32:
+		dt, n = engine.I32, len(s)
+	case []int64:
+		dt, n = engine.I64, len(s)
+	default:
+		return nil, fmt.Errorf("cuda: cannot bind %T", src)
+	}
+	buf, err := b.Alloc(dt, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Upload(buf, 0, src); err != nil {
+		b.Free(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Upload copies host data into dst from element off.
+func (b *Backend) Upload(dst engine.Buffer, off int, src any) error {
+	d, host, n, err := b.transferArgs(dst, off, src)
+	if err != nil || n == 0 {
+		return err
+	}
+	to := d.ptr + cu.DevicePtr(int64(off)*elemSize(d.dt))
+	if err := b.call(func() error { b.ctx.MemcpyHtoD(to, host, int64(n)*elemSize(d.dt)); return b.ctx.Error() }); err != nil {
+		return fmt.Errorf("cuda: upload of %d elements: %w", n, err)
+	}
+	return nil
+}
+
+// Download copies src from element off into host data.
+func (b *Backend) Download(dst any, src engine.Buffer, off int) error {
+	d, host, n, err := b.transferArgs(src, off, dst)
+	if err != nil || n == 0 {
+		return err
+	}
+	from := d.ptr + cu.DevicePtr(int64(off)*elemSize(d.dt))
+	if err := b.call(func() error { b.ctx.MemcpyDtoH(host, from, int64(n)*elemSize(d.dt)); return b.ctx.Error() }); err != nil {
+		return fmt.Errorf("cuda: download of %d elements: %w", n, err)
+	}
+	return nil
+}
+
+// transferArgs checks a transfer and returns the device buffer, the host
+// slice's address and its length.
+func (b *Backend) transferArgs(x engine.Buffer, off int, host any) (*buffer, unsafe.Pointer, int, error) {
+	d, err := own(x)
+	if err != nil || d == nil {
+		return nil, nil, 0, fmt.Errorf("cuda: transfer: %v", err)
+	}
+	var dt engine.DType
+	var p unsafe.Pointer
+	var n int
+	switch h := host.(type) {
+	case []float32:
+		dt, n, p = engine.F32, len(h), unsafe.Pointer(unsafe.SliceData(h))
+	case []int32:
+		dt, n, p = engine.I32, len(h), unsafe.Pointer(unsafe.SliceData(h))
+	case []int64:
+		dt, n, p = engine.I64, len(h), unsafe.Pointer(unsafe.SliceData(h))
+	default:
+		return nil, nil, 0, fmt.Errorf("cuda: transfer of %T", host)
+	}
+	switch {
+	case dt != d.dt:
+		return nil, nil, 0, fmt.Errorf("cuda: transfer of %v data with a %v buffer", dt, d.dt)
+	case off < 0 || n > d.n-off:
+		return nil, nil, 0, fmt.Errorf("cuda: transfer of %d elements at %d into %d", n, off, d.n)
+	}
+	return d, p, n, nil
+}
+
+// own returns x as this backend's buffer (nil for nil).
+func own(x engine.Buffer) (*buffer, error) {
+	if x == nil {
+		return nil, nil
+	}
+	d, ok := x.(*buffer)
+	if !ok {
+		return nil, fmt.Errorf("cuda: buffer from backend %q", x.Backend())
+	}
+	return d, nil
+}
+
+// arg is the device address of x from element off with the number of
+// elements left, checking its dtype; a nil buffer is address 0 with none.
+func arg(x engine.Buffer, dt engine.DType, off int) (devArg, int, error) {
+	d, err := own(x)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case d == nil:
+		return 0, 0, nil
+	case d.dt != dt:
+		return 0, 0, fmt.Errorf("cuda: want a %v buffer, got %v", dt, d.dt)
+	case off < 0 || off > d.n:
+		return 0, 0, fmt.Errorf("cuda: offset %d outside %d elements", off, d.n)
+	}
+	return devArg(d.ptr + cu.DevicePtr(int64(off)*elemSize(dt))), d.n - off, nil
+}
+
+// hostCopy downloads an I64 or I32 buffer for the host-side structure
+// checks the emulation also makes (CSR pointers, source ids).
+func hostCopy[T int32 | int64](b *Backend, x engine.Buffer, n int) ([]T, error) {
+	out := make([]T, n)
+	if n == 0 {
+		return out, nil
+	}
+	return out, b.Download(out, x, 0)
+}

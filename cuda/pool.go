@@ -1,0 +1,101 @@
+package cuda
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Pool is the cuda backend's caching device allocator: a freed block goes
+// back to a free list of its size class (the next power of two, at least
+// MinBlock bytes) and the next request of that class reuses it, so the
+// per-query buffers of a retrieval loop stop calling the driver after the
+// first queries. Blocks are returned to the driver only by Trim. It is
+// safe for concurrent use and device-agnostic (alloc and free are the
+// driver's), so it is tested on the CPU.
+type Pool[P comparable] struct {
+	mu    sync.Mutex
+	alloc func(bytes int64) (P, error)
+	free  func(P)
+	lists map[int64][]P // size class → free blocks
+	stats PoolStats
+}
+
+// PoolStats are a pool's counters (engine.Memory statistics).
+type PoolStats struct {
+	Allocs, Reuses, DriverAllocs int64 // requests, requests served from a free list, driver allocations
+	InUse, Cached                int64 // bytes handed out, bytes held in free lists
+}
+
+// MinBlock is the smallest size class, in bytes.
+const MinBlock = 256
+
+// NewPool returns a pool over a driver's alloc and free.
+func NewPool[P comparable](alloc func(bytes int64) (P, error), free func(P)) *Pool[P] {
+	return &Pool[P]{alloc: alloc, free: free, lists: map[int64][]P{}}
+}
+
+// Class is the size class of a request: the next power of two ≥ bytes, at
+// least MinBlock.
+func Class(bytes int64) int64 {
+	if bytes <= MinBlock {
+		return MinBlock
+	}
+	return 1 << (64 - bits.LeadingZeros64(uint64(bytes-1)))
+}
+
+// Get returns a block of at least bytes (its class size) and that size.
+func (p *Pool[P]) Get(bytes int64) (P, int64, error) {
+	c := Class(bytes)
+	p.mu.Lock()
+	p.stats.Allocs++
+	if l := p.lists[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		p.lists[c] = l[:len(l)-1]
+		p.stats.Reuses++
+		p.stats.InUse += c
+		p.stats.Cached -= c
+		p.mu.Unlock()
+		return b, c, nil
+	}
+	p.mu.Unlock()
+	b, err := p.alloc(c) // outside the lock: the driver may be slow
+	if err != nil {
+		var zero P
+		return zero, 0, err
+	}
+	p.mu.Lock()
+	p.stats.DriverAllocs++
+	p.stats.InUse += c
+	p.mu.Unlock()
+	return b, c, nil
+}
+
+// Put returns a block of class size c (as Get returned it) to its free list.
+func (p *Pool[P]) Put(b P, c int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lists[c] = append(p.lists[c], b)
+	p.stats.InUse -= c
+	p.stats.Cached += c
+}
+
+// Trim gives every cached block back to the driver.
+func (p *Pool[P]) Trim() {
+	p.mu.Lock()
+	lists := p.lists
+	p.lists = map[int64][]P{}
+	p.stats.Cached = 0
+	p.mu.Unlock()
+	for _, l := range lists {
+		for _, b := range l {
+			p.free(b)
+		}
+	}
+}
+
+// Stats returns the pool's counters.
+func (p *Pool[P]) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
