@@ -14,7 +14,7 @@ import (
 
 // ErrNotBuilt is returned when the cuda backend is selected in a build
 // without the cuda tag.
-var ErrNotBuilt = errors.New("this gleaner was built without CUDA: the cuda backend needs -tags cuda and the CUDA toolkit (today only its own package builds that way, go test -tags cuda ./cuda/: under that tag gorgonia, which head training uses, needs cuDNN)")
+var ErrNotBuilt = errors.New("this gleaner was built without CUDA: rebuild with `go build -tags cuda` where the CUDA toolkit is installed (make cuda-check installs Debian's); such a build cannot train heads, so train them with a default build")
 
 func init() {
 	engine.Register("cuda", func() (engine.Backend, error) { return nil, ErrNotBuilt })

@@ -1,11 +1,9 @@
 package engine_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/gleaner-rag/gleaner/cuda"
 	"github.com/gleaner-rag/gleaner/engine"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 )
@@ -14,9 +12,7 @@ func TestOpen(t *testing.T) {
 	if b, err := engine.Open("cpu"); err != nil || b.Name() != "cpu" {
 		t.Fatalf("cpu: %v %v", b, err)
 	}
-	if _, err := engine.Open("cuda"); !errors.Is(err, cuda.ErrNotBuilt) {
-		t.Errorf("cuda without the tag: %v", err)
-	}
+	checkCUDANotBuilt(t)
 	_, err := engine.Open("metal")
 	if err == nil || !strings.Contains(err.Error(), "cpu") {
 		t.Errorf("unknown backend: %v", err)

@@ -152,6 +152,10 @@ func (cfg *config) trainHead(ctx context.Context, staged string) error {
 		cfg.log.Warn("no cross-encoder head: the corpus is too small to train one; re2, gar and fastinsight need a head or a transformer model", "err", err)
 		return nil
 	}
+	if errors.Is(err, headtrain.ErrUnavailable) && !cfg.headSet {
+		cfg.log.Warn("no cross-encoder head: this build cannot train one; re2, gar and fastinsight need a head (gleaner train head, in a default build) or a transformer model", "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("index: training the cross-encoder head (index.WithoutHead skips it): %w", err)
 	}

@@ -2,15 +2,16 @@
 # The GPU check, in two halves (the lent machine has a GPU and nvcc but no Go
 # toolchain or network; build here, carry the binaries, run there):
 #
-#   bash benchmarks/device/run.sh --prepare   # here: builds bin/device/cuda.test with -tags cuda
+#   bash benchmarks/device/run.sh --prepare   # here: builds bin/device/{cuda.test,gleaner} with -tags cuda and
+#                                              # a demo index (with its trained head) in bin/device/demo
 #                                              # against Debian's CUDA 11.8 headers (make cuda-check installs them)
 #   bash benchmarks/device/run.sh             # there (device tool: carry bin/device): writes $OUT/*.txt
 #
 # There it runs the conformance suite on the GPU (kerneltest.RunAll on the cuda backend, every op
-# against its float64 reference) and the op benchmarks on cuda and on cpu (cuda's BenchmarkOps: the
-# same binary, so the ratio is one run's), each under its own timeout so one failure still leaves the
-# other's results. Only the cuda package builds with -tags cuda: gorgonia (head training) needs cuDNN
-# under that tag, so the gleaner CLI and the benchmarks package cannot yet.
+# against its float64 reference), the op benchmarks on cuda and on cpu (cuda's BenchmarkOps: the same
+# binary, so the ratio is one run's), and gleaner eval on the demo index with --backend cuda and cpu,
+# each under its own timeout so one failure still leaves the others' results. (A -tags cuda build
+# cannot train heads, gorgonia needing cuDNN under that tag: the demo index is made here.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=bin/device
@@ -20,8 +21,11 @@ if [ "${1:-}" = "--prepare" ]; then
   command -v nvcc >/dev/null || bash cuda/check.sh   # installs the toolkit (headers, libcuda stub) when missing
   mkdir -p "$B"
   export CGO_LDFLAGS="-L/usr/lib/x86_64-linux-gnu/stubs"  # link against the driver stub; the GPU machine has the driver
-  go test -c -tags cuda -o "$B/cuda.test" ./cuda/
-  ls -la "$B"
+  go test -c -tags cuda -ldflags '-s -w' -o "$B/cuda.test" ./cuda/
+  go build -tags cuda -ldflags '-s -w' -o "$B/gleaner" ./cmd/gleaner
+  rm -rf "$B/demo"
+  make -s build && bin/gleaner --log-level error demo --out "$B/demo" --people 300 --queries 100 >/dev/null
+  du -sh "$B"; ls -la "$B"
   exit 0
 fi
 
@@ -38,4 +42,7 @@ run() { # name timeout-seconds command…
 }
 run conformance 180 "$B/cuda.test" -test.v -test.run Conformance
 run bench 240 "$B/cuda.test" -test.run '^$' -test.bench Ops -test.benchtime 20x
+for be in cuda cpu; do
+  run "eval-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
+done
 ls -la "$OUT"
