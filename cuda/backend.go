@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -19,7 +20,13 @@ import (
 const Name = "cuda"
 
 func init() {
-	engine.Register(Name, func() (engine.Backend, error) { return New(0) })
+	engine.Register(Name, func() (engine.Backend, error) {
+		b, err := New(0)
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return b, nil
+	})
 }
 
 // Backend runs gleaner's kernels (cuda/kernels, loaded from the embedded
@@ -40,13 +47,20 @@ type Backend struct {
 	fns            map[string]cu.Function // kernel file → its entry
 	pool           *Pool[cu.DevicePtr]
 	mu             sync.Mutex // serialises context calls: cu.Ctx records each call's error in one field
+	closed         bool
 }
+
+// ErrClosed is returned by every call after Close.
+var ErrClosed = errors.New("cuda: backend closed")
 
 // call runs one context call under b.mu; f returns that call's error
 // (for the calls that record it in the context: b.ctx.Error()).
 func (b *Backend) call(f func() error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
 	return f()
 }
 
@@ -162,10 +176,18 @@ func (b *Backend) Sync(ctx context.Context) error {
 	return nil
 }
 
-// Close frees the cached blocks and destroys the context.
+// Close waits for submitted work, frees the cached blocks and destroys the
+// context; later calls return ErrClosed.
 func (b *Backend) Close() error {
+	err := b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() })
 	b.pool.Trim()
-	return b.ctx.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return errors.Join(err, b.ctx.Close())
 }
 
 // grid is a launch: blocks in x, y, z and threads per block in x (and y,

@@ -53,7 +53,7 @@ func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 func (b *Backend) Free(x engine.Buffer) {
 	if d, ok := x.(*buffer); ok && d != nil && d.class > 0 {
 		b.pool.Put(d.ptr, d.class)
-		d.class = 0
+		d.class, d.ptr, d.n = 0, 0, 0 // a later use is an error, never a write into a reused block
 	}
 }
 
@@ -146,8 +146,11 @@ func own(x engine.Buffer) (*buffer, error) {
 		return nil, nil
 	}
 	d, ok := x.(*buffer)
-	if !ok {
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("cuda: buffer from backend %q", x.Backend())
+	case d != nil && d.class == 0:
+		return nil, fmt.Errorf("cuda: use of a freed buffer")
 	}
 	return d, nil
 }

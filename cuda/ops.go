@@ -15,6 +15,10 @@ import (
 
 func shapeErr(op string) error { return fmt.Errorf("cuda: %s: buffers too short for the shape", op) }
 
+// maxGridYZ is the GPU's limit on a grid's y and z dimensions (the host
+// emulation has none, so the ops check it).
+const maxGridYZ = 65535
+
 // Axpby launches axpby.cu.
 func (b *Backend) Axpby(op engine.AxpbyOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
@@ -222,25 +226,26 @@ func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 		return err
 	}
 	if batch < 1 || strideA < 0 || strideB < 0 || strideC < 0 {
-		return fmt.Errorf("cuda: gemm: batch %d and strides must be positive", batch)
+		return fmt.Errorf("cuda: gemm: batch %d must be ≥ 1 and strides non-negative", batch)
 	}
-	// Check the shapes (and fill the packed leading dimensions) on stand-in
-	// host slices of the buffers' lengths, first and last matrix.
-	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
-		A: make([]float32, na), LDA: op.LDA, B: make([]float32, nb), LDB: op.LDB, C: make([]float32, nc), LDC: op.LDC,
-		Bias: make([]float32, nbias), Act: op.Act}
 	if op.Bias == nil {
-		g.Bias = nil
+		nbias = -1
 	}
+	// The shapes of the first and the last matrix of the batch, by length
+	// (CheckLens also fills the packed leading dimensions).
+	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, LDA: op.LDA, LDB: op.LDB, LDC: op.LDC}
 	last := g
-	last.A, last.B, last.C = g.A[min((batch-1)*strideA, na):], g.B[min((batch-1)*strideB, nb):], g.C[min((batch-1)*strideC, nc):]
-	if err := errors.Join(g.Check(), last.Check()); err != nil {
+	if err := errors.Join(g.CheckLens(na, nb, nc, nbias),
+		last.CheckLens(na-min((batch-1)*strideA, na), nb-min((batch-1)*strideB, nb), nc-min((batch-1)*strideC, nc), nbias)); err != nil {
 		return err
 	}
 	if op.M == 0 || op.N == 0 {
 		return nil
 	}
 	l := Gemm(op.M, op.N, batch)
+	if l.GridY > maxGridYZ || l.GridZ > maxGridYZ {
+		return fmt.Errorf("cuda: gemm: %d rows × batch %d exceed the grid's y/z limit (%d tiles of %d)", op.M, batch, maxGridYZ, GemmTile)
+	}
 	return b.launch("gemm", grid{l.GridX, l.GridY, l.GridZ, l.Block, l.Block}, op.TransA, op.TransB, op.M, op.N, op.K, op.Alpha,
 		a, g.LDA, int64(strideA), bm, g.LDB, int64(strideB), op.Beta, c, g.LDC, int64(strideC), bias, int(op.Act))
 }
@@ -255,14 +260,20 @@ func (b *Backend) Attention(op engine.AttentionOp) error {
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
-	lengths, err := hostCopy[int32](b, op.Lengths, min(nl, max(op.Batch, 0)))
+	if op.Batch < 0 || op.Seq < 0 || op.Heads <= 0 || op.HeadDim <= 0 {
+		return fmt.Errorf("cuda: attention: bad shape %d×%d×%d×%d", op.Batch, op.Seq, op.Heads, op.HeadDim)
+	}
+	if m := op.Batch * op.Seq * op.Heads * op.HeadDim; nq < m || nk < m || nv < m || no < m || nl < op.Batch {
+		return shapeErr("attention")
+	}
+	lengths, err := hostCopy[int32](b, op.Lengths, op.Batch)
 	if err != nil {
 		return err
 	}
-	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim,
-		Q: make([]float32, nq), K: make([]float32, nk), V: make([]float32, nv), Out: make([]float32, no), Lengths: lengths}
-	if err := a.Check(); err != nil {
-		return err
+	for i, l := range lengths {
+		if l < 0 || int(l) > op.Seq {
+			return fmt.Errorf("cuda: attention: length %d of sequence %d outside [0,%d]", l, i, op.Seq)
+		}
 	}
 	n := op.Batch * op.Heads * op.Seq
 	if n == 0 {

@@ -35,13 +35,23 @@ func NewPool[P comparable](alloc func(bytes int64) (P, error), free func(P)) *Po
 }
 
 // Class is the size class of a request: the next power of two ≥ bytes, at
-// least MinBlock.
+// least MinBlock; above LargeBlock, the next multiple of LargeStep (a
+// power of two would waste up to half of a large index matrix).
 func Class(bytes int64) int64 {
-	if bytes <= MinBlock {
+	switch {
+	case bytes <= MinBlock:
 		return MinBlock
+	case bytes > LargeBlock:
+		return (bytes + LargeStep - 1) / LargeStep * LargeStep
 	}
 	return 1 << (64 - bits.LeadingZeros64(uint64(bytes-1)))
 }
+
+// LargeBlock and LargeStep bound the power-of-two classes.
+const (
+	LargeBlock = 64 << 20
+	LargeStep  = 2 << 20
+)
 
 // Get returns a block of at least bytes (its class size) and that size.
 func (p *Pool[P]) Get(bytes int64) (P, int64, error) {
@@ -60,8 +70,11 @@ func (p *Pool[P]) Get(bytes int64) (P, int64, error) {
 	p.mu.Unlock()
 	b, err := p.alloc(c) // outside the lock: the driver may be slow
 	if err != nil {
-		var zero P
-		return zero, 0, err
+		p.Trim() // out of memory while other classes hold blocks: give them back and try once more
+		if b, err = p.alloc(c); err != nil {
+			var zero P
+			return zero, 0, err
+		}
 	}
 	p.mu.Lock()
 	p.stats.DriverAllocs++

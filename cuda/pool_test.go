@@ -31,7 +31,8 @@ func (d *fakeDriver) free(b int) { d.mu.Lock(); d.freed[b] = true; d.mu.Unlock()
 func TestPoolReusesBySizeClass(t *testing.T) {
 	d := &fakeDriver{sizes: map[int]int64{}, freed: map[int]bool{}}
 	p := NewPool(d.alloc, d.free)
-	for bytes, want := range map[int64]int64{0: 256, 1: 256, 256: 256, 257: 512, 1000: 1024, 1 << 20: 1 << 20, 1<<20 + 1: 1 << 21} {
+	for bytes, want := range map[int64]int64{0: 256, 1: 256, 256: 256, 257: 512, 1000: 1024, 1 << 20: 1 << 20, 1<<20 + 1: 1 << 21,
+		64 << 20: 64 << 20, 64<<20 + 1: 66 << 20, 1<<30 + 5: 1<<30 + 2<<20} {
 		if c := Class(bytes); c != want {
 			t.Errorf("Class(%d) = %d, want %d", bytes, c, want)
 		}
@@ -56,6 +57,26 @@ func TestPoolReusesBySizeClass(t *testing.T) {
 	d.fail = true
 	if _, _, err := p.Get(10); err == nil {
 		t.Fatal("a driver error was lost")
+	}
+}
+
+// TestPoolTrimsOnOutOfMemory: a failed allocation gives the cached blocks
+// back and tries once more.
+func TestPoolTrimsOnOutOfMemory(t *testing.T) {
+	d := &fakeDriver{sizes: map[int]int64{}, freed: map[int]bool{}}
+	fails := 1
+	p := NewPool(func(n int64) (int, error) {
+		if len(d.freed) == 0 && fails > 0 && n > 1000 {
+			fails--
+			return 0, errors.New("out of memory")
+		}
+		return d.alloc(n)
+	}, d.free)
+	small, c, _ := p.Get(100)
+	p.Put(small, c)
+	big, _, err := p.Get(5000)
+	if err != nil || !d.freed[small] || big == 0 {
+		t.Fatalf("retry after trim: block %d, err %v, freed %v", big, err, d.freed)
 	}
 }
 

@@ -69,6 +69,17 @@ func need(r, c, ld int) int {
 
 // Check validates shapes and lengths.
 func (g *GemmArgs) Check() error {
+	bias := -1
+	if g.Bias != nil {
+		bias = len(g.Bias)
+	}
+	return g.CheckLens(len(g.A), len(g.B), len(g.C), bias)
+}
+
+// CheckLens is Check for buffers of the given lengths (bias −1: none), for
+// backends whose buffers are not host slices; it fills the packed leading
+// dimensions as Check does.
+func (g *GemmArgs) CheckLens(la, lb, lc, lbias int) error {
 	g.fill()
 	ar, ac := g.M, g.K
 	if g.TransA {
@@ -83,10 +94,10 @@ func (g *GemmArgs) Check() error {
 		return fmt.Errorf("kernels: gemm: negative shape %d×%d×%d", g.M, g.N, g.K)
 	case g.LDA < max(ac, 1) || g.LDB < max(bc, 1) || g.LDC < max(g.N, 1):
 		return fmt.Errorf("kernels: gemm: leading dimensions %d,%d,%d too small", g.LDA, g.LDB, g.LDC)
-	case len(g.A) < need(ar, ac, g.LDA) || len(g.B) < need(br, bc, g.LDB) || len(g.C) < need(g.M, g.N, g.LDC):
+	case la < need(ar, ac, g.LDA) || lb < need(br, bc, g.LDB) || lc < need(g.M, g.N, g.LDC):
 		return fmt.Errorf("kernels: gemm: buffers too short for %d×%d×%d", g.M, g.N, g.K)
-	case g.Bias != nil && len(g.Bias) < g.N:
-		return fmt.Errorf("kernels: gemm: bias has %d values, want %d", len(g.Bias), g.N)
+	case lbias >= 0 && lbias < g.N:
+		return fmt.Errorf("kernels: gemm: bias has %d values, want %d", lbias, g.N)
 	}
 	return nil
 }

@@ -46,10 +46,11 @@ func (*Backend) Caps() engine.Caps {
 
 // buffer is host memory standing for device memory.
 type buffer struct {
-	dt  engine.DType
-	f32 []float32
-	i32 []int32
-	i64 []int64
+	dt    engine.DType
+	f32   []float32
+	i32   []int32
+	i64   []int64
+	freed bool // a use after Free is an error here too, as on the GPU it would corrupt a reused block
 }
 
 func (b *buffer) DType() engine.DType { return b.dt }
@@ -61,8 +62,11 @@ func own(x engine.Buffer) (*buffer, error) {
 		return nil, nil
 	}
 	b, ok := x.(*buffer)
-	if !ok {
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("%s: buffer from backend %q", Name, x.Backend())
+	case b != nil && b.freed:
+		return nil, fmt.Errorf("%s: use of a freed buffer", Name)
 	}
 	return b, nil
 }
@@ -100,7 +104,11 @@ func (b *Backend) Bind(src any) (engine.Buffer, error) {
 	return nil, fmt.Errorf("%s: cannot bind %T", Name, src)
 }
 
-func (*Backend) Free(engine.Buffer)             {}
+func (*Backend) Free(x engine.Buffer) {
+	if b, ok := x.(*buffer); ok && b != nil {
+		b.freed = true
+	}
+}
 func (*Backend) Sync(ctx context.Context) error { return ctx.Err() }
 
 func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
