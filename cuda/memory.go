@@ -33,8 +33,8 @@ func elemSize(dt engine.DType) int64 {
 
 // Alloc returns n zeroed elements of dt.
 func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
-	if n < 0 || (dt != engine.F32 && dt != engine.I32 && dt != engine.I64) {
-		return nil, fmt.Errorf("cuda: alloc of %d elements of %v", n, dt)
+	if err := engine.CheckAlloc(Name, dt, n); err != nil {
+		return nil, err
 	}
 	bytes := int64(n) * elemSize(dt)
 	ptr, class, err := b.pool.Get(bytes)
@@ -62,51 +62,45 @@ func (b *Backend) PoolStats() PoolStats { return b.pool.Stats() }
 
 // Bind uploads src into a new buffer.
 func (b *Backend) Bind(src any) (engine.Buffer, error) {
-	var dt engine.DType
-	var n int
 	switch s := src.(type) {
 	case []float32:
-		dt, n = engine.F32, len(s)
+		return engine.Upload(b, s)
 	case []int32:
-		dt, n = engine.I32, len(s)
+		return engine.Upload(b, s)
 	case []int64:
-		dt, n = engine.I64, len(s)
-	default:
-		return nil, fmt.Errorf("cuda: cannot bind %T", src)
+		return engine.Upload(b, s)
 	}
-	buf, err := b.Alloc(dt, n)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Upload(buf, 0, src); err != nil {
-		b.Free(buf)
-		return nil, err
-	}
-	return buf, nil
+	return nil, fmt.Errorf("cuda: cannot bind %T", src)
 }
 
 // Upload copies host data into dst from element off.
 func (b *Backend) Upload(dst engine.Buffer, off int, src any) error {
-	d, host, n, err := b.transferArgs(dst, off, src)
-	if err != nil || n == 0 {
-		return err
-	}
-	to := d.ptr + cu.DevicePtr(int64(off)*elemSize(d.dt))
-	if err := b.call(func() error { b.ctx.MemcpyHtoD(to, host, int64(n)*elemSize(d.dt)); return b.ctx.Error() }); err != nil {
-		return fmt.Errorf("cuda: upload of %d elements: %w", n, err)
-	}
-	return nil
+	return b.transfer(dst, off, src, true)
 }
 
 // Download copies src from element off into host data.
 func (b *Backend) Download(dst any, src engine.Buffer, off int) error {
-	d, host, n, err := b.transferArgs(src, off, dst)
+	return b.transfer(src, off, dst, false)
+}
+
+// transfer copies between host and the device buffer x from element off:
+// up to the device, or down from it.
+func (b *Backend) transfer(x engine.Buffer, off int, host any, up bool) error {
+	d, p, n, err := b.transferArgs(x, off, host)
 	if err != nil || n == 0 {
 		return err
 	}
-	from := d.ptr + cu.DevicePtr(int64(off)*elemSize(d.dt))
-	if err := b.call(func() error { b.ctx.MemcpyDtoH(host, from, int64(n)*elemSize(d.dt)); return b.ctx.Error() }); err != nil {
-		return fmt.Errorf("cuda: download of %d elements: %w", n, err)
+	dev, bytes := d.ptr+cu.DevicePtr(int64(off)*elemSize(d.dt)), int64(n)*elemSize(d.dt)
+	err = b.call(func() error {
+		if up {
+			b.ctx.MemcpyHtoD(dev, p, bytes)
+		} else {
+			b.ctx.MemcpyDtoH(p, dev, bytes)
+		}
+		return b.ctx.Error()
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: transfer of %d elements (upload %v): %w", n, up, err)
 	}
 	return nil
 }

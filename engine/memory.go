@@ -37,3 +37,36 @@ func Download[T Element](b Backend, buf Buffer) ([]T, error) {
 	out := make([]T, buf.Len())
 	return out, b.Download(out, buf, 0)
 }
+
+// MaxElements bounds one buffer (2⁴⁰ elements): a larger request is an
+// error, never a byte count that overflows into a small allocation.
+const MaxElements = 1 << 40
+
+// CheckAlloc reports an allocation no backend should attempt: a negative
+// or absurd length, or an unknown dtype. Backends call it first in Alloc.
+func CheckAlloc(backend string, dt DType, n int) error {
+	switch {
+	case dt != F32 && dt != I32 && dt != I64:
+		return fmt.Errorf("%s: unknown dtype %v", backend, dt)
+	case n < 0 || n > MaxElements:
+		return fmt.Errorf("%s: alloc of %d elements: want 0 to %d", backend, n, MaxElements)
+	}
+	return nil
+}
+
+// FlatIPByGemm composes FlatIP as a device backend runs it: Q·Xᵀ into
+// scratch scores by Gemm, then TopK over them.
+func FlatIPByGemm(b Backend, op FlatIPOp) error {
+	if op.N < 0 || op.D <= 0 || op.B < 0 || op.K < 0 {
+		return fmt.Errorf("%s: flatip: bad shape %d×%d, batch %d, k %d", b.Name(), op.N, op.D, op.B, op.K)
+	}
+	scores, err := b.Alloc(F32, op.B*op.N)
+	if err != nil {
+		return err
+	}
+	defer b.Free(scores)
+	if err := b.Gemm(GemmOp{TransB: true, M: op.B, N: op.N, K: op.D, Alpha: 1, A: op.Q, B: op.X, C: scores}); err != nil {
+		return err
+	}
+	return b.TopK(TopKOp{Scores: scores, Rows: op.B, Cols: op.N, K: op.K, OutIdx: op.OutIdx, OutScore: op.OutScore})
+}

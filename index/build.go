@@ -44,10 +44,11 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := store.CheckTarget(dir); err != nil {
 		return err
 	}
-	if hadTriGraph(dir) {
+	prev := previousMeta(dir)
+	if prev != nil && prev.TriGraph != nil { // a rebuild does not keep it
 		cfg.log.Warn("the index being replaced has a Tri-Graph; build it again (gleaner graph build --kind trigraph, or index.SetTriGraph)", "dir", dir)
 	}
-	if lost := droppedKinds(dir, c); len(lost) > 0 {
+	if lost := droppedKinds(prev, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}
 	if debris := store.Debris(dir); len(debris) > 0 {
@@ -92,10 +93,9 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	return store.Promote(staged, dir)
 }
 
-// droppedKinds lists the graph kinds of an existing index at dir that the
-// corpus's own edges do not have (built later by graph builders): a rebuild
-// does not carry them over.
-func droppedKinds(dir string, c *corpus.Corpus) []string {
+// previousMeta reads the description of the index a build is about to
+// replace (nil when there is none or it cannot be read).
+func previousMeta(dir string) *Meta {
 	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
 	if err != nil {
 		return nil
@@ -108,32 +108,27 @@ func droppedKinds(dir string, c *corpus.Corpus) []string {
 	if json.Unmarshal(b, &m) != nil {
 		return nil
 	}
+	return &m.Meta.Index
+}
+
+// droppedKinds lists the graph kinds of the replaced index that the
+// corpus's own edges do not have (built later by graph builders): a
+// rebuild does not carry them over.
+func droppedKinds(prev *Meta, c *corpus.Corpus) []string {
+	if prev == nil {
+		return nil
+	}
 	have := map[string]bool{}
 	for _, e := range c.Edges {
 		have[e.Kind] = true
 	}
 	var lost []string
-	for _, k := range m.Meta.Index.GraphKinds {
+	for _, k := range prev.GraphKinds {
 		if !have[k] {
 			lost = append(lost, k)
 		}
 	}
 	return lost
-}
-
-// hadTriGraph reports whether the index at dir (if any) has a Tri-Graph,
-// which a rebuild does not keep.
-func hadTriGraph(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
-	if err != nil {
-		return false
-	}
-	var m struct {
-		Meta struct {
-			Index Meta `json:"index"`
-		} `json:"meta"`
-	}
-	return json.Unmarshal(b, &m) == nil && m.Meta.Index.TriGraph != nil
 }
 
 // trainHead trains the lexical head on the staged index. By default a

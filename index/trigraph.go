@@ -177,12 +177,14 @@ func extractAll(ctx context.Context, texts []string, o TriGraphOptions) ([]passa
 
 // reportUntil sets progress from one goroutine until finished closes.
 func reportUntil(finished <-chan struct{}, done *atomic.Int64, p progress.Reporter) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		select {
 		case <-finished:
 			p.Set(int(done.Load()))
 			return
-		case <-time.After(250 * time.Millisecond):
+		case <-tick.C:
 			p.Set(int(done.Load()))
 		}
 	}

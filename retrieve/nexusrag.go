@@ -246,16 +246,14 @@ func (m *triGraphMethod) exactEntity(mention string) (int32, bool) {
 	m.exact.once.Do(func() {
 		m.exact.ids = make(map[string]int32, len(m.tg.Entities))
 		for e, s := range m.tg.Entities {
-			if l := strings.ToLower(s); !hasKey(m.exact.ids, l) {
-				m.exact.ids[l] = int32(e)
+			if _, dup := m.exact.ids[strings.ToLower(s)]; !dup {
+				m.exact.ids[strings.ToLower(s)] = int32(e)
 			}
 		}
 	})
 	e, ok := m.exact.ids[mention]
 	return e, ok
 }
-
-func hasKey(m map[string]int32, k string) bool { _, ok := m[k]; return ok }
 
 // linkByCosine links mentions to the entity of highest cosine (ties: the
 // lower entity number).

@@ -72,8 +72,8 @@ func own(x engine.Buffer) (*buffer, error) {
 }
 
 func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("%s: alloc of %d elements", Name, n)
+	if err := engine.CheckAlloc(Name, dt, n); err != nil {
+		return nil, err
 	}
 	switch dt {
 	case engine.F32:

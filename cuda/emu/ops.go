@@ -269,22 +269,8 @@ func (*Backend) TopK(op engine.TopKOp) error {
 	return nil
 }
 
-// FlatIP is a GEMM (Q·Xᵀ) into scratch scores, then topk.cu over them, as
-// the GPU backend composes it.
-func (b *Backend) FlatIP(op engine.FlatIPOp) error {
-	if op.N < 0 || op.D <= 0 || op.B < 0 || op.K < 0 {
-		return shapeErr("flatip")
-	}
-	scores, err := b.Alloc(engine.F32, op.B*op.N)
-	if err != nil {
-		return err
-	}
-	defer b.Free(scores)
-	if err := b.Gemm(engine.GemmOp{TransB: true, M: op.B, N: op.N, K: op.D, Alpha: 1, A: op.Q, B: op.X, C: scores}); err != nil {
-		return err
-	}
-	return b.TopK(engine.TopKOp{Scores: scores, Rows: op.B, Cols: op.N, K: op.K, OutIdx: op.OutIdx, OutScore: op.OutScore})
-}
+// FlatIP is a GEMM (Q·Xᵀ) into scratch scores, then the top-k kernel.
+func (b *Backend) FlatIP(op engine.FlatIPOp) error { return engine.FlatIPByGemm(b, op) }
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {

@@ -57,8 +57,8 @@ func (b *buffer) Len() int {
 
 // Alloc implements engine.Memory; memory is zeroed.
 func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
+	if err := engine.CheckAlloc("cpu", dt, n); err != nil {
+		return nil, err
 	}
 	b := &buffer{dt: dt}
 	switch dt {

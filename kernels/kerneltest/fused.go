@@ -223,6 +223,9 @@ func testBadInputs(h *H) {
 		{"smooth zero degree", func() error {
 			return engine.Smooth(h.B, engine.SmoothOp{M: 2, D: 1, AdjPtr: []int64{0, 1, 2}, AdjIdx: []int32{1, 0}, Deg: []float32{1, 0}, H: f, Out: f, Alpha: 0.2})
 		}},
+		{"alloc negative", func() error { _, err := h.B.Alloc(engine.F32, -1); return err }},
+		{"alloc huge", func() error { _, err := h.B.Alloc(engine.F32, math.MaxInt); return err }},
+		{"alloc unknown dtype", func() error { _, err := h.B.Alloc(engine.DType(99), 1); return err }},
 		{"joint no keys", func() error {
 			return engine.JointAttention(h.B, engine.JointAttentionOp{N: 1, D: 1, Dv: 1, Q: f, KMem: f, VMem: f, KText: f, VText: f, Out: f})
 		}},
