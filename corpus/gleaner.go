@@ -18,6 +18,7 @@ const (
 	NodesFile   = "nodes.jsonl"
 	EdgesFile   = "edges.jsonl"
 	QueriesFile = "queries.jsonl"
+	ChunksFile  = "chunks.jsonl" // provenance of token chunks (ChunkByTokens)
 )
 
 // Load reads a gleaner JSONL corpus folder: nodes.jsonl (required),
@@ -230,11 +231,16 @@ func Write(dir string, c *Corpus) error {
 			return err
 		}
 	}
+	if len(c.Chunks) > 0 {
+		if err := writeJSONL(filepath.Join(tmp, ChunksFile), c.Chunks); err != nil {
+			return err
+		}
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	return store.ReplaceDir(tmp, dir, func(name string) bool {
-		return name == NodesFile || name == EdgesFile || name == QueriesFile
+		return name == NodesFile || name == EdgesFile || name == QueriesFile || name == ChunksFile
 	})
 }
 

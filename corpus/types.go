@@ -53,6 +53,9 @@ type Corpus struct {
 	Nodes   []Node
 	Edges   []Edge
 	Queries []Query
+	// Chunks, when set, is the provenance of token-chunked nodes
+	// (ChunkByTokens), written to chunks.jsonl.
+	Chunks []ChunkInfo
 }
 
 // NodeIndex maps node ids to their position in c.Nodes.
