@@ -48,6 +48,9 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if prev != nil && prev.TriGraph != nil { // a rebuild does not keep it
 		cfg.log.Warn("the index being replaced has a Tri-Graph; build it again (gleaner graph build --kind trigraph, or index.SetTriGraph)", "dir", dir)
 	}
+	if prev != nil && prev.KETRAG != nil {
+		cfg.log.Warn("the index being replaced has KET-RAG structures; build them again (gleaner graph build --kind ketrag, or index.SetKETRAG)", "dir", dir)
+	}
 	if lost := droppedKinds(prev, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}

@@ -61,6 +61,7 @@ type Meta struct {
 	Head       string         `json:"head,omitempty"`      // encoder of the trained head, if any
 	Tokenizer  string         `json:"tokenizer,omitempty"` // sha256 of the tokenizer.json whose ids are stored
 	TriGraph   *TriGraphMeta  `json:"trigraph,omitempty"`  // NexusRAG's Tri-Graph, when built (SetTriGraph)
+	KETRAG     *KETRAGMeta    `json:"ketrag,omitempty"`    // KET-RAG's structures, when built (SetKETRAG)
 }
 
 // relationTable names relation ids and edge kinds.

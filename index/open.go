@@ -28,6 +28,7 @@ type Index struct {
 	Vectors  []float32       // Meta.Nodes × Meta.Dims, row-major
 	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
 	TriGraph *TriGraph       // NexusRAG's Tri-Graph; nil unless built (SetTriGraph)
+	KETRAG   *KETRAG         // KET-RAG's structures; nil unless built (SetKETRAG)
 	rels     relationTable
 	head     *HeadFile
 	tokIDs   []int32
@@ -81,7 +82,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens, ix.loadTriGraph} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens, ix.loadTriGraph, ix.loadKETRAG} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -145,31 +144,15 @@ func extractAll(ctx context.Context, texts []string, o TriGraphOptions) ([]passa
 		return nil, err
 	}
 	out := make([]passageNER, len(texts))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	o.Progress.Stage("ner ("+o.Extractor.Name()+")", len(texts))
-	defer o.Progress.Finish()
-	for w := 0; w < min(o.Workers, max(1, len(texts))); w++ { // no idle goroutines for a huge --workers
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(texts) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				p, err := passageEntities(ctx, seg, o.Extractor, texts[i])
-				if err != nil {
-					cancel(fmt.Errorf("index: tri-graph NER on node %d: %w", i, err))
-					return
-				}
-				out[i] = p
-				done.Add(1)
-			}
-		}()
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	reportUntil(finished, &done, o.Progress)
-	if err := context.Cause(ctx); err != nil {
+	err = forEachParallel(ctx, len(texts), o.Workers, o.Progress, "ner ("+o.Extractor.Name()+")", func(ctx context.Context, i int) error {
+		p, err := passageEntities(ctx, seg, o.Extractor, texts[i])
+		if err != nil {
+			return fmt.Errorf("index: tri-graph NER on node %d: %w", i, err)
+		}
+		out[i] = p
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -318,13 +301,13 @@ func embedAll(ctx context.Context, ix *Index, what string, texts []string, p pro
 		hi := min(lo+512, len(texts))
 		v, err := ix.Embedder.Embed(ctx, texts[lo:hi])
 		if err != nil {
-			return nil, fmt.Errorf("index: embedding tri-graph %s %d–%d with %s: %w", what, lo, hi-1, ix.Embedder.Name(), err)
+			return nil, fmt.Errorf("index: embedding %s %d–%d with %s: %w", what, lo, hi-1, ix.Embedder.Name(), err)
 		}
 		if len(v) != (hi-lo)*d {
 			return nil, fmt.Errorf("index: embedder %s returned %d values for %d %s of %d dims", ix.Embedder.Name(), len(v), hi-lo, what, d)
 		}
 		if err := models.CheckFinite(v, d); err != nil {
-			return nil, fmt.Errorf("index: embedder %s, tri-graph %s from %d: %w", ix.Embedder.Name(), what, lo, err)
+			return nil, fmt.Errorf("index: embedder %s, %s from %d: %w", ix.Embedder.Name(), what, lo, err)
 		}
 		for i := 0; i < hi-lo; i++ {
 			normalize(v[i*d : (i+1)*d])

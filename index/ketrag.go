@@ -1,0 +1,576 @@
+package index
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/models/tiktoken"
+)
+
+// Core-chunk selections (docs/methods.md §5.2).
+const (
+	SelectPageRank = "pagerank" // KET-RAG-P: the top β share by PageRank over the kNN chunk graph
+	SelectUniform  = "uniform"  // KET-RAG-U: a uniform random β share
+)
+
+// KETRAGOptions configure KET-RAG's index structures (docs/methods.md
+// §5.2). Start from DefaultKETRAGOptions and set Extractor; every field is
+// used as given.
+type KETRAGOptions struct {
+	// Beta is the share of the index's nodes (chunks) whose text the
+	// skeleton is extracted from, in (0, 1].
+	Beta float64
+	// Selection is SelectPageRank or SelectUniform.
+	Selection string
+	// Seed drives SelectUniform.
+	Seed int64
+	// KNN configures the chunk graph PageRank runs on.
+	KNN graphops.KNNOptions
+	// Damping is PageRank's α, in (0, 1).
+	Damping float64
+	// UnitTokens bounds the units consecutive core chunks merge into, each
+	// one extraction call, ≥ 1.
+	UnitTokens int
+	// PieceTokens is the size of the text units the skeleton channel quotes
+	// (units re-split), ≥ 1.
+	PieceTokens int
+	// MaxDescriptions bounds the distinct descriptions a merged entity or
+	// relationship keeps (in order of extraction), ≥ 1.
+	MaxDescriptions int
+	// Extractor extracts each unit's entities and relationships.
+	Extractor kgextract.Extractor
+	// Workers run extraction calls in parallel, ≥ 1.
+	Workers  int
+	Logger   *slog.Logger      // nil: discard
+	Progress progress.Reporter // nil: none
+}
+
+// DefaultKETRAGOptions are KET-RAG's: β = 0.8 by PageRank (α = 0.85) over
+// the one-lexical, one-semantic neighbour graph, 1,200-token units,
+// 300-token text units; three descriptions per entity, two workers.
+func DefaultKETRAGOptions() KETRAGOptions {
+	return KETRAGOptions{Beta: 0.8, Selection: SelectPageRank, Seed: 42, KNN: graphops.DefaultKNNOptions(), Damping: 0.85,
+		UnitTokens: 1200, PieceTokens: 300, MaxDescriptions: 3, Workers: 2}
+}
+
+func (o *KETRAGOptions) validate() error {
+	switch {
+	case !(o.Beta > 0 && o.Beta <= 1):
+		return fmt.Errorf("index: ketrag: β must be in (0, 1], got %v", o.Beta)
+	case o.Selection != SelectPageRank && o.Selection != SelectUniform:
+		return fmt.Errorf("index: ketrag: selection %q: want %s or %s", o.Selection, SelectPageRank, SelectUniform)
+	case !(o.Damping > 0 && o.Damping < 1):
+		return fmt.Errorf("index: ketrag: PageRank damping must be in (0, 1), got %v", o.Damping)
+	case o.UnitTokens < 1 || o.PieceTokens < 1:
+		return fmt.Errorf("index: ketrag: unit and text-unit sizes must be ≥ 1 token, got %d and %d", o.UnitTokens, o.PieceTokens)
+	case o.MaxDescriptions < 1:
+		return fmt.Errorf("index: ketrag: max descriptions must be ≥ 1, got %d", o.MaxDescriptions)
+	case o.Extractor == nil:
+		return errors.New("index: ketrag needs an extractor (kgextract.NewLocal or kgextract.NewLLM)")
+	case o.Workers < 1:
+		return fmt.Errorf("index: ketrag: workers must be ≥ 1, got %d", o.Workers)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	return nil
+}
+
+// KETRAGMeta describes the KET-RAG structures in the manifest.
+type KETRAGMeta struct {
+	Tokenizer       string              `json:"tokenizer"`
+	Beta            float64             `json:"beta"`
+	Selection       string              `json:"selection"`
+	Seed            int64               `json:"seed"`
+	KNN             graphops.KNNOptions `json:"knn"`
+	Damping         float64             `json:"damping"`
+	UnitTokens      int                 `json:"unit_tokens"`
+	PieceTokens     int                 `json:"piece_tokens"`
+	MaxDescriptions int                 `json:"max_descriptions"`
+	Extractor       string              `json:"extractor"`
+	ChunkGraphEdges int                 `json:"chunk_graph_edges"`
+	Core            int                 `json:"core"`
+	Units           int                 `json:"units"`
+	UnitTextTokens  int                 `json:"unit_text_tokens"`
+	Pieces          int                 `json:"pieces"`
+	Entities        int                 `json:"entities"`
+	Relationships   int                 `json:"relationships"`
+	Keywords        int                 `json:"keywords"`
+	KeywordEdges    int                 `json:"keyword_edges"`
+	SentenceParts   int                 `json:"sentence_parts"`
+	// Usage is the extraction's cost as the extractor accounted it.
+	Usage kgextract.Usage `json:"usage"`
+	// SkeletonJSONTokens is the size, in tokens, of every unit's
+	// extraction written as the LLM extractor's reply format: what an LLM
+	// reproducing this skeleton would at least have written.
+	SkeletonJSONTokens int     `json:"skeleton_json_tokens"`
+	BuildSeconds       float64 `json:"build_seconds"`
+}
+
+// KETRAG is the index's KET-RAG structures: token counts, PageRank over
+// the chunk graph, the core chunks and their units, the skeleton (entities
+// and relationships with descriptions, vectors and the text units they
+// came from) and the text–keyword bipartite graph.
+type KETRAG struct {
+	Meta        KETRAGMeta
+	NodeTokens  []int32   // cl100k tokens of each index node
+	PageRank    []float32 // each node's PageRank in the chunk graph
+	Core        []int32   // the skeleton's chunks, ascending
+	UnitPtr     []int64   // unit u merges Core[UnitPtr[u]:UnitPtr[u+1]]
+	Pieces      Strings   // text units: units re-split into PieceTokens pieces
+	PieceTokens []int32
+	PieceUnit   []int32
+
+	EntityNames, EntityTypes, EntityDescs Strings
+	EntityRank                            []int32   // distinct relationships per entity
+	EntityVecs                            []float32 // "name:description", unit length or zero
+	EntityPieces                          graphops.CSR
+
+	RelSrc, RelDst []int32
+	RelDescs       Strings
+	RelWeight      []float32
+	RelVecs        []float32
+	RelPieces      graphops.CSR
+	EntityRels     graphops.CSR // entity → its relationships (derived)
+
+	Keywords      Strings
+	KeywordVecs   []float32 // mean of sentence-part vectors, not re-normalised
+	KeywordChunks graphops.CSR
+}
+
+// Strings is a list of strings in one blob.
+type Strings struct {
+	blob []byte
+	off  []int64
+}
+
+// PackStrings packs ss.
+func PackStrings(ss []string) Strings {
+	s := Strings{off: make([]int64, 1, len(ss)+1)}
+	for _, x := range ss {
+		s.blob = append(s.blob, x...)
+		s.off = append(s.off, int64(len(s.blob)))
+	}
+	return s
+}
+
+// Len is the number of strings.
+func (s Strings) Len() int { return len(s.off) - 1 }
+
+// At returns string i (a copy).
+func (s Strings) At(i int) string { return string(s.blob[s.off[i]:s.off[i+1]]) }
+
+// BuildKETRAG builds the KET-RAG structures of ix (docs/methods.md §5.2).
+func BuildKETRAG(ctx context.Context, ix *Index, o KETRAGOptions) (*KETRAG, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := ix.canEmbedText("KET-RAG's skeleton and keywords"); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	tok, err := tiktoken.CL100K()
+	if err != nil {
+		return nil, err
+	}
+	k := &KETRAG{}
+	texts := make([]string, ix.N())
+	ids := make([][]int, ix.N())
+	k.NodeTokens = make([]int32, ix.N())
+	err = forEachParallel(ctx, ix.N(), o.Workers, o.Progress, "tokens", func(_ context.Context, i int) error {
+		texts[i] = ix.indexText(i)
+		ids[i] = tok.Encode(texts[i])
+		k.NodeTokens[i] = int32(len(ids[i]))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	edges, err := k.selectCore(ctx, ix, o)
+	if err != nil {
+		return nil, err
+	}
+	units := k.mergeUnits(ids, o.UnitTokens)
+	unitText := make([]string, len(units))
+	for u, us := range units {
+		unitText[u] = tok.Decode(us)
+		k.Meta.UnitTextTokens += len(us)
+	}
+	graphs, usage, err := extractUnits(ctx, unitText, o)
+	if err != nil {
+		return nil, err
+	}
+	sk := mergeSkeleton(graphs, o.MaxDescriptions)
+	k.splitPieces(units, tok, o.PieceTokens)
+	k.linkPieces(sk)
+	if err := k.embedSkeleton(ctx, ix, sk, o.Progress); err != nil {
+		return nil, err
+	}
+	parts, err := k.buildKeywords(ctx, ix, texts, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	k.deriveEntityRels()
+	k.Meta = KETRAGMeta{Tokenizer: tiktoken.Name, Beta: o.Beta, Selection: o.Selection, Seed: o.Seed, KNN: o.KNN, Damping: o.Damping,
+		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(),
+		ChunkGraphEdges: edges, Core: len(k.Core), Units: len(units), UnitTextTokens: k.Meta.UnitTextTokens, Pieces: k.Pieces.Len(),
+		Entities: k.EntityNames.Len(), Relationships: len(k.RelSrc), Keywords: k.Keywords.Len(), KeywordEdges: len(k.KeywordChunks.Idx),
+		SentenceParts: parts, Usage: usage, SkeletonJSONTokens: skeletonJSONTokens(graphs, tok),
+		BuildSeconds: round4(time.Since(start).Seconds())}
+	o.Logger.Info("ketrag built", "core", k.Meta.Core, "units", k.Meta.Units, "entities", k.Meta.Entities,
+		"relationships", k.Meta.Relationships, "keywords", k.Meta.Keywords, "seconds", k.Meta.BuildSeconds)
+	return k, nil
+}
+
+// canEmbedText refuses an index whose embedder cannot embed new text.
+func (ix *Index) canEmbedText(what string) error {
+	switch {
+	case ix.Meta.Embedder == EmbedderPrecomputed:
+		return fmt.Errorf("index %s: %s need a text embedder, and this index's vectors were precomputed; build the index with LSA or --bi-encoder", ix.Dir, what)
+	case ix.Embedder == nil:
+		return fmt.Errorf("index %s: its vectors come from embedder %q, which %s also need: pass its model folder (--bi-encoder) or, in Go, the embedder", ix.Dir, ix.Meta.Embedder, what)
+	}
+	return nil
+}
+
+// selectCore ranks the nodes by PageRank over the kNN chunk graph and
+// keeps the top floor(β·n) (at least one), or a uniform sample, ascending.
+func (k *KETRAG) selectCore(ctx context.Context, ix *Index, o KETRAGOptions) (int, error) {
+	n := ix.N()
+	o.Progress.Stage("chunk graph and pagerank", 0)
+	defer o.Progress.Finish()
+	var edges []graphops.Edge
+	var err error
+	if n > 1 {
+		if edges, err = graphops.KNNEdges(ctx, ix.Postings, ix.Vectors, ix.Meta.Dims, o.KNN); err != nil {
+			return 0, err
+		}
+	}
+	k.PageRank, err = ChunkPageRank(ctx, n, edges, o.Damping)
+	if err != nil {
+		return 0, err
+	}
+	want := max(1, int(o.Beta*float64(n)))
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	if o.Selection == SelectUniform {
+		rand.New(rand.NewSource(o.Seed)).Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+	} else {
+		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(k.PageRank[b], k.PageRank[a]) })
+	}
+	k.Core = slices.Clone(order[:want])
+	slices.Sort(k.Core)
+	return len(edges), nil
+}
+
+// ChunkPageRank is networkx's unweighted PageRank over the undirected
+// chunk graph (uniform teleport, dangling mass spread uniformly).
+func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping float64) ([]float32, error) {
+	g, err := graphops.Build(n, edges, false)
+	if err != nil {
+		return nil, err
+	}
+	adj := graphops.Undirected(g, false, nil)
+	reset := make([]float64, n)
+	for i := range reset {
+		reset[i] = 1
+	}
+	po := graphops.DefaultPPROptions()
+	po.Damping = damping
+	pr, _, err := graphops.PersonalizedPageRank(ctx, adj, reset, po)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	for i, x := range pr {
+		out[i] = float32(x)
+	}
+	return out, nil
+}
+
+// mergeUnits greedily merges consecutive core chunks (in id order) into
+// units of at most unitTokens tokens; a chunk longer than that is a unit
+// of its own. It returns each unit's token ids.
+func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int) [][]int {
+	var units [][]int
+	k.UnitPtr = []int64{0}
+	var cur []int
+	for i, c := range k.Core {
+		if len(cur) > 0 && len(cur)+len(ids[c]) > unitTokens {
+			units = append(units, cur)
+			k.UnitPtr = append(k.UnitPtr, int64(i))
+			cur = nil
+		}
+		cur = append(cur, ids[c]...)
+	}
+	if len(k.Core) > 0 {
+		units = append(units, cur)
+		k.UnitPtr = append(k.UnitPtr, int64(len(k.Core)))
+	}
+	return units
+}
+
+// extractUnits runs the extractor over every unit on o.Workers goroutines.
+func extractUnits(ctx context.Context, units []string, o KETRAGOptions) ([]kgextract.Graph, kgextract.Usage, error) {
+	graphs := make([]kgextract.Graph, len(units))
+	usages := make([]kgextract.Usage, len(units))
+	err := forEachParallel(ctx, len(units), o.Workers, o.Progress, "extract ("+o.Extractor.Name()+")", func(ctx context.Context, u int) error {
+		g, us, err := o.Extractor.Extract(ctx, units[u])
+		usages[u] = us
+		if err != nil {
+			return fmt.Errorf("index: ketrag: extracting unit %d of %d: %w", u, len(units), err)
+		}
+		graphs[u] = g
+		return nil
+	})
+	var total kgextract.Usage
+	for _, us := range usages {
+		total.Add(us)
+	}
+	return graphs, total, err
+}
+
+// skeleton is the merged extraction before it is stored.
+type skeleton struct {
+	names, types, descs []string
+	entUnits            [][]int32
+	src, dst            []int32
+	relDescs            []string
+	weight              []float32
+	relUnits            [][]int32
+}
+
+// mergeSkeleton merges entities by normalised name (first surface form,
+// most frequent type, distinct descriptions) and relationships by ordered
+// pair (weights summed), in unit order.
+func mergeSkeleton(graphs []kgextract.Graph, maxDesc int) *skeleton {
+	s := &skeleton{}
+	ent := map[string]int32{}
+	typeVotes := []map[string]int{}
+	entDescs := [][]string{}
+	rel := map[[2]int32]int32{}
+	relDescs := [][]string{}
+	entity := func(name, typ, desc string, u int32) int32 {
+		key := kgextract.NormalizeName(name)
+		e, ok := ent[key]
+		if !ok {
+			e = int32(len(s.names))
+			ent[key] = e
+			s.names = append(s.names, name)
+			typeVotes = append(typeVotes, map[string]int{})
+			entDescs = append(entDescs, nil)
+			s.entUnits = append(s.entUnits, nil)
+		}
+		if typ != "" {
+			typeVotes[e][typ]++
+		}
+		entDescs[e] = appendDesc(entDescs[e], desc, maxDesc)
+		s.entUnits[e] = appendUnit(s.entUnits[e], u)
+		return e
+	}
+	for u, g := range graphs {
+		for _, e := range g.Entities {
+			if kgextract.NormalizeName(e.Name) != "" {
+				entity(e.Name, e.Type, e.Description, int32(u))
+			}
+		}
+		for _, r := range g.Relationships {
+			a, b := kgextract.NormalizeName(r.Source), kgextract.NormalizeName(r.Target)
+			if a == "" || b == "" || a == b {
+				continue
+			}
+			pair := [2]int32{entity(r.Source, "", "", int32(u)), entity(r.Target, "", "", int32(u))}
+			id, ok := rel[pair]
+			if !ok {
+				id = int32(len(s.src))
+				rel[pair] = id
+				s.src, s.dst = append(s.src, pair[0]), append(s.dst, pair[1])
+				s.weight = append(s.weight, 0)
+				relDescs = append(relDescs, nil)
+				s.relUnits = append(s.relUnits, nil)
+			}
+			s.weight[id] += float32(r.Weight)
+			relDescs[id] = appendDesc(relDescs[id], r.Description, maxDesc)
+			s.relUnits[id] = appendUnit(s.relUnits[id], int32(u))
+		}
+	}
+	for e := range s.names {
+		s.types = append(s.types, topVote(typeVotes[e]))
+		s.descs = append(s.descs, strings.Join(entDescs[e], "\n"))
+	}
+	for _, d := range relDescs {
+		s.relDescs = append(s.relDescs, strings.Join(d, "\n"))
+	}
+	return s
+}
+
+func appendDesc(ds []string, d string, maxDesc int) []string {
+	if d = strings.TrimSpace(d); d == "" || len(ds) >= maxDesc || slices.Contains(ds, d) {
+		return ds
+	}
+	return append(ds, d)
+}
+
+func appendUnit(us []int32, u int32) []int32 {
+	if len(us) > 0 && us[len(us)-1] == u {
+		return us
+	}
+	return append(us, u)
+}
+
+// topVote is the most frequent type, ties to the alphabetically first.
+func topVote(v map[string]int) string {
+	best, n := "", 0
+	for t, c := range v {
+		if c > n || c == n && t < best {
+			best, n = t, c
+		}
+	}
+	return best
+}
+
+// splitPieces re-splits every unit into pieceTokens-token text units.
+func (k *KETRAG) splitPieces(units [][]int, tok *tiktoken.Encoder, pieceTokens int) {
+	var texts []string
+	for u, ids := range units {
+		for s := 0; s < len(ids); s += pieceTokens {
+			e := min(s+pieceTokens, len(ids))
+			texts = append(texts, tok.Decode(ids[s:e]))
+			k.PieceTokens = append(k.PieceTokens, int32(e-s))
+			k.PieceUnit = append(k.PieceUnit, int32(u))
+		}
+	}
+	k.Pieces = PackStrings(texts)
+}
+
+// linkPieces maps entities and relationships to the text units of their
+// units that mention them (an entity's name, lowercased, found in the
+// piece; a relationship's source or target); a unit none of whose pieces
+// mentions them contributes its first piece. The skeleton's names and
+// descriptions move into k.
+func (k *KETRAG) linkPieces(s *skeleton) {
+	first := make([]int32, len(k.UnitPtr)) // first piece of each unit
+	for p := len(k.PieceUnit) - 1; p >= 0; p-- {
+		first[k.PieceUnit[p]] = int32(p)
+	}
+	lower := make([]string, k.Pieces.Len())
+	for p := range lower {
+		lower[p] = strings.ToLower(k.Pieces.At(p))
+	}
+	mentions := func(units []int32, names ...string) []int32 {
+		var out []int32
+		for _, u := range units {
+			found := false
+			for p := first[u]; int(p) < len(k.PieceUnit) && k.PieceUnit[p] == u; p++ {
+				for _, n := range names {
+					if strings.Contains(lower[p], strings.ToLower(n)) {
+						out, found = append(out, p), true
+						break
+					}
+				}
+			}
+			if !found {
+				out = append(out, first[u])
+			}
+		}
+		return out
+	}
+	entRows := make([][]int32, len(s.names))
+	for e := range entRows {
+		entRows[e] = mentions(s.entUnits[e], s.names[e])
+	}
+	relRows := make([][]int32, len(s.src))
+	for r := range relRows {
+		relRows[r] = mentions(s.relUnits[r], s.names[s.src[r]], s.names[s.dst[r]])
+	}
+	k.EntityPieces, k.RelPieces = graphops.RowsCSR(entRows), graphops.RowsCSR(relRows)
+	k.EntityNames, k.EntityTypes, k.EntityDescs = PackStrings(s.names), PackStrings(s.types), PackStrings(s.descs)
+	k.RelSrc, k.RelDst, k.RelDescs, k.RelWeight = s.src, s.dst, PackStrings(s.relDescs), s.weight
+	k.EntityRank = make([]int32, len(s.names))
+	for r := range s.src {
+		k.EntityRank[s.src[r]]++
+		k.EntityRank[s.dst[r]]++
+	}
+}
+
+// embedSkeleton embeds "name:description" of every entity (as GraphRAG
+// embeds entity descriptions) and every relationship's description.
+func (k *KETRAG) embedSkeleton(ctx context.Context, ix *Index, s *skeleton, p progress.Reporter) error {
+	texts := make([]string, len(s.names))
+	for e := range texts {
+		texts[e] = s.names[e] + ":" + s.descs[e]
+	}
+	var err error
+	if k.EntityVecs, err = embedAll(ctx, ix, "entity descriptions", texts, p); err != nil {
+		return err
+	}
+	k.RelVecs, err = embedAll(ctx, ix, "relationship descriptions", s.relDescs, p)
+	return err
+}
+
+// buildKeywords builds the text–keyword graph over every node and the
+// keyword vectors; it returns the number of sentence parts.
+func (k *KETRAG) buildKeywords(ctx context.Context, ix *Index, texts []string, p progress.Reporter) (int, error) {
+	seg, err := ner.NewSegmenter()
+	if err != nil {
+		return 0, err
+	}
+	p.Stage("keyword graph", 0)
+	g, err := graphops.BuildKeywordGraph(ctx, texts, graphops.KeywordText{Sentences: seg.Split, Words: lexical.TreebankWords, Keep: lexical.IsKeyword})
+	p.Finish()
+	if err != nil {
+		return 0, err
+	}
+	partVecs, err := embedAll(ctx, ix, "sentence parts", g.Parts, p)
+	if err != nil {
+		return 0, err
+	}
+	k.Keywords, k.KeywordChunks = PackStrings(g.Keywords), g.Chunks
+	k.KeywordVecs = graphops.MeanRows(g.Mentions, partVecs, ix.Meta.Dims)
+	return len(g.Parts), nil
+}
+
+// deriveEntityRels builds entity → relationships from the endpoints.
+func (k *KETRAG) deriveEntityRels() {
+	rows := make([][]int32, k.EntityNames.Len())
+	for r := range k.RelSrc {
+		rows[k.RelSrc[r]] = append(rows[k.RelSrc[r]], int32(r))
+		rows[k.RelDst[r]] = append(rows[k.RelDst[r]], int32(r))
+	}
+	k.EntityRels = graphops.RowsCSR(rows)
+}
+
+// skeletonJSONTokens counts the tokens of every unit's extraction written
+// in the LLM extractor's reply format.
+func skeletonJSONTokens(graphs []kgextract.Graph, tok *tiktoken.Encoder) int {
+	n := 0
+	for _, g := range graphs {
+		if g.Entities == nil {
+			g.Entities = []kgextract.Entity{}
+		}
+		if g.Relationships == nil {
+			g.Relationships = []kgextract.Relationship{}
+		}
+		b, _ := json.Marshal(g)
+		n += tok.Count(string(b))
+	}
+	return n
+}

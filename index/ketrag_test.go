@@ -1,0 +1,170 @@
+package index
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
+	"github.com/gleaner-rag/gleaner/models/ner"
+)
+
+func ketragOptions(t *testing.T, ix *Index) KETRAGOptions {
+	t.Helper()
+	ex, err := kgextract.NewLocal(ner.NewGazetteer(titlesOf(ix), ner.DefaultMinTitleLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultKETRAGOptions()
+	o.Extractor = ex
+	o.UnitTokens, o.PieceTokens = 200, 60
+	return o
+}
+
+// TestKETRAGRoundTrip builds KET-RAG's structures, checks their
+// invariants, stores them, reopens the index and finds the same arrays.
+func TestKETRAGRoundTrip(t *testing.T) {
+	ix := build(t, smallCorpus())
+	o := ketragOptions(t, ix)
+	k, err := BuildKETRAG(context.Background(), ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := ix.N()
+	if want := int(0.8 * float64(n)); len(k.Core) != want || !slices.IsSorted(k.Core) {
+		t.Fatalf("core: %d chunks (sorted %v), want floor(0.8·%d) = %d", len(k.Core), slices.IsSorted(k.Core), n, want)
+	}
+	// The core holds the highest-PageRank chunks.
+	in := map[int32]bool{}
+	for _, c := range k.Core {
+		in[c] = true
+	}
+	var minIn, maxOut float32 = math.MaxFloat32, 0
+	for i, p := range k.PageRank {
+		if in[int32(i)] {
+			minIn = min(minIn, p)
+		} else {
+			maxOut = max(maxOut, p)
+		}
+	}
+	if minIn < maxOut {
+		t.Fatalf("a chunk outside the core outranks one inside: %v < %v", minIn, maxOut)
+	}
+	// Units merge consecutive core chunks up to UnitTokens.
+	for u := 0; u+1 < len(k.UnitPtr); u++ {
+		tokens := 0
+		for _, c := range k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]] {
+			tokens += int(k.NodeTokens[c])
+		}
+		single := k.UnitPtr[u+1]-k.UnitPtr[u] == 1
+		if tokens > o.UnitTokens && !single {
+			t.Fatalf("unit %d holds %d tokens > %d", u, tokens, o.UnitTokens)
+		}
+		if u+2 < len(k.UnitPtr) && tokens+int(k.NodeTokens[k.Core[k.UnitPtr[u+1]]]) <= o.UnitTokens {
+			t.Fatalf("unit %d stopped although the next chunk fits", u)
+		}
+	}
+	for p := range k.PieceTokens {
+		if k.PieceTokens[p] > int32(o.PieceTokens) || k.PieceTokens[p] < 1 {
+			t.Fatalf("text unit %d: %d tokens", p, k.PieceTokens[p])
+		}
+	}
+	if k.Meta.Entities == 0 || k.Meta.Relationships == 0 || k.Meta.Keywords == 0 || k.Meta.SkeletonJSONTokens == 0 {
+		t.Fatalf("empty skeleton or keywords: %+v", k.Meta)
+	}
+	// Every relationship's ends exist; ranks count relationships.
+	deg := make([]int32, k.EntityNames.Len())
+	for r := range k.RelSrc {
+		deg[k.RelSrc[r]]++
+		deg[k.RelDst[r]]++
+	}
+	if !slices.Equal(deg, k.EntityRank) {
+		t.Fatal("entity ranks are not relationship degrees")
+	}
+	// A keyword's chunks hold it.
+	for w := 0; w < min(50, k.Keywords.Len()); w++ {
+		for _, c := range k.KeywordChunks.Neighbors(w) {
+			if !strings.Contains(ix.indexText(int(c)), strings.Trim(k.Keywords.At(w), "`'")) {
+				t.Fatalf("keyword %q is not in chunk %d", k.Keywords.At(w), c)
+			}
+		}
+	}
+
+	dir := ix.Dir
+	ix.Close()
+	if _, err := SetKETRAG(context.Background(), dir, nil, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetGraph(context.Background(), dir, "extra", []graphops.Edge{{Src: 0, Dst: 1, W: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	g := got.KETRAG
+	if g == nil || g.Meta.Entities != k.Meta.Entities || !slices.Equal(g.Core, k.Core) || !slices.Equal(g.KeywordVecs, k.KeywordVecs) ||
+		g.EntityDescs.At(3) != k.EntityDescs.At(3) || !slices.Equal(g.RelPieces.Idx, k.RelPieces.Idx) || g.EntityRels.N() != k.Meta.Entities {
+		t.Fatal("the reopened KET-RAG structures differ")
+	}
+}
+
+func TestKETRAGUniformSelectionIsSeeded(t *testing.T) {
+	ix := build(t, smallCorpus())
+	o := ketragOptions(t, ix)
+	o.Selection, o.Beta = SelectUniform, 0.2
+	a, err := BuildKETRAG(context.Background(), ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := BuildKETRAG(context.Background(), ix, o)
+	o.Seed++
+	c, _ := BuildKETRAG(context.Background(), ix, o)
+	if !slices.Equal(a.Core, b.Core) || slices.Equal(a.Core, c.Core) || len(a.Core) != int(0.2*float64(ix.N())) {
+		t.Fatalf("uniform selection: %v / %v / %v", a.Core, b.Core, c.Core)
+	}
+}
+
+func TestKETRAGOptionsValidate(t *testing.T) {
+	ix := build(t, smallCorpus())
+	good := ketragOptions(t, ix)
+	for name, edit := range map[string]func(*KETRAGOptions){
+		"beta0":     func(o *KETRAGOptions) { o.Beta = 0 },
+		"beta>1":    func(o *KETRAGOptions) { o.Beta = 1.5 },
+		"betaNaN":   func(o *KETRAGOptions) { o.Beta = math.NaN() },
+		"selection": func(o *KETRAGOptions) { o.Selection = "random" },
+		"damping":   func(o *KETRAGOptions) { o.Damping = 1 },
+		"units":     func(o *KETRAGOptions) { o.UnitTokens = 0 },
+		"pieces":    func(o *KETRAGOptions) { o.PieceTokens = -1 },
+		"descs":     func(o *KETRAGOptions) { o.MaxDescriptions = 0 },
+		"extractor": func(o *KETRAGOptions) { o.Extractor = nil },
+		"workers":   func(o *KETRAGOptions) { o.Workers = 0 },
+	} {
+		o := good
+		edit(&o)
+		if _, err := BuildKETRAG(context.Background(), ix, o); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+}
+
+func TestMergeSkeleton(t *testing.T) {
+	gs := []kgextract.Graph{
+		{Entities: []kgextract.Entity{{Name: "Ann Lee", Type: "PERSON", Description: "a"}, {Name: "Paris", Type: "GEO", Description: "p"}},
+			Relationships: []kgextract.Relationship{{Source: "Ann Lee", Target: "Paris", Description: "r1", Weight: 2}}},
+		{Entities: []kgextract.Entity{{Name: "ann lee.", Type: "PERSON", Description: "b"}, {Name: "ANN LEE", Type: "ORG", Description: "a"}},
+			Relationships: []kgextract.Relationship{{Source: "ann lee", Target: "paris", Description: "r2", Weight: 3}, {Source: "Paris", Target: "Rome", Description: "r3", Weight: 1}}},
+	}
+	s := mergeSkeleton(gs, 2)
+	if !slices.Equal(s.names, []string{"Ann Lee", "Paris", "Rome"}) || s.types[0] != "PERSON" || s.descs[0] != "a\nb" {
+		t.Fatalf("entities %q %q %q", s.names, s.types, s.descs)
+	}
+	if len(s.src) != 2 || s.weight[0] != 5 || s.relDescs[0] != "r1\nr2" || !slices.Equal(s.relUnits[0], []int32{0, 1}) || s.types[2] != "" {
+		t.Fatalf("relationships %v %v %v %q", s.src, s.dst, s.weight, s.relDescs)
+	}
+}
