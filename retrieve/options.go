@@ -89,6 +89,8 @@ type Options struct {
 	PPR PPROptions
 	// TriGraph configures "nexusrag" and "linearrag".
 	TriGraph TriGraphOptions
+	// KETRAG configures "ketrag".
+	KETRAG KETRAGOptions
 }
 
 // DefaultOptions are the documented defaults of every method (docs in
@@ -104,6 +106,7 @@ func DefaultOptions() Options {
 		RerankDepth: 100,
 		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5},
 		TriGraph:    triGraph2Wiki,
+		KETRAG:      DefaultKETRAGOptions(),
 	}
 }
 
@@ -173,7 +176,7 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate()} {
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

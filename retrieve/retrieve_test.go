@@ -33,6 +33,7 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 		t.Fatal(err)
 	}
 	addTitlesTriGraph(t, c, dir) // so every registered method runs
+	addKETRAG(t, c, dir)
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,138 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/tiktoken"
+)
+
+// LLMContext is the text a method hands an answering LLM, with its size
+// in cl100k_base tokens and the index nodes whose text it quotes, in order.
+type LLMContext struct {
+	Text     string
+	Tokens   int
+	Nodes    []int32
+	Sections []ContextSection // the tables it joins, in order
+}
+
+// ContextSection describes one table of a context.
+type ContextSection struct {
+	Name   string
+	Rows   int
+	Tokens int
+}
+
+// ContextBuilder is a method that assembles its own context under a token
+// budget (ketrag). Other methods' contexts are their top nodes
+// (FillContext).
+type ContextBuilder interface {
+	BuildContext(ctx context.Context, q Query, budget int) (*LLMContext, error)
+}
+
+// SourcesHeader heads a table of quoted chunks, GraphRAG's way.
+const SourcesHeader = "-----Text sources-----\nid|text\n"
+
+// BuildContext returns m's context for q within budget tokens: its own
+// when m is a ContextBuilder, else FillContext over its top depth nodes.
+func BuildContext(ctx context.Context, m Method, ix *index.Index, q Query, budget, depth int) (*LLMContext, error) {
+	if budget < 1 {
+		return nil, fmt.Errorf("retrieve: context budget must be ≥ 1 token, got %d", budget)
+	}
+	if cb, ok := m.(ContextBuilder); ok {
+		return cb.BuildContext(ctx, q, budget)
+	}
+	hits, err := m.Retrieve(ctx, q, depth)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]int32, len(hits))
+	for i, h := range hits {
+		nodes[i] = h.Index
+	}
+	return FillContext(ix, nodes, budget)
+}
+
+// FillContext quotes nodes in order as "chunk_<id>|text" rows under
+// SourcesHeader while the whole stays within budget tokens; a node that
+// does not fit ends the table, as GraphRAG's table builders stop.
+func FillContext(ix *index.Index, nodes []int32, budget int) (*LLMContext, error) {
+	tok, err := tiktoken.CL100K()
+	if err != nil {
+		return nil, err
+	}
+	t := newTable(tok, SourcesHeader, budget)
+	out := &LLMContext{}
+	for _, n := range nodes {
+		if !t.add(chunkRow(ix, n)) {
+			break
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	out.Text, out.Tokens = t.finish()
+	out.Nodes = out.Nodes[:t.rows]
+	out.Sections = []ContextSection{{Name: "sources", Rows: t.rows, Tokens: out.Tokens}}
+	return out, nil
+}
+
+// chunkRow is a node's row in a sources table.
+func chunkRow(ix *index.Index, n int32) string {
+	return "chunk_" + ix.NodeID(int(n)) + "|" + ix.Text(int(n)) + "\n"
+}
+
+// table accumulates rows under a header while the token count, summed
+// row by row as GraphRAG sums it, stays within the budget; finish then
+// checks the joined text itself and drops rows from the end while it is
+// over (tokens can merge across a row boundary), so the result never
+// exceeds the budget.
+type table struct {
+	tok    *tiktoken.Encoder
+	budget int
+	lines  []string
+	counts []int
+	used   int
+	rows   int
+}
+
+func newTable(tok *tiktoken.Encoder, header string, budget int) *table {
+	t := &table{tok: tok, budget: budget}
+	if n := tok.Count(header); n <= budget {
+		t.lines, t.counts, t.used = []string{header}, []int{n}, n
+	}
+	return t
+}
+
+// add appends a row if it fits; false when it does not (or no header fit).
+func (t *table) add(row string) bool {
+	if len(t.lines) == 0 {
+		return false
+	}
+	n := t.tok.Count(row)
+	if t.used+n > t.budget {
+		return false
+	}
+	t.lines, t.counts = append(t.lines, row), append(t.counts, n)
+	t.used += n
+	t.rows++
+	return true
+}
+
+// finish returns the table's text and exact token count; a table without
+// rows is empty.
+func (t *table) finish() (string, int) {
+	for t.rows > 0 {
+		s := strings.Join(t.lines, "")
+		if n := t.tok.Count(s); n <= t.budget {
+			return s, n
+		}
+		t.lines, t.counts = t.lines[:len(t.lines)-1], t.counts[:len(t.counts)-1]
+		t.rows--
+	}
+	return "", 0
+}
+
+// itoa is strconv.Itoa for table ids.
+func itoa(i int) string { return strconv.Itoa(i) }

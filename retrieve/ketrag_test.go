@@ -1,0 +1,199 @@
+package retrieve_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/models/tiktoken"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// addKETRAG stores KET-RAG's structures (local extraction over the
+// corpus's titles) in the index at dir.
+func addKETRAG(t *testing.T, c *corpus.Corpus, dir string) {
+	t.Helper()
+	var titles []string
+	for _, n := range c.Nodes {
+		titles = append(titles, n.Title)
+	}
+	ex, err := kgextract.NewLocal(ner.NewGazetteer(titles, ner.DefaultMinTitleLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := index.DefaultKETRAGOptions()
+	o.Extractor = ex
+	o.UnitTokens, o.PieceTokens = 300, 80
+	if _, err := index.SetKETRAG(context.Background(), dir, nil, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openKETRAG(t *testing.T) (*index.Index, *corpus.Corpus) {
+	t.Helper()
+	c := synth.Generate(synth.Options{People: 60, Cities: 12, Countries: 4, Bands: 15, Queries: 20, Seed: 5})
+	dir := filepath.Join(t.TempDir(), "ix")
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 16
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	addKETRAG(t, c, dir)
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, c
+}
+
+// TestKETRAGContextRespectsTheBudget: for every budget and θ, the context
+// is at most the budget in cl100k tokens, its reported size is exact, and
+// the channels appear as θ says.
+func TestKETRAGContextRespectsTheBudget(t *testing.T) {
+	ix, c := openKETRAG(t)
+	tok, _ := tiktoken.CL100K()
+	for _, theta := range []float64{0, 0.5, 1} {
+		o := retrieve.DefaultOptions()
+		o.KETRAG.Theta = theta
+		m, err := retrieve.NewWith("ketrag", ix, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := m.(retrieve.ContextBuilder)
+		for _, budget := range []int{1, 20, 150, 600, 3000, 12000} {
+			for _, q := range c.Queries[:8] {
+				ctx, err := cb.BuildContext(context.Background(), retrieve.Query{ID: q.ID, Text: q.Text}, budget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := tok.Count(ctx.Text); n != ctx.Tokens || n > budget {
+					t.Fatalf("θ %v budget %d: context of %d tokens (reported %d)", theta, budget, n, ctx.Tokens)
+				}
+				hasKW := strings.Contains(ctx.Text, "-----Text source that may be relevant-----")
+				hasSK := strings.Contains(ctx.Text, "-----Entities-----")
+				if budget >= 3000 && (hasKW != (theta < 1) || hasSK != (theta > 0)) {
+					t.Fatalf("θ %v budget %d: keyword channel %v, skeleton %v", theta, budget, hasKW, hasSK)
+				}
+				if theta == 0 && budget >= 600 {
+					for _, s := range ctx.Sections {
+						if s.Name == "keyword sources" && s.Tokens > budget {
+							t.Fatalf("keyword channel over T: %+v", s)
+						}
+					}
+				}
+				if len(ctx.Nodes) == 0 && budget >= 600 {
+					t.Fatalf("θ %v budget %d: a context quoting no chunk", theta, budget)
+				}
+			}
+		}
+	}
+}
+
+// TestKETRAGKeywordChannelWithinT: with θ = 0.5 the keyword table stays
+// within int(λ/2) tokens, and the skeleton gets what it leaves.
+func TestKETRAGKeywordChannelWithinT(t *testing.T) {
+	ix, c := openKETRAG(t)
+	m, _ := retrieve.New("ketrag", ix)
+	for _, budget := range []int{400, 2000} {
+		ctx, err := m.(retrieve.ContextBuilder).BuildContext(context.Background(), retrieve.Query{Text: c.Queries[0].Text}, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, s := range ctx.Sections {
+			total += s.Tokens
+			if s.Name == "keyword sources" && s.Tokens > budget/2 {
+				t.Fatalf("keyword table %d tokens > T = %d", s.Tokens, budget/2)
+			}
+		}
+		if total > budget {
+			t.Fatalf("sections sum to %d > %d", total, budget)
+		}
+	}
+}
+
+func TestKETRAGRetrieveRanksContextChunksFirst(t *testing.T) {
+	ix, c := openKETRAG(t)
+	m, _ := retrieve.New("ketrag", ix)
+	q := retrieve.Query{Text: c.Queries[1].Text}
+	hits, err := m.Retrieve(context.Background(), q, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 30 {
+		t.Fatalf("%d hits", len(hits))
+	}
+	seen := map[int32]bool{}
+	for _, h := range hits {
+		if seen[h.Index] {
+			t.Fatal("a chunk ranked twice")
+		}
+		seen[h.Index] = true
+	}
+	ctx, _ := m.(retrieve.ContextBuilder).BuildContext(context.Background(), q, retrieve.DefaultKETRAGOptions().Budget)
+	n := min(len(ctx.Nodes), 30)
+	for i := 0; i < n; i++ {
+		if hits[i].Index != ctx.Nodes[i] {
+			t.Fatalf("rank %d: %d, the context quotes %d", i, hits[i].Index, ctx.Nodes[i])
+		}
+	}
+}
+
+func TestKETRAGErrors(t *testing.T) {
+	ix, _ := openSynthOnce(t) // no KET-RAG structures
+	if _, err := retrieve.New("ketrag", ix); err == nil || !strings.Contains(err.Error(), "graph build --kind ketrag") {
+		t.Fatalf("no structures: %v", err)
+	}
+	o := retrieve.DefaultOptions()
+	for _, edit := range []func(*retrieve.KETRAGOptions){
+		func(k *retrieve.KETRAGOptions) { k.Budget = 0 },
+		func(k *retrieve.KETRAGOptions) { k.Theta = 1.5 },
+		func(k *retrieve.KETRAGOptions) { k.TopKeywords = 0 },
+		func(k *retrieve.KETRAGOptions) { k.TextUnitProp = -0.1 },
+	} {
+		oo := o
+		edit(&oo.KETRAG)
+		if oo.Validate() == nil {
+			t.Errorf("accepted %+v", oo.KETRAG)
+		}
+	}
+}
+
+// TestFillContext: baselines' contexts are their top nodes in order,
+// within the budget.
+func TestFillContext(t *testing.T) {
+	ix, c := openKETRAG(t)
+	tok, _ := tiktoken.CL100K()
+	m, _ := retrieve.New("bm25", ix)
+	for _, budget := range []int{5, 100, 1000} {
+		ctx, err := retrieve.BuildContext(context.Background(), m, ix, retrieve.Query{Text: c.Queries[2].Text}, budget, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := tok.Count(ctx.Text); n > budget || n != ctx.Tokens {
+			t.Fatalf("budget %d: %d tokens", budget, n)
+		}
+		hits, _ := m.Retrieve(context.Background(), retrieve.Query{Text: c.Queries[2].Text}, len(ctx.Nodes))
+		for i, h := range hits {
+			if ctx.Nodes[i] != h.Index {
+				t.Fatal("FillContext changed the ranking's order")
+			}
+		}
+		if budget == 1000 && (len(ctx.Nodes) == 0 || !slices.ContainsFunc(ctx.Nodes, func(n int32) bool { return strings.Contains(ctx.Text, ix.Text(int(n))) })) {
+			t.Fatal("the context does not quote its nodes")
+		}
+	}
+	if _, err := retrieve.BuildContext(context.Background(), m, ix, retrieve.Query{Text: "x"}, 0, 10); err == nil {
+		t.Fatal("budget 0 accepted")
+	}
+}
