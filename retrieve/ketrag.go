@@ -332,7 +332,9 @@ func row(cols ...string) string {
 	return strings.Join(cols, "|") + "\n"
 }
 
-func (m *ketrag) relRank(r int32) int { return int(m.k.EntityRank[m.k.RelSrc[r]] + m.k.EntityRank[m.k.RelDst[r]]) }
+func (m *ketrag) relRank(r int32) int {
+	return int(m.k.EntityRank[m.k.RelSrc[r]] + m.k.EntityRank[m.k.RelDst[r]])
+}
 
 // relationshipTable grows the selected entities one by one, each time
 // building the relationship table truncated at the local budget, and keeps
