@@ -11,6 +11,14 @@ import (
 // text of one of the top k retrieved nodes.
 const AnswerRecall = "answer_recall"
 
+// ContextAnswerRecall is the share of questions whose gold answer occurs
+// in the method's LLM context of B tokens (context_answer_recall@B), and
+// ContextTokens the context's mean size (context_tokens@B).
+const (
+	ContextAnswerRecall = "context_answer_recall"
+	ContextTokens       = "context_tokens"
+)
+
 // NormalizeAnswer is SQuAD's answer normalisation: lower case, ASCII
 // punctuation removed, the articles "a", "an" and "the" removed, runs of
 // white space collapsed to one space.

@@ -69,9 +69,11 @@ type Report struct {
 	Topological bool   `json:"topological"`
 	// Gold and Answers say whether the queries carry gold nodes (rank
 	// metrics) and gold answers (answer_recall).
-	Gold    bool           `json:"gold"`
-	Answers bool           `json:"answers"`
-	Methods []MethodReport `json:"methods"`
+	Gold    bool `json:"gold"`
+	Answers bool `json:"answers"`
+	// ContextBudgets are the context sizes scored (Options.ContextBudgets).
+	ContextBudgets []int          `json:"context_budgets,omitempty"`
+	Methods        []MethodReport `json:"methods"`
 }
 
 // WriteJSON writes the report to path atomically.
@@ -139,6 +141,11 @@ func (r *Report) columns(names []string) []string {
 	}
 	for i, c := range cols {
 		cols[i] = Name(c, r.K)
+	}
+	if r.Answers {
+		for _, b := range r.ContextBudgets {
+			cols = append(cols, Name(ContextAnswerRecall, b), Name(ContextTokens, b))
+		}
 	}
 	return cols
 }

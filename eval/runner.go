@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -31,7 +32,12 @@ type Options struct {
 	GraphKinds  []string             // edges Topological Recall walks (default: all kinds)
 	Vectors     map[string][]float32 // query vectors by query id (precomputed indexes)
 	RunDir      string               // where TREC runs are written; "" = none
-	Logger      *slog.Logger
+	// ContextBudgets, when set, also scores each method's LLM context at
+	// these sizes in cl100k_base tokens (retrieve.BuildContext: ketrag's
+	// own context, other methods' top nodes): context_answer_recall@B and
+	// context_tokens@B.
+	ContextBudgets []int
+	Logger         *slog.Logger
 	// Progress shows queries done per method (nil: none); long
 	// evaluations with transformer models take minutes.
 	Progress progress.Reporter
@@ -60,6 +66,11 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("eval: concurrency must be ≥ 1, got %d", o.Concurrency)
 	}
 	o.Concurrency = max(o.Concurrency, 1)
+	for _, b := range o.ContextBudgets {
+		if b < 1 {
+			return fmt.Errorf("eval: context budgets must be ≥ 1 token, got %v", o.ContextBudgets)
+		}
+	}
 	if o.trOnce == nil {
 		o.trOnce = &sync.Once{}
 	}
@@ -99,6 +110,7 @@ func Evaluate(ctx context.Context, ix *index.Index, qs []corpus.Query, methods [
 type outcome struct {
 	run []Entry
 	ms  float64
+	ctx map[string]float64 // context metrics (ContextBudgets)
 }
 
 func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, rep *Report, o *Options) (*MethodReport, error) {
@@ -115,6 +127,13 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 		run[q.ID] = outs[i].run
 		lat[i] = outs[i].ms
 		scores, ok := scoreQuery(ix, q, outs[i].run, rep, o)
+		if len(outs[i].ctx) > 0 {
+			if !ok {
+				scores = map[string]float64{}
+			}
+			maps.Copy(scores, outs[i].ctx)
+			ok = true
+		}
 		mr.add(q.ID, scores, ok)
 	}
 	mr.average()
@@ -229,7 +248,38 @@ func runOne(ctx context.Context, ix *index.Index, q corpus.Query, m retrieve.Met
 	for i, h := range hits {
 		out.run[i] = Entry{Doc: ix.NodeID(int(h.Index)), Score: float64(h.Score)}
 	}
+	if len(o.ContextBudgets) > 0 && len(q.Answers) > 0 {
+		var err error
+		if out.ctx, err = scoreContexts(ctx, ix, q, rq, m, hits, o.ContextBudgets); err != nil {
+			return fmt.Errorf("query %q: context: %w", q.ID, err)
+		}
+	}
 	return nil
+}
+
+// scoreContexts builds the method's context at every budget and scores
+// whether it holds a gold answer.
+func scoreContexts(ctx context.Context, ix *index.Index, q corpus.Query, rq retrieve.Query, m retrieve.Method, hits []kernels.Hit, budgets []int) (map[string]float64, error) {
+	out := map[string]float64{}
+	nodes := make([]int32, len(hits))
+	for i, h := range hits {
+		nodes[i] = h.Index
+	}
+	for _, b := range budgets {
+		var c *retrieve.LLMContext
+		var err error
+		if cb, ok := m.(retrieve.ContextBuilder); ok {
+			c, err = cb.BuildContext(ctx, rq, b)
+		} else {
+			c, err = retrieve.FillContext(ix, nodes, b) // the ranking already computed, to depth
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[Name(ContextAnswerRecall, b)] = ScoreAnswers([]string{c.Text}, q.Answers, []int{1})[Name(AnswerRecall, 1)]
+		out[Name(ContextTokens, b)] = float64(c.Tokens)
+	}
+	return out, nil
 }
 
 func writeRunFile(path string, run Run, tag string) error {
@@ -269,7 +319,7 @@ func NewReport(ix *index.Index, o Options) (*Report, error) {
 		return nil, err
 	}
 	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
-		Depth: o.Cutoffs[len(o.Cutoffs)-1], Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0}, nil
+		Depth: o.Cutoffs[len(o.Cutoffs)-1], Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
 }
 
 // add records one query's scores (ok false: skipped, no relevant node).

@@ -3,7 +3,6 @@ package index
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +103,7 @@ type KETRAGMeta struct {
 	PieceTokens     int                 `json:"piece_tokens"`
 	MaxDescriptions int                 `json:"max_descriptions"`
 	Extractor       string              `json:"extractor"`
+	Chunks          int                 `json:"chunks"`
 	ChunkGraphEdges int                 `json:"chunk_graph_edges"`
 	Core            int                 `json:"core"`
 	Units           int                 `json:"units"`
@@ -115,12 +115,8 @@ type KETRAGMeta struct {
 	KeywordEdges    int                 `json:"keyword_edges"`
 	SentenceParts   int                 `json:"sentence_parts"`
 	// Usage is the extraction's cost as the extractor accounted it.
-	Usage kgextract.Usage `json:"usage"`
-	// SkeletonJSONTokens is the size, in tokens, of every unit's
-	// extraction written as the LLM extractor's reply format: what an LLM
-	// reproducing this skeleton would at least have written.
-	SkeletonJSONTokens int     `json:"skeleton_json_tokens"`
-	BuildSeconds       float64 `json:"build_seconds"`
+	Usage        kgextract.Usage `json:"usage"`
+	BuildSeconds float64         `json:"build_seconds"`
 }
 
 // KETRAG is the index's KET-RAG structures: token counts, PageRank over
@@ -228,10 +224,10 @@ func BuildKETRAG(ctx context.Context, ix *Index, o KETRAGOptions) (*KETRAG, erro
 	}
 	k.deriveEntityRels()
 	k.Meta = KETRAGMeta{Tokenizer: tiktoken.Name, Beta: o.Beta, Selection: o.Selection, Seed: o.Seed, KNN: o.KNN, Damping: o.Damping,
-		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(),
+		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(), Chunks: ix.N(),
 		ChunkGraphEdges: edges, Core: len(k.Core), Units: len(units), UnitTextTokens: k.Meta.UnitTextTokens, Pieces: k.Pieces.Len(),
 		Entities: k.EntityNames.Len(), Relationships: len(k.RelSrc), Keywords: k.Keywords.Len(), KeywordEdges: len(k.KeywordChunks.Idx),
-		SentenceParts: parts, Usage: usage, SkeletonJSONTokens: skeletonJSONTokens(graphs, tok),
+		SentenceParts: parts, Usage: usage,
 		BuildSeconds: round4(time.Since(start).Seconds())}
 	o.Logger.Info("ketrag built", "core", k.Meta.Core, "units", k.Meta.Units, "entities", k.Meta.Entities,
 		"relationships", k.Meta.Relationships, "keywords", k.Meta.Keywords, "seconds", k.Meta.BuildSeconds)
@@ -266,19 +262,26 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *Index, o KETRAGOptions) (in
 	if err != nil {
 		return 0, err
 	}
-	want := max(1, int(o.Beta*float64(n)))
+	k.Core = coreOf(k.PageRank, o.Beta, o.Selection, o.Seed)
+	return len(edges), nil
+}
+
+// coreOf picks floor(β·n) nodes (at least one) by PageRank, ties to the
+// lower id, or uniformly with seed; ascending.
+func coreOf(pr []float32, beta float64, selection string, seed int64) []int32 {
+	n := len(pr)
 	order := make([]int32, n)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	if o.Selection == SelectUniform {
-		rand.New(rand.NewSource(o.Seed)).Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+	if selection == SelectUniform {
+		rand.New(rand.NewSource(seed)).Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
 	} else {
-		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(k.PageRank[b], k.PageRank[a]) })
+		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(pr[b], pr[a]) })
 	}
-	k.Core = slices.Clone(order[:want])
-	slices.Sort(k.Core)
-	return len(edges), nil
+	core := slices.Clone(order[:max(1, int(beta*float64(n)))])
+	slices.Sort(core)
+	return core
 }
 
 // ChunkPageRank is networkx's unweighted PageRank over the undirected
@@ -306,24 +309,33 @@ func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping fl
 	return out, nil
 }
 
-// mergeUnits greedily merges consecutive core chunks (in id order) into
-// units of at most unitTokens tokens; a chunk longer than that is a unit
-// of its own. It returns each unit's token ids.
-func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int) [][]int {
-	var units [][]int
-	k.UnitPtr = []int64{0}
-	var cur []int
-	for i, c := range k.Core {
-		if len(cur) > 0 && len(cur)+len(ids[c]) > unitTokens {
-			units = append(units, cur)
-			k.UnitPtr = append(k.UnitPtr, int64(i))
-			cur = nil
+// unitBounds greedily merges consecutive core chunks (in id order) into
+// units of at most unitTokens tokens (a longer chunk is a unit of its
+// own): unit u is core[ptr[u]:ptr[u+1]].
+func unitBounds(core, tokens []int32, unitTokens int) []int64 {
+	ptr := []int64{0}
+	cur := 0
+	for i, c := range core {
+		if cur > 0 && cur+int(tokens[c]) > unitTokens {
+			ptr = append(ptr, int64(i))
+			cur = 0
 		}
-		cur = append(cur, ids[c]...)
+		cur += int(tokens[c])
 	}
-	if len(k.Core) > 0 {
-		units = append(units, cur)
-		k.UnitPtr = append(k.UnitPtr, int64(len(k.Core)))
+	if len(core) > 0 {
+		ptr = append(ptr, int64(len(core)))
+	}
+	return ptr
+}
+
+// mergeUnits sets the units and returns each one's token ids.
+func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int) [][]int {
+	k.UnitPtr = unitBounds(k.Core, k.NodeTokens, unitTokens)
+	units := make([][]int, len(k.UnitPtr)-1)
+	for u := range units {
+		for _, c := range k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]] {
+			units[u] = append(units[u], ids[c]...)
+		}
 	}
 	return units
 }
@@ -556,21 +568,4 @@ func (k *KETRAG) deriveEntityRels() {
 		rows[k.RelDst[r]] = append(rows[k.RelDst[r]], int32(r))
 	}
 	k.EntityRels = graphops.RowsCSR(rows)
-}
-
-// skeletonJSONTokens counts the tokens of every unit's extraction written
-// in the LLM extractor's reply format.
-func skeletonJSONTokens(graphs []kgextract.Graph, tok *tiktoken.Encoder) int {
-	n := 0
-	for _, g := range graphs {
-		if g.Entities == nil {
-			g.Entities = []kgextract.Entity{}
-		}
-		if g.Relationships == nil {
-			g.Relationships = []kgextract.Relationship{}
-		}
-		b, _ := json.Marshal(g)
-		n += tok.Count(string(b))
-	}
-	return n
 }

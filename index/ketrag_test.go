@@ -73,7 +73,7 @@ func TestKETRAGRoundTrip(t *testing.T) {
 			t.Fatalf("text unit %d: %d tokens", p, k.PieceTokens[p])
 		}
 	}
-	if k.Meta.Entities == 0 || k.Meta.Relationships == 0 || k.Meta.Keywords == 0 || k.Meta.SkeletonJSONTokens == 0 {
+	if k.Meta.Entities == 0 || k.Meta.Relationships == 0 || k.Meta.Keywords == 0 {
 		t.Fatalf("empty skeleton or keywords: %+v", k.Meta)
 	}
 	// Every relationship's ends exist; ranks count relationships.
@@ -166,5 +166,35 @@ func TestMergeSkeleton(t *testing.T) {
 	}
 	if len(s.src) != 2 || s.weight[0] != 5 || s.relDescs[0] != "r1\nr2" || !slices.Equal(s.relUnits[0], []int32{0, 1}) || s.types[2] != "" {
 		t.Fatalf("relationships %v %v %v %q", s.src, s.dst, s.weight, s.relDescs)
+	}
+}
+
+// TestKETRAGCosts: at the built β the cost model counts exactly the units
+// extracted and their tokens; β = 1 covers every chunk.
+func TestKETRAGCosts(t *testing.T) {
+	ix := build(t, smallCorpus())
+	o := ketragOptions(t, ix)
+	k, err := BuildKETRAG(context.Background(), ix, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := k.Costs([]float64{0.2, o.Beta, 1}, 500)
+	built := rows[1]
+	if built.Calls != k.Meta.Units || built.Core != k.Meta.Core || built.InputTokens != k.Meta.UnitTextTokens+k.Meta.Units*(500+ChatOverheadTokens) {
+		t.Fatalf("cost at the built β %+v, meta %+v", built, k.Meta)
+	}
+	if built.OutputTokens != -1 {
+		t.Fatalf("output tokens %d without an LLM's accounting", built.OutputTokens)
+	}
+	k.Meta.Usage = kgextract.Usage{Calls: 3, OutputTokens: 600, CacheHits: 1, CachedOutput: 200}
+	if got := k.Costs([]float64{o.Beta}, 500)[0].OutputTokens; got != 800 {
+		t.Fatalf("at the built β the measured output (800 tokens) comes back as %d", got)
+	}
+	all := 0
+	for _, n := range k.NodeTokens {
+		all += int(n)
+	}
+	if rows[2].Core != ix.N() || rows[2].InputTokens-rows[2].Calls*(500+ChatOverheadTokens) != all || rows[0].Calls >= built.Calls {
+		t.Fatalf("β = 1: %+v (all chunks hold %d tokens); β = 0.2: %+v", rows[2], all, rows[0])
 	}
 }

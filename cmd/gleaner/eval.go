@@ -23,7 +23,7 @@ import (
 
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
-	columns                                                      string
+	columns, contextBudgets                                      string
 	biEncoder, pooling                                           string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit, skip                       int
@@ -51,6 +51,9 @@ Metrics at cut-off k (--k; the table's columns, or pick them with --columns):
   hit@k, mrr@k   a relevant node in the top k; reciprocal rank of the first one
   tr@k, misstr@k Topological Recall (FastInsight) and its part from missed nodes (indexes with edges)
   answer_recall@k  questions whose gold answer occurs in a top-k node's title or text (answer-only sets)
+  context_answer_recall@B  questions whose gold answer occurs in the method's LLM context of at most B
+                 cl100k_base tokens (--context-budget B: ketrag's assembled context; other methods'
+                 top nodes quoted in rank order while they fit); context_tokens@B its mean size
   p50/p95 ms     per-query latency; q/s the throughput at --concurrency
 
 Queries come from --queries, by default the queries.jsonl of the corpus the index was built from.
@@ -96,6 +99,7 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	f.m = addMethodFlags(fl, g)
 	fl.StringVar(&f.plot, "plot", "", "after the table, sweep b_max = 10…100 for the --method methods (default: fastinsight, gar, re2-vector, as FastInsight's figures) and write the plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
+	fl.StringVar(&f.contextBudgets, "context-budget", "", "also score each method's LLM context at these sizes in cl100k_base tokens (comma-separated, e.g. 12000,2000): ketrag's own context, other methods' top nodes; context_answer_recall@B and context_tokens@B")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
 	return cmd
@@ -189,6 +193,13 @@ func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (
 		}
 		opt.Cutoffs = append(opt.Cutoffs, k)
 	}
+	for _, c := range splitList(f.contextBudgets) {
+		var b int
+		if _, err := fmt.Sscan(c, &b); err != nil || b <= 0 || fmt.Sprint(b) != c {
+			return opt, fmt.Errorf("--context-budget: %q is not a positive integer", c)
+		}
+		opt.ContextBudgets = append(opt.ContextBudgets, b)
+	}
 	if opt.RunDir == "" && f.report != "" {
 		opt.RunDir = strings.TrimSuffix(f.report, filepath.Ext(f.report)) + ".runs"
 	}
@@ -270,7 +281,7 @@ func sliceQueries(qs []corpus.Query, skip, limit int) ([]corpus.Query, error) {
 
 // checkColumns validates --columns before any query runs.
 func checkColumns(list string, opt eval.Options) error {
-	known := []string{eval.RecallCap, eval.Recall, eval.NDCG, eval.Hit, eval.MRR, eval.AnswerRecall, eval.TR, eval.MissTR}
+	known := []string{eval.RecallCap, eval.Recall, eval.NDCG, eval.Hit, eval.MRR, eval.AnswerRecall, eval.TR, eval.MissTR, eval.ContextAnswerRecall, eval.ContextTokens}
 	for _, c := range splitList(list) {
 		name, at, ok := strings.Cut(c, "@")
 		var k int
@@ -278,6 +289,10 @@ func checkColumns(list string, opt eval.Options) error {
 			return fmt.Errorf("--columns: %q is not metric@k (metrics: %s)", c, strings.Join(known, ", "))
 		}
 		switch {
+		case name == eval.ContextAnswerRecall || name == eval.ContextTokens:
+			if !slices.Contains(opt.ContextBudgets, k) {
+				return fmt.Errorf("--columns: %q: budget %d is not in --context-budget", c, k)
+			}
 		case (name == eval.TR || name == eval.MissTR) && k != opt.K:
 			return fmt.Errorf("--columns: %s is computed at --k %d only", name, opt.K)
 		case k != opt.K && !slices.Contains(opt.Cutoffs, k):

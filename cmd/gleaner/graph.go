@@ -28,11 +28,14 @@ func newGraphBuild(g *globals) *cobra.Command {
 	var mo graphops.MentionOptions
 	ko := graphops.DefaultKNNOptions()
 	tf := &triGraphFlags{o: index.DefaultTriGraphOptions()}
+	kf := &ketragFlags{}
 	cmd := &cobra.Command{
-		Use: "build --kind mentions|knn|trigraph --index <dir>",
+		Use: "build --kind mentions|knn|trigraph|ketrag --index <dir>",
 		Example: `  gleaner graph build --kind mentions --index idx/2wiki
   gleaner graph build --kind knn --index idx/scifact --k-lex 2 --k-sem 2
-  gleaner graph build --kind trigraph --index idx/2wiki --ner prose`,
+  gleaner graph build --kind trigraph --index idx/2wiki --ner prose
+  gleaner graph build --kind ketrag --index idx/musique --beta 0.8
+  OPENAI_API_KEY=… gleaner graph build --kind ketrag --index idx/musique --extractor llm --llm-url https://api.openai.com/v1 --llm-model gpt-4o-mini`,
 		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
 		Long: `Build a graph over the index's nodes.
 
@@ -44,7 +47,14 @@ func newGraphBuild(g *globals) *cobra.Command {
   trigraph  NexusRAG's and LinearRAG's Tri-Graph (methods nexusrag, linearrag): entities found by --ner
             in every sentence, the sentence store, mention counts, entity and sentence vectors from the
             index's embedder, and the entity neighbour matrix W (--co-share, --sim-topk, --kappa,
-            --w-alpha, --tau); stored beside the graph, which it leaves as it is`,
+            --w-alpha, --tau); stored beside the graph, which it leaves as it is
+  ketrag    KET-RAG's structures (method ketrag; nodes are token chunks, see gleaner chunk): cl100k token
+            counts; PageRank over the knn chunk graph (--k-lex, --k-sem, --pr-damping) picking the top --beta
+            share of chunks (or --selection uniform); those merged into ≤ --unit-tokens units; the skeleton
+            extracted from each unit by --extractor local (--ner entities, sentence co-occurrence) or llm
+            (an OpenAI-compatible server; key from --llm-key-env; replies cached in --llm-cache) and merged
+            by normalised name; --piece-tokens text units; the text–keyword graph and keyword vectors.
+            Stored beside the graph, which it leaves as it is`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -60,6 +70,10 @@ func newGraphBuild(g *globals) *cobra.Command {
 			if kind == "trigraph" {
 				return runTriGraph(cmd, g, dir, tf, start)
 			}
+			if kind == "ketrag" {
+				kf.o.KNN = ko
+				return runKETRAG(cmd, g, dir, kf, tf.ner, tf.biEncoder, tf.pooling, tf.o.Workers, start)
+			}
 			edges, err := buildEdges(cmd.Context(), dir, kind, mo, ko)
 			if err != nil {
 				return err
@@ -73,12 +87,13 @@ func newGraphBuild(g *globals) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "index", "", "index folder")
-	fl.StringVar(&kind, "kind", "", "mentions, knn or trigraph")
+	fl.StringVar(&kind, "kind", "", "mentions, knn, trigraph or ketrag")
 	fl.IntVar(&mo.MinTitleLen, "min-title-len", 4, "mentions: shortest title matched, in runes")
 	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
 	fl.IntVar(&ko.Lexical, "k-lex", ko.Lexical, "knn: lexical neighbours per node (0: none)")
 	fl.IntVar(&ko.Semantic, "k-sem", ko.Semantic, "knn: semantic neighbours per node (0: none)")
 	tf.add(fl)
+	kf.add(fl)
 	return cmd
 }
 
@@ -87,17 +102,19 @@ var kindFlags = map[string][]string{
 	"mentions": {"min-title-len", "max-title-hits"},
 	"knn":      {"k-lex", "k-sem"},
 	"trigraph": {"ner", "workers", "co-share", "co-cap", "sim-topk", "kappa", "w-alpha", "tau", "bonus-whole-word", "bi-encoder", "pooling"},
+	"ketrag":   append([]string{"ner", "workers", "k-lex", "k-sem", "bi-encoder", "pooling"}, ketragOnly...),
 }
 
 // flagsOfKind refuses a flag given for another kind than --kind, so a
 // mistyped command is not silently half-applied.
 func flagsOfKind(fl *pflag.FlagSet, kind string) error {
-	if _, ok := kindFlags[kind]; !ok {
-		return fmt.Errorf("--kind must be mentions, knn or trigraph, got %q", kind)
+	mine, ok := kindFlags[kind]
+	if !ok {
+		return fmt.Errorf("--kind must be mentions, knn, trigraph or ketrag, got %q", kind)
 	}
-	for k, names := range kindFlags {
-		for _, n := range names {
-			if k != kind && fl.Changed(n) {
+	for _, k := range []string{"mentions", "knn", "trigraph", "ketrag"} { // a fixed order: the same message every run
+		for _, n := range kindFlags[k] {
+			if fl.Changed(n) && !slices.Contains(mine, n) {
 				return fmt.Errorf("--%s applies to --kind %s, not --kind %s", n, k, kind)
 			}
 		}
@@ -121,17 +138,19 @@ func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOption
 	case "knn":
 		return graphops.KNNEdges(ctx, ix.Postings, ix.Vectors, ix.Meta.Dims, ko)
 	}
-	return nil, fmt.Errorf("--kind must be mentions, knn or trigraph, got %q", kind)
+	return nil, fmt.Errorf("--kind must be mentions, knn, trigraph or ketrag, got %q", kind)
 }
 
 func newGraphStats(g *globals) *cobra.Command {
 	var dir, kind, queries, biEncoder, pooling string
 	var limit, skip int
+	var betas string
 	var mf *methodFlags
 	cmd := &cobra.Command{
 		Use: "stats --index <dir> [--kind k] [--queries q.jsonl]",
 		Example: `  gleaner graph stats --index idx/2wiki --kind mentions --queries data/2wiki/queries.jsonl
-  gleaner graph stats --index idx/2wiki --kind trigraph --queries data/2wiki/queries.jsonl --limit 200`,
+  gleaner graph stats --index idx/2wiki --kind trigraph --queries data/2wiki/queries.jsonl --limit 200
+  gleaner graph stats --index idx/musique --kind ketrag --betas 0.2,0.5,0.8,1`,
 		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for the trigraph, entity statistics and how question entities reach the gold passages",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -140,8 +159,18 @@ func newGraphStats(g *globals) *cobra.Command {
 				return err
 			}
 			defer ix.Close()
-			if kind != "" && kind != "trigraph" && !slices.Contains(ix.Meta.GraphKinds, kind) {
-				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and trigraph when built)", kind, ix.Meta.GraphKinds)
+			if kind != "" && kind != "trigraph" && kind != "ketrag" && !slices.Contains(ix.Meta.GraphKinds, kind) {
+				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and trigraph and ketrag when built)", kind, ix.Meta.GraphKinds)
+			}
+			if kind == "ketrag" {
+				if ix.KETRAG == nil {
+					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoKETRAG)
+				}
+				bs, err := parseBetas(betas)
+				if err != nil {
+					return err
+				}
+				return printKETRAGStats(cmd.OutOrStdout(), ix, bs)
 			}
 			if kind == "trigraph" {
 				if ix.TriGraph == nil {
@@ -183,6 +212,7 @@ func newGraphStats(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
 	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all; after --skip)")
 	cmd.Flags().IntVar(&skip, "skip", 0, "trigraph: leave out the first N queries")
+	cmd.Flags().StringVar(&betas, "betas", "0.2,0.5,0.8,1", "ketrag: the β shares of the extraction cost table")
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (trigraph queries embed with it)")
 	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	mf = addMethodFlags(cmd.Flags(), g)

@@ -41,6 +41,13 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.Float64Var(&f.o.FastInsight.Beta, "beta", d.FastInsight.Beta, "FastInsight STeX structure weight β ≥ 0 (0: similarity only; inf: structure only)")
 	fl.BoolVar(&f.o.FastInsight.KeepIsolated, "keep-isolated", false, "FastInsight: a node without retrieved neighbours keeps its latent (default: literal (1−α)H)")
 	addTriGraphFlags(fl, f)
+	k, dk := &f.o.KETRAG, f.o.KETRAG
+	fl.IntVar(&k.Budget, "budget", dk.Budget, "ketrag: λ, the context's size in cl100k_base tokens")
+	fl.Float64Var(&k.Theta, "theta", dk.Theta, "ketrag: θ in [0,1]; the keyword channel gets int(λ(1−θ)) tokens, the skeleton the rest")
+	fl.IntVar(&k.TopKeywords, "top-keywords", dk.TopKeywords, "ketrag: keywords the keyword channel walks")
+	fl.IntVar(&k.TopEntities, "top-entities", dk.TopEntities, "ketrag: entities the skeleton channel selects")
+	fl.Float64Var(&k.TextUnitProp, "text-unit-prop", dk.TextUnitProp, "ketrag: share of the skeleton's budget for text units (the rest: entities and relationships)")
+	fl.IntVar(&k.TopRelationships, "top-relationships", dk.TopRelationships, "ketrag: out-of-network relationships per selected entity")
 	return f
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -16,11 +17,13 @@ func newQuery(g *globals) *cobra.Command {
 	var dir, method, biEncoder, pooling string
 	var mf *methodFlags
 	var k int
+	var withContext bool
 	cmd := &cobra.Command{
 		Use: "query --index <dir> [--method bm25] [-k 10] <text...>",
 		Example: `  gleaner query --index idx/scifact "vitamin D and bone density"
   gleaner query --index idx/2wiki --graph-kind mentions --method ppr -k 5 "Where did the performer of Respect die?"
-  gleaner query --index idx/2wiki --graph-kind mentions --method fastinsight --first-stage hybrid "..."`,
+  gleaner query --index idx/2wiki --graph-kind mentions --method fastinsight --first-stage hybrid "..."
+  gleaner query --index idx/musique --method ketrag --context --budget 2000 "Who founded the label of ...?"`,
 		Short: "Run one query and print the ranked nodes with scores and titles",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -50,6 +53,9 @@ func newQuery(g *globals) *cobra.Command {
 			}
 			defer retrieve.CloseAll(context.Background(), m)
 			text := strings.Join(args, " ")
+			if withContext {
+				return printContext(cmd, m, ix, retrieve.Query{Text: text}, mo.KETRAG.Budget)
+			}
 			start := time.Now()
 			hits, err := m.Retrieve(cmd.Context(), retrieve.Query{Text: text}, k)
 			if err != nil {
@@ -69,8 +75,31 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
+	cmd.Flags().BoolVar(&withContext, "context", false, "print the LLM context instead of the ranking: ketrag's own, other methods' top nodes; --budget tokens")
 	mf = addMethodFlags(cmd.Flags(), g)
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd
 }
+
+// printContext prints the method's context for q within budget tokens
+// and, on stderr, its size by section.
+func printContext(cmd *cobra.Command, m retrieve.Method, ix *index.Index, q retrieve.Query, budget int) error {
+	start := time.Now()
+	c, err := retrieve.BuildContext(cmd.Context(), m, ix, q, budget, contextDepth)
+	if err != nil {
+		return err
+	}
+	el := time.Since(start)
+	fmt.Fprintln(cmd.OutOrStdout(), c.Text)
+	var parts []string
+	for _, s := range c.Sections {
+		parts = append(parts, fmt.Sprintf("%s %d rows / %d tokens", s.Name, s.Rows, s.Tokens))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "context by %s: %d of %d tokens (cl100k_base), %d chunks quoted; %s; in %v\n",
+		m.Name(), c.Tokens, budget, len(c.Nodes), strings.Join(parts, ", "), el.Round(time.Microsecond))
+	return nil
+}
+
+// contextDepth is how many top nodes a ranking method offers a context.
+const contextDepth = 1000
