@@ -9,7 +9,9 @@ import (
 // Local extracts without a model server: entities are the NER spans of
 // each sentence (type "ENTITY", the sentence as description) and every
 // pair of entities in one sentence is a relationship of weight 1 described
-// by that sentence.
+// by that sentence. Co-occurrence has no direction, so a pair's source is
+// the one whose normalised name sorts first: the same pair merges however
+// the NER ordered it.
 type Local struct {
 	seg *ner.Segmenter
 	ner ner.EntityExtractor
@@ -44,9 +46,14 @@ func (l *Local) Extract(ctx context.Context, text string) (Graph, Usage, error) 
 		for i, a := range s.Entities {
 			g.Entities = append(g.Entities, Entity{Name: a, Type: "ENTITY", Description: s.Text})
 			for _, b := range s.Entities[i+1:] {
-				if NormalizeName(a) != NormalizeName(b) {
-					g.Relationships = append(g.Relationships, Relationship{Source: a, Target: b, Description: s.Text, Weight: 1})
+				src, dst := a, b
+				switch na, nb := NormalizeName(a), NormalizeName(b); {
+				case na == nb:
+					continue
+				case nb < na:
+					src, dst = b, a
 				}
+				g.Relationships = append(g.Relationships, Relationship{Source: src, Target: dst, Description: s.Text, Weight: 1})
 			}
 		}
 	}
