@@ -35,7 +35,8 @@ type Options struct {
 	// ContextBudgets, when set, also scores each method's LLM context at
 	// these sizes in cl100k_base tokens (retrieve.BuildContext: ketrag's
 	// own context, other methods' top nodes): context_answer_recall@B and
-	// context_tokens@B.
+	// context_tokens@B. Rankings are then computed to ContextDepth at
+	// least, so a method's top nodes can fill the largest budget.
 	ContextBudgets []int
 	Logger         *slog.Logger
 	// Progress shows queries done per method (nil: none); long
@@ -257,6 +258,10 @@ func runOne(ctx context.Context, ix *index.Index, q corpus.Query, m retrieve.Met
 	return nil
 }
 
+// ContextDepth is how deep rankings go when contexts are scored: 1,000
+// nodes fill any budget a context window holds.
+const ContextDepth = 1000
+
 // scoreContexts builds the method's context at every budget and scores
 // whether it holds a gold answer.
 func scoreContexts(ctx context.Context, ix *index.Index, q corpus.Query, rq retrieve.Query, m retrieve.Method, hits []kernels.Hit, budgets []int) (map[string]float64, error) {
@@ -318,8 +323,12 @@ func NewReport(ix *index.Index, o Options) (*Report, error) {
 	if err := o.normalize(); err != nil {
 		return nil, err
 	}
+	depth := o.Cutoffs[len(o.Cutoffs)-1]
+	if len(o.ContextBudgets) > 0 {
+		depth = max(depth, ContextDepth)
+	}
 	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
-		Depth: o.Cutoffs[len(o.Cutoffs)-1], Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
+		Depth: depth, Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
 }
 
 // add records one query's scores (ok false: skipped, no relevant node).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
@@ -106,11 +107,16 @@ func newTable(tok *tiktoken.Encoder, header string, budget int) *table {
 }
 
 // add appends a row if it fits; false when it does not (or no header fit).
-func (t *table) add(row string) bool {
+func (t *table) add(row string) bool { return t.addCounted(row, -1) }
+
+// addCounted is add with the row's token count known (n < 0: count it).
+func (t *table) addCounted(row string, n int) bool {
 	if len(t.lines) == 0 {
 		return false
 	}
-	n := t.tok.Count(row)
+	if n < 0 {
+		n = t.tok.Count(row)
+	}
 	if t.used+n > t.budget {
 		return false
 	}
@@ -118,6 +124,15 @@ func (t *table) add(row string) bool {
 	t.used += n
 	t.rows++
 	return true
+}
+
+// text joins the table as summed (no recount); a table without rows is
+// empty.
+func (t *table) text() string {
+	if t.rows == 0 {
+		return ""
+	}
+	return strings.Join(t.lines, "")
 }
 
 // finish returns the table's text and exact token count; a table without
@@ -136,3 +151,19 @@ func (t *table) finish() (string, int) {
 
 // itoa is strconv.Itoa for table ids.
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// tokenCache remembers the token counts of rows that recur across queries
+// (chunk, entity and text-unit rows); safe for concurrent use.
+type tokenCache struct{ n []atomic.Int32 } // count+1; 0: not yet counted
+
+func newTokenCache(n int) *tokenCache { return &tokenCache{n: make([]atomic.Int32, n)} }
+
+// count returns the tokens of row number i, counting it once.
+func (c *tokenCache) count(tok *tiktoken.Encoder, i int, row string) int {
+	if v := c.n[i].Load(); v > 0 {
+		return int(v - 1)
+	}
+	v := tok.Count(row)
+	c.n[i].Store(int32(v + 1))
+	return v
+}

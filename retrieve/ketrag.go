@@ -74,6 +74,8 @@ type ketrag struct {
 	tok         *tiktoken.Encoder
 	pieceChunks [][]int32
 	vec         *vector
+	// row token counts, computed once per row
+	chunkRows, entityRows, pieceRows *tokenCache
 }
 
 func newKETRAG(ix *index.Index, o Options) (Method, error) {
@@ -90,7 +92,9 @@ func newKETRAG(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ketrag{ix: ix, k: ix.KETRAG, o: o.KETRAG, tok: tok, pieceChunks: pieceChunks(ix.KETRAG), vec: &vector{ix, o.Backend}}, nil
+	k := ix.KETRAG
+	return &ketrag{ix: ix, k: k, o: o.KETRAG, tok: tok, pieceChunks: pieceChunks(k), vec: &vector{ix, o.Backend},
+		chunkRows: newTokenCache(ix.N()), entityRows: newTokenCache(k.EntityNames.Len()), pieceRows: newTokenCache(k.Pieces.Len())}, nil
 }
 
 func (m *ketrag) Name() string { return "ketrag" }
@@ -205,15 +209,19 @@ func appendDistinct(out, add []int32) []int32 {
 	return out
 }
 
-// joinTables joins the non-empty tables with blank lines; while the whole
-// is over budget (tokens merging across a boundary), the last table with
-// rows loses its last row.
+// joinTables joins the non-empty tables with blank lines and counts the
+// whole once; while it is over budget (tokens merging across a boundary),
+// the last table with rows loses its last row. Sections report the tables'
+// sizes as summed row by row.
 func joinTables(ts []*table, names []string, budget int, tok *tiktoken.Encoder) *LLMContext {
 	for {
 		var parts []string
 		out := &LLMContext{}
 		for i, t := range ts {
-			s, n := t.finish()
+			s, n := t.text(), 0
+			if t.rows > 0 {
+				n = t.used
+			}
 			out.Sections = append(out.Sections, ContextSection{Name: names[i], Rows: t.rows, Tokens: n})
 			if s != "" {
 				parts = append(parts, strings.TrimSuffix(s, "\n"))
@@ -281,7 +289,8 @@ walk:
 	nodes := make([]int32, 0, len(sel))
 	var rest []int32
 	for _, s := range sel {
-		if len(rest) == 0 && t.add(chunkRow(m.ix, s.n)) {
+		rw := chunkRow(m.ix, s.n)
+		if len(rest) == 0 && t.addCounted(rw, m.chunkRows.count(m.tok, int(s.n), rw)) {
 			nodes = append(nodes, s.n)
 		} else {
 			rest = append(rest, s.n)
@@ -316,7 +325,8 @@ func (m *ketrag) skeletonChannel(ctx context.Context, qv []float32, maxTokens, s
 	localBudget := maxTokens - textBudget - 2*sep // room for the blank lines between the three tables
 	ents := newTable(m.tok, "-----Entities-----\nid|entity|description|number of relationships\n", max(localBudget, 0))
 	for _, e := range sel {
-		if !ents.add(row(itoa(int(e)), k.EntityNames.At(int(e)), k.EntityDescs.At(int(e)), itoa(int(k.EntityRank[e])))) {
+		rw := row(itoa(int(e)), k.EntityNames.At(int(e)), k.EntityDescs.At(int(e)), itoa(int(k.EntityRank[e])))
+		if !ents.addCounted(rw, m.entityRows.count(m.tok, int(e), rw)) {
 			break
 		}
 	}
@@ -452,7 +462,8 @@ func (m *ketrag) textUnitTable(sel []int32, budget int) (*table, [][]int32) {
 			continue
 		}
 		quoted[u.p] = true
-		if !t.add(row(itoa(int(u.p)), m.k.Pieces.At(int(u.p)))) {
+		rw := row(itoa(int(u.p)), m.k.Pieces.At(int(u.p)))
+		if !t.addCounted(rw, m.pieceRows.count(m.tok, int(u.p), rw)) {
 			break
 		}
 		rowNodes = append(rowNodes, m.pieceChunks[u.p])

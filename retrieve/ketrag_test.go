@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -195,5 +196,45 @@ func TestFillContext(t *testing.T) {
 	}
 	if _, err := retrieve.BuildContext(context.Background(), m, ix, retrieve.Query{Text: "x"}, 0, 10); err == nil {
 		t.Fatal("budget 0 accepted")
+	}
+}
+
+// TestEvaluateContextBudgets: every method's context is scored at each
+// budget, within it, and a ranking's context answer recall cannot fall as
+// the budget grows (the smaller context is a prefix of the larger).
+func TestEvaluateContextBudgets(t *testing.T) {
+	ix, c := openKETRAG(t)
+	var qs []corpus.Query
+	for _, q := range c.Queries {
+		v, _ := ix.Lookup(q.Gold[0])
+		first := strings.Fields(ix.Text(int(v)))[0]
+		qs = append(qs, corpus.Query{ID: q.ID, Text: q.Text, Answers: []string{first}})
+	}
+	var ms []retrieve.Method
+	for _, name := range []string{"ketrag", "bm25", "vector"} {
+		m, _ := retrieve.New(name, ix)
+		ms = append(ms, m)
+	}
+	rep, err := eval.Evaluate(context.Background(), ix, qs, ms, eval.Options{ContextBudgets: []int{100, 1500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Depth < eval.ContextDepth {
+		t.Fatalf("rankings to depth %d cannot fill a context", rep.Depth)
+	}
+	for _, mr := range rep.Methods {
+		small, large := mr.Metrics["context_answer_recall@100"], mr.Metrics["context_answer_recall@1500"]
+		if mr.Metrics["context_tokens@1500"] > 1500 || mr.Metrics["context_tokens@100"] > 100 || mr.Metrics["context_tokens@1500"] < 200 {
+			t.Fatalf("%s: context sizes %v and %v", mr.Method, mr.Metrics["context_tokens@100"], mr.Metrics["context_tokens@1500"])
+		}
+		if mr.Method != "ketrag" && small > large {
+			t.Fatalf("%s: recall %v at 100 tokens > %v at 1500", mr.Method, small, large)
+		}
+		if large == 0 {
+			t.Fatalf("%s: no context holds an answer", mr.Method)
+		}
+	}
+	if _, err := eval.Evaluate(context.Background(), ix, qs, ms[:1], eval.Options{ContextBudgets: []int{0}}); err == nil {
+		t.Fatal("a budget of 0 accepted")
 	}
 }

@@ -53,7 +53,8 @@ Metrics at cut-off k (--k; the table's columns, or pick them with --columns):
   answer_recall@k  questions whose gold answer occurs in a top-k node's title or text (answer-only sets)
   context_answer_recall@B  questions whose gold answer occurs in the method's LLM context of at most B
                  cl100k_base tokens (--context-budget B: ketrag's assembled context; other methods'
-                 top nodes quoted in rank order while they fit); context_tokens@B its mean size
+                 top nodes, ranked to depth 1,000, quoted in rank order while they fit);
+                 context_tokens@B its mean size
   p50/p95 ms     per-query latency; q/s the throughput at --concurrency
 
 Queries come from --queries, by default the queries.jsonl of the corpus the index was built from.

@@ -41,6 +41,9 @@ func buildFullIndex(t *testing.T, dir string, seed uint64) (cdir, idir string) {
 	if out, err := run(t, "graph", "build", "--kind", "trigraph", "--ner", "titles", "--index", idir); err != nil {
 		t.Fatalf("trigraph: %v\n%s", err, out)
 	}
+	if out, err := run(t, "graph", "build", "--kind", "ketrag", "--ner", "titles", "--index", idir); err != nil {
+		t.Fatalf("ketrag: %v\n%s", err, out)
+	}
 	return cdir, idir
 }
 
