@@ -64,7 +64,7 @@ type ChunkInfo struct {
 }
 
 // ChunkByTokens cuts c's node texts into token chunks (docs/methods.md
-// §5.2): documents are grouped as o says, each document's text (nodes as
+// §4.1): documents are grouped as o says, each document's text (nodes as
 // "title\ntext", joined by "\n") is tokenized whole, cut into Size-token
 // chunks every Size−Overlap tokens — GraphRAG's loop, which also emits a
 // last chunk that lies wholly inside the previous one's overlap — and each

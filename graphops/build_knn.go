@@ -9,7 +9,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-// KNNOptions configures KET-RAG's chunk graph (docs/methods.md §5.2).
+// KNNOptions configures KET-RAG's chunk graph (docs/methods.md §5.2, §4.2).
 type KNNOptions struct {
 	Lexical  int // top-k1 neighbours by shared terms (default 1, as KET-RAG); 0: none
 	Semantic int // top-k2 neighbours by vector cosine (default 1); 0: none

@@ -3,7 +3,7 @@ package graphops
 import "context"
 
 // KeywordGraph is KET-RAG's text–keyword bipartite graph
-// (create_final_keyword_index.py, docs/methods.md §5.2): every keyword of
+// (create_final_keyword_index.py, docs/methods.md §4.2): every keyword of
 // every chunk's sentences, the chunks holding it, and the sentence parts
 // whose embeddings average into its vector.
 type KeywordGraph struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
 )
 
-// Core-chunk selections (docs/methods.md §5.2).
+// Core-chunk selections (docs/methods.md §4.2).
 const (
 	SelectPageRank = "pagerank" // KET-RAG-P: the top β share by PageRank over the kNN chunk graph
 	SelectUniform  = "uniform"  // KET-RAG-U: a uniform random β share
@@ -127,6 +127,7 @@ type KETRAG struct {
 	Meta        KETRAGMeta
 	NodeTokens  []int32   // cl100k tokens of each index node
 	PageRank    []float32 // each node's PageRank in the chunk graph
+	RankOrder   []int32   // the nodes by float64 PageRank, best first, ties to the lower id
 	Core        []int32   // the skeleton's chunks, ascending
 	UnitPtr     []int64   // unit u merges Core[UnitPtr[u]:UnitPtr[u+1]]
 	Pieces      Strings   // text units: units re-split into PieceTokens pieces
@@ -172,7 +173,7 @@ func (s Strings) Len() int { return len(s.off) - 1 }
 // At returns string i (a copy).
 func (s Strings) At(i int) string { return string(s.blob[s.off[i]:s.off[i+1]]) }
 
-// BuildKETRAG builds the KET-RAG structures of ix (docs/methods.md §5.2).
+// BuildKETRAG builds the KET-RAG structures of ix (docs/methods.md §4.2).
 func BuildKETRAG(ctx context.Context, ix *Index, o KETRAGOptions) (*KETRAG, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -258,35 +259,48 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *Index, o KETRAGOptions) (in
 			return 0, err
 		}
 	}
-	k.PageRank, err = ChunkPageRank(ctx, n, edges, o.Damping)
+	pr, err := ChunkPageRank(ctx, n, edges, o.Damping)
 	if err != nil {
 		return 0, err
 	}
-	k.Core = coreOf(k.PageRank, o.Beta, o.Selection, o.Seed)
+	k.PageRank = make([]float32, n)
+	for i, x := range pr {
+		k.PageRank[i] = float32(x)
+	}
+	k.RankOrder = rankOrder(pr)
+	k.Core = coreOf(k.RankOrder, o.Beta, o.Selection, o.Seed)
 	return len(edges), nil
 }
 
-// coreOf picks floor(β·n) nodes (at least one) by PageRank, ties to the
-// lower id, or uniformly with seed; ascending.
-func coreOf(pr []float32, beta float64, selection string, seed int64) []int32 {
-	n := len(pr)
-	order := make([]int32, n)
+// rankOrder sorts the nodes by PageRank, best first, ties to the lower id.
+func rankOrder(pr []float64) []int32 {
+	order := make([]int32, len(pr))
 	for i := range order {
 		order[i] = int32(i)
 	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(pr[b], pr[a]) })
+	return order
+}
+
+// coreOf picks floor(β·n) nodes (at least one): the first of the PageRank
+// order, or a uniform sample with seed; ascending.
+func coreOf(byRank []int32, beta float64, selection string, seed int64) []int32 {
+	n := len(byRank)
+	order := slices.Clone(byRank)
 	if selection == SelectUniform {
+		for i := range order {
+			order[i] = int32(i)
+		}
 		rand.New(rand.NewSource(seed)).Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
-	} else {
-		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(pr[b], pr[a]) })
 	}
-	core := slices.Clone(order[:max(1, int(beta*float64(n)))])
+	core := order[:max(1, int(beta*float64(n)))]
 	slices.Sort(core)
 	return core
 }
 
 // ChunkPageRank is networkx's unweighted PageRank over the undirected
 // chunk graph (uniform teleport, dangling mass spread uniformly).
-func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping float64) ([]float32, error) {
+func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping float64) ([]float64, error) {
 	g, err := graphops.Build(n, edges, false)
 	if err != nil {
 		return nil, err
@@ -299,14 +313,7 @@ func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping fl
 	po := graphops.DefaultPPROptions()
 	po.Damping = damping
 	pr, _, err := graphops.PersonalizedPageRank(ctx, adj, reset, po)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n)
-	for i, x := range pr {
-		out[i] = float32(x)
-	}
-	return out, nil
+	return pr, err
 }
 
 // unitBounds greedily merges consecutive core chunks (in id order) into
@@ -371,8 +378,9 @@ type skeleton struct {
 }
 
 // mergeSkeleton merges entities by normalised name (first surface form,
-// most frequent type, distinct descriptions) and relationships by ordered
-// pair (weights summed), in unit order.
+// most frequent type, distinct descriptions) and relationships by
+// unordered pair, as GraphRAG's undirected graph does (first orientation
+// kept, weights summed), in unit order.
 func mergeSkeleton(graphs []kgextract.Graph, maxDesc int) *skeleton {
 	s := &skeleton{}
 	ent := map[string]int32{}
@@ -410,10 +418,11 @@ func mergeSkeleton(graphs []kgextract.Graph, maxDesc int) *skeleton {
 				continue
 			}
 			pair := [2]int32{entity(r.Source, "", "", int32(u)), entity(r.Target, "", "", int32(u))}
-			id, ok := rel[pair]
+			key := [2]int32{min(pair[0], pair[1]), max(pair[0], pair[1])} // GraphRAG's graph is undirected
+			id, ok := rel[key]
 			if !ok {
 				id = int32(len(s.src))
-				rel[pair] = id
+				rel[key] = id
 				s.src, s.dst = append(s.src, pair[0]), append(s.dst, pair[1])
 				s.weight = append(s.weight, 0)
 				relDescs = append(relDescs, nil)

@@ -30,7 +30,7 @@ func (k *KETRAG) Costs(betas []float64, promptTokens int) []KETRAGCost {
 	}
 	var rows []KETRAGCost
 	for _, b := range betas {
-		core := coreOf(k.PageRank, b, m.Selection, m.Seed)
+		core := coreOf(k.RankOrder, b, m.Selection, m.Seed)
 		ptr := unitBounds(core, k.NodeTokens, m.UnitTokens)
 		text := 0
 		for _, c := range core {

@@ -31,6 +31,7 @@ var (
 	}{
 		{"ketrag_node_tokens.i32", func(k *KETRAG) *[]int32 { return &k.NodeTokens }},
 		{"ketrag_core.i32", func(k *KETRAG) *[]int32 { return &k.Core }},
+		{"ketrag_rank_order.i32", func(k *KETRAG) *[]int32 { return &k.RankOrder }},
 		{"ketrag_piece_tokens.i32", func(k *KETRAG) *[]int32 { return &k.PieceTokens }},
 		{"ketrag_piece_unit.i32", func(k *KETRAG) *[]int32 { return &k.PieceUnit }},
 		{"ketrag_entity_rank.i32", func(k *KETRAG) *[]int32 { return &k.EntityRank }},
@@ -190,7 +191,7 @@ func (k *KETRAG) check(n, dims int) error {
 		name      string
 		got, want int
 	}{
-		{"node tokens", len(k.NodeTokens), n}, {"pagerank", len(k.PageRank), n}, {"core", len(k.Core), m.Core},
+		{"node tokens", len(k.NodeTokens), n}, {"pagerank", len(k.PageRank), n}, {"rank order", len(k.RankOrder), n}, {"core", len(k.Core), m.Core},
 		{"unit pointers", len(k.UnitPtr), m.Units + 1}, {"piece tokens", len(k.PieceTokens), m.Pieces}, {"piece units", len(k.PieceUnit), m.Pieces},
 		{"entity ranks", len(k.EntityRank), m.Entities}, {"entity vectors", len(k.EntityVecs), m.Entities * dims},
 		{"relationship sources", len(k.RelSrc), m.Relationships}, {"relationship targets", len(k.RelDst), m.Relationships},
@@ -206,7 +207,7 @@ func (k *KETRAG) check(n, dims int) error {
 		name string
 		v    []int32
 		max  int
-	}{{"core", k.Core, n}, {"piece units", k.PieceUnit, m.Units}, {"relationship sources", k.RelSrc, m.Entities}, {"relationship targets", k.RelDst, m.Entities}} {
+	}{{"core", k.Core, n}, {"rank order", k.RankOrder, n}, {"piece units", k.PieceUnit, m.Units}, {"relationship sources", k.RelSrc, m.Entities}, {"relationship targets", k.RelDst, m.Entities}} {
 		for i, x := range ids.v {
 			if x < 0 || int(x) >= ids.max {
 				return fmt.Errorf("%s[%d] = %d: out of range [0, %d)", ids.name, i, x, ids.max)

@@ -167,6 +167,11 @@ func TestMergeSkeleton(t *testing.T) {
 	if len(s.src) != 2 || s.weight[0] != 5 || s.relDescs[0] != "r1\nr2" || !slices.Equal(s.relUnits[0], []int32{0, 1}) || s.types[2] != "" {
 		t.Fatalf("relationships %v %v %v %q", s.src, s.dst, s.weight, s.relDescs)
 	}
+	// B→A merges into A→B: GraphRAG's graph is undirected.
+	s = mergeSkeleton(append(gs, kgextract.Graph{Relationships: []kgextract.Relationship{{Source: "Paris", Target: "Ann Lee", Description: "r4", Weight: 1}}}), 3)
+	if len(s.src) != 2 || s.weight[0] != 6 || s.src[0] != 0 || s.relDescs[0] != "r1\nr2\nr4" {
+		t.Fatalf("relationships %v %v %v %q", s.src, s.dst, s.weight, s.relDescs)
+	}
 }
 
 // TestKETRAGCosts: at the built β the cost model counts exactly the units

@@ -57,7 +57,7 @@ func BuildContext(ctx context.Context, m Method, ix *index.Index, q Query, budge
 	return FillContext(ix, nodes, budget)
 }
 
-// FillContext quotes nodes in order as "chunk_<id>|text" rows under
+// FillContext quotes nodes in order as "chunk_<rank>|text" rows under
 // SourcesHeader while the whole stays within budget tokens; a node that
 // does not fit ends the table, as GraphRAG's table builders stop.
 func FillContext(ix *index.Index, nodes []int32, budget int) (*LLMContext, error) {
@@ -68,7 +68,7 @@ func FillContext(ix *index.Index, nodes []int32, budget int) (*LLMContext, error
 	t := newTable(tok, SourcesHeader, budget)
 	out := &LLMContext{}
 	for _, n := range nodes {
-		if !t.add(chunkRow(ix, n)) {
+		if !t.add(chunkRow(ix, len(out.Nodes), n)) {
 			break
 		}
 		out.Nodes = append(out.Nodes, n)
@@ -79,9 +79,10 @@ func FillContext(ix *index.Index, nodes []int32, budget int) (*LLMContext, error
 	return out, nil
 }
 
-// chunkRow is a node's row in a sources table.
-func chunkRow(ix *index.Index, n int32) string {
-	return "chunk_" + ix.NodeID(int(n)) + "|" + ix.Text(int(n)) + "\n"
+// chunkRow is node n's row in a sources table at 0-based position i,
+// numbered as KET-RAG numbers its rows (chunk_1, chunk_2, …).
+func chunkRow(ix *index.Index, i int, n int32) string {
+	return "chunk_" + strconv.Itoa(i+1) + "|" + ix.Text(int(n)) + "\n"
 }
 
 // table accumulates rows under a header while the token count, summed
@@ -126,6 +127,12 @@ func (t *table) addCounted(row string, n int) bool {
 	return true
 }
 
+// dropLast removes the last row.
+func (t *table) dropLast() {
+	t.used -= t.counts[len(t.counts)-1]
+	t.lines, t.counts, t.rows = t.lines[:len(t.lines)-1], t.counts[:len(t.counts)-1], t.rows-1
+}
+
 // text joins the table as summed (no recount); a table without rows is
 // empty.
 func (t *table) text() string {
@@ -143,8 +150,7 @@ func (t *table) finish() (string, int) {
 		if n := t.tok.Count(s); n <= t.budget {
 			return s, n
 		}
-		t.lines, t.counts = t.lines[:len(t.lines)-1], t.counts[:len(t.counts)-1]
-		t.rows--
+		t.dropLast()
 	}
 	return "", 0
 }

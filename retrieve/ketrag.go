@@ -20,7 +20,7 @@ func init() { mustRegister("ketrag", newKETRAG) }
 // structures.
 var ErrNoKETRAG = errors.New("the index has no KET-RAG structures: build them with 'gleaner graph build --kind ketrag --index <dir>' (index.SetKETRAG)")
 
-// KETRAGOptions configure "ketrag" (docs/methods.md §5.3).
+// KETRAGOptions configure "ketrag" (docs/methods.md §4.3).
 type KETRAGOptions struct {
 	// Budget is λ, the context's size in cl100k_base tokens, ≥ 1.
 	Budget int
@@ -62,7 +62,7 @@ func (o KETRAGOptions) validate() error {
 	return nil
 }
 
-// ketrag is KET-RAG's retrieval (docs/methods.md §5.3): a keyword channel
+// ketrag is KET-RAG's retrieval (docs/methods.md §4.3): a keyword channel
 // (query → keywords → chunks) and a skeleton channel (query → entities →
 // relationships → text units), assembled into one context under λ tokens.
 // Retrieve ranks the chunks the context quotes, in context order, then the
@@ -75,7 +75,7 @@ type ketrag struct {
 	pieceChunks [][]int32
 	vec         *vector
 	// row token counts, computed once per row
-	chunkRows, entityRows, pieceRows *tokenCache
+	entityRows, pieceRows *tokenCache
 }
 
 func newKETRAG(ix *index.Index, o Options) (Method, error) {
@@ -94,7 +94,7 @@ func newKETRAG(ix *index.Index, o Options) (Method, error) {
 	}
 	k := ix.KETRAG
 	return &ketrag{ix: ix, k: k, o: o.KETRAG, tok: tok, pieceChunks: pieceChunks(k), vec: &vector{ix, o.Backend},
-		chunkRows: newTokenCache(ix.N()), entityRows: newTokenCache(k.EntityNames.Len()), pieceRows: newTokenCache(k.Pieces.Len())}, nil
+		entityRows: newTokenCache(k.EntityNames.Len()), pieceRows: newTokenCache(k.Pieces.Len())}, nil
 }
 
 func (m *ketrag) Name() string { return "ketrag" }
@@ -128,7 +128,7 @@ func (m *ketrag) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, e
 	if err != nil {
 		return nil, err
 	}
-	order := append(slices.Clone(c.Nodes), cand...)
+	order := appendDistinct(slices.Clone(c.Nodes), cand)
 	if len(order) < k {
 		dense, err := m.vec.Retrieve(ctx, q, k)
 		if err != nil {
@@ -233,7 +233,7 @@ func joinTables(ts []*table, names []string, budget int, tok *tiktoken.Encoder) 
 		}
 		for i := len(ts) - 1; i >= 0; i-- {
 			if t := ts[i]; t.rows > 0 {
-				t.lines, t.counts, t.rows = t.lines[:len(t.lines)-1], t.counts[:len(t.counts)-1], t.rows-1
+				t.dropLast()
 				break
 			}
 		}
@@ -289,8 +289,8 @@ walk:
 	nodes := make([]int32, 0, len(sel))
 	var rest []int32
 	for _, s := range sel {
-		rw := chunkRow(m.ix, s.n)
-		if len(rest) == 0 && t.addCounted(rw, m.chunkRows.count(m.tok, int(s.n), rw)) {
+		rw := chunkRow(m.ix, len(nodes), s.n)
+		if len(rest) == 0 && t.add(rw) {
 			nodes = append(nodes, s.n)
 		} else {
 			rest = append(rest, s.n)
@@ -335,6 +335,8 @@ func (m *ketrag) skeletonChannel(ctx context.Context, qv []float32, maxTokens, s
 	return []*table{ents, rels, units}, rowNodes, nil
 }
 
+// row is a table row; line breaks inside a field become spaces, so every
+// row is one line of the table.
 func row(cols ...string) string {
 	for i, c := range cols {
 		cols[i] = strings.ReplaceAll(c, "\n", " ")
@@ -351,7 +353,7 @@ func (m *ketrag) relRank(r int32) int {
 // the last one that fits beside the entity table (GraphRAG's
 // _build_local_context: when even the first does not fit, none is kept).
 func (m *ketrag) relationshipTable(sel []int32, budget, entityTokens int) *table {
-	const header = "-----Relationships-----\nid|source|target|description|weight\n"
+	const header = "-----Relationships-----\nid|source|target|description|weight|rank\n"
 	best := newTable(m.tok, header, 0)
 	rowTokens := map[int32]int{}
 	for i := 1; i <= len(sel); i++ {
@@ -379,7 +381,16 @@ func (m *ketrag) relationshipTable(sel []int32, budget, entityTokens int) *table
 func (m *ketrag) relRow(r int32) string {
 	k := m.k
 	return row(itoa(int(r)), k.EntityNames.At(int(k.RelSrc[r])), k.EntityNames.At(int(k.RelDst[r])), k.RelDescs.At(int(r)),
-		strconv.FormatFloat(float64(k.RelWeight[r]), 'g', -1, 32))
+		pyFloat(float64(k.RelWeight[r])), itoa(m.relRank(r)))
+}
+
+// pyFloat formats a weight as Python's str(float) does ("1.0", "2.5").
+func pyFloat(x float64) string {
+	s := strconv.FormatFloat(x, 'g', -1, 32)
+	if !strings.ContainsAny(s, ".eIN") {
+		s += ".0"
+	}
+	return s
 }
 
 // filterRelationships is GraphRAG's _filter_relationships: relationships

@@ -48,3 +48,11 @@ func TestPieceChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestPyFloat(t *testing.T) {
+	for x, want := range map[float64]string{1: "1.0", 2.5: "2.5", 12: "12.0", 1e-5: "1e-05", 3e20: "3e+20"} {
+		if got := pyFloat(x); got != want {
+			t.Errorf("pyFloat(%v) = %q, want %q", x, got, want)
+		}
+	}
+}

@@ -14,7 +14,7 @@ func FuzzReply(f *testing.F) {
 	f.Add(`{"entities": [{"name": "A", "type": "", "description": ""}], "relationships": [{"source": "a", "target": "A.", "description": "", "weight": 1e308}]}`)
 	f.Add(`[1, 2]`)
 	f.Fuzz(func(t *testing.T, content string) {
-		g, err := parseReply(content)
+		g, _, err := parseReply(content)
 		if err != nil {
 			return
 		}

@@ -1,6 +1,6 @@
 // Package kgextract turns text into a small knowledge graph — entities
 // with types and descriptions, relationships with descriptions and
-// weights — for KET-RAG's skeleton (docs/methods.md §5.2).
+// weights — for KET-RAG's skeleton (docs/methods.md §4.2).
 //
 // Extractors: Local (the embedded default, no network: prose NER entities
 // and sentence co-occurrence relationships described by their sentence)

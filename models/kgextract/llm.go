@@ -139,7 +139,7 @@ func (l *LLM) Extract(ctx context.Context, text string) (Graph, Usage, error) {
 	key := cacheKey(l.o.Model, text)
 	if l.cache != nil {
 		if e, ok := l.cache.get(key, l.log); ok {
-			g, err := parseReply(e.Content)
+			g, _, err := parseReply(e.Content)
 			if err == nil {
 				return g, Usage{CacheHits: 1, CachedInput: e.Input, CachedOutput: e.Output}, nil
 			}
@@ -168,11 +168,14 @@ func (l *LLM) Extract(ctx context.Context, text string) (Graph, Usage, error) {
 		u.Calls++
 		u.InputTokens += in
 		u.OutputTokens += out
-		g, err := parseReply(content)
+		g, repairs, err := parseReply(content)
 		if err != nil {
 			last = fmt.Errorf("invalid reply: %w", err)
 			l.log.Warn("kgextract: llm reply invalid, retrying", "attempt", attempt+1, "err", err)
 			continue
+		}
+		if repairs > 0 {
+			l.log.Debug("kgextract: llm reply repaired", "records", repairs, "key", key[:12])
 		}
 		if l.cache != nil {
 			if err := l.cache.put(key, cacheEntry{Model: l.o.Model, Prompt: PromptVersion, Content: content, Input: in, Output: out}); err != nil {

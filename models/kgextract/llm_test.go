@@ -120,14 +120,13 @@ func TestLLMRetries429AndServerErrors(t *testing.T) {
 func TestLLMRetriesMalformedRepliesThenGivesUp(t *testing.T) {
 	bad := []string{
 		`not json`,
-		`{"entities": [{"name": "A", "type": "T"}]}`,                                              // no description
-		`{"entities": [], "relationships": [{"source": "A", "target": "B", "description": "d"}]}`, // unknown ends
-		`{"entities": [{"name": "A", "type": "T", "description": "d"}], "extra": 1}`,              // unknown field
-		`{"entities": [{"name":"A","type":"T","description":"d"},{"name":"B","type":"T","description":"d"}], "relationships": [{"source":"A","target":"B","description":"d","weight":-1}]}`,
-		`{"entities": []} trailing`,
+		`{"entities": [{"name": 7, "type": "T", "description": "d"}], "relationships": []}`, // a number for a name
+		`{"entities": []}`, // no relationships array
+		`[{"name": "A"}]`,
+		`{"entities": [], "relationships": []} trailing`,
 	}
 	for _, b := range bad {
-		if _, err := parseReply(b); err == nil {
+		if _, _, err := parseReply(b); err == nil {
 			t.Errorf("parseReply accepted %q", b)
 		}
 	}
@@ -142,11 +141,33 @@ func TestLLMRetriesMalformedRepliesThenGivesUp(t *testing.T) {
 	if _, u, err := l.Extract(context.Background(), "x"); err != nil || u.Retries != 1 || u.Calls != 2 {
 		t.Fatalf("one malformed reply then a good one: usage %+v err %v", u, err)
 	}
-	always := &fakeServer{reply: func(_ int64, w http.ResponseWriter, _ *http.Request) { chat(w, bad[2]) }}
+	always := &fakeServer{reply: func(_ int64, w http.ResponseWriter, _ *http.Request) { chat(w, bad[1]) }}
 	l, _ = testLLM(t, always, nil)
 	_, u, err := l.Extract(context.Background(), "x")
-	if err == nil || !strings.Contains(err.Error(), "invalid reply") || !strings.Contains(err.Error(), "not among the entities") || u.Calls != 4 {
+	if err == nil || !strings.Contains(err.Error(), "invalid reply") || !strings.Contains(err.Error(), "JSON object") || u.Calls != 4 {
 		t.Fatalf("always malformed: usage %+v err %v", u, err)
+	}
+}
+
+// TestReplyRecordsAreRepaired: records a model gets slightly wrong are
+// repaired as GraphRAG repairs them, not a failed unit.
+func TestReplyRecordsAreRepaired(t *testing.T) {
+	g, repairs, err := parseReply(`{"entities": [{"name": "A", "type": "T"}, {"type": "T"}, {"name": "B", "description": "b", "id": 3}],
+		"relationships": [{"source": "A", "target": "C", "description": "d", "weight": -1}, {"source": "A", "description": "no target"},
+		{"source": "a", "target": "B", "description": "e", "weight": 4}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Entities) != 3 || g.Entities[2].Name != "C" || g.Entities[0].Description != "" {
+		t.Fatalf("entities %+v", g.Entities)
+	}
+	if len(g.Relationships) != 2 || g.Relationships[0].Weight != 1 || g.Relationships[1].Weight != 4 {
+		t.Fatalf("relationships %+v", g.Relationships)
+	}
+	// A's missing description, the nameless entity, B's missing type, the added end C, the bad weight,
+	// the relationship without a target
+	if repairs != 6 {
+		t.Fatalf("%d repairs, want 6", repairs)
 	}
 }
 

@@ -23,53 +23,72 @@ type rawReply struct {
 	} `json:"relationships"`
 }
 
-// parseReply validates a reply's content against the prompt's format:
-// one JSON object (a ```json fence around it is tolerated) with entities
-// that have a name, a type and a description, and relationships between
-// named entities of the same reply with a description and, when given, a
-// finite weight > 0 (absent: 1). Unknown fields are refused.
-func parseReply(content string) (Graph, error) {
+// parseReply validates a reply's content. Its shape is strict: one JSON
+// object (a ```json fence around it is tolerated) with "entities" and
+// "relationships" arrays whose records have string fields (and a number
+// weight); anything else is an invalid reply, retried. Records are then
+// repaired as GraphRAG repairs them rather than failing the unit: a record
+// without a name (an end) is dropped, a missing type or description is
+// empty, a relationship's end that is not among the entities is added as
+// one, and a missing, non-finite or non-positive weight is 1. It returns
+// how many records were dropped or repaired.
+func parseReply(content string) (Graph, int, error) {
 	s := strings.TrimSpace(content)
 	if strings.HasPrefix(s, "```") {
 		s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
 		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.DisallowUnknownFields()
 	var r rawReply
 	if err := dec.Decode(&r); err != nil {
-		return Graph{}, fmt.Errorf("not the JSON object asked for: %w", err)
+		return Graph{}, 0, fmt.Errorf("not the JSON object asked for: %w", err)
 	}
 	if dec.More() {
-		return Graph{}, errors.New("text after the JSON object")
+		return Graph{}, 0, errors.New("text after the JSON object")
+	}
+	if r.Entities == nil || r.Relationships == nil {
+		return Graph{}, 0, errors.New(`the object needs "entities" and "relationships" arrays`)
 	}
 	var g Graph
+	repairs := 0
 	names := map[string]bool{}
-	for i, e := range r.Entities {
-		if e.Name == nil || strings.TrimSpace(*e.Name) == "" || e.Type == nil || e.Description == nil {
-			return Graph{}, fmt.Errorf("entities[%d]: name, type and description are required", i)
+	str := func(p *string) string {
+		if p == nil {
+			repairs++
+			return ""
 		}
-		g.Entities = append(g.Entities, Entity{Name: strings.TrimSpace(*e.Name), Type: strings.TrimSpace(*e.Type), Description: strings.TrimSpace(*e.Description)})
+		return strings.TrimSpace(*p)
+	}
+	for _, e := range r.Entities {
+		if e.Name == nil || NormalizeName(*e.Name) == "" {
+			repairs++
+			continue
+		}
+		g.Entities = append(g.Entities, Entity{Name: strings.TrimSpace(*e.Name), Type: str(e.Type), Description: str(e.Description)})
 		names[NormalizeName(*e.Name)] = true
 	}
-	for i, rel := range r.Relationships {
-		if rel.Source == nil || rel.Target == nil || rel.Description == nil {
-			return Graph{}, fmt.Errorf("relationships[%d]: source, target and description are required", i)
+	for _, rel := range r.Relationships {
+		if rel.Source == nil || rel.Target == nil || NormalizeName(*rel.Source) == "" || NormalizeName(*rel.Target) == "" {
+			repairs++
+			continue
 		}
-		for _, end := range []string{*rel.Source, *rel.Target} {
+		src, dst := strings.TrimSpace(*rel.Source), strings.TrimSpace(*rel.Target)
+		for _, end := range []string{src, dst} {
 			if !names[NormalizeName(end)] {
-				return Graph{}, fmt.Errorf("relationships[%d]: %q is not among the entities", i, end)
+				repairs++
+				names[NormalizeName(end)] = true
+				g.Entities = append(g.Entities, Entity{Name: end})
 			}
 		}
 		w := 1.0
-		if rel.Weight != nil {
+		switch {
+		case rel.Weight == nil:
+		case math.IsNaN(*rel.Weight) || math.IsInf(*rel.Weight, 0) || *rel.Weight <= 0:
+			repairs++
+		default:
 			w = *rel.Weight
 		}
-		if math.IsNaN(w) || math.IsInf(w, 0) || w <= 0 {
-			return Graph{}, fmt.Errorf("relationships[%d]: weight %v: want a number > 0", i, w)
-		}
-		g.Relationships = append(g.Relationships, Relationship{Source: strings.TrimSpace(*rel.Source), Target: strings.TrimSpace(*rel.Target),
-			Description: strings.TrimSpace(*rel.Description), Weight: w})
+		g.Relationships = append(g.Relationships, Relationship{Source: src, Target: dst, Description: str(rel.Description), Weight: w})
 	}
-	return g, nil
+	return g, repairs, nil
 }

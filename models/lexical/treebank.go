@@ -5,11 +5,14 @@ import (
 	"strings"
 )
 
-// Word tokenization as NLTK's word_tokenize (the Treebank tokenizer with
-// NLTK's improvements) splits a sentence, which KET-RAG's keyword index
-// uses (docs/methods.md §5.2). This is a port of its main rules — quotes to
-// `` and '', punctuation split off, a sentence-final period split off,
-// clitics ('s, n't, 're, …) split off — not of every corner.
+// Word tokenization as NLTK's word_tokenize (NLTKWordTokenizer, the
+// Treebank tokenizer with NLTK's improvements) splits a sentence, which
+// KET-RAG's keyword index uses (docs/methods.md §4.2). This ports its
+// rules — quotes (straight, curly, guillemets) to `` and '' or split off,
+// punctuation, ellipses and a sentence-final period split off, clitics
+// ('s, n't, 're, …) and the contractions cannot, gonna, 'tis, … split —
+// except the one rule that needs look-ahead (a quote before a word that
+// is not a clitic), which Go's regexp lacks.
 
 type rewrite struct {
 	re  *regexp.Regexp
@@ -25,22 +28,33 @@ func rules(pairs ...string) []rewrite {
 }
 
 var (
-	startQuotes = rules(`^"`, "``", "(``)", " $1 ", `([ (\[{<])("|'')`, "$1 `` ")
+	startQuotes = rules("([«“‘„]|`+)", " $1 ", `^"`, "``", "(``)", " $1 ", `([ (\[{<])("|'')`, "$1 `` ")
 	punctuation = rules(
 		`([:,])([^\d])`, " $1 $2",
 		`([:,])$`, " $1 ",
-		`\.\.\.`, " ... ",
+		`\.{2,}`, " $0 ",
 		`[;@#$%&]`, " $0 ",
 		`([^.])(\.)([\])}>"']*)\s*$`, "$1 $2$3 ",
 		`[?!]`, " $0 ",
 		`([^'])' `, "$1 ' ",
+		`[*]`, " $0 ",
 		`[\]\[(){}<>]`, " $0 ",
 		`--`, " -- ",
 	)
-	endQuotes   = rules(`''`, " '' ", `"`, " '' ")
+	endQuotes   = rules(`([»”’])`, " $1 ", `''`, " '' ", `"`, " '' ")
 	contraction = rules(
 		`([^' ])('[sS]|'[mM]|'[dD]|') `, "$1 $2 ",
 		`([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) `, "$1 $2 ",
+		`(?i)\b(can)(not)\b`, " $1 $2 ",
+		`(?i)\b(d)('ye)\b`, " $1 $2 ",
+		`(?i)\b(gim)(me)\b`, " $1 $2 ",
+		`(?i)\b(gon)(na)\b`, " $1 $2 ",
+		`(?i)\b(got)(ta)\b`, " $1 $2 ",
+		`(?i)\b(lem)(me)\b`, " $1 $2 ",
+		`(?i)\b(more)('n)\b`, " $1 $2 ",
+		`(?i)\b(wan)(na)(\s)`, " $1 $2$3",
+		`(?i) ('t)(is)\b`, " $1 $2 ",
+		`(?i) ('t)(was)\b`, " $1 $2 ",
 	)
 )
 
