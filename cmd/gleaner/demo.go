@@ -42,7 +42,7 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := demoTriGraph(cmd.Context(), g, c, idir); err != nil {
+			if err := demoGraphs(cmd.Context(), g, c, idir); err != nil {
 				return err
 			}
 			ix, err := index.Open(idir, store.OpenOptions{})

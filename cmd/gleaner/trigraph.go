@@ -18,6 +18,7 @@ import (
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -221,19 +222,29 @@ func (r *reachCounts) print(w io.Writer, n int) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// demoTriGraph adds the Tri-Graph (the default extractor, prose and the
-// titles) to the demo's index so nexusrag and linearrag run too.
-func demoTriGraph(ctx context.Context, g *globals, c *corpus.Corpus, idir string) error {
+// demoGraphs builds the demo index's Tri-Graph and KET-RAG structures with
+// one entity extractor (prose and the corpus's titles), so every method
+// runs in the demo.
+func demoGraphs(ctx context.Context, g *globals, c *corpus.Corpus, idir string) error {
 	var titles []string
 	for _, n := range c.Nodes {
 		titles = append(append(titles, n.Title), n.Aliases...)
 	}
-	o := index.DefaultTriGraphOptions()
-	var err error
-	if o.Extractor, err = ner.New("both", titles); err != nil {
+	ex, err := ner.New("both", titles)
+	if err != nil {
 		return err
 	}
+	o := index.DefaultTriGraphOptions()
+	o.Extractor = ex
 	o.Logger, o.Progress = g.log, progress.New(os.Stderr, g.log, 2*time.Second)
-	_, err = index.SetTriGraph(ctx, idir, nil, o)
+	if _, err := index.SetTriGraph(ctx, idir, nil, o); err != nil {
+		return err
+	}
+	ko := index.DefaultKETRAGOptions()
+	if ko.Extractor, err = kgextract.NewLocal(ex); err != nil {
+		return err
+	}
+	ko.Logger, ko.Progress = o.Logger, o.Progress
+	_, err = index.SetKETRAG(ctx, idir, nil, ko)
 	return err
 }
