@@ -77,36 +77,52 @@ func collectQueries[T any](path string, raw []T, opt ReadOptions, query func(i i
 }
 
 func readLines(path string) ([]Node, error) {
-	f, err := os.Open(path)
+	var nodes []Node
+	err := eachLine(path, func(line int, t string) error {
+		if t = strings.TrimSpace(t); t != "" {
+			nodes = append(nodes, Node{ID: fmt.Sprintf("l%d", line), Text: t})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, recErr(path, 0, "", fmt.Errorf("%w: no text lines", ErrMissing))
+	}
+	return nodes, nil
+}
+
+// eachLine calls fn with every line of a UTF-8 text file (1-based line
+// numbers, a leading BOM dropped), refusing invalid UTF-8 and NUL bytes
+// with the file and line named.
+func eachLine(path string, fn func(line int, text string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4<<10), MaxRecordBytes)
-	var nodes []Node
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if line == 1 {
 			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if !utf8.Valid(b) {
-			return nil, recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, firstInvalidUTF8(b)+1))
+			return recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, firstInvalidUTF8(b)+1))
 		}
 		if i := bytes.IndexByte(b, 0); i >= 0 {
-			return nil, recErr(path, line, "", fmt.Errorf("%w: NUL character at byte %d", ErrMalformed, i+1))
+			return recErr(path, line, "", fmt.Errorf("%w: NUL character at byte %d", ErrMalformed, i+1))
 		}
-		if t := strings.TrimSpace(string(b)); t != "" {
-			nodes = append(nodes, Node{ID: fmt.Sprintf("l%d", line), Text: t})
+		if err := fn(line, string(b)); err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, recErr(path, 0, "", fmt.Errorf("%w: %v (a line is longer than %d bytes?)", ErrMalformed, err, MaxRecordBytes))
+		return recErr(path, 0, "", fmt.Errorf("%w: %v (a line is longer than %d bytes?)", ErrMalformed, err, MaxRecordBytes))
 	}
-	if len(nodes) == 0 {
-		return nil, recErr(path, 0, "", fmt.Errorf("%w: no text lines", ErrMissing))
-	}
-	return nodes, nil
+	return nil
 }
 
 // answerQuery validates one answer-only question. answer may be a string or

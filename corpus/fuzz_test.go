@@ -80,10 +80,14 @@ func fuzzFiles(t *testing.T, files map[string][]byte) string {
 func FuzzDatasetFolders(f *testing.F) {
 	f.Add([]byte(`{"_id":"d1","title":"T","text":"x"}`+"\n"), []byte(`{"_id":"q1","text":"q"}`+"\n"), []byte("query-id\tcorpus-id\tscore\nq1\td1\t1\n"))
 	f.Add([]byte(`[{"title":"A","text":"a"}]`), []byte(`[{"id":"x","question":"q","supporting_facts":["A"]}]`), []byte("one\ntwo\n"))
+	f.Add([]byte("a\tr\tb(c)\nb(c)\tr\td\n"), []byte(""), []byte("q ?\td(d/)\ta#r#b(c)#r#d\nwhat [a]\tb(c)\n"))
+	f.Add([]byte("a|r|b\n"), []byte(""), []byte("who [a]\tb\n"))
 	f.Fuzz(func(t *testing.T, a, b, c []byte) {
 		ReadBEIR(fuzzFiles(t, map[string][]byte{"corpus.jsonl": a, "queries.jsonl": b, "qrels/test.tsv": c}), "test", ReadOptions{})
 		ReadTwoWiki(fuzzFiles(t, map[string][]byte{"corpus.json": a, "test_gfmrag.json": b}), ReadOptions{})
 		ReadKETRAG(fuzzFiles(t, map[string][]byte{"document.txt": c, "qa-pairs.json": b}), ReadOptions{})
 		ReadGraphRAGBench(fuzzFiles(t, map[string][]byte{"m_corpus.json": a, "m_questions.json": b}), ChunkOptions{Size: 3, Overlap: 1}, ReadOptions{})
+		ReadPathQuestion(fuzzFiles(t, map[string][]byte{"2H-kb.txt": a, "PQ-2H.txt": c}), "PQ-2H", ReadOptions{SkipInvalid: true})
+		ReadMetaQA(fuzzFiles(t, map[string][]byte{"kb.txt": a, "1-hop/qa_test.txt": c}), 1, ReadOptions{SkipInvalid: true})
 	})
 }

@@ -22,7 +22,8 @@ const (
 )
 
 // Load reads a gleaner JSONL corpus folder: nodes.jsonl (required),
-// edges.jsonl and queries.jsonl (optional).
+// edges.jsonl, queries.jsonl and the split files queries-train.jsonl and
+// queries-dev.jsonl (optional).
 func Load(dir string, opt ReadOptions) (*Corpus, error) {
 	c := &Corpus{}
 	var err error
@@ -34,6 +35,12 @@ func Load(dir string, opt ReadOptions) (*Corpus, error) {
 		return nil, err
 	}
 	if c.Queries, err = ReadQueries(filepath.Join(dir, QueriesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if c.TrainQueries, err = ReadQueries(filepath.Join(dir, TrainQueriesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if c.DevQueries, err = ReadQueries(filepath.Join(dir, DevQueriesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	return c, nil
@@ -189,6 +196,11 @@ func checkGold(path string, line int, q *Query, ids map[string]int) *RecordError
 			return recErr(path, line, "grades", fmt.Errorf("%w %q in query %q", ErrUnknownID, g, q.ID))
 		}
 	}
+	for _, tp := range q.Topics {
+		if _, ok := ids[tp]; !ok {
+			return recErr(path, line, "topics", fmt.Errorf("%w %q in query %q", ErrUnknownID, tp, q.ID))
+		}
+	}
 	return nil
 }
 
@@ -236,11 +248,18 @@ func Write(dir string, c *Corpus) error {
 			return err
 		}
 	}
+	for name, qs := range map[string][]Query{TrainQueriesFile: c.TrainQueries, DevQueriesFile: c.DevQueries} {
+		if len(qs) > 0 {
+			if err := writeJSONL(filepath.Join(tmp, name), qs); err != nil {
+				return err
+			}
+		}
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
 	return store.ReplaceDir(tmp, dir, func(name string) bool {
-		return name == NodesFile || name == EdgesFile || name == QueriesFile || name == ChunksFile
+		return name == NodesFile || name == EdgesFile || name == QueriesFile || name == ChunksFile || name == TrainQueriesFile || name == DevQueriesFile
 	})
 }
 

@@ -33,6 +33,8 @@ type Query struct {
 	// Answers are gold answer strings (any one counts), for answer-level
 	// evaluation of datasets without gold passages.
 	Answers []string `json:"answers,omitempty"`
+	// Topics are the question's topic entities (knowledge-graph sets).
+	Topics []string `json:"topics,omitempty"`
 }
 
 // Judgements returns the query's relevance grades by node id (grade > 0 means
@@ -56,6 +58,10 @@ type Corpus struct {
 	// Chunks, when set, is the provenance of token-chunked nodes
 	// (ChunkByTokens), written to chunks.jsonl.
 	Chunks []ChunkInfo
+	// TrainQueries and DevQueries are the fixed train and dev splits of
+	// datasets imported with them (queries-train.jsonl, queries-dev.jsonl;
+	// Queries is then the test split).
+	TrainQueries, DevQueries []Query
 }
 
 // NodeIndex maps node ids to their position in c.Nodes.

@@ -9,15 +9,18 @@ import (
 )
 
 func newImport(g *globals) *cobra.Command {
-	var out, split string
+	var out, split, pqSet string
+	var hops int
 	var skip bool
 	chunks := corpus.DefaultChunkOptions()
 	cmd := &cobra.Command{
-		Use: "import beir|2wiki|ketrag|graphrag-bench|jsonl <path> -o <dir>",
+		Use: "import beir|2wiki|ketrag|graphrag-bench|pathquestion|metaqa|jsonl <path> -o <dir>",
 		Example: `  gleaner import beir ../shared/datasets/beir_scifact -o data/scifact
   gleaner import beir ../shared/datasets/beir_scifact --split train -o data/scifact-train
   gleaner import 2wiki ../shared/datasets/hipporag_2wikimultihopqa -o data/2wiki
-  gleaner import graphrag-bench ../shared/datasets/graphrag_bench_medical -o data/medical --chunk-words 200`,
+  gleaner import graphrag-bench ../shared/datasets/graphrag_bench_medical -o data/medical --chunk-words 200
+  gleaner import pathquestion ../shared/datasets/pathquestion --set PQ-2H -o data/pq2h
+  gleaner import metaqa ../shared/datasets/metaqa_partial_kb --hops 2 -o data/metaqa2`,
 		Short: "Convert a dataset to gleaner JSONL (nodes.jsonl, edges.jsonl, queries.jsonl)",
 		Long: `Convert a dataset to gleaner JSONL.
 
@@ -29,6 +32,14 @@ func newImport(g *globals) *cobra.Command {
   graphrag-bench  a GraphRAG-Bench split: <name>_corpus.json (long documents, cut
                   into --chunk-words windows overlapping by --chunk-overlap words)
                   and <name>_questions.json (questions with answers only)
+  pathquestion    a PathQuestion set (--set PQ-2H, PQ-3H, PQL-2H or PQL-3H) with its knowledge base:
+                  entities become nodes, triples "kg" edges with their relation, questions carry
+                  their topic entity and gold answer entities; split train/dev/test 8:1:1 with a
+                  fixed seed (queries-train.jsonl, queries-dev.jsonl, queries.jsonl = test)
+  metaqa          MetaQA's knowledge base (kb.txt or kb_partial.txt) and its --hops 1|2|3 test
+                  questions ("[topic]" in the text); questions whose topic is not in the knowledge
+                  base or whose answers lie beyond --hops hops of it are dropped (the count is
+                  printed); the rest split 8:1:1 as above
   jsonl           a gleaner JSONL folder (validated and rewritten)
 
 Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
@@ -52,10 +63,18 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 				c, err = corpus.ReadKETRAG(args[1], opt)
 			case "graphrag-bench":
 				c, err = corpus.ReadGraphRAGBench(args[1], chunks, opt)
+			case "pathquestion":
+				c, err = corpus.ReadPathQuestion(args[1], pqSet, opt)
+			case "metaqa":
+				var dropped int
+				if c, dropped, err = corpus.ReadMetaQA(args[1], hops, opt); err == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "metaqa %d-hop: %d answerable questions kept, %d dropped (topic not in the knowledge base, or an answer beyond %d hops)\n",
+						hops, len(c.TrainQueries)+len(c.DevQueries)+len(c.Queries), dropped, hops)
+				}
 			case "jsonl":
 				c, err = corpus.Load(args[1], opt)
 			default:
-				return fmt.Errorf("unknown format %q (want beir, 2wiki, ketrag, graphrag-bench or jsonl)", args[0])
+				return fmt.Errorf("unknown format %q (want beir, 2wiki, ketrag, graphrag-bench, pathquestion, metaqa or jsonl)", args[0])
 			}
 			if err != nil {
 				return err
@@ -63,7 +82,11 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			if err := corpus.Write(out, c); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d nodes, %d edges, %d queries\n", out, len(c.Nodes), len(c.Edges), len(c.Queries))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d nodes, %d edges, %d queries", out, len(c.Nodes), len(c.Edges), len(c.Queries))
+			if len(c.TrainQueries)+len(c.DevQueries) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), " (test split; train %d, dev %d)", len(c.TrainQueries), len(c.DevQueries))
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
 			return nil
 		},
 	}
@@ -71,6 +94,8 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 	cmd.Flags().StringVar(&split, "split", "test", "BEIR qrels split")
 	cmd.Flags().IntVar(&chunks.Size, "chunk-words", chunks.Size, "graphrag-bench: words per chunk")
 	cmd.Flags().IntVar(&chunks.Overlap, "chunk-overlap", chunks.Overlap, "graphrag-bench: words shared by consecutive chunks")
+	cmd.Flags().StringVar(&pqSet, "set", "PQ-2H", "pathquestion: PQ-2H, PQ-3H, PQL-2H or PQL-3H")
+	cmd.Flags().IntVar(&hops, "hops", 1, "metaqa: the question set, 1, 2 or 3 hops")
 	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
 	return cmd
 }
