@@ -104,16 +104,20 @@ type KETRAGMeta struct {
 	MaxDescriptions int                 `json:"max_descriptions"`
 	Extractor       string              `json:"extractor"`
 	Chunks          int                 `json:"chunks"`
-	ChunkGraphEdges int                 `json:"chunk_graph_edges"`
-	Core            int                 `json:"core"`
-	Units           int                 `json:"units"`
-	UnitTextTokens  int                 `json:"unit_text_tokens"`
-	Pieces          int                 `json:"pieces"`
-	Entities        int                 `json:"entities"`
-	Relationships   int                 `json:"relationships"`
-	Keywords        int                 `json:"keywords"`
-	KeywordEdges    int                 `json:"keyword_edges"`
-	SentenceParts   int                 `json:"sentence_parts"`
+	// Chunked says every node is a token-chunk piece (gleaner chunk):
+	// consecutive pieces then rejoin as they were cut; other nodes join a
+	// unit with a line break between them.
+	Chunked         bool `json:"chunked"`
+	ChunkGraphEdges int  `json:"chunk_graph_edges"`
+	Core            int  `json:"core"`
+	Units           int  `json:"units"`
+	UnitTextTokens  int  `json:"unit_text_tokens"`
+	Pieces          int  `json:"pieces"`
+	Entities        int  `json:"entities"`
+	Relationships   int  `json:"relationships"`
+	Keywords        int  `json:"keywords"`
+	KeywordEdges    int  `json:"keyword_edges"`
+	SentenceParts   int  `json:"sentence_parts"`
 	// Usage is the extraction's cost as the extractor accounted it.
 	Usage        kgextract.Usage `json:"usage"`
 	BuildSeconds float64         `json:"build_seconds"`
@@ -203,7 +207,8 @@ func BuildKETRAG(ctx context.Context, ix *Index, o KETRAGOptions) (*KETRAG, erro
 	if err != nil {
 		return nil, err
 	}
-	units := k.mergeUnits(ids, o.UnitTokens)
+	k.Meta.Chunked = allChunks(ix)
+	units := k.mergeUnits(ids, o.UnitTokens, k.Meta.Chunked, tok.Encode("\n"))
 	unitText := make([]string, len(units))
 	for u, us := range units {
 		unitText[u] = tok.Decode(us)
@@ -225,11 +230,14 @@ func BuildKETRAG(ctx context.Context, ix *Index, o KETRAGOptions) (*KETRAG, erro
 	}
 	k.deriveEntityRels()
 	k.Meta = KETRAGMeta{Tokenizer: tiktoken.Name, Beta: o.Beta, Selection: o.Selection, Seed: o.Seed, KNN: o.KNN, Damping: o.Damping,
-		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(), Chunks: ix.N(),
+		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(), Chunks: ix.N(), Chunked: k.Meta.Chunked,
 		ChunkGraphEdges: edges, Core: len(k.Core), Units: len(units), UnitTextTokens: k.Meta.UnitTextTokens, Pieces: k.Pieces.Len(),
 		Entities: k.EntityNames.Len(), Relationships: len(k.RelSrc), Keywords: k.Keywords.Len(), KeywordEdges: len(k.KeywordChunks.Idx),
 		SentenceParts: parts, Usage: usage,
 		BuildSeconds: round4(time.Since(start).Seconds())}
+	if k.Meta.Entities == 0 {
+		o.Logger.Warn("ketrag: the extractor found no entity in the core chunks: the skeleton channel will be empty (only the keyword channel answers)", "extractor", k.Meta.Extractor)
+	}
 	o.Logger.Info("ketrag built", "core", k.Meta.Core, "units", k.Meta.Units, "entities", k.Meta.Entities,
 		"relationships", k.Meta.Relationships, "keywords", k.Meta.Keywords, "seconds", k.Meta.BuildSeconds)
 	return k, nil
@@ -316,18 +324,41 @@ func ChunkPageRank(ctx context.Context, n int, edges []graphops.Edge, damping fl
 	return pr, err
 }
 
+// allChunks reports whether every node is a token-chunk piece.
+func allChunks(ix *Index) bool {
+	for i := 0; i < ix.N(); i++ {
+		if ix.Type(i) != "chunk" {
+			return false
+		}
+	}
+	return true
+}
+
+// joinsRaw says whether core chunk c continues prev without a separator:
+// consecutive pieces of one token stream.
+func joinsRaw(chunked bool, prev, c int32) bool { return chunked && c == prev+1 }
+
+// Continues reports whether chunk c follows chunk prev in a unit without
+// the one-token line break that joins other chunks.
+func (k *KETRAG) Continues(prev, c int32) bool { return joinsRaw(k.Meta.Chunked, prev, c) }
+
 // unitBounds greedily merges consecutive core chunks (in id order) into
-// units of at most unitTokens tokens (a longer chunk is a unit of its
-// own): unit u is core[ptr[u]:ptr[u+1]].
-func unitBounds(core, tokens []int32, unitTokens int) []int64 {
+// units of at most unitTokens tokens, a separator (sep tokens) counted
+// between chunks that do not continue each other; a longer chunk is a unit
+// of its own. Unit u is core[ptr[u]:ptr[u+1]].
+func unitBounds(core, tokens []int32, unitTokens int, chunked bool, sep int) []int64 {
 	ptr := []int64{0}
 	cur := 0
 	for i, c := range core {
-		if cur > 0 && cur+int(tokens[c]) > unitTokens {
-			ptr = append(ptr, int64(i))
-			cur = 0
+		add := int(tokens[c])
+		if cur > 0 && !joinsRaw(chunked, core[i-1], c) {
+			add += sep
 		}
-		cur += int(tokens[c])
+		if cur > 0 && cur+add > unitTokens {
+			ptr = append(ptr, int64(i))
+			cur, add = 0, int(tokens[c])
+		}
+		cur += add
 	}
 	if len(core) > 0 {
 		ptr = append(ptr, int64(len(core)))
@@ -336,11 +367,15 @@ func unitBounds(core, tokens []int32, unitTokens int) []int64 {
 }
 
 // mergeUnits sets the units and returns each one's token ids.
-func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int) [][]int {
-	k.UnitPtr = unitBounds(k.Core, k.NodeTokens, unitTokens)
+func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int, chunked bool, sep []int) [][]int {
+	k.UnitPtr = unitBounds(k.Core, k.NodeTokens, unitTokens, chunked, len(sep))
 	units := make([][]int, len(k.UnitPtr)-1)
 	for u := range units {
-		for _, c := range k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]] {
+		part := k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]]
+		for i, c := range part {
+			if i > 0 && !joinsRaw(chunked, part[i-1], c) {
+				units[u] = append(units[u], sep...)
+			}
 			units[u] = append(units[u], ids[c]...)
 		}
 	}

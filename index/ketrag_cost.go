@@ -31,10 +31,16 @@ func (k *KETRAG) Costs(betas []float64, promptTokens int) []KETRAGCost {
 	var rows []KETRAGCost
 	for _, b := range betas {
 		core := coreOf(k.RankOrder, b, m.Selection, m.Seed)
-		ptr := unitBounds(core, k.NodeTokens, m.UnitTokens)
+		ptr := unitBounds(core, k.NodeTokens, m.UnitTokens, m.Chunked, 1)
 		text := 0
-		for _, c := range core {
-			text += int(k.NodeTokens[c])
+		for u := 0; u+1 < len(ptr); u++ {
+			part := core[ptr[u]:ptr[u+1]]
+			for i, c := range part {
+				text += int(k.NodeTokens[c])
+				if i > 0 && !joinsRaw(m.Chunked, part[i-1], c) {
+					text++ // the line break between chunks that do not continue each other
+				}
+			}
 		}
 		calls := len(ptr) - 1
 		out := -1

@@ -54,17 +54,21 @@ func TestKETRAGRoundTrip(t *testing.T) {
 	if minIn < maxOut {
 		t.Fatalf("a chunk outside the core outranks one inside: %v < %v", minIn, maxOut)
 	}
-	// Units merge consecutive core chunks up to UnitTokens.
+	// Units merge consecutive core chunks up to UnitTokens; these nodes are
+	// passages, not chunk pieces, so a one-token line break joins them.
+	if k.Meta.Chunked {
+		t.Fatal("passages taken for chunk pieces")
+	}
 	for u := 0; u+1 < len(k.UnitPtr); u++ {
-		tokens := 0
-		for _, c := range k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]] {
+		part := k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]]
+		tokens := len(part) - 1
+		for _, c := range part {
 			tokens += int(k.NodeTokens[c])
 		}
-		single := k.UnitPtr[u+1]-k.UnitPtr[u] == 1
-		if tokens > o.UnitTokens && !single {
+		if tokens > o.UnitTokens && len(part) > 1 {
 			t.Fatalf("unit %d holds %d tokens > %d", u, tokens, o.UnitTokens)
 		}
-		if u+2 < len(k.UnitPtr) && tokens+int(k.NodeTokens[k.Core[k.UnitPtr[u+1]]]) <= o.UnitTokens {
+		if u+2 < len(k.UnitPtr) && tokens+1+int(k.NodeTokens[k.Core[k.UnitPtr[u+1]]]) <= o.UnitTokens {
 			t.Fatalf("unit %d stopped although the next chunk fits", u)
 		}
 	}
@@ -199,7 +203,24 @@ func TestKETRAGCosts(t *testing.T) {
 	for _, n := range k.NodeTokens {
 		all += int(n)
 	}
-	if rows[2].Core != ix.N() || rows[2].InputTokens-rows[2].Calls*(500+ChatOverheadTokens) != all || rows[0].Calls >= built.Calls {
+	// These nodes are passages, not chunk pieces: a line break joins them within a unit.
+	if want := all + ix.N() - rows[2].Calls; rows[2].Core != ix.N() || rows[2].InputTokens-rows[2].Calls*(500+ChatOverheadTokens) != want || rows[0].Calls >= built.Calls {
 		t.Fatalf("β = 1: %+v (all chunks hold %d tokens); β = 0.2: %+v", rows[2], all, rows[0])
+	}
+}
+
+func TestUnitBounds(t *testing.T) {
+	core, tokens := []int32{3, 4, 6}, make([]int32, 7)
+	tokens[3], tokens[4], tokens[6] = 5, 5, 5
+	// Pieces 3 and 4 continue each other (10 tokens); 6 needs a break.
+	if got := unitBounds(core, tokens, 10, true, 1); !slices.Equal(got, []int64{0, 2, 3}) {
+		t.Fatalf("chunked: %v", got)
+	}
+	// Passages always need the break: 5 + 1 + 5 > 10.
+	if got := unitBounds(core, tokens, 10, false, 1); !slices.Equal(got, []int64{0, 1, 2, 3}) {
+		t.Fatalf("passages: %v", got)
+	}
+	if got := unitBounds(core, tokens, 11, false, 1); !slices.Equal(got, []int64{0, 2, 3}) {
+		t.Fatalf("passages at 11: %v", got)
 	}
 }

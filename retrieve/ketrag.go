@@ -110,7 +110,11 @@ func pieceChunks(k *index.KETRAG) [][]int32 {
 		u := k.PieceUnit[p]
 		end := at + int(k.PieceTokens[p])
 		c0 := 0
-		for _, c := range k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]] {
+		part := k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]]
+		for i, c := range part {
+			if i > 0 && !k.Continues(part[i-1], c) {
+				c0++ // the line break between them
+			}
 			c1 := c0 + int(k.NodeTokens[c])
 			if c0 < end && c1 > at {
 				out[p] = append(out[p], c)

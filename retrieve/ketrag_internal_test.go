@@ -36,12 +36,13 @@ func TestFilterRelationshipsGraphRAGOrder(t *testing.T) {
 }
 
 func TestPieceChunks(t *testing.T) {
-	// Core chunks 2 (5 tokens) and 7 (4 tokens) form unit 0; text units of 3 tokens.
+	// Core chunks 2 (5 tokens) and 7 (4 tokens) form unit 0 with a line
+	// break between them (10 tokens); text units of 3 tokens.
 	k := &index.KETRAG{Core: []int32{2, 7}, UnitPtr: []int64{0, 2}, NodeTokens: make([]int32, 8),
-		PieceUnit: []int32{0, 0, 0}, PieceTokens: []int32{3, 3, 3}}
+		PieceUnit: []int32{0, 0, 0, 0}, PieceTokens: []int32{3, 3, 3, 1}}
 	k.NodeTokens[2], k.NodeTokens[7] = 5, 4
 	got := pieceChunks(k)
-	want := [][]int32{{2}, {2, 7}, {7}}
+	want := [][]int32{{2}, {2}, {7}, {7}} // tokens 3–5: 2's last two and the break
 	for p := range want {
 		if !slices.Equal(got[p], want[p]) {
 			t.Fatalf("piece %d: %v, want %v", p, got[p], want[p])

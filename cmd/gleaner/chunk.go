@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -33,11 +34,14 @@ gold nodes map to the pieces holding them. Source edges are not carried over.
 			if out == "" {
 				return fmt.Errorf("-o <dir> is required")
 			}
-			if err := o.Validate(); err != nil {
+			if err := checkChunkFlags(o); err != nil {
 				return err
 			}
 			if err := corpus.CheckTarget(out); err != nil {
 				return fmt.Errorf("-o %s: %w", out, err)
+			}
+			if sameFolder(args[0], out) {
+				return fmt.Errorf("-o %s is the corpus being chunked; write the chunks to another folder", out)
 			}
 			c, err := corpus.Load(args[0], corpus.ReadOptions{Logger: g.log})
 			if err != nil {
@@ -52,6 +56,9 @@ gold nodes map to the pieces holding them. Source edges are not carried over.
 				return err
 			}
 			chunked.Chunks = infos
+			if o.Documents == corpus.DocumentPerTitle && !hasTitles(c) {
+				g.log.Warn("chunk: --documents title, and no node has a title: the whole corpus is one document")
+			}
 			if len(c.Edges) > 0 {
 				g.log.Warn("chunk: source edges are not carried over to chunks", "edges", len(c.Edges))
 			}
@@ -70,4 +77,36 @@ gold nodes map to the pieces holding them. Source edges are not carried over.
 	f.IntVar(&o.Split, "split", o.Split, "tokens per piece each chunk is split into (≥ --tokens keeps chunks whole)")
 	f.StringVar(&o.Documents, "documents", o.Documents, "what a chunk may not cross: node, title or corpus")
 	return cmd
+}
+
+// checkChunkFlags names the flag a bad chunk setting came from.
+func checkChunkFlags(o corpus.TokenChunkOptions) error {
+	switch {
+	case o.Size < 1:
+		return fmt.Errorf("--tokens must be ≥ 1, got %d", o.Size)
+	case o.Overlap < 0 || o.Overlap >= o.Size:
+		return fmt.Errorf("--overlap must be in [0, --tokens), got %d with --tokens %d", o.Overlap, o.Size)
+	case o.Split < 1:
+		return fmt.Errorf("--split must be ≥ 1 token (≥ --tokens keeps chunks whole), got %d", o.Split)
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("--documents: %w", err)
+	}
+	return nil
+}
+
+func hasTitles(c *corpus.Corpus) bool {
+	for _, n := range c.Nodes {
+		if n.Title != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// sameFolder reports whether a and b name one existing folder.
+func sameFolder(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

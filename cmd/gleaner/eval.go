@@ -158,6 +158,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := f.m.refuseUnused(names); err != nil {
+		return nil, err
+	}
 	var ms []retrieve.Method
 	for _, name := range names {
 		m, err := retrieve.NewWith(name, ix, mo)
@@ -194,7 +197,14 @@ func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (
 		}
 		opt.Cutoffs = append(opt.Cutoffs, k)
 	}
-	for _, c := range splitList(f.contextBudgets) {
+	var budgets []string
+	if f.contextBudgets != "" {
+		var err error
+		if budgets, err = strictList("--context-budget", f.contextBudgets); err != nil {
+			return opt, err
+		}
+	}
+	for _, c := range budgets {
 		var b int
 		if _, err := fmt.Sscan(c, &b); err != nil || b <= 0 || fmt.Sprint(b) != c {
 			return opt, fmt.Errorf("--context-budget: %q is not a positive integer", c)

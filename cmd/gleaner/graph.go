@@ -163,12 +163,12 @@ func newGraphStats(g *globals) *cobra.Command {
 				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and trigraph and ketrag when built)", kind, ix.Meta.GraphKinds)
 			}
 			if kind == "ketrag" {
-				if ix.KETRAG == nil {
-					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoKETRAG)
-				}
 				bs, err := parseBetas(betas)
 				if err != nil {
 					return err
+				}
+				if ix.KETRAG == nil {
+					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoKETRAG)
 				}
 				return printKETRAGStats(cmd.OutOrStdout(), ix, bs)
 			}

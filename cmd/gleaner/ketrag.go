@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -55,6 +56,12 @@ func (f *ketragFlags) add(fl *pflag.FlagSet) {
 }
 
 func runKETRAG(cmd *cobra.Command, g *globals, dir string, f *ketragFlags, nerName, biEncoder, pooling string, workers int, start time.Time) error {
+	if f.extractor == "llm" && !cmd.Flags().Changed("workers") {
+		workers = f.llm.Concurrency // each worker holds one request: as many as may be in flight
+	}
+	if err := f.check(cmd.Flags(), workers); err != nil {
+		return err
+	}
 	ex, err := f.extractorFor(cmd.Flags(), g, dir, nerName)
 	if err != nil {
 		return err
@@ -78,6 +85,32 @@ func runKETRAG(cmd *cobra.Command, g *globals, dir string, f *ketragFlags, nerNa
 	if u := m.Usage; u.Calls+u.CacheHits > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "llm: %d calls (%d retries), %d input and %d output tokens; %d replies from the cache (%d and %d tokens)\n",
 			u.Calls, u.Retries, u.InputTokens, u.OutputTokens, u.CacheHits, u.CachedInput, u.CachedOutput)
+	}
+	return nil
+}
+
+// check names the flag a bad setting came from, before any work.
+func (f *ketragFlags) check(fl *pflag.FlagSet, workers int) error {
+	o := f.o
+	switch {
+	case !(o.Beta > 0 && o.Beta <= 1):
+		return fmt.Errorf("--beta must be in (0, 1], got %v", o.Beta)
+	case o.Selection != index.SelectPageRank && o.Selection != index.SelectUniform:
+		return fmt.Errorf("--selection must be pagerank or uniform, got %q", o.Selection)
+	case o.Selection == index.SelectPageRank && fl.Changed("seed"):
+		return fmt.Errorf("--seed applies to --selection uniform (pagerank's selection is deterministic)")
+	case !(o.Damping > 0 && o.Damping < 1):
+		return fmt.Errorf("--pr-damping must be in (0, 1), got %v", o.Damping)
+	case o.UnitTokens < 1:
+		return fmt.Errorf("--unit-tokens must be ≥ 1, got %d", o.UnitTokens)
+	case o.PieceTokens < 1:
+		return fmt.Errorf("--piece-tokens must be ≥ 1, got %d", o.PieceTokens)
+	case o.MaxDescriptions < 1:
+		return fmt.Errorf("--max-descriptions must be ≥ 1, got %d", o.MaxDescriptions)
+	case workers < 1:
+		return fmt.Errorf("--workers must be ≥ 1, got %d", workers)
+	case o.KNN.Lexical < 0 || o.KNN.Semantic < 0 || o.KNN.Lexical+o.KNN.Semantic == 0:
+		return fmt.Errorf("--k-lex and --k-sem must be ≥ 0 and not both 0, got %d and %d", o.KNN.Lexical, o.KNN.Semantic)
 	}
 	return nil
 }
@@ -161,15 +194,36 @@ func sum32(v []int32) int {
 	return n
 }
 
-// parseBetas reads --betas.
+// parseBetas reads --betas: at least one share in (0, 1], none twice.
 func parseBetas(list string) ([]float64, error) {
+	items, err := strictList("--betas", list)
+	if err != nil {
+		return nil, err
+	}
 	var out []float64
-	for _, s := range splitList(list) {
+	for _, s := range items {
 		b, err := strconv.ParseFloat(s, 64)
 		if err != nil || !(b > 0 && b <= 1) {
 			return nil, fmt.Errorf("--betas: %q is not a share in (0, 1]", s)
 		}
 		out = append(out, b)
+	}
+	return out, nil
+}
+
+// strictList splits a comma-separated flag value: at least one item, no
+// empty item, no item twice.
+func strictList(flag, list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, fmt.Errorf("%s %q: an empty item", flag, list)
+		case slices.Contains(out, s):
+			return nil, fmt.Errorf("%s %q: %s is listed twice", flag, list, s)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

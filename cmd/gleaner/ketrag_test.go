@@ -116,13 +116,27 @@ func TestKETRAGCLI(t *testing.T) {
 }
 
 func TestKETRAGCLIRefusals(t *testing.T) {
-	_, idir := chunkedIndex(t)
+	cdir, idir := chunkedIndex(t)
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "thesis.tex"), []byte("mine"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--beta", "0"}, "β"},
-		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--selection", "random"}, "selection"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--beta", "0"}, "--beta"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--selection", "random"}, "--selection"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--seed", "7"}, "--seed applies to --selection uniform"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--pr-damping", "1"}, "--pr-damping"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--unit-tokens", "0"}, "--unit-tokens"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--workers", "0"}, "--workers"},
+		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--extractor", "llm", "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-cache", foreign}, "not a gleaner reply cache"},
+		{[]string{"graph", "stats", "--kind", "ketrag", "--index", idir, "--betas", ""}, "--betas"},
+		{[]string{"graph", "stats", "--kind", "ketrag", "--index", idir, "--betas", "0.5,0.5"}, "twice"},
+		{[]string{"eval", "--index", idir, "--method", "bm25", "--context-budget", "2000,,100"}, "empty item"},
+		{[]string{"eval", "--index", idir, "--method", "bm25", "--context-budget", "100", "--theta", "0.2"}, "--theta applies to --method ketrag"},
+		{[]string{"query", "--index", idir, "--method", "bm25", "--context", "-k", "5", "x"}, "-k does not apply with --context"},
+		{[]string{"query", "--index", idir, "--method", "bm25", "--top-keywords", "5", "x"}, "--top-keywords applies to --method ketrag"},
+		{[]string{"chunk", cdir, "-o", cdir}, "is the corpus being chunked"},
 		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--extractor", "gpt"}, "--extractor"},
 		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--llm-model", "m"}, "--llm-model applies to --extractor llm"},
 		{[]string{"graph", "build", "--kind", "ketrag", "--index", idir, "--extractor", "llm", "--llm-model", "m"}, "base URL"},
@@ -134,10 +148,10 @@ func TestKETRAGCLIRefusals(t *testing.T) {
 		{[]string{"eval", "--index", idir, "--method", "bm25", "--context-budget", "0"}, "--context-budget"},
 		{[]string{"eval", "--index", idir, "--method", "bm25", "--context-budget", "12k"}, "--context-budget"},
 		{[]string{"eval", "--index", idir, "--method", "bm25", "--context-budget", "100", "--columns", "context_answer_recall@7"}, "not in --context-budget"},
-		{[]string{"eval", "--index", idir, "--method", "bm25", "--theta", "2"}, "θ"},
+		{[]string{"eval", "--index", idir, "--method", "ketrag", "--theta", "2"}, "--theta"},
 		{[]string{"graph", "stats", "--kind", "ketrag", "--index", idir}, "graph build --kind ketrag"},
-		{[]string{"chunk", idir, "-o", filepath.Join(t.TempDir(), "c"), "--overlap", "1200"}, "overlap"},
-		{[]string{"chunk", idir, "-o", filepath.Join(t.TempDir(), "c"), "--documents", "file"}, "documents"},
+		{[]string{"chunk", cdir, "-o", filepath.Join(t.TempDir(), "c"), "--overlap", "1200"}, "--overlap"},
+		{[]string{"chunk", cdir, "-o", filepath.Join(t.TempDir(), "c"), "--documents", "file"}, "--documents"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -115,5 +116,45 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	if err := f.applyPreset(&o); err != nil {
 		return o, err
 	}
+	if err := checkKETRAGFlags(o.KETRAG); err != nil {
+		return o, err
+	}
 	return o, o.Validate() // every flag, whichever methods run
+}
+
+// ketragMethodFlags are the flags only method ketrag reads.
+var ketragMethodFlags = []string{"budget", "theta", "top-keywords", "top-entities", "text-unit-prop", "top-relationships"}
+
+// checkKETRAGFlags names the flag a bad ketrag setting came from.
+func checkKETRAGFlags(k retrieve.KETRAGOptions) error {
+	switch {
+	case k.Budget < 1:
+		return fmt.Errorf("--budget must be ≥ 1 token, got %d", k.Budget)
+	case !(k.Theta >= 0 && k.Theta <= 1):
+		return fmt.Errorf("--theta must be in [0, 1], got %v", k.Theta)
+	case k.TopKeywords < 1:
+		return fmt.Errorf("--top-keywords must be ≥ 1, got %d", k.TopKeywords)
+	case k.TopEntities < 1:
+		return fmt.Errorf("--top-entities must be ≥ 1, got %d", k.TopEntities)
+	case !(k.TextUnitProp >= 0 && k.TextUnitProp <= 1):
+		return fmt.Errorf("--text-unit-prop must be in [0, 1], got %v", k.TextUnitProp)
+	case k.TopRelationships < 0:
+		return fmt.Errorf("--top-relationships must be ≥ 0, got %d", k.TopRelationships)
+	}
+	return nil
+}
+
+// refuseUnused refuses a ketrag flag when no ketrag method runs, so a
+// mistyped command is not silently half-applied; allow lists flags the
+// caller uses for every method.
+func (f *methodFlags) refuseUnused(methods []string, allow ...string) error {
+	if slices.Contains(methods, "ketrag") {
+		return nil
+	}
+	for _, n := range ketragMethodFlags {
+		if f.fl.Changed(n) && !slices.Contains(allow, n) {
+			return fmt.Errorf("--%s applies to --method ketrag", n)
+		}
+	}
+	return nil
 }

@@ -47,6 +47,16 @@ func newQuery(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var allow []string
+			if withContext {
+				allow = []string{"budget"} // the context's size, for every method
+				if cmd.Flags().Changed("k") {
+					return fmt.Errorf("-k does not apply with --context: the context's size is --budget tokens")
+				}
+			}
+			if err := mf.refuseUnused([]string{method}, allow...); err != nil {
+				return err
+			}
 			m, err := retrieve.NewWith(method, ix, mo)
 			if err != nil {
 				return err

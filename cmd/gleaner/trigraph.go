@@ -33,7 +33,7 @@ type triGraphFlags struct {
 func (f *triGraphFlags) add(fl *pflag.FlagSet) {
 	n := &f.o.Neighbours
 	fl.StringVar(&f.ner, "ner", "both", "trigraph: entity extractor: "+strings.Join(ner.Names(), ", ")+" (prose: the embedded NER; titles: the corpus's titles and aliases as whole words; both: their union, chosen on the 2Wiki dev questions)")
-	fl.IntVar(&f.o.Workers, "workers", f.o.Workers, "trigraph: NER workers")
+	fl.IntVar(&f.o.Workers, "workers", f.o.Workers, "trigraph and ketrag: NER / extraction workers (ketrag llm: default --llm-concurrency)")
 	fl.Float64Var(&n.CoShare, "co-share", n.CoShare, "trigraph W: keep the top max(1, share·nnz) co-occurrence counts per entity")
 	fl.IntVar(&n.CoCap, "co-cap", n.CoCap, "trigraph W: at most this many co-occurrence counts per entity")
 	fl.IntVar(&n.SimTopK, "sim-topk", n.SimTopK, "trigraph W: cosine neighbours per entity (exact top-k)")

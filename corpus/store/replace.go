@@ -83,6 +83,9 @@ func Promote(src, final string) error {
 // before anything moves), and a crash midway leaves them in a hidden
 // sibling, never deletes them.
 func ReplaceDir(src, final string, owned func(name string) bool) error {
+	// "a/../a" names final through itself: once final moves aside, that
+	// spelling no longer resolves, so work with the lexical path.
+	src, final = filepath.Clean(src), filepath.Clean(final)
 	foreign, err := foreignEntries(final, owned)
 	if err != nil {
 		return err

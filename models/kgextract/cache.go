@@ -20,8 +20,25 @@ type cacheEntry struct {
 	Output  int    `json:"output_tokens"`
 }
 
+// cacheMarker marks a folder as a reply cache, so a cache path pointing
+// at someone's folder is refused instead of filled.
+const cacheMarker = ".gleaner-llm-cache"
+
 func openCache(dir string) (*replyCache, error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		return nil, fmt.Errorf("kgextract: cache folder: %w", err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, cacheMarker)); err != nil {
+			return nil, fmt.Errorf("kgextract: cache folder %s holds files and is not a gleaner reply cache (no %s); give an empty or new folder", dir, cacheMarker)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("kgextract: cache folder: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, cacheMarker), []byte("replies of gleaner's LLM extractor, one JSON file per (model, prompt version, text)\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("kgextract: cache folder: %w", err)
 	}
 	return &replyCache{dir: dir}, nil

@@ -41,6 +41,7 @@ func TestCorruptCacheFileIsRefetched(t *testing.T) {
 	key := cacheKey("m", "x")
 	p := filepath.Join(dir, key[:2], key+".json")
 	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(filepath.Join(dir, cacheMarker), nil, 0o644)
 	os.WriteFile(p, []byte(`{"content": `), 0o644) // a torn write from another tool
 	f := &fakeServer{reply: func(_ int64, w http.ResponseWriter, _ *http.Request) { chat(w, goodContent) }}
 	l, _ := testLLM(t, f, func(o *LLMOptions) { o.CacheDir = dir })
@@ -49,5 +50,20 @@ func TestCorruptCacheFileIsRefetched(t *testing.T) {
 	}
 	if _, u, _ := l.Extract(context.Background(), "x"); u.CacheHits != 1 {
 		t.Fatalf("the refetched reply was not cached: %+v", u)
+	}
+}
+
+func TestCacheRefusesAForeignFolder(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("mine"), 0o644)
+	if _, err := openCache(dir); err == nil {
+		t.Fatal("a folder of someone's files became a cache")
+	}
+	c := filepath.Join(t.TempDir(), "cache")
+	if _, err := openCache(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openCache(c); err != nil {
+		t.Fatalf("reopening a cache: %v", err)
 	}
 }
