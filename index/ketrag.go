@@ -105,8 +105,8 @@ type KETRAGMeta struct {
 	Extractor       string              `json:"extractor"`
 	Chunks          int                 `json:"chunks"`
 	// Chunked says every node is a token-chunk piece (gleaner chunk):
-	// consecutive pieces then rejoin as they were cut; other nodes join a
-	// unit with a line break between them.
+	// pieces then concatenate into units as KET-RAG's do; passages join
+	// with a line break between them.
 	Chunked         bool `json:"chunked"`
 	ChunkGraphEdges int  `json:"chunk_graph_edges"`
 	Core            int  `json:"core"`
@@ -334,24 +334,22 @@ func allChunks(ix *Index) bool {
 	return true
 }
 
-// joinsRaw says whether core chunk c continues prev without a separator:
-// consecutive pieces of one token stream.
-func joinsRaw(chunked bool, prev, c int32) bool { return chunked && c == prev+1 }
-
-// Continues reports whether chunk c follows chunk prev in a unit without
-// the one-token line break that joins other chunks.
-func (k *KETRAG) Continues(prev, c int32) bool { return joinsRaw(k.Meta.Chunked, prev, c) }
+// Separated reports whether the chunks of a unit are joined by a
+// one-token line break: passages are; pieces of a chunked corpus
+// concatenate as KET-RAG merges its sub-chunks (consecutive pieces rejoin
+// their text).
+func (k *KETRAG) Separated() bool { return !k.Meta.Chunked }
 
 // unitBounds greedily merges consecutive core chunks (in id order) into
 // units of at most unitTokens tokens, a separator (sep tokens) counted
-// between chunks that do not continue each other; a longer chunk is a unit
-// of its own. Unit u is core[ptr[u]:ptr[u+1]].
+// between passages (not between the pieces of a chunked corpus); a longer
+// chunk is a unit of its own. Unit u is core[ptr[u]:ptr[u+1]].
 func unitBounds(core, tokens []int32, unitTokens int, chunked bool, sep int) []int64 {
 	ptr := []int64{0}
 	cur := 0
 	for i, c := range core {
 		add := int(tokens[c])
-		if cur > 0 && !joinsRaw(chunked, core[i-1], c) {
+		if cur > 0 && !chunked {
 			add += sep
 		}
 		if cur > 0 && cur+add > unitTokens {
@@ -373,7 +371,7 @@ func (k *KETRAG) mergeUnits(ids [][]int, unitTokens int, chunked bool, sep []int
 	for u := range units {
 		part := k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]]
 		for i, c := range part {
-			if i > 0 && !joinsRaw(chunked, part[i-1], c) {
+			if i > 0 && !chunked {
 				units[u] = append(units[u], sep...)
 			}
 			units[u] = append(units[u], ids[c]...)

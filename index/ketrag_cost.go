@@ -37,8 +37,8 @@ func (k *KETRAG) Costs(betas []float64, promptTokens int) []KETRAGCost {
 			part := core[ptr[u]:ptr[u+1]]
 			for i, c := range part {
 				text += int(k.NodeTokens[c])
-				if i > 0 && !joinsRaw(m.Chunked, part[i-1], c) {
-					text++ // the line break between chunks that do not continue each other
+				if i > 0 && !m.Chunked {
+					text++ // the line break between passages
 				}
 			}
 		}

@@ -212,9 +212,12 @@ func TestKETRAGCosts(t *testing.T) {
 func TestUnitBounds(t *testing.T) {
 	core, tokens := []int32{3, 4, 6}, make([]int32, 7)
 	tokens[3], tokens[4], tokens[6] = 5, 5, 5
-	// Pieces 3 and 4 continue each other (10 tokens); 6 needs a break.
+	// Pieces concatenate (KET-RAG's merge): 5 + 5 fit 10, and 15 fit 15.
 	if got := unitBounds(core, tokens, 10, true, 1); !slices.Equal(got, []int64{0, 2, 3}) {
 		t.Fatalf("chunked: %v", got)
+	}
+	if got := unitBounds(core, tokens, 15, true, 1); !slices.Equal(got, []int64{0, 3}) {
+		t.Fatalf("chunked at 15: %v", got)
 	}
 	// Passages always need the break: 5 + 1 + 5 > 10.
 	if got := unitBounds(core, tokens, 10, false, 1); !slices.Equal(got, []int64{0, 1, 2, 3}) {

@@ -112,7 +112,7 @@ func pieceChunks(k *index.KETRAG) [][]int32 {
 		c0 := 0
 		part := k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]]
 		for i, c := range part {
-			if i > 0 && !k.Continues(part[i-1], c) {
+			if i > 0 && k.Separated() {
 				c0++ // the line break between them
 			}
 			c1 := c0 + int(k.NodeTokens[c])
