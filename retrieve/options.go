@@ -91,6 +91,8 @@ type Options struct {
 	TriGraph TriGraphOptions
 	// KETRAG configures "ketrag".
 	KETRAG KETRAGOptions
+	// KG configures "kg-seeds" and "kg-khop".
+	KG KGOptions
 }
 
 // DefaultOptions are the documented defaults of every method (docs in
@@ -107,6 +109,7 @@ func DefaultOptions() Options {
 		PPR:         PPROptions{Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5},
 		TriGraph:    triGraph2Wiki,
 		KETRAG:      DefaultKETRAGOptions(),
+		KG:          DefaultKGOptions(),
 	}
 }
 
@@ -176,7 +179,7 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate()} {
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -16,6 +16,7 @@ import (
 type methodFlags struct {
 	o      retrieve.Options
 	kinds  string
+	quotas string
 	preset string
 	fl     *pflag.FlagSet
 	g      *globals
@@ -49,6 +50,9 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.IntVar(&k.TopEntities, "top-entities", dk.TopEntities, "ketrag: entities the skeleton channel selects")
 	fl.Float64Var(&k.TextUnitProp, "text-unit-prop", dk.TextUnitProp, "ketrag: share of the skeleton's budget for text units (the rest: entities and relationships)")
 	fl.IntVar(&k.TopRelationships, "top-relationships", dk.TopRelationships, "ketrag: out-of-network relationships per selected entity")
+	fl.IntVar(&f.o.KG.K0, "k0", d.KG.K0, "kg-khop: dictionary-linked seeds kept (the rest filled by cosine)")
+	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop: nodes added at each hop, comma-separated")
+	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop: the candidate graph's size, seeds included")
 	return f
 }
 
@@ -118,6 +122,21 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	}
 	if err := checkKETRAGFlags(o.KETRAG); err != nil {
 		return o, err
+	}
+	o.KG.KHop.Quotas = nil
+	for _, it := range strings.Split(f.quotas, ",") { // quotas may repeat
+		it = strings.TrimSpace(it)
+		var q int
+		if _, err := fmt.Sscan(it, &q); err != nil || q < 0 || fmt.Sprint(q) != it {
+			return o, fmt.Errorf("--khop-quotas: %q is not a count ≥ 0", it)
+		}
+		o.KG.KHop.Quotas = append(o.KG.KHop.Quotas, q)
+	}
+	if o.KG.K0 < 1 {
+		return o, fmt.Errorf("--k0 must be ≥ 1, got %d", o.KG.K0)
+	}
+	if o.KG.KHop.Cap < 1 {
+		return o, fmt.Errorf("--khop-cap must be ≥ 1, got %d", o.KG.KHop.Cap)
 	}
 	return o, o.Validate() // every flag, whichever methods run
 }

@@ -86,6 +86,10 @@ func IsKeyword(tok string) bool {
 	return !nltkStopwords[tok] && !strings.Contains(asciiPunctuation, tok)
 }
 
+// IsStopWord reports whether w (lower case) is one of NLTK's English stop
+// words.
+func IsStopWord(w string) bool { return nltkStopwords[w] }
+
 // nltkStopwords is NLTK's English stop-word list (179 words).
 var nltkStopwords = func() map[string]bool {
 	m := map[string]bool{}

@@ -1,0 +1,38 @@
+package graphops
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// A hand graph: seed 0 –r0– 1, 0 –r1– 2, 1 –r0– 3, 2 –r0– 4, 4 –r1– 5.
+func TestKHopFilter(t *testing.T) {
+	g, err := Build(6, []Edge{{0, 1, 1, 0}, {0, 2, 1, 1}, {1, 3, 1, 0}, {4, 2, 1, 0}, {4, 5, 1, 1}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := []float64{0, 0.9, 0.1, 0.5, 0.2, 0.8}
+	rel := []float64{0, 0.6} // r1 is the question's relation
+	s := KHopScores{
+		Node:   func(u int32) float64 { return node[u] },
+		Rel:    func(r int32) float64 { return rel[r] },
+		Source: func(v int32, hop int) float64 { return map[bool]float64{true: 1, false: node[v]}[hop == 1] },
+	}
+	// hop 1: 1 scores (0.9 + 1 + 0)/3, 2 scores (0.1 + 1 + 0.6)/3 = 0.567 < 0.633: quota 1 keeps 1.
+	nodes, hops, err := KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{1, 1}, Cap: 10}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(nodes, []int32{0, 1, 3}) || !slices.Equal(hops, []int{0, 1, 2}) {
+		t.Fatalf("nodes %v hops %v", nodes, hops)
+	}
+	// Larger quotas reach 4 through 2 (an In edge) at hop 2, and the cap stops the walk.
+	nodes, _, _ = KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{2, 2, 2}, Cap: 5}, s)
+	if !slices.Equal(nodes, []int32{0, 1, 2, 3, 4}) {
+		t.Fatalf("nodes %v", nodes)
+	}
+	if _, _, err := KHopFilter(context.Background(), g, nil, KHopFilterOptions{Cap: 5}, s); err == nil {
+		t.Fatal("no quotas accepted")
+	}
+}

@@ -1,0 +1,160 @@
+package retrieve
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+func init() {
+	mustRegister("kg-seeds", func(ix *index.Index, o Options) (Method, error) { return newKGMethod(ix, o, false) })
+	mustRegister("kg-khop", func(ix *index.Index, o Options) (Method, error) { return newKGMethod(ix, o, true) })
+}
+
+// KGOptions configure SeedER's first stages and their baselines
+// (docs/methods.md §3.1): K0 dictionary seeds, then K-hop-with-filtering.
+type KGOptions struct {
+	K0   int // seeds kept from dictionary linking (the rest filled by cosine), ≥ 1
+	KHop graphops.KHopFilterOptions
+	// KeepLinked makes kg-khop rank the dictionary-linked seeds too; by
+	// default they are left out, being the question's own entities.
+	KeepLinked bool
+}
+
+// DefaultKGOptions: k0 = 5 (PRIME, MAG) and the MiniLM PRIME reference
+// quotas (200, 200, 100), cap 500.
+func DefaultKGOptions() KGOptions {
+	return KGOptions{K0: 5, KHop: graphops.DefaultKHopFilterOptions()}
+}
+
+func (o KGOptions) validate() error {
+	if o.K0 < 1 {
+		return fmt.Errorf("retrieve: kg: k0 must be ≥ 1, got %d", o.K0)
+	}
+	return o.KHop.Validate()
+}
+
+// kgMethod is a SeedER baseline over a knowledge-graph index: kg-seeds
+// ranks stage 1's seeds (dictionary matches, then the nodes nearest the
+// query), kg-khop ranks stage 2's candidate graph by cosine with the query.
+type kgMethod struct {
+	ix      *index.Index
+	o       KGOptions
+	khop    bool
+	vec     *vector
+	once    sync.Once
+	linker  *entityLinker
+	relVecs []float32
+	relErr  error
+}
+
+func newKGMethod(ix *index.Index, o Options, khop bool) (Method, error) {
+	if err := o.KG.validate(); err != nil {
+		return nil, err
+	}
+	if o.Backend == nil {
+		return nil, errNoBackend
+	}
+	if khop {
+		if err := requireGraph(ix, o, "kg-khop"); err != nil {
+			return nil, err
+		}
+	}
+	return &kgMethod{ix: ix, o: o.KG, khop: khop, vec: &vector{ix, o.Backend}}, nil
+}
+
+func (m *kgMethod) Name() string {
+	if m.khop {
+		return "kg-khop"
+	}
+	return "kg-seeds"
+}
+
+// prepare builds the dictionary and embeds the relation names once.
+func (m *kgMethod) prepare(ctx context.Context) error {
+	m.once.Do(func() {
+		m.linker = newEntityLinker(m.ix)
+		var names []string
+		for r := 0; r < m.ix.Meta.Relations; r++ {
+			_, rel := m.ix.RelationName(int32(r))
+			names = append(names, strings.Join(strings.FieldsFunc(rel, func(c rune) bool { return c == '_' || c == '.' }), " "))
+		}
+		if len(names) > 0 && m.ix.Embedder != nil {
+			m.relVecs, m.relErr = m.ix.Embedder.Embed(ctx, names)
+		}
+	})
+	return m.relErr
+}
+
+// Retrieve implements Method.
+func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, err
+	}
+	qv, err := m.vec.embed(ctx, q)
+	if errors.Is(err, index.ErrEmptyEmbedding) {
+		qv = make([]float32, m.ix.Meta.Dims)
+	} else if err != nil {
+		return nil, err
+	}
+	sims := make([]float32, m.ix.N())
+	for v := range sims {
+		sims[v] = dot(qv, m.ix.Vector(v))
+	}
+	if !m.khop {
+		seeds, _ := m.linker.seeds(q.Text, sims, k, k)
+		return ranked(seeds, sims), nil
+	}
+	seeds, linked := m.linker.seeds(q.Text, sims, m.o.K0, m.o.K0)
+	isLinked := map[int32]bool{}
+	for _, v := range seeds[:linked] {
+		isLinked[v] = true
+	}
+	nodes, _, err := graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
+		Node: func(u int32) float64 { return float64(sims[u]) },
+		Rel:  func(r int32) float64 { return m.relSim(qv, r) },
+		Source: func(v int32, hop int) float64 {
+			if hop == 1 && isLinked[v] {
+				return 1 // a seed the question names passes full weight (methods.md §3.1)
+			}
+			return float64(sims[v])
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !m.o.KeepLinked {
+		nodes = slices.DeleteFunc(nodes, func(v int32) bool { return isLinked[v] })
+	}
+	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(sims[b], sims[a]), cmp.Compare(a, b)) })
+	return ranked(nodes[:min(k, len(nodes))], sims), nil
+}
+
+func (m *kgMethod) relSim(qv []float32, r int32) float64 {
+	d := m.ix.Meta.Dims
+	if r < 0 || m.relVecs == nil || int(r+1)*d > len(m.relVecs) {
+		return 0
+	}
+	v, ok := unit(m.relVecs[int(r)*d : int(r+1)*d])
+	if !ok {
+		return 0
+	}
+	return float64(dot(qv, v))
+}
+
+// ranked turns an ordered node list into hits scored by cosine.
+func ranked(nodes []int32, sims []float32) []kernels.Hit {
+	out := make([]kernels.Hit, len(nodes))
+	for i, v := range nodes {
+		out[i] = kernels.Hit{Index: v, Score: sims[v]}
+	}
+	return out
+}
