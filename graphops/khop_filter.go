@@ -39,6 +39,7 @@ func (o KHopFilterOptions) Validate() error {
 // frontier node v passes on at that hop (sim(q, v); a linked seed may pass
 // 1 at hop 1).
 type KHopScores struct {
+	Edge   func(r int32) bool // which edges to follow, by relation (nil: all)
 	Node   func(u int32) float64
 	Rel    func(r int32) float64
 	Source func(v int32, hop int) float64
@@ -87,6 +88,9 @@ func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOption
 					r := int32(-1) // a graph without relations
 					if dir.Rel != nil {
 						r = dir.Rel[p]
+					}
+					if s.Edge != nil && !s.Edge(r) {
+						continue
 					}
 					term := src + s.Rel(r)/3
 					if b, ok := best[u]; !ok || term > b {

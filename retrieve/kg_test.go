@@ -22,7 +22,8 @@ func kgIndex(t *testing.T) *index.Index {
 		Nodes: []corpus.Node{node("ann", "Ann Lee", "ann_lee"), node("lee", "Lee"), node("paris", "Paris"), node("france", "France"),
 			node("the", "The Who"), node("it", "It"), node("rome", "Rome"), node("italy", "Italy"), node("bob", "Bob Ray")},
 		Edges: []corpus.Edge{{Src: "ann", Dst: "paris", Rel: "lives_in", Kind: "kg"}, {Src: "paris", Dst: "france", Rel: "country", Kind: "kg"},
-			{Src: "bob", Dst: "rome", Rel: "lives_in", Kind: "kg"}, {Src: "rome", Dst: "italy", Rel: "country", Kind: "kg"}},
+			{Src: "bob", Dst: "rome", Rel: "lives_in", Kind: "kg"}, {Src: "rome", Dst: "italy", Rel: "country", Kind: "kg"},
+			{Src: "ann", Dst: "italy", Kind: "other"}},
 	}
 	dir := filepath.Join(t.TempDir(), "ix")
 	lsa := lexical.DefaultLSA()
@@ -63,6 +64,7 @@ func TestKGSeedsAndKHop(t *testing.T) {
 		t.Fatalf("seeds %v", n)
 	}
 	o := retrieve.DefaultOptions()
+	o.GraphKinds = []string{"kg"} // not the "other" edge to Italy
 	o.KG.K0 = 1
 	o.KG.KHop.Quotas = []int{1, 1}
 	kh, err := retrieve.NewWith("kg-khop", ix, o)
@@ -77,7 +79,7 @@ func TestKGSeedsAndKHop(t *testing.T) {
 	for _, h := range hits {
 		got = append(got, h.Index)
 	}
-	if n := name(got); !slices.Contains(n, "paris") || !slices.Contains(n, "france") || slices.Contains(n, "ann") || slices.Contains(n, "rome") {
+	if n := name(got); !slices.Contains(n, "paris") || !slices.Contains(n, "france") || slices.Contains(n, "ann") || slices.Contains(n, "rome") || slices.Contains(n, "italy") {
 		t.Fatalf("k-hop candidates %v", n)
 	}
 	o.KG.K0 = 0

@@ -48,6 +48,7 @@ func (o KGOptions) validate() error {
 type kgMethod struct {
 	ix      *index.Index
 	o       KGOptions
+	kinds   []string // edge kinds the expansion follows (none: all)
 	khop    bool
 	vec     *vector
 	once    sync.Once
@@ -68,7 +69,21 @@ func newKGMethod(ix *index.Index, o Options, khop bool) (Method, error) {
 			return nil, err
 		}
 	}
-	return &kgMethod{ix: ix, o: o.KG, khop: khop, vec: &vector{ix, o.Backend}}, nil
+	return &kgMethod{ix: ix, o: o.KG, kinds: o.GraphKinds, khop: khop, vec: &vector{ix, o.Backend}}, nil
+}
+
+// keepEdge says whether the expansion follows an edge of relation r: all
+// edges, or those of Options.GraphKinds (e.g. only "kg" in an index that
+// also holds a knn graph).
+func (m *kgMethod) keepEdge(r int32) bool {
+	if len(m.kinds) == 0 {
+		return true
+	}
+	if r < 0 {
+		return false
+	}
+	kind, _ := m.ix.RelationName(r)
+	return slices.Contains(m.kinds, kind)
 }
 
 func (m *kgMethod) Name() string {
@@ -88,7 +103,8 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 			names = append(names, strings.Join(strings.FieldsFunc(rel, func(c rune) bool { return c == '_' || c == '.' }), " "))
 		}
 		if len(names) > 0 && m.ix.Embedder != nil {
-			m.relVecs, m.relErr = m.ix.Embedder.Embed(ctx, names)
+			// once for all queries: the first query's cancellation must not stick
+			m.relVecs, m.relErr = m.ix.Embedder.Embed(context.WithoutCancel(ctx), names)
 		}
 	})
 	return m.relErr
@@ -110,7 +126,7 @@ func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit,
 		sims[v] = dot(qv, m.ix.Vector(v))
 	}
 	if !m.khop {
-		seeds, _ := m.linker.seeds(q.Text, sims, k, k)
+		seeds, _ := m.linker.seeds(q.Text, sims, m.o.K0, k)
 		return ranked(seeds, sims), nil
 	}
 	seeds, linked := m.linker.seeds(q.Text, sims, m.o.K0, m.o.K0)
@@ -119,6 +135,7 @@ func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit,
 		isLinked[v] = true
 	}
 	nodes, _, err := graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
+		Edge: m.keepEdge,
 		Node: func(u int32) float64 { return float64(sims[u]) },
 		Rel:  func(r int32) float64 { return m.relSim(qv, r) },
 		Source: func(v int32, hop int) float64 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -23,10 +24,11 @@ type entityLinker struct {
 	size  []int     // pattern → tokens
 }
 
-// linkTokens normalises text to its alphanumeric tokens.
+// linkTokens normalises text (NFKC, Unicode case folding) to its tokens
+// of letters, digits and combining marks.
 func linkTokens(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(norm.NFKC.String(text)), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+	return strings.FieldsFunc(cases.Fold().String(norm.NFKC.String(text)), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r)
 	})
 }
 
