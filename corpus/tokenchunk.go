@@ -155,7 +155,7 @@ func tokenOffsets(tok TokenChunker, ids []int) []int {
 func chunkRanges(n, size, overlap int) [][2]int {
 	var out [][2]int
 	for start := 0; start < n; start += size - overlap {
-		out = append(out, [2]int{start, min(start+size, n)})
+		out = append(out, [2]int{start, start + min(size, n-start)}) // no start+size: it overflows for a huge size
 	}
 	return out
 }
@@ -163,8 +163,8 @@ func chunkRanges(n, size, overlap int) [][2]int {
 // pieceRanges cuts a chunk into consecutive split-token pieces.
 func pieceRanges(ch [2]int, split int) [][2]int {
 	var out [][2]int
-	for s := ch[0]; s < ch[1]; s += split {
-		out = append(out, [2]int{s, min(s+split, ch[1])})
+	for s := ch[0]; s < ch[1]; s += min(split, ch[1]-s) {
+		out = append(out, [2]int{s, s + min(split, ch[1]-s)})
 	}
 	return out
 }

@@ -131,3 +131,14 @@ func TestTokenChunkOptionsValidate(t *testing.T) {
 		t.Fatal("a corpus of blank text chunked to nothing without an error")
 	}
 }
+
+// Huge sizes cut one piece per chunk; no offset arithmetic overflows.
+func TestChunkRangesHugeSizes(t *testing.T) {
+	const huge = int(^uint(0) >> 1)
+	if got := chunkRanges(10, huge, huge-1); !reflect.DeepEqual(got[0], [2]int{0, 10}) || got[len(got)-1] != [2]int{9, 10} {
+		t.Fatalf("chunkRanges: %v", got)
+	}
+	if got := pieceRanges([2]int{7, 17}, huge); !reflect.DeepEqual(got, [][2]int{{7, 17}}) {
+		t.Fatalf("pieceRanges: %v", got)
+	}
+}

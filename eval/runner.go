@@ -68,8 +68,8 @@ func (o *Options) normalize() error {
 	}
 	o.Concurrency = max(o.Concurrency, 1)
 	for _, b := range o.ContextBudgets {
-		if b < 1 {
-			return fmt.Errorf("eval: context budgets must be ≥ 1 token, got %v", o.ContextBudgets)
+		if b < 1 || b > retrieve.MaxContextBudget {
+			return fmt.Errorf("eval: context budgets must be in [1, %d] tokens, got %v", retrieve.MaxContextBudget, o.ContextBudgets)
 		}
 	}
 	if o.trOnce == nil {

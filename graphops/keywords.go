@@ -1,6 +1,9 @@
 package graphops
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // KeywordGraph is KET-RAG's text–keyword bipartite graph
 // (create_final_keyword_index.py, docs/methods.md §4.2): every keyword of
@@ -49,7 +52,7 @@ func BuildKeywordGraph(ctx context.Context, chunks []string, t KeywordText) (*Ke
 			for from := 0; from < len(words); from += MaxPartWords {
 				part := words[from:min(from+MaxPartWords, len(words))]
 				p := int32(len(g.Parts))
-				g.Parts = append(g.Parts, joinWords(part))
+				g.Parts = append(g.Parts, strings.Join(part, " "))
 				for _, w := range part {
 					if !t.Keep(w) {
 						continue
@@ -81,21 +84,6 @@ func packRows(rows [][]int32) CSR {
 		c.Ptr[i+1] = int64(len(c.Idx))
 	}
 	return c
-}
-
-func joinWords(ws []string) string {
-	n := 0
-	for _, w := range ws {
-		n += len(w) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, w := range ws {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, w...)
-	}
-	return string(b)
 }
 
 // MeanRows returns, for each row of m, the mean of the vectors (dims wide,

@@ -530,12 +530,15 @@ func (k *KETRAG) linkPieces(s *skeleton) {
 		lower[p] = strings.ToLower(k.Pieces.At(p))
 	}
 	mentions := func(units []int32, names ...string) []int32 {
+		for i, n := range names {
+			names[i] = strings.ToLower(n)
+		}
 		var out []int32
 		for _, u := range units {
 			found := false
 			for p := first[u]; int(p) < len(k.PieceUnit) && k.PieceUnit[p] == u; p++ {
 				for _, n := range names {
-					if strings.Contains(lower[p], strings.ToLower(n)) {
+					if strings.Contains(lower[p], n) {
 						out, found = append(out, p), true
 						break
 					}

@@ -86,17 +86,11 @@ func SetKETRAG(ctx context.Context, dir string, e models.Embedder, o KETRAGOptio
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	ix, err := Open(dir, store.OpenOptions{})
+	ix, err := openWithEmbedder(dir, e)
 	if err != nil {
 		return nil, err
 	}
 	defer ix.Close()
-	if e != nil {
-		if e.Name() != ix.Meta.Embedder || e.Dim() != ix.Meta.Dims {
-			return nil, fmt.Errorf("index %s: vectors come from embedder %q (%d dims), not %q (%d dims)", dir, ix.Meta.Embedder, ix.Meta.Dims, e.Name(), e.Dim())
-		}
-		ix.Embedder = e
-	}
 	k, err := BuildKETRAG(ctx, ix, o)
 	if err != nil {
 		return nil, err

@@ -91,11 +91,8 @@ func BuildTriGraph(ctx context.Context, ix *Index, o TriGraphOptions) (*TriGraph
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case ix.Meta.Embedder == EmbedderPrecomputed:
-		return nil, fmt.Errorf("index %s: the tri-graph embeds entities and sentences, and this index's vectors were precomputed; build the index with a text embedder (LSA or --bi-encoder)", ix.Dir)
-	case ix.Embedder == nil:
-		return nil, fmt.Errorf("index %s: its vectors come from embedder %q, which the tri-graph also needs for entities and sentences: pass its model folder (--bi-encoder) or, in Go, the embedder to SetTriGraph", ix.Dir, ix.Meta.Embedder)
+	if err := ix.canEmbedText("the tri-graph's entities and sentences"); err != nil {
+		return nil, err
 	}
 	texts := make([]string, ix.N())
 	for i := range texts {

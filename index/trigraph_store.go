@@ -56,17 +56,11 @@ func SetTriGraph(ctx context.Context, dir string, e models.Embedder, o TriGraphO
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	ix, err := Open(dir, store.OpenOptions{})
+	ix, err := openWithEmbedder(dir, e)
 	if err != nil {
 		return nil, err
 	}
 	defer ix.Close()
-	if e != nil {
-		if e.Name() != ix.Meta.Embedder || e.Dim() != ix.Meta.Dims {
-			return nil, fmt.Errorf("index %s: vectors come from embedder %q (%d dims), not %q (%d dims)", dir, ix.Meta.Embedder, ix.Meta.Dims, e.Name(), e.Dim())
-		}
-		ix.Embedder = e
-	}
 	tg, err := BuildTriGraph(ctx, ix, o)
 	if err != nil {
 		return nil, err
@@ -79,6 +73,24 @@ func SetTriGraph(ctx context.Context, dir string, e models.Embedder, o TriGraphO
 	o.Progress.Stage("write", 0)
 	defer o.Progress.Finish()
 	return &tg.Meta, ix.rewrite(dir, triGraphFiles(), tg.write, meta)
+}
+
+// openWithEmbedder opens the index at dir for a rewrite that embeds new
+// text, with e as its embedder when given (it must be the one the index's
+// vectors came from).
+func openWithEmbedder(dir string, e models.Embedder) (*Index, error) {
+	ix, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if e != nil {
+		if e.Name() != ix.Meta.Embedder || e.Dim() != ix.Meta.Dims {
+			ix.Close()
+			return nil, fmt.Errorf("index %s: vectors come from embedder %q (%d dims), not %q (%d dims)", dir, ix.Meta.Embedder, ix.Meta.Dims, e.Name(), e.Dim())
+		}
+		ix.Embedder = e
+	}
+	return ix, nil
 }
 
 // write stores the Tri-Graph's arrays.

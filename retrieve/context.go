@@ -34,14 +34,26 @@ type ContextBuilder interface {
 	BuildContext(ctx context.Context, q Query, budget int) (*LLMContext, error)
 }
 
+// MaxContextBudget bounds a context's size in tokens: far beyond any
+// model's window, and small enough that budget arithmetic cannot overflow.
+const MaxContextBudget = 1 << 30
+
+// checkBudget refuses a budget outside [1, MaxContextBudget].
+func checkBudget(budget int) error {
+	if budget < 1 || budget > MaxContextBudget {
+		return fmt.Errorf("retrieve: context budget must be in [1, %d] tokens, got %d", MaxContextBudget, budget)
+	}
+	return nil
+}
+
 // SourcesHeader heads a table of quoted chunks, GraphRAG's way.
 const SourcesHeader = "-----Text sources-----\nid|text\n"
 
 // BuildContext returns m's context for q within budget tokens: its own
 // when m is a ContextBuilder, else FillContext over its top depth nodes.
 func BuildContext(ctx context.Context, m Method, ix *index.Index, q Query, budget, depth int) (*LLMContext, error) {
-	if budget < 1 {
-		return nil, fmt.Errorf("retrieve: context budget must be ≥ 1 token, got %d", budget)
+	if err := checkBudget(budget); err != nil {
+		return nil, err
 	}
 	if cb, ok := m.(ContextBuilder); ok {
 		return cb.BuildContext(ctx, q, budget)
@@ -61,6 +73,9 @@ func BuildContext(ctx context.Context, m Method, ix *index.Index, q Query, budge
 // SourcesHeader while the whole stays within budget tokens; a node that
 // does not fit ends the table, as GraphRAG's table builders stop.
 func FillContext(ix *index.Index, nodes []int32, budget int) (*LLMContext, error) {
+	if err := checkBudget(budget); err != nil {
+		return nil, err
+	}
 	tok, err := tiktoken.CL100K()
 	if err != nil {
 		return nil, err

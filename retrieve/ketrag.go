@@ -50,8 +50,8 @@ func DefaultKETRAGOptions() KETRAGOptions {
 
 func (o KETRAGOptions) validate() error {
 	switch {
-	case o.Budget < 1:
-		return fmt.Errorf("retrieve: ketrag: budget must be ≥ 1 token, got %d", o.Budget)
+	case o.Budget < 1 || o.Budget > MaxContextBudget:
+		return fmt.Errorf("retrieve: ketrag: budget must be in [1, %d] tokens, got %d", MaxContextBudget, o.Budget)
 	case !(o.Theta >= 0 && o.Theta <= 1):
 		return fmt.Errorf("retrieve: ketrag: θ must be in [0, 1], got %v", o.Theta)
 	case o.TopKeywords < 1 || o.TopEntities < 1 || o.TopRelationships < 0:
@@ -158,8 +158,8 @@ func (m *ketrag) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, e
 
 // BuildContext implements ContextBuilder: KET-RAG's context with λ = budget.
 func (m *ketrag) BuildContext(ctx context.Context, q Query, budget int) (*LLMContext, error) {
-	if budget < 1 {
-		return nil, fmt.Errorf("retrieve: ketrag: budget must be ≥ 1 token, got %d", budget)
+	if err := checkBudget(budget); err != nil {
+		return nil, err
 	}
 	c, _, err := m.assemble(ctx, q, budget)
 	return c, err

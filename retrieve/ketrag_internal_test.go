@@ -77,3 +77,11 @@ func TestEntityLinkerMatches(t *testing.T) {
 		t.Fatalf("seeds %v (%d linked): the longer match first, then the nearest unlinked node", seeds, linked)
 	}
 }
+
+func TestBudgetCeiling(t *testing.T) {
+	for _, b := range []int{0, -1, MaxContextBudget + 1, int(^uint(0) >> 1)} {
+		if checkBudget(b) == nil || (KETRAGOptions{Budget: b, TopKeywords: 1, TopEntities: 1}).validate() == nil {
+			t.Errorf("budget %d accepted", b)
+		}
+	}
+}

@@ -206,8 +206,8 @@ func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (
 	}
 	for _, c := range budgets {
 		var b int
-		if _, err := fmt.Sscan(c, &b); err != nil || b <= 0 || fmt.Sprint(b) != c {
-			return opt, fmt.Errorf("--context-budget: %q is not a positive integer", c)
+		if _, err := fmt.Sscan(c, &b); err != nil || b <= 0 || b > retrieve.MaxContextBudget || fmt.Sprint(b) != c {
+			return opt, fmt.Errorf("--context-budget: %q is not a token count in [1, %d]", c, retrieve.MaxContextBudget)
 		}
 		opt.ContextBudgets = append(opt.ContextBudgets, b)
 	}

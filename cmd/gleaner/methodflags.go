@@ -147,8 +147,8 @@ var ketragMethodFlags = []string{"budget", "theta", "top-keywords", "top-entitie
 // checkKETRAGFlags names the flag a bad ketrag setting came from.
 func checkKETRAGFlags(k retrieve.KETRAGOptions) error {
 	switch {
-	case k.Budget < 1:
-		return fmt.Errorf("--budget must be ≥ 1 token, got %d", k.Budget)
+	case k.Budget < 1 || k.Budget > retrieve.MaxContextBudget:
+		return fmt.Errorf("--budget must be in [1, %d] tokens, got %d", retrieve.MaxContextBudget, k.Budget)
 	case !(k.Theta >= 0 && k.Theta <= 1):
 		return fmt.Errorf("--theta must be in [0, 1], got %v", k.Theta)
 	case k.TopKeywords < 1:
