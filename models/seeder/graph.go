@@ -1,0 +1,228 @@
+package seeder
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// Graph is one query's candidate graph (stage 2's output) as the encoder
+// reads it: node and relation inputs are PCA-reduced embeddings (Config.In
+// values each), cosines are with the query in the embedder's own space.
+type Graph struct {
+	IDs     []int32   // the candidates' node ids (order of the rows)
+	NodeIn  []float32 // len(IDs) × In
+	NodeCos []float32 // cos(q, v)
+	Hops    []int     // hop at which K-hop-with-filtering kept each node (0: seed)
+	Query   []float32 // In: the query's reduced embedding
+	Rels    []Relation
+	Edges   []Edge // directed KG edges between candidates (both directions)
+	// Eligible marks the nodes the heads may return (the answer-type
+	// mask); nil: all.
+	Eligible []bool
+}
+
+// Relation is one relation (or its inverse) as an edge input.
+type Relation struct {
+	In      []float32 // In: the relation name's reduced embedding
+	Cos     float32   // cos(q, relation)
+	Inverse bool
+}
+
+// Edge is a directed KG edge between candidate rows, typed by Rels[Rel].
+type Edge struct{ Src, Dst, Rel int32 }
+
+// Nodes is the number of candidates.
+func (g *Graph) Nodes() int { return len(g.IDs) }
+
+// Validate checks the graph against c.
+func (g *Graph) Validate(c Config) error {
+	n := len(g.IDs)
+	switch {
+	case len(g.NodeIn) != n*c.In || len(g.NodeCos) != n || len(g.Hops) != n:
+		return fmt.Errorf("seeder: graph of %d nodes has %d input values, %d cosines, %d hops (want %d, %d, %d)", n, len(g.NodeIn), len(g.NodeCos), len(g.Hops), n*c.In, n, n)
+	case len(g.Query) != c.In:
+		return fmt.Errorf("seeder: query input has %d values, want %d", len(g.Query), c.In)
+	case g.Eligible != nil && len(g.Eligible) != n:
+		return fmt.Errorf("seeder: eligibility mask has %d values for %d nodes", len(g.Eligible), n)
+	}
+	for i, r := range g.Rels {
+		if len(r.In) != c.In {
+			return fmt.Errorf("seeder: relation row %d has %d values, want %d", i, len(r.In), c.In)
+		}
+	}
+	for i, e := range g.Edges {
+		if e.Src < 0 || int(e.Src) >= n || e.Dst < 0 || int(e.Dst) >= n || e.Rel < 0 || int(e.Rel) >= len(g.Rels) {
+			return fmt.Errorf("seeder: edge %d (%d→%d, relation %d) outside %d nodes and %d relations", i, e.Src, e.Dst, e.Rel, n, len(g.Rels))
+		}
+	}
+	for i, h := range g.Hops {
+		if h < 0 {
+			return fmt.Errorf("seeder: node %d has hop %d", i, h)
+		}
+	}
+	return nil
+}
+
+// batch is the disjoint union of graphs as the network reads it: rows are
+// each graph's candidates followed by its virtual node (when the config
+// has one); attention edges are grouped by destination.
+type batch[F Float] struct {
+	n       int   // rows
+	first   []int // graph → first row
+	vn      []int // graph → virtual node row, or −1
+	isVN    []bool
+	xn      []F   // n × nodeIn
+	hop     []int // n (clamped to MaxHop)
+	xq      []F   // graphs × In
+	nRel    int   // relation rows; edge-feature rows nRel, +1, +2 are expander, node→VN, VN→node
+	xr      []F   // nRel × relIn
+	ptr     []int64
+	src     []int32
+	erow    []int32 // edge → edge-feature row
+	graphOf []int   // row → graph
+}
+
+// edge-feature rows after the relations.
+const (
+	rowExp = iota
+	rowToVN
+	rowFromVN
+	extraRows
+)
+
+type attnEdge struct{ src, dst, row int32 }
+
+// newBatch builds the union of gs under c.
+func newBatch[F Float](c Config, gs []*Graph) (*batch[F], error) {
+	b := &batch[F]{}
+	for _, g := range gs {
+		if err := g.Validate(c); err != nil {
+			return nil, err
+		}
+		b.nRel += len(g.Rels)
+	}
+	var edges []attnEdge
+	relBase := 0
+	for _, g := range gs {
+		base := b.n
+		b.first = append(b.first, base)
+		n := g.Nodes()
+		b.n += n
+		vn := -1
+		if c.Virtual {
+			vn = b.n
+			b.n++
+		}
+		b.vn = append(b.vn, vn)
+		for _, e := range g.Edges {
+			edges = append(edges, attnEdge{int32(base) + e.Src, int32(base) + e.Dst, int32(relBase) + e.Rel})
+		}
+		for _, p := range expanderPairs(c, g.IDs) {
+			edges = append(edges, attnEdge{int32(base + p[0]), int32(base + p[1]), int32(b.nRel + rowExp)})
+		}
+		if vn >= 0 {
+			for i := 0; i < n; i++ {
+				edges = append(edges, attnEdge{int32(base + i), int32(vn), int32(b.nRel + rowToVN)},
+					attnEdge{int32(vn), int32(base + i), int32(b.nRel + rowFromVN)})
+			}
+		}
+		relBase += len(g.Rels)
+	}
+	b.fill(c, gs)
+	b.group(edges)
+	return b, nil
+}
+
+// fill copies the node, query and relation inputs.
+func (b *batch[F]) fill(c Config, gs []*Graph) {
+	ni, ri, in := c.nodeIn(), c.relIn(), c.In
+	b.xn, b.hop, b.isVN, b.graphOf = make([]F, b.n*ni), make([]int, b.n), make([]bool, b.n), make([]int, b.n)
+	b.xq, b.xr = make([]F, len(gs)*in), make([]F, b.nRel*ri)
+	r := 0
+	for gi, g := range gs {
+		copyF(b.xq[gi*in:(gi+1)*in], g.Query)
+		for i := 0; i < g.Nodes(); i++ {
+			row := b.xn[(b.first[gi]+i)*ni:]
+			copyF(row[:in], g.NodeIn[i*in:(i+1)*in])
+			row[in] = F(g.NodeCos[i])
+			copyF(row[in+1:ni], g.Query)
+			b.hop[b.first[gi]+i] = min(g.Hops[i], c.MaxHop)
+			b.graphOf[b.first[gi]+i] = gi
+		}
+		if v := b.vn[gi]; v >= 0 {
+			b.isVN[v], b.graphOf[v] = true, gi
+		}
+		for _, rel := range g.Rels {
+			row := b.xr[r*ri : (r+1)*ri]
+			copyF(row[:in], rel.In)
+			row[in] = F(rel.Cos)
+			copyF(row[in+1:2*in+1], g.Query)
+			if rel.Inverse {
+				row[2*in+1] = 1
+			}
+			r++
+		}
+	}
+}
+
+// group sorts the attention edges by destination into CSR arrays.
+func (b *batch[F]) group(edges []attnEdge) {
+	slices.SortStableFunc(edges, func(x, y attnEdge) int { return cmp.Compare(x.dst, y.dst) })
+	b.ptr = make([]int64, b.n+1)
+	b.src, b.erow = make([]int32, len(edges)), make([]int32, len(edges))
+	for p, e := range edges {
+		b.ptr[e.dst+1]++
+		b.src[p], b.erow[p] = e.src, e.row
+	}
+	for i := 0; i < b.n; i++ {
+		b.ptr[i+1] += b.ptr[i]
+	}
+}
+
+func copyF[F Float](dst []F, src []float32) {
+	for i, v := range src {
+		dst[i] = F(v)
+	}
+}
+
+// expanderPairs returns the expander's directed pairs over a graph's rows:
+// c Hamiltonian cycles through the nodes taken in node-id order and
+// shuffled with the config's seed (so a graph gets the same cycles every
+// epoch and at inference), each node linked to its predecessor in both
+// directions (2cn pairs, parallel pairs kept); a graph of at most 10 nodes
+// gets the complete graph instead, as Exphormer's generator does.
+func expanderPairs(c Config, ids []int32) [][2]int {
+	n := len(ids)
+	if c.Cycles == 0 || n < 2 {
+		return nil
+	}
+	var out [][2]int
+	if n <= 10 {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if i != j {
+					out = append(out, [2]int{i, j})
+				}
+			}
+		}
+		return out
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Or(cmp.Compare(ids[a], ids[b]), cmp.Compare(a, b)) })
+	rng := rand.New(rand.NewPCG(c.Seed, uint64(n)))
+	perm := make([]int, n)
+	for range c.Cycles {
+		copy(perm, order)
+		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for i := range perm {
+			prev := perm[(i+n-1)%n]
+			out = append(out, [2]int{perm[i], prev}, [2]int{prev, perm[i]})
+		}
+	}
+	return out
+}
