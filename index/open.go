@@ -29,6 +29,7 @@ type Index struct {
 	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
 	TriGraph *TriGraph       // NexusRAG's Tri-Graph; nil unless built (SetTriGraph)
 	KETRAG   *KETRAG         // KET-RAG's structures; nil unless built (SetKETRAG)
+	Seeder   *SeederFile     // SeedER's trained encoder; nil unless trained (SetSeeder)
 	rels     relationTable
 	head     *HeadFile
 	tokIDs   []int32
@@ -82,7 +83,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens, ix.loadTriGraph, ix.loadKETRAG} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens, ix.loadTriGraph, ix.loadKETRAG, ix.loadSeeder} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}

@@ -9,11 +9,24 @@ import (
 // §3.2) over attention edges grouped by destination: the edges into node i
 // are positions Ptr[i]..Ptr[i+1], with source Src[p] and edge features
 // E[p·D:(p+1)·D]. K, Q, V and Out are N×D with D = Heads·HeadDim.
+//
+// ERow, when set, indexes a table instead: edge p's features are row
+// ERow[p] of E. Edges of few types (relations, expander, virtual node)
+// then share rows rather than each carrying a copy.
 type EdgeAttentionArgs struct {
 	N, Heads, HeadDim int
 	Ptr               []int64
 	Src               []int32
+	ERow              []int32
 	K, Q, V, E, Out   []float32
+}
+
+// edgeRow is the row of E holding edge p's features.
+func (a *EdgeAttentionArgs) edgeRow(p int64) int {
+	if a.ERow != nil {
+		return int(a.ERow[p])
+	}
+	return int(p)
 }
 
 // edgeClamp bounds the attention logits, as Exphormer does.
@@ -32,7 +45,10 @@ func EdgeAttention(a EdgeAttentionArgs) error {
 		return fmt.Errorf("kernels: edge attention: bad shape or pointers")
 	}
 	nnz := int(a.Ptr[a.N])
-	if len(a.Src) < nnz || len(a.E) < nnz*d || len(a.K) < a.N*d || len(a.Q) < a.N*d || len(a.V) < a.N*d || len(a.Out) < a.N*d {
+	if err := a.checkRows(nnz, d); err != nil {
+		return err
+	}
+	if len(a.Src) < nnz || len(a.K) < a.N*d || len(a.Q) < a.N*d || len(a.V) < a.N*d || len(a.Out) < a.N*d {
 		return fmt.Errorf("kernels: edge attention: buffers too short for %d nodes, %d edges", a.N, nnz)
 	}
 	for _, s := range a.Src[:nnz] {
@@ -64,7 +80,8 @@ func edgeAttendNode(a *EdgeAttentionArgs, i, d int, scale float32, z []float32) 
 	clear(z)
 	for p := a.Ptr[i]; p < a.Ptr[i+1]; p++ {
 		src := int(a.Src[p])
-		k, v, e := a.K[src*d:(src+1)*d], a.V[src*d:(src+1)*d], a.E[int(p)*d:int(p+1)*d]
+		r := a.edgeRow(p)
+		k, v, e := a.K[src*d:(src+1)*d], a.V[src*d:(src+1)*d], a.E[r*d:(r+1)*d]
 		for h := 0; h < a.Heads; h++ {
 			lo, hi := h*a.HeadDim, (h+1)*a.HeadDim
 			var logit float32
@@ -82,4 +99,23 @@ func edgeAttendNode(a *EdgeAttentionArgs, i, d int, scale float32, z []float32) 
 			out[j] *= inv
 		}
 	}
+}
+
+// checkRows checks that every edge's feature row lies inside E.
+func (a *EdgeAttentionArgs) checkRows(nnz, d int) error {
+	if a.ERow == nil {
+		if len(a.E) < nnz*d {
+			return fmt.Errorf("kernels: edge attention: %d edge features for %d edges of width %d", len(a.E), nnz, d)
+		}
+		return nil
+	}
+	if len(a.ERow) < nnz {
+		return fmt.Errorf("kernels: edge attention: %d feature rows for %d edges", len(a.ERow), nnz)
+	}
+	for p, r := range a.ERow[:nnz] {
+		if r < 0 || (int(r)+1)*d > len(a.E) {
+			return fmt.Errorf("kernels: edge attention: edge %d uses feature row %d outside a table of %d rows", p, r, len(a.E)/d)
+		}
+	}
+	return nil
 }

@@ -66,7 +66,7 @@ static float dot3(const float* a, const float* b, const float* c, int n) {
 // edge_attend_rows: Exphormer attention for destinations [lo, hi); z has
 // room for one sum per head.
 __attribute__((target("avx2,fma")))
-static void edge_attend_rows(const int64_t* ptr, const int32_t* src, const float* K, const float* Q, const float* V,
+static void edge_attend_rows(const int64_t* ptr, const int32_t* src, const int32_t* erow, const float* K, const float* Q, const float* V,
 		const float* E, float* out, int heads, int hd, float scale, float* z, int lo, int hi) {
 	int d = heads * hd;
 	for (int i = lo; i < hi; i++) {
@@ -82,7 +82,7 @@ static void edge_attend_rows(const int64_t* ptr, const int32_t* src, const float
 			}
 			const float* k = K + (size_t)src[p] * d;
 			const float* v = V + (size_t)src[p] * d;
-			const float* e = E + (size_t)p * d;
+			const float* e = E + (size_t)(erow ? erow[p] : p) * d;
 			for (int h = 0; h < heads; h++) {
 				int off = h * hd;
 				float logit = dot3(k + off, q + off, e + off, hd) * scale;
@@ -147,6 +147,10 @@ func edgeAttendRangeAVX2(a *EdgeAttentionArgs, scale float32, z []float32, lo, h
 	if len(a.Src) > 0 {
 		src = (*C.int32_t)(unsafe.Pointer(&a.Src[0]))
 	}
-	C.edge_attend_rows((*C.int64_t)(unsafe.Pointer(&a.Ptr[0])), src, f32p(a.K), f32p(a.Q), f32p(a.V), f32p(a.E), f32p(a.Out),
+	var erow *C.int32_t
+	if len(a.ERow) > 0 {
+		erow = (*C.int32_t)(unsafe.Pointer(&a.ERow[0]))
+	}
+	C.edge_attend_rows((*C.int64_t)(unsafe.Pointer(&a.Ptr[0])), src, erow, f32p(a.K), f32p(a.Q), f32p(a.V), f32p(a.E), f32p(a.Out),
 		C.int(a.Heads), C.int(a.HeadDim), C.float(scale), f32p(z), C.int(lo), C.int(hi))
 }

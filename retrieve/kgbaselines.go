@@ -112,47 +112,86 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 
 // Retrieve implements Method.
 func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
-	if err := m.prepare(ctx); err != nil {
+	if !m.khop {
+		if err := m.prepare(ctx); err != nil {
+			return nil, err
+		}
+		qv, err := m.queryVector(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		sims := m.similarities(qv)
+		seeds, _ := m.linker.seeds(q.Text, sims, m.o.K0, k)
+		return ranked(seeds, sims), nil
+	}
+	c, err := m.candidates(ctx, q)
+	if err != nil {
 		return nil, err
 	}
+	nodes := c.nodes
+	if !m.o.KeepLinked {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(v int32) bool { return c.linked[v] })
+	}
+	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b)) })
+	return ranked(nodes[:min(k, len(nodes))], c.sims), nil
+}
+
+// queryVector embeds the question (zeros for text with no known term).
+func (m *kgMethod) queryVector(ctx context.Context, q Query) ([]float32, error) {
 	qv, err := m.vec.embed(ctx, q)
 	if errors.Is(err, index.ErrEmptyEmbedding) {
-		qv = make([]float32, m.ix.Meta.Dims)
-	} else if err != nil {
-		return nil, err
+		return make([]float32, m.ix.Meta.Dims), nil
 	}
+	return qv, err
+}
+
+// similarities is every node's cosine with the query.
+func (m *kgMethod) similarities(qv []float32) []float32 {
 	sims := make([]float32, m.ix.N())
 	for v := range sims {
 		sims[v] = dot(qv, m.ix.Vector(v))
 	}
-	if !m.khop {
-		seeds, _ := m.linker.seeds(q.Text, sims, m.o.K0, k)
-		return ranked(seeds, sims), nil
+	return sims
+}
+
+// kgCandidates is stages 1–2's output for one question: the candidate
+// graph's nodes (seeds first) with their hops, the dictionary-linked
+// seeds, and every node's cosine with the query.
+type kgCandidates struct {
+	qv      []float32
+	sims    []float32 // every node's cosine; nil once compacted
+	nodeCos []float32 // the candidates' cosines, when sims is dropped
+	nodes   []int32
+	hops    []int
+	linked  map[int32]bool
+}
+
+// candidates runs stage 1 (seeds) and stage 2 (K-hop-with-filtering).
+func (m *kgMethod) candidates(ctx context.Context, q Query) (*kgCandidates, error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, err
 	}
-	seeds, linked := m.linker.seeds(q.Text, sims, m.o.K0, m.o.K0)
-	isLinked := map[int32]bool{}
-	for _, v := range seeds[:linked] {
-		isLinked[v] = true
-	}
-	nodes, _, err := graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
-		Edge: m.keepEdge,
-		Node: func(u int32) float64 { return float64(sims[u]) },
-		Rel:  func(r int32) float64 { return m.relSim(qv, r) },
-		Source: func(v int32, hop int) float64 {
-			if hop == 1 && isLinked[v] {
-				return 1 // a seed the question names passes full weight (methods.md §3.1)
-			}
-			return float64(sims[v])
-		},
-	})
+	qv, err := m.queryVector(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	if !m.o.KeepLinked {
-		nodes = slices.DeleteFunc(nodes, func(v int32) bool { return isLinked[v] })
+	c := &kgCandidates{qv: qv, sims: m.similarities(qv), linked: map[int32]bool{}}
+	seeds, linked := m.linker.seeds(q.Text, c.sims, m.o.K0, m.o.K0)
+	for _, v := range seeds[:linked] {
+		c.linked[v] = true
 	}
-	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(sims[b], sims[a]), cmp.Compare(a, b)) })
-	return ranked(nodes[:min(k, len(nodes))], sims), nil
+	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
+		Edge: m.keepEdge,
+		Node: func(u int32) float64 { return float64(c.sims[u]) },
+		Rel:  func(r int32) float64 { return m.relSim(qv, r) },
+		Source: func(v int32, hop int) float64 {
+			if hop == 1 && c.linked[v] {
+				return 1 // a seed the question names passes full weight (methods.md §3.1)
+			}
+			return float64(c.sims[v])
+		},
+	})
+	return c, err
 }
 
 func (m *kgMethod) relSim(qv []float32, r int32) float64 {

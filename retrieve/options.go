@@ -91,8 +91,10 @@ type Options struct {
 	TriGraph TriGraphOptions
 	// KETRAG configures "ketrag".
 	KETRAG KETRAGOptions
-	// KG configures "kg-seeds" and "kg-khop".
+	// KG configures "kg-seeds", "kg-khop" and seeder's first stages.
 	KG KGOptions
+	// Seeder configures "seeder".
+	Seeder SeederOptions
 }
 
 // DefaultOptions are the documented defaults of every method (docs in
@@ -110,6 +112,7 @@ func DefaultOptions() Options {
 		TriGraph:    triGraph2Wiki,
 		KETRAG:      DefaultKETRAGOptions(),
 		KG:          DefaultKGOptions(),
+		Seeder:      SeederOptions{Select: 20},
 	}
 }
 
@@ -179,7 +182,7 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate()} {
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

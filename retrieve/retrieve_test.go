@@ -34,6 +34,7 @@ func openSynth(t *testing.T) (*index.Index, []retrieve.Query) {
 	}
 	addTitlesTriGraph(t, c, dir) // so every registered method runs
 	addKETRAG(t, c, dir)
+	addSeeder(t, c, dir)
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -50,9 +50,10 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.IntVar(&k.TopEntities, "top-entities", dk.TopEntities, "ketrag: entities the skeleton channel selects")
 	fl.Float64Var(&k.TextUnitProp, "text-unit-prop", dk.TextUnitProp, "ketrag: share of the skeleton's budget for text units (the rest: entities and relationships)")
 	fl.IntVar(&k.TopRelationships, "top-relationships", dk.TopRelationships, "ketrag: out-of-network relationships per selected entity")
-	fl.IntVar(&f.o.KG.K0, "k0", d.KG.K0, "kg-seeds, kg-khop: dictionary-linked seeds kept (the rest filled by cosine)")
-	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop: nodes added at each hop, comma-separated")
-	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop: the candidate graph's size, seeds included")
+	fl.IntVar(&f.o.KG.K0, "k0", d.KG.K0, "kg-seeds, kg-khop, seeder: dictionary-linked seeds kept (the rest filled by cosine)")
+	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop, seeder: nodes added at each hop, comma-separated")
+	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop, seeder: the candidate graph's size, seeds included")
+	fl.IntVar(&f.o.Seeder.Select, "seeder-select", d.Seeder.Select, "seeder: nodes returned (the best by policy, sorted by the scoring head)")
 	return f
 }
 
@@ -123,22 +124,40 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	if err := checkKETRAGFlags(o.KETRAG); err != nil {
 		return o, err
 	}
-	o.KG.KHop.Quotas = nil
-	for _, it := range strings.Split(f.quotas, ",") { // quotas may repeat
+	var err error
+	if o.KG.KHop.Quotas, err = parseQuotas(f.quotas); err != nil {
+		return o, err
+	}
+	if err := checkKGFlags(o.KG); err != nil {
+		return o, err
+	}
+	return o, o.Validate() // every flag, whichever methods run
+}
+
+// parseQuotas reads --khop-quotas: counts ≥ 0, comma-separated (they may
+// repeat).
+func parseQuotas(s string) ([]int, error) {
+	var out []int
+	for _, it := range strings.Split(s, ",") {
 		it = strings.TrimSpace(it)
 		var q int
 		if _, err := fmt.Sscan(it, &q); err != nil || q < 0 || fmt.Sprint(q) != it {
-			return o, fmt.Errorf("--khop-quotas: %q is not a count ≥ 0", it)
+			return nil, fmt.Errorf("--khop-quotas: %q is not a count ≥ 0", it)
 		}
-		o.KG.KHop.Quotas = append(o.KG.KHop.Quotas, q)
+		out = append(out, q)
 	}
-	if o.KG.K0 < 1 {
-		return o, fmt.Errorf("--k0 must be ≥ 1, got %d", o.KG.K0)
+	return out, nil
+}
+
+// checkKGFlags names the flag a bad stage-1/2 setting came from.
+func checkKGFlags(o retrieve.KGOptions) error {
+	if o.K0 < 1 {
+		return fmt.Errorf("--k0 must be ≥ 1, got %d", o.K0)
 	}
-	if o.KG.KHop.Cap < 1 {
-		return o, fmt.Errorf("--khop-cap must be ≥ 1, got %d", o.KG.KHop.Cap)
+	if o.KHop.Cap < 1 {
+		return fmt.Errorf("--khop-cap must be ≥ 1, got %d", o.KHop.Cap)
 	}
-	return o, o.Validate() // every flag, whichever methods run
+	return nil
 }
 
 // ketragMethodFlags are the flags only method ketrag reads.

@@ -69,7 +69,7 @@ split) or, without them, from pseudo-queries cut from node sentences. Training i
 	fl.IntVar(&o.Epochs, "epochs", o.Epochs, fmt.Sprintf("training epochs (1 to %d)", headtrain.MaxEpochs))
 	fl.IntVar(&o.Hidden, "hidden", o.Hidden, "hidden units")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
-	cmd.AddCommand(head)
+	cmd.AddCommand(head, newTrainSeeder(g))
 	return cmd
 }
 

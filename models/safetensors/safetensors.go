@@ -154,3 +154,6 @@ func Write(w io.Writer, tensors map[string]Tensor) error {
 	}
 	return nil
 }
+
+// Parse decodes a safetensors file held in b; name labels errors.
+func Parse(b []byte, name string) (map[string]Tensor, error) { return parse(b, name) }

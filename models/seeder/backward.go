@@ -51,15 +51,11 @@ func (t *tape[F]) layerBack(lt *layerTape[F], lw, lg *layerWeights[F], dh2, deta
 	dh1 := addInto(linearBack(lt.h1, lw.W1, df1, lg.W1, lg.B1, b.n, d, 2*d, true), dv)
 	du := layerNormBack(dh1, lt.xhat1, lt.inv1, lw.LN1G, lg.LN1G, lg.LN1B, b.n, d)
 	addInto(da, mul(du, lt.maskA))
-	dq, dk, dvv, de := edgeAttentionBack(b, c.Heads, d, lt.q, lt.k, lt.v, lt.eedge, lt.a, da)
+	dq, dk, dvv, detab := edgeAttentionBack(b, c.Heads, d, lt.q, lt.k, lt.v, lt.etab, lt.a, da)
 	dh := du
 	addInto(dh, linearBack(lt.hin, lw.Q, dq, lg.Q, nil, b.n, d, d, true))
 	addInto(dh, linearBack(lt.hin, lw.K, dk, lg.K, nil, b.n, d, d, true))
 	addInto(dh, linearBack(lt.hin, lw.V, dvv, lg.V, nil, b.n, d, d, true))
-	detab := make([]F, len(lt.etab))
-	for e, r := range b.erow {
-		addInto(detab[int(r)*d:(int(r)+1)*d], de[e*d:(e+1)*d])
-	}
 	addInto(detab0, linearBack(t.etab0, lw.E, detab, lg.E, nil, b.nRel+extraRows, d, d, true))
 	return dh
 }

@@ -124,11 +124,7 @@ func (t *tape[F]) layer(lw *layerWeights[F], h []F, p float64, rng *rand.Rand) l
 	lt.k = linear(h, lw.K, nil, b.n, d, d)
 	lt.v = linear(h, lw.V, nil, b.n, d, d)
 	lt.etab = linear(t.etab0, lw.E, nil, b.nRel+extraRows, d, d)
-	lt.eedge = make([]F, len(b.src)*d)
-	for e, r := range b.erow {
-		copy(lt.eedge[e*d:(e+1)*d], lt.etab[int(r)*d:])
-	}
-	lt.a = edgeAttention(b, c.Heads, d, lt.q, lt.k, lt.v, lt.eedge)
+	lt.a = edgeAttention(b, c.Heads, d, lt.q, lt.k, lt.v, lt.etab)
 	lt.maskA = dropout[F](len(lt.a), p, rng)
 	u := mul(lt.a, lt.maskA)
 	u = addInto(append([]F(nil), u...), h)

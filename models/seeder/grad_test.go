@@ -114,8 +114,8 @@ func TestEdgeAttentionKernelMatchesReference(t *testing.T) {
 	gs := []*Graph{randomGraph(c, 20, 60, 4, rng)}
 	b32, _ := newBatch[float32](c, gs)
 	b64, _ := newBatch[float64](c, gs)
-	d, nnz := c.Hidden, len(b32.src)
-	q, k, v, e := randVec(b32.n*d, rng), randVec(b32.n*d, rng), randVec(b32.n*d, rng), randVec(nnz*d, rng)
+	d := c.Hidden
+	q, k, v, e := randVec(b32.n*d, rng), randVec(b32.n*d, rng), randVec(b32.n*d, rng), randVec((b32.nRel+extraRows)*d, rng)
 	got := edgeAttention(b32, c.Heads, d, q, k, v, e)
 	want := edgeAttention(b64, c.Heads, d, widen(q), widen(k), widen(v), widen(e))
 	for i := range want {
@@ -133,8 +133,8 @@ func TestEdgeAttentionBackwardThroughClamp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	gs := []*Graph{randomGraph(c, 12, 40, 2, rng)}
 	b, _ := newBatch[float64](c, gs)
-	d, nnz := c.Hidden, len(b.src)
-	q, k, v, e := widen(randVec(b.n*d, rng)), widen(randVec(b.n*d, rng)), widen(randVec(b.n*d, rng)), widen(randVec(nnz*d, rng))
+	d := c.Hidden
+	q, k, v, e := widen(randVec(b.n*d, rng)), widen(randVec(b.n*d, rng)), widen(randVec(b.n*d, rng)), widen(randVec((b.nRel+extraRows)*d, rng))
 	for i := range e {
 		e[i] *= 6 // pushes many logits past ±5
 	}
@@ -179,7 +179,7 @@ func nearClamp(b *batch[float64], c Config, q, k, e []float64, name string, i in
 				lo := h * hd
 				var l float64
 				for j := lo; j < lo+hd; j++ {
-					l += k[src*d+j] * q[dst*d+j] * e[int(p)*d+j]
+					l += k[src*d+j] * q[dst*d+j] * e[int(b.erow[p])*d+j]
 				}
 				if math.Abs(math.Abs(l*scale)-edgeClamp) < 1e-4 {
 					return true

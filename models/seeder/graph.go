@@ -11,8 +11,11 @@ import (
 // reads it: node and relation inputs are PCA-reduced embeddings (Config.In
 // values each), cosines are with the query in the embedder's own space.
 type Graph struct {
-	IDs     []int32   // the candidates' node ids (order of the rows)
-	NodeIn  []float32 // len(IDs) × In
+	IDs    []int32   // the candidates' node ids (order of the rows)
+	NodeIn []float32 // len(IDs) × In; nil to read rows of Table by id
+	// Table, when NodeIn is nil, holds every node's reduced embedding (row
+	// = node id), shared by all of a dataset's graphs.
+	Table   []float32
 	NodeCos []float32 // cos(q, v)
 	Hops    []int     // hop at which K-hop-with-filtering kept each node (0: seed)
 	Query   []float32 // In: the query's reduced embedding
@@ -40,7 +43,9 @@ func (g *Graph) Nodes() int { return len(g.IDs) }
 func (g *Graph) Validate(c Config) error {
 	n := len(g.IDs)
 	switch {
-	case len(g.NodeIn) != n*c.In || len(g.NodeCos) != n || len(g.Hops) != n:
+	case g.NodeIn == nil && !g.tableCovers(c):
+		return fmt.Errorf("seeder: graph of %d nodes has no input rows (NodeIn) and a table of %d values that lacks some of its ids", n, len(g.Table))
+	case g.NodeIn != nil && len(g.NodeIn) != n*c.In || len(g.NodeCos) != n || len(g.Hops) != n:
 		return fmt.Errorf("seeder: graph of %d nodes has %d input values, %d cosines, %d hops (want %d, %d, %d)", n, len(g.NodeIn), len(g.NodeCos), len(g.Hops), n*c.In, n, n)
 	case len(g.Query) != c.In:
 		return fmt.Errorf("seeder: query input has %d values, want %d", len(g.Query), c.In)
@@ -63,6 +68,23 @@ func (g *Graph) Validate(c Config) error {
 		}
 	}
 	return nil
+}
+
+func (g *Graph) tableCovers(c Config) bool {
+	for _, id := range g.IDs {
+		if id < 0 || (int(id)+1)*c.In > len(g.Table) {
+			return false
+		}
+	}
+	return true
+}
+
+// input is row i's reduced embedding.
+func (g *Graph) input(c Config, i int) []float32 {
+	if g.NodeIn != nil {
+		return g.NodeIn[i*c.In : (i+1)*c.In]
+	}
+	return g.Table[int(g.IDs[i])*c.In : (int(g.IDs[i])+1)*c.In]
 }
 
 // batch is the disjoint union of graphs as the network reads it: rows are
@@ -145,7 +167,7 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 		copyF(b.xq[gi*in:(gi+1)*in], g.Query)
 		for i := 0; i < g.Nodes(); i++ {
 			row := b.xn[(b.first[gi]+i)*ni:]
-			copyF(row[:in], g.NodeIn[i*in:(i+1)*in])
+			copyF(row[:in], g.input(c, i))
 			row[in] = F(g.NodeCos[i])
 			copyF(row[in+1:ni], g.Query)
 			b.hop[b.first[gi]+i] = min(g.Hops[i], c.MaxHop)
@@ -167,17 +189,22 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 	}
 }
 
-// group sorts the attention edges by destination into CSR arrays.
+// group sorts the attention edges by destination into CSR arrays (a
+// counting sort: stable, linear).
 func (b *batch[F]) group(edges []attnEdge) {
-	slices.SortStableFunc(edges, func(x, y attnEdge) int { return cmp.Compare(x.dst, y.dst) })
 	b.ptr = make([]int64, b.n+1)
-	b.src, b.erow = make([]int32, len(edges)), make([]int32, len(edges))
-	for p, e := range edges {
+	for _, e := range edges {
 		b.ptr[e.dst+1]++
-		b.src[p], b.erow[p] = e.src, e.row
 	}
 	for i := 0; i < b.n; i++ {
 		b.ptr[i+1] += b.ptr[i]
+	}
+	next := slices.Clone(b.ptr[:b.n])
+	b.src, b.erow = make([]int32, len(edges)), make([]int32, len(edges))
+	for _, e := range edges {
+		p := next[e.dst]
+		next[e.dst]++
+		b.src[p], b.erow[p] = e.src, e.row
 	}
 }
 

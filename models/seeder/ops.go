@@ -25,6 +25,12 @@ func gemm[F Float](tA, tB bool, m, n, k int, a, b, c []F, beta F) {
 	}
 	switch a32 := any(a).(type) {
 	case []float32:
+		if !tA && !tB && beta == 0 { // the forward's products: narrow, many rows
+			if err := kernels.NarrowGemm(a32, any(b).([]float32), any(c).([]float32), m, n, k); err != nil {
+				panic(err)
+			}
+			return
+		}
 		err := kernels.Gemm(kernels.GemmArgs{TransA: tA, TransB: tB, M: m, N: n, K: k, Alpha: 1, Beta: float32(beta),
 			A: a32, LDA: lda, B: any(b).([]float32), LDB: ldb, C: any(c).([]float32), LDC: n})
 		if err != nil {

@@ -94,3 +94,17 @@ func (p *PCA) Project(v []float32) []float32 {
 	}
 	return out
 }
+
+// ProjectRows reduces n row-major vectors of len(Mean) values at once.
+func (p *PCA) ProjectRows(x []float32, n int) []float32 {
+	d := len(p.Mean)
+	centred := make([]float32, n*d)
+	for i := 0; i < n; i++ {
+		for j := 0; j < d; j++ {
+			centred[i*d+j] = x[i*d+j] - p.Mean[j]
+		}
+	}
+	out := make([]float32, n*p.K)
+	gemm(false, false, n, p.K, d, centred, p.Components, out, 0)
+	return out
+}

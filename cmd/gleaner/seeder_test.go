@@ -1,0 +1,41 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/internal/testdata"
+)
+
+// TestTrainSeederCommand imports PQ-2H, trains a small encoder on a
+// sample for one epoch, and evaluates method seeder; bad settings are
+// refused with the flag's name.
+func TestTrainSeederCommand(t *testing.T) {
+	src := testdata.Dataset(t, "pathquestion")
+	dir := t.TempDir()
+	cdir, idir := filepath.Join(dir, "pq"), filepath.Join(dir, "idx")
+	if out, err := run(t, "import", "pathquestion", src, "--set", "PQ-2H", "-o", cdir); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	if out, err := run(t, "index", cdir, "-o", idir, "--train-head=false", "--dims", "64"); err != nil {
+		t.Fatalf("index: %v\n%s", err, out)
+	}
+	out, err := run(t, "eval", "--index", idir, "--method", "seeder")
+	if err == nil || !strings.Contains(err.Error(), "train seeder") {
+		t.Fatalf("seeder before training: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{{"--epochs", "0"}, {"--hidden", "30", "--heads", "4"}, {"--khop-quotas", "2,x"}, {"--k0", "0"}, {"--samples", "1"}, {"--pca", "65"}} {
+		if out, err := run(t, append([]string{"train", "seeder", "--index", idir}, bad...)...); err == nil {
+			t.Fatalf("train seeder %v accepted:\n%s", bad, out)
+		}
+	}
+	out, err = run(t, "train", "seeder", "--index", idir, "--max-train", "64", "--epochs", "1", "--pca", "16", "--hidden", "8", "--heads", "2", "--layers", "1")
+	if err != nil || !strings.Contains(out, "epoch 1/1") || !strings.Contains(out, "dev recall@20") || !strings.Contains(out, "kept epoch 1") {
+		t.Fatalf("train seeder: %v\n%s", err, out)
+	}
+	out, err = run(t, "eval", "--index", idir, "--method", "kg-khop,seeder", "--columns", "hit@1,recall@20", "--cutoffs", "1,20")
+	if err != nil || !strings.Contains(out, "seeder") {
+		t.Fatalf("eval seeder: %v\n%s", err, out)
+	}
+}

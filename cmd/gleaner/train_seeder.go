@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/seeder"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// seederFlags are train seeder's settings, starting from the library's
+// defaults.
+type seederFlags struct {
+	dir, train, dev, kinds, quotas string
+	o                              retrieve.Options
+	so                             retrieve.SeederTrainOptions
+}
+
+func newTrainSeeder(g *globals) *cobra.Command {
+	f := &seederFlags{o: retrieve.DefaultOptions(), so: retrieve.DefaultSeederTrainOptions()}
+	cmd := &cobra.Command{
+		Use: "seeder --index <dir> [--train F --dev F]",
+		Example: `  gleaner train seeder --index idx/pq2h
+  gleaner train seeder --index idx/metaqa2 --max-train 4000 --epochs 8`,
+		Short: "Train SeedER's encoder on a knowledge-graph index and store it in the index",
+		Long: `Train SeedER's query-adaptive Exphormer encoder (docs/methods.md §3.1): every training question's
+candidate graph comes from stages 1–2 (--k0, --khop-quotas, --khop-cap, --graph-kind, as kg-khop), node,
+relation and question embeddings are reduced by PCA (--pca components), and the policy and scoring heads
+are trained by REINFORCE over Plackett–Luce samples (--samples subsets of --subset) plus BPR, with AdamW,
+warm-up then cosine, gradient clipping, keeping the earliest epoch with the best dev Recall@20. Each epoch
+prints its loss, mean sampled reward and dev Recall@20. --train and --dev default to the corpus folder's
+queries-train.jsonl and queries-dev.jsonl. Training is seeded and reproducible; the encoder replaces any
+earlier one in the index, which method seeder then uses.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd.OutOrStdout(), g)
+		},
+	}
+	fl := cmd.Flags()
+	c, t := &f.so.Model, &f.so.Train
+	fl.StringVar(&f.dir, "index", "", "index folder (a knowledge graph: gleaner import pathquestion|metaqa, then gleaner index)")
+	fl.StringVar(&f.train, "train", "", "training questions with gold ids (default: the corpus folder's queries-train.jsonl)")
+	fl.StringVar(&f.dev, "dev", "", "dev questions choosing the epoch (default: the corpus folder's queries-dev.jsonl)")
+	fl.IntVar(&f.so.MaxTrain, "max-train", 0, "train on a seeded sample of this many questions (0: all)")
+	fl.IntVar(&t.Epochs, "epochs", t.Epochs, fmt.Sprintf("training epochs (1 to %d)", seeder.MaxEpochs))
+	fl.IntVar(&t.Batch, "batch", t.Batch, "questions per optimiser step")
+	fl.Float64Var(&t.LR, "lr", t.LR, "peak learning rate (AdamW, 10% warm-up then cosine)")
+	fl.Float64Var(&t.WeightDecay, "weight-decay", t.WeightDecay, "AdamW's decoupled weight decay")
+	fl.Float64Var(&t.Dropout, "dropout", t.Dropout, "dropout in the Exphormer layers")
+	fl.IntVar(&t.Loss.Samples, "samples", t.Loss.Samples, "Plackett–Luce subsets sampled per question (M ≥ 2)")
+	fl.IntVar(&t.Loss.K, "subset", t.Loss.K, "size of each sampled subset (k)")
+	fl.Uint64Var(&t.Seed, "seed", t.Seed, "random seed (sampling, shuffling, dropout, initial weights)")
+	fl.IntVar(&c.In, "pca", c.In, "PCA components of the node, relation and question embeddings")
+	fl.IntVar(&c.Hidden, "hidden", c.Hidden, "hidden width (divisible by --heads)")
+	fl.IntVar(&c.Heads, "heads", c.Heads, "attention heads")
+	fl.IntVar(&c.Layers, "layers", c.Layers, "Exphormer layers")
+	fl.IntVar(&c.Cycles, "cycles", c.Cycles, "Hamiltonian expander cycles (0: none)")
+	fl.BoolVar(&c.Virtual, "virtual-node", c.Virtual, "add the query virtual node")
+	fl.BoolVar(&c.HopGate, "hop-gate", c.HopGate, "add the gated hop-number embedding")
+	fl.StringVar(&f.kinds, "graph-kind", "", "comma-separated edge kinds the expansion follows (default: all)")
+	fl.IntVar(&f.o.KG.K0, "k0", f.o.KG.K0, "dictionary-linked seeds kept (the rest filled by cosine)")
+	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "nodes added at each hop, comma-separated")
+	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", f.o.KG.KHop.Cap, "the candidate graph's size, seeds included")
+	return cmd
+}
+
+// run trains and stores the encoder.
+func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
+	if f.dir == "" {
+		return fmt.Errorf("--index is required")
+	}
+	var err error
+	if f.o.KG.KHop.Quotas, err = parseQuotas(f.quotas); err != nil {
+		return err
+	}
+	if err := checkKGFlags(f.o.KG); err != nil {
+		return err
+	}
+	f.so.Model.MaxHop = max(len(f.o.KG.KHop.Quotas), 1)
+	f.o.Backend, f.o.GraphKinds = g.be, splitList(f.kinds)
+	ix, err := index.Open(f.dir, store.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	train, err := f.questions(ix, f.train, corpus.TrainQueriesFile, g)
+	if err != nil {
+		return err
+	}
+	dev, err := f.questions(ix, f.dev, corpus.DevQueriesFile, g)
+	if err != nil {
+		return err
+	}
+	f.so.Logger = g.log
+	f.so.Progress = func(r seeder.EpochReport) {
+		best := ""
+		if r.Best {
+			best = "  (best so far)"
+		}
+		fmt.Fprintf(w, "epoch %d/%d  loss %.4f (rl %.4f, bpr %.4f)  reward %.3f  dev recall@20 %.3f  %.1fs%s\n",
+			r.Epoch, f.so.Train.Epochs, r.Loss, r.RL, r.BPR, r.Reward, r.DevRecall, r.Elapsed.Seconds(), best)
+	}
+	fmt.Fprintf(w, "building candidate graphs for %d training and %d dev questions\n", len(train), len(dev))
+	sf, err := retrieve.TrainSeeder(ctx, ix, f.o, f.so, train, dev)
+	if err != nil {
+		return err
+	}
+	ix.Close()
+	if err := index.SetSeeder(ctx, f.dir, sf); err != nil {
+		return err
+	}
+	best := sf.Epochs[0]
+	for _, r := range sf.Epochs {
+		if r.Best {
+			best = r
+		}
+	}
+	fmt.Fprintf(w, "kept epoch %d (dev recall@20 %.3f); stored in %s — query it with --method seeder\n", best.Epoch, best.DevRecall, f.dir)
+	return nil
+}
+
+// questions reads path, or the corpus folder's file of that name.
+func (f *seederFlags) questions(ix *index.Index, path, name string, g *globals) ([]corpus.Query, error) {
+	if path == "" {
+		if ix.Meta.Source == "" {
+			return nil, fmt.Errorf("the index records no corpus folder; give --train and --dev")
+		}
+		path = filepath.Join(ix.Meta.Source, name)
+	}
+	qs, err := corpus.ReadQueries(path, nil, corpus.ReadOptions{Logger: g.log})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (knowledge-graph imports write %s and %s; give --train and --dev otherwise)", err, corpus.TrainQueriesFile, corpus.DevQueriesFile)
+	}
+	if err == nil && len(qs) == 0 {
+		return nil, fmt.Errorf("%s holds no questions", path)
+	}
+	return qs, err
+}

@@ -1,0 +1,181 @@
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/seeder"
+)
+
+func init() { mustRegister("seeder", newSeeder) }
+
+// SeederOptions configure method "seeder".
+type SeederOptions struct {
+	Select int // nodes returned: the Select best by policy, sorted by score (20)
+}
+
+func (o SeederOptions) validate() error {
+	if o.Select < 1 {
+		return fmt.Errorf("retrieve: seeder select %d: want ≥ 1", o.Select)
+	}
+	return nil
+}
+
+// ErrNoSeeder is returned by method seeder over an index without a
+// trained encoder.
+var ErrNoSeeder = errors.New("retrieve: the index has no trained SeedER encoder (train one: gleaner train seeder --index DIR, or retrieve.TrainSeeder and index.SetSeeder)")
+
+// seederMethod is SeedER (docs/methods.md §3.1): stages 1–2 as kg-khop,
+// then the trained encoder over the candidate graph; the Select best
+// eligible nodes by policy, sorted by the scoring head. Queries running
+// at once share encoder batches through an engine.Scheduler.
+type seederMethod struct {
+	kg     *kgMethod
+	f      *index.SeederFile
+	o      SeederOptions
+	inputs *seederInputs
+	once   sync.Once
+	sched  *engine.Scheduler[*seeder.Graph, seeder.Output]
+	err    error
+}
+
+func newSeeder(ix *index.Index, o Options) (Method, error) {
+	if ix.Seeder == nil {
+		return nil, ErrNoSeeder
+	}
+	if err := o.Seeder.validate(); err != nil {
+		return nil, err
+	}
+	km, err := newKGMethod(ix, o, true)
+	if err != nil {
+		return nil, err
+	}
+	return &seederMethod{kg: km.(*kgMethod), f: ix.Seeder, o: o.Seeder}, nil
+}
+
+func (s *seederMethod) Name() string { return "seeder" }
+
+// start projects the node and relation vectors once and starts the
+// scheduler.
+func (s *seederMethod) start(ctx context.Context) error {
+	s.once.Do(func() {
+		if s.err = s.kg.prepare(ctx); s.err != nil {
+			return
+		}
+		if s.inputs, s.err = newSeederInputs(s.kg, s.f.Model.PCA); s.err != nil {
+			return
+		}
+		m := s.f.Model
+		s.sched, s.err = engine.NewScheduler(func(_ context.Context, gs []*seeder.Graph) ([]seeder.Output, error) {
+			return m.Forward(gs)
+		}, engine.SchedulerOptions{MaxBatch: 16})
+	})
+	return s.err
+}
+
+// Retrieve implements Method.
+func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	c, err := s.kg.candidates(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	g := s.inputs.graph(s.kg, c, s.f.Model.PCA)
+	outs, err := s.sched.Do(ctx, []*seeder.Graph{g})
+	if err != nil {
+		return nil, err
+	}
+	rows := seeder.Select(outs[0], g.Eligible, min(k, s.o.Select))
+	hits := make([]kernels.Hit, len(rows))
+	for i, r := range rows {
+		hits[i] = kernels.Hit{Index: g.IDs[r], Score: outs[0].Score[r]}
+	}
+	return hits, nil
+}
+
+// Close stops the scheduler.
+func (s *seederMethod) Close(ctx context.Context) error {
+	if s.sched != nil {
+		return s.sched.Close(ctx)
+	}
+	return nil
+}
+
+// seederInputs are the PCA-reduced node and relation embeddings, computed
+// once per index.
+type seederInputs struct {
+	nodes []float32   // N × In
+	rels  [][]float32 // relation id → In values (nil: no embedding)
+}
+
+func newSeederInputs(km *kgMethod, pca *seeder.PCA) (*seederInputs, error) {
+	ix := km.ix
+	if len(pca.Mean) != ix.Meta.Dims {
+		return nil, fmt.Errorf("retrieve: seeder: the encoder's PCA reads %d-dimensional vectors, the index has %d", len(pca.Mean), ix.Meta.Dims)
+	}
+	in := &seederInputs{nodes: pca.ProjectRows(ix.Vectors, ix.N())}
+	d := ix.Meta.Dims
+	in.rels = make([][]float32, ix.Meta.Relations)
+	for r := range in.rels {
+		if km.relVecs != nil && (r+1)*d <= len(km.relVecs) {
+			if v, ok := unit(km.relVecs[r*d : (r+1)*d]); ok {
+				in.rels[r] = pca.Project(v)
+			}
+		}
+		if in.rels[r] == nil {
+			in.rels[r] = make([]float32, pca.K)
+		}
+	}
+	return in, nil
+}
+
+// graph turns stage 2's candidates into the encoder's input: the induced
+// KG edges among them (over the followed kinds) in both directions, one
+// forward and one inverse relation row per relation present; the
+// dictionary-linked seeds are in the graph but not eligible.
+func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, pca *seeder.PCA) *seeder.Graph {
+	g := &seeder.Graph{IDs: c.nodes, Table: in.nodes, Hops: c.hops, Query: pca.Project(c.qv)}
+	local := make(map[int32]int32, len(c.nodes))
+	for i, v := range c.nodes {
+		local[v] = int32(i)
+		if c.sims != nil {
+			g.NodeCos = append(g.NodeCos, c.sims[v])
+		} else {
+			g.NodeCos = append(g.NodeCos, c.nodeCos[i])
+		}
+		g.Eligible = append(g.Eligible, !c.linked[v])
+	}
+	rows := map[int32]int32{}
+	out := &km.ix.Graph.Out
+	for i, v := range c.nodes {
+		for p := out.Ptr[v]; p < out.Ptr[v+1]; p++ {
+			j, ok := local[out.Idx[p]]
+			r := int32(-1)
+			if out.Rel != nil {
+				r = out.Rel[p]
+			}
+			if !ok || !km.keepEdge(r) {
+				continue
+			}
+			row, seen := rows[r]
+			if !seen {
+				row = int32(len(g.Rels))
+				rows[r] = row
+				z, cos := make([]float32, pca.K), float32(0)
+				if r >= 0 && int(r) < len(in.rels) {
+					z, cos = in.rels[r], float32(km.relSim(c.qv, r))
+				}
+				g.Rels = append(g.Rels, seeder.Relation{In: z, Cos: cos}, seeder.Relation{In: z, Cos: cos, Inverse: true})
+			}
+			g.Edges = append(g.Edges, seeder.Edge{Src: int32(i), Dst: j, Rel: row}, seeder.Edge{Src: j, Dst: int32(i), Rel: row + 1})
+		}
+	}
+	return g
+}

@@ -1,0 +1,109 @@
+package retrieve_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/seeder"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// tinySeederOptions train a small encoder quickly on kgIndex.
+func tinySeederOptions() retrieve.SeederTrainOptions {
+	so := retrieve.DefaultSeederTrainOptions()
+	so.Model = seeder.Config{In: 3, Hidden: 8, Heads: 2, Layers: 2, MaxHop: 2, Cycles: 1, Virtual: true, HopGate: true, Seed: 2}
+	so.Train.Epochs, so.Train.Batch, so.Train.Loss.K = 4, 2, 3
+	return so
+}
+
+// TestSeederTrainStoreQuery trains on kgIndex, stores the encoder, and
+// queries it after reopening: reproducible weights, the stored model equal
+// to the trained one, the linked seed never returned.
+func TestSeederTrainStoreQuery(t *testing.T) {
+	ix := kgIndex(t)
+	o := retrieve.DefaultOptions()
+	o.GraphKinds = []string{"kg"}
+	o.KG.K0 = 1
+	if _, err := retrieve.NewWith("seeder", ix, o); !errors.Is(err, retrieve.ErrNoSeeder) {
+		t.Fatalf("seeder without an encoder: %v, want ErrNoSeeder", err)
+	}
+	qs := []corpus.Query{{ID: "a", Text: "Which country does Ann Lee live in?", Gold: []string{"france"}},
+		{ID: "b", Text: "Which country does Bob Ray live in?", Gold: []string{"italy"}}}
+	ctx := context.Background()
+	sf, err := retrieve.TrainSeeder(ctx, ix, o, tinySeederOptions(), qs, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := retrieve.TrainSeeder(ctx, ix, o, tinySeederOptions(), qs, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sf.Model.Tensors()
+	for name, tv := range again.Model.Tensors() {
+		if !slices.Equal(tv.Data, want[name].Data) {
+			t.Fatalf("a second training run gave a different %s", name)
+		}
+	}
+	if len(sf.Epochs) != 4 {
+		t.Fatalf("%d epoch reports, want 4", len(sf.Epochs))
+	}
+	if err := index.SetSeeder(ctx, ix.Dir, sf); err != nil {
+		t.Fatal(err)
+	}
+	re, err := index.Open(ix.Dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	for name, tv := range re.Seeder.Model.Tensors() {
+		if !slices.Equal(tv.Data, want[name].Data) {
+			t.Fatalf("stored %s differs from the trained one", name)
+		}
+	}
+	m, err := retrieve.NewWith("seeder", re, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer retrieve.CloseAll(ctx, m)
+	hits, err := m.Retrieve(ctx, retrieve.Query{Text: qs[0].Text}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 {
+		t.Fatal("no hits")
+	}
+	for _, h := range hits {
+		if re.NodeID(int(h.Index)) == "ann" {
+			t.Fatalf("the question's own entity was returned: %v", hits)
+		}
+	}
+	o.Seeder.Select = 0
+	if _, err := retrieve.NewWith("seeder", re, o); err == nil {
+		t.Fatal("select 0 accepted")
+	}
+}
+
+// addSeeder trains a tiny encoder on c's questions and stores it, so
+// every registered method runs over the index at dir.
+func addSeeder(t *testing.T, c *corpus.Corpus, dir string) {
+	t.Helper()
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := tinySeederOptions()
+	so.Train.Epochs = 1
+	sf, err := retrieve.TrainSeeder(context.Background(), ix, retrieve.DefaultOptions(), so, c.Queries[:10], c.Queries[10:14])
+	ix.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := index.SetSeeder(context.Background(), dir, sf); err != nil {
+		t.Fatal(err)
+	}
+}

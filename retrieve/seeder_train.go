@@ -1,0 +1,190 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/seeder"
+)
+
+// SeederTrainOptions configure TrainSeeder.
+type SeederTrainOptions struct {
+	Model seeder.Config
+	Train seeder.TrainOptions
+	// MaxTrain caps the training questions (a seeded sample); 0 keeps all.
+	MaxTrain int
+	// PCASample caps the node vectors the PCA is fitted on (a seeded
+	// sample, with every relation and training question); ≥ 2.
+	PCASample int
+	Logger    *slog.Logger
+	Progress  func(seeder.EpochReport) // may be nil
+}
+
+// DefaultSeederTrainOptions are the paper's settings on the default model.
+func DefaultSeederTrainOptions() SeederTrainOptions {
+	return SeederTrainOptions{Model: seeder.DefaultConfig(), Train: seeder.DefaultTrainOptions(), PCASample: 50000}
+}
+
+func (o SeederTrainOptions) validate() error {
+	if o.MaxTrain < 0 || o.PCASample < 2 {
+		return fmt.Errorf("retrieve: seeder training needs max-train ≥ 0 (0: all) and a PCA sample ≥ 2, got %d and %d", o.MaxTrain, o.PCASample)
+	}
+	return nil
+}
+
+// TrainSeeder trains SeedER's encoder on the index's knowledge graph:
+// stages 1–2 (o.KG, o.GraphKinds) give every question's candidate graph,
+// PCA is fitted on node, relation and training-question embeddings, and
+// the encoder is trained on train with dev Recall@k choosing the epoch.
+// Training questions whose candidates hold no gold answer carry no
+// gradient (zero reward, no BPR pair) and are left out; dev keeps all.
+func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrainOptions, train, dev []corpus.Query) (*index.SeederFile, error) {
+	if err := so.validate(); err != nil {
+		return nil, err
+	}
+	if err := so.Model.Validate(); err != nil {
+		return nil, err
+	}
+	if err := so.Train.Validate(); err != nil {
+		return nil, err
+	}
+	if so.Model.In > ix.Meta.Dims {
+		return nil, fmt.Errorf("retrieve: seeder: %d PCA components of %d-dimensional vectors", so.Model.In, ix.Meta.Dims)
+	}
+	log := so.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m, err := newKGMethod(ix, o, true)
+	if err != nil {
+		return nil, err
+	}
+	km := m.(*kgMethod)
+	if err := km.prepare(ctx); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(so.Train.Seed, 0xda7a))
+	if so.MaxTrain > 0 && len(train) > so.MaxTrain {
+		train = slices.Clone(train)
+		rng.Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
+		train = train[:so.MaxTrain]
+	}
+	trC, err := collectCandidates(ctx, km, train, "train", log)
+	if err != nil {
+		return nil, err
+	}
+	devC, err := collectCandidates(ctx, km, dev, "dev", log)
+	if err != nil {
+		return nil, err
+	}
+	pca, err := fitSeederPCA(km, trC, so, rng)
+	if err != nil {
+		return nil, err
+	}
+	in, err := newSeederInputs(km, pca)
+	if err != nil {
+		return nil, err
+	}
+	trEx := examples(km, in, pca, trC, true)
+	devEx := examples(km, in, pca, devC, false)
+	log.Info("seeder: training", "questions", len(trEx), "left_out_no_gold_candidate", len(trC)-len(trEx), "dev", len(devEx))
+	if len(trEx) == 0 {
+		return nil, fmt.Errorf("retrieve: seeder: no training question has a gold answer among its candidates")
+	}
+	start := time.Now()
+	model, reps, err := seeder.Train(ctx, so.Model, pca, so.Train, trEx, devEx, so.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return &index.SeederFile{Config: so.Model, Model: model, K0: o.KG.K0, Quotas: o.KG.KHop.Quotas, Cap: o.KG.KHop.Cap, Kinds: o.GraphKinds, Epochs: reps,
+		Train: map[string]any{"questions": len(trEx), "left_out": len(trC) - len(trEx), "dev": len(devEx), "options": so.Train, "seconds": time.Since(start).Seconds()}}, nil
+}
+
+// questionCandidates is one question's stage-2 output kept for training:
+// the candidates without the all-node similarity array.
+type questionCandidates struct {
+	c    *kgCandidates
+	gold []int32
+}
+
+// collectCandidates runs stages 1–2 for every question, logging progress.
+func collectCandidates(ctx context.Context, km *kgMethod, qs []corpus.Query, split string, log *slog.Logger) ([]questionCandidates, error) {
+	out := make([]questionCandidates, 0, len(qs))
+	last := time.Now()
+	for i, q := range qs {
+		c, err := km.candidates(ctx, Query{ID: q.ID, Text: q.Text})
+		if err != nil {
+			return nil, fmt.Errorf("retrieve: seeder: %s question %q: %w", split, q.ID, err)
+		}
+		cos := make([]float32, len(c.nodes))
+		for j, v := range c.nodes {
+			cos[j] = c.sims[v]
+		}
+		c.sims = nil // N values per question would not fit many questions
+		c.nodeCos = cos
+		var gold []int32
+		for _, id := range q.Gold {
+			if v, ok := km.ix.Lookup(id); ok {
+				gold = append(gold, v)
+			}
+		}
+		out = append(out, questionCandidates{c, gold})
+		if time.Since(last) > 10*time.Second {
+			log.Info("seeder: candidate graphs", "split", split, "done", i+1, "of", len(qs))
+			last = time.Now()
+		}
+	}
+	return out, nil
+}
+
+// fitSeederPCA fits the PCA on a sample of node vectors, every relation
+// name and every training question.
+func fitSeederPCA(km *kgMethod, tr []questionCandidates, so SeederTrainOptions, rng *rand.Rand) (*seeder.PCA, error) {
+	ix := km.ix
+	var rows [][]float32
+	nodes := rng.Perm(ix.N())
+	for _, v := range nodes[:min(len(nodes), so.PCASample)] {
+		rows = append(rows, ix.Vector(v))
+	}
+	d := ix.Meta.Dims
+	for r := 0; km.relVecs != nil && (r+1)*d <= len(km.relVecs); r++ {
+		if v, ok := unit(km.relVecs[r*d : (r+1)*d]); ok {
+			rows = append(rows, v)
+		}
+	}
+	for _, q := range tr {
+		rows = append(rows, q.c.qv)
+	}
+	return seeder.FitPCA(rows, d, so.Model.In)
+}
+
+// examples builds the encoder's inputs and targets; with dropEmpty,
+// questions with no gold candidate are left out.
+func examples(km *kgMethod, in *seederInputs, pca *seeder.PCA, qcs []questionCandidates, dropEmpty bool) []seeder.Example {
+	var out []seeder.Example
+	for _, qc := range qcs {
+		g := in.graph(km, qc.c, pca)
+		gold := map[int32]bool{}
+		for _, v := range qc.gold {
+			gold[v] = true
+		}
+		t := seeder.Target{NumGold: len(gold)}
+		for i, v := range g.IDs {
+			if gold[v] {
+				t.Gold = append(t.Gold, i)
+			}
+		}
+		if dropEmpty && len(t.Gold) == 0 {
+			continue
+		}
+		out = append(out, seeder.Example{G: g, T: t})
+	}
+	return out
+}
