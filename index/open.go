@@ -18,22 +18,23 @@ import (
 // Index is an opened, memory-mapped index. It is immutable and safe for
 // concurrent use; arrays it hands out are valid until Close.
 type Index struct {
-	Dir      string
-	Meta     Meta
-	Manifest store.Manifest
-	Graph    *graphops.Graph
-	Postings *lexical.Postings
-	BM25     *lexical.BM25
-	LSA      *lexical.LSA    // nil unless the embedder is lsa
-	Vectors  []float32       // Meta.Nodes × Meta.Dims, row-major
-	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
-	TriGraph *TriGraph       // NexusRAG's Tri-Graph; nil unless built (SetTriGraph)
-	KETRAG   *KETRAG         // KET-RAG's structures; nil unless built (SetKETRAG)
-	Seeder   *SeederFile     // SeedER's trained encoder; nil unless trained (SetSeeder)
-	rels     relationTable
-	head     *HeadFile
-	tokIDs   []int32
-	tokOff   []int64
+	Dir       string
+	Meta      Meta
+	Manifest  store.Manifest
+	Graph     *graphops.Graph
+	Postings  *lexical.Postings
+	BM25      *lexical.BM25
+	LSA       *lexical.LSA    // nil unless the embedder is lsa
+	Vectors   []float32       // Meta.Nodes × Meta.Dims, row-major
+	Embedder  models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
+	TriGraph  *TriGraph       // NexusRAG's Tri-Graph; nil unless built (SetTriGraph)
+	KETRAG    *KETRAG         // KET-RAG's structures; nil unless built (SetKETRAG)
+	Seeder    *SeederFile     // SeedER's trained encoder; nil unless trained (SetSeeder)
+	rels      relationTable
+	head      *HeadFile
+	seederErr error
+	tokIDs    []int32
+	tokOff    []int64
 
 	r       *store.Reader
 	strs    []byte

@@ -26,6 +26,7 @@ type SeederFile struct {
 	Quotas []int                `json:"khop_quotas"`
 	Cap    int                  `json:"khop_cap"`
 	Kinds  []string             `json:"graph_kinds,omitempty"`
+	Vocab  []string             `json:"vocab,omitempty"` // the question words of Config.Words, by id
 	Train  map[string]any       `json:"training"`
 	Epochs []seeder.EpochReport `json:"epochs"`
 	Model  *seeder.Model        `json:"-"`
@@ -37,7 +38,7 @@ func SetSeeder(ctx context.Context, dir string, f *SeederFile) error {
 	if f.Model == nil {
 		return fmt.Errorf("index: SetSeeder needs a model")
 	}
-	if err := f.Config.Validate(); err != nil {
+	if err := f.validate(); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -63,28 +64,58 @@ func SetSeeder(ctx context.Context, dir string, f *SeederFile) error {
 	}, ix.Meta)
 }
 
+// loadSeeder reads the stored encoder. One this gleaner cannot use (an
+// older shape) does not stop the index opening, so it can be retrained:
+// SeederError says why, and method seeder reports it.
 func (ix *Index) loadSeeder() error {
 	if !ix.r.Has(fSeeder) {
 		return nil
 	}
+	f, err := ix.readSeeder()
+	if err != nil {
+		ix.seederErr = fmt.Errorf("index %s: the stored SeedER encoder cannot be used (%w); retrain it: gleaner train seeder --index %s", ix.Dir, err, ix.Dir)
+		return nil
+	}
+	ix.Seeder = f
+	return nil
+}
+
+// SeederError is why a stored encoder was not loaded (nil when there is
+// none, or it loaded).
+func (ix *Index) SeederError() error { return ix.seederErr }
+
+func (ix *Index) readSeeder() (*SeederFile, error) {
 	var f SeederFile
 	if err := ix.r.JSON(fSeeder, &f); err != nil {
-		return err
+		return nil, err
+	}
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", fSeeder, err)
 	}
 	b, err := ix.r.Bytes(fSeederWeights)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ts, err := safetensors.Parse(b, fSeederWeights)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if f.Model, err = seeder.FromTensors(f.Config, ts); err != nil {
-		return fmt.Errorf("%s: %w", fSeederWeights, err)
+		return nil, fmt.Errorf("%s: %w", fSeederWeights, err)
 	}
 	if d := len(f.Model.PCA.Mean); d != ix.Meta.Dims {
-		return fmt.Errorf("%s: the PCA reads %d-dimensional vectors, the index has %d", fSeederWeights, d, ix.Meta.Dims)
+		return nil, fmt.Errorf("%s: the PCA reads %d-dimensional vectors, the index has %d", fSeederWeights, d, ix.Meta.Dims)
 	}
-	ix.Seeder = &f
+	return &f, nil
+}
+
+// validate checks the config and that the vocabulary matches it.
+func (f *SeederFile) validate() error {
+	if err := f.Config.Validate(); err != nil {
+		return err
+	}
+	if len(f.Vocab) != f.Config.Words {
+		return fmt.Errorf("seeder: %d vocabulary words for a model of %d", len(f.Vocab), f.Config.Words)
+	}
 	return nil
 }

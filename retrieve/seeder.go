@@ -9,6 +9,7 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/seeder"
 )
 
@@ -46,6 +47,9 @@ type seederMethod struct {
 
 func newSeeder(ix *index.Index, o Options) (Method, error) {
 	if ix.Seeder == nil {
+		if err := ix.SeederError(); err != nil {
+			return nil, err
+		}
 		return nil, ErrNoSeeder
 	}
 	if err := o.Seeder.validate(); err != nil {
@@ -67,7 +71,7 @@ func (s *seederMethod) start(ctx context.Context) error {
 		if s.err = s.kg.prepare(ctx); s.err != nil {
 			return
 		}
-		if s.inputs, s.err = newSeederInputs(s.kg, s.f.Model.PCA); s.err != nil {
+		if s.inputs, s.err = newSeederInputs(s.kg, s.f.Model.PCA, s.f.Config, s.f.Vocab); s.err != nil {
 			return
 		}
 		m := s.f.Model
@@ -87,7 +91,7 @@ func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.
 	if err != nil {
 		return nil, err
 	}
-	g := s.inputs.graph(s.kg, c, s.f.Model.PCA)
+	g := s.inputs.graph(s.kg, c, q.Text, s.f.Model.PCA)
 	outs, err := s.sched.Do(ctx, []*seeder.Graph{g})
 	if err != nil {
 		return nil, err
@@ -111,16 +115,24 @@ func (s *seederMethod) Close(ctx context.Context) error {
 // seederInputs are the PCA-reduced node and relation embeddings, computed
 // once per index.
 type seederInputs struct {
-	nodes []float32   // N × In
-	rels  [][]float32 // relation id → In values (nil: no embedding)
+	nodes  []float32   // N × In
+	rels   [][]float32 // relation id → In values (nil: no embedding)
+	words  map[string]int32
+	relIDs bool
 }
 
-func newSeederInputs(km *kgMethod, pca *seeder.PCA) (*seederInputs, error) {
+func newSeederInputs(km *kgMethod, pca *seeder.PCA, c seeder.Config, vocab []string) (*seederInputs, error) {
 	ix := km.ix
 	if len(pca.Mean) != ix.Meta.Dims {
 		return nil, fmt.Errorf("retrieve: seeder: the encoder's PCA reads %d-dimensional vectors, the index has %d", len(pca.Mean), ix.Meta.Dims)
 	}
-	in := &seederInputs{nodes: pca.ProjectRows(ix.Vectors, ix.N())}
+	if c.Relations > 0 && c.Relations != ix.Meta.Relations {
+		return nil, fmt.Errorf("retrieve: seeder: the encoder knows %d relations, the index has %d", c.Relations, ix.Meta.Relations)
+	}
+	in := &seederInputs{nodes: pca.ProjectRows(ix.Vectors, ix.N()), words: map[string]int32{}, relIDs: c.Relations > 0}
+	for i, w := range vocab {
+		in.words[w] = int32(i)
+	}
 	d := ix.Meta.Dims
 	in.rels = make([][]float32, ix.Meta.Relations)
 	for r := range in.rels {
@@ -138,19 +150,27 @@ func newSeederInputs(km *kgMethod, pca *seeder.PCA) (*seederInputs, error) {
 
 // graph turns stage 2's candidates into the encoder's input: the induced
 // KG edges among them (over the followed kinds) in both directions, one
-// forward and one inverse relation row per relation present; the
-// dictionary-linked seeds are in the graph but not eligible.
-func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, pca *seeder.PCA) *seeder.Graph {
+// forward and one inverse relation row per relation present. Every
+// candidate is eligible (the answer-type mask is all entities here), the
+// dictionary-linked seeds too: "the child of X's parent" can be X.
+func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string, pca *seeder.PCA) *seeder.Graph {
 	g := &seeder.Graph{IDs: c.nodes, Table: in.nodes, Hops: c.hops, Query: pca.Project(c.qv)}
+	seen := map[int32]bool{}
+	for _, t := range lexical.Analyze(text) {
+		if w, ok := in.words[t]; ok && !seen[w] {
+			seen[w] = true
+			g.Words = append(g.Words, w)
+		}
+	}
 	local := make(map[int32]int32, len(c.nodes))
 	for i, v := range c.nodes {
 		local[v] = int32(i)
+		g.Linked = append(g.Linked, c.linked[v])
 		if c.sims != nil {
 			g.NodeCos = append(g.NodeCos, c.sims[v])
 		} else {
 			g.NodeCos = append(g.NodeCos, c.nodeCos[i])
 		}
-		g.Eligible = append(g.Eligible, !c.linked[v])
 	}
 	rows := map[int32]int32{}
 	out := &km.ix.Graph.Out
@@ -168,11 +188,14 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, pca *seeder.PCA) *s
 			if !seen {
 				row = int32(len(g.Rels))
 				rows[r] = row
-				z, cos := make([]float32, pca.K), float32(0)
+				z, cos, id := make([]float32, pca.K), float32(0), int32(-1)
 				if r >= 0 && int(r) < len(in.rels) {
 					z, cos = in.rels[r], float32(km.relSim(c.qv, r))
+					if in.relIDs {
+						id = r
+					}
 				}
-				g.Rels = append(g.Rels, seeder.Relation{In: z, Cos: cos}, seeder.Relation{In: z, Cos: cos, Inverse: true})
+				g.Rels = append(g.Rels, seeder.Relation{In: z, Cos: cos, ID: id}, seeder.Relation{In: z, Cos: cos, Inverse: true, ID: id})
 			}
 			g.Edges = append(g.Edges, seeder.Edge{Src: int32(i), Dst: j, Rel: row}, seeder.Edge{Src: j, Dst: int32(i), Rel: row + 1})
 		}

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/seeder"
 )
 
@@ -23,18 +25,30 @@ type SeederTrainOptions struct {
 	// PCASample caps the node vectors the PCA is fitted on (a seeded
 	// sample, with every relation and training question); ≥ 2.
 	PCASample int
-	Logger    *slog.Logger
-	Progress  func(seeder.EpochReport) // may be nil
+	// QuestionWords learns a bag of the training questions' words (those
+	// in at least MinWordCount questions, the MaxWords most frequent) and
+	// RelationIDs one embedding per relation and direction: learned inputs
+	// beyond the paper's frozen embeddings (seeder.Config.Words, Relations).
+	QuestionWords bool
+	RelationIDs   bool
+	MinWordCount  int
+	MaxWords      int
+	Logger        *slog.Logger
+	Progress      func(seeder.EpochReport) // may be nil
 }
 
 // DefaultSeederTrainOptions are the paper's settings on the default model.
 func DefaultSeederTrainOptions() SeederTrainOptions {
-	return SeederTrainOptions{Model: seeder.DefaultConfig(), Train: seeder.DefaultTrainOptions(), PCASample: 50000}
+	return SeederTrainOptions{Model: seeder.DefaultConfig(), Train: seeder.DefaultTrainOptions(), PCASample: 50000,
+		QuestionWords: true, RelationIDs: true, MinWordCount: 3, MaxWords: 5000}
 }
 
 func (o SeederTrainOptions) validate() error {
 	if o.MaxTrain < 0 || o.PCASample < 2 {
 		return fmt.Errorf("retrieve: seeder training needs max-train ≥ 0 (0: all) and a PCA sample ≥ 2, got %d and %d", o.MaxTrain, o.PCASample)
+	}
+	if o.QuestionWords && (o.MinWordCount < 1 || o.MaxWords < 1) {
+		return fmt.Errorf("retrieve: seeder question words need a minimum count ≥ 1 and a vocabulary ≥ 1, got %d and %d", o.MinWordCount, o.MaxWords)
 	}
 	return nil
 }
@@ -48,6 +62,14 @@ func (o SeederTrainOptions) validate() error {
 func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrainOptions, train, dev []corpus.Query) (*index.SeederFile, error) {
 	if err := so.validate(); err != nil {
 		return nil, err
+	}
+	var vocab []string
+	if so.QuestionWords {
+		vocab = questionVocabulary(train, so.MinWordCount, so.MaxWords)
+	}
+	so.Model.Words, so.Model.Relations = len(vocab), 0
+	if so.RelationIDs {
+		so.Model.Relations = ix.Meta.Relations
 	}
 	if err := so.Model.Validate(); err != nil {
 		return nil, err
@@ -88,7 +110,7 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if err != nil {
 		return nil, err
 	}
-	in, err := newSeederInputs(km, pca)
+	in, err := newSeederInputs(km, pca, so.Model, vocab)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +125,7 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if err != nil {
 		return nil, err
 	}
-	return &index.SeederFile{Config: so.Model, Model: model, K0: o.KG.K0, Quotas: o.KG.KHop.Quotas, Cap: o.KG.KHop.Cap, Kinds: o.GraphKinds, Epochs: reps,
+	return &index.SeederFile{Config: so.Model, Model: model, Vocab: vocab, K0: o.KG.K0, Quotas: o.KG.KHop.Quotas, Cap: o.KG.KHop.Cap, Kinds: o.GraphKinds, Epochs: reps,
 		Train: map[string]any{"questions": len(trEx), "left_out": len(trC) - len(trEx), "dev": len(devEx), "options": so.Train, "seconds": time.Since(start).Seconds()}}, nil
 }
 
@@ -111,6 +133,7 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 // the candidates without the all-node similarity array.
 type questionCandidates struct {
 	c    *kgCandidates
+	text string
 	gold []int32
 }
 
@@ -135,7 +158,7 @@ func collectCandidates(ctx context.Context, km *kgMethod, qs []corpus.Query, spl
 				gold = append(gold, v)
 			}
 		}
-		out = append(out, questionCandidates{c, gold})
+		out = append(out, questionCandidates{c, q.Text, gold})
 		if time.Since(last) > 10*time.Second {
 			log.Info("seeder: candidate graphs", "split", split, "done", i+1, "of", len(qs))
 			last = time.Now()
@@ -170,7 +193,7 @@ func fitSeederPCA(km *kgMethod, tr []questionCandidates, so SeederTrainOptions, 
 func examples(km *kgMethod, in *seederInputs, pca *seeder.PCA, qcs []questionCandidates, dropEmpty bool) []seeder.Example {
 	var out []seeder.Example
 	for _, qc := range qcs {
-		g := in.graph(km, qc.c, pca)
+		g := in.graph(km, qc.c, qc.text, pca)
 		gold := map[int32]bool{}
 		for _, v := range qc.gold {
 			gold[v] = true
@@ -187,4 +210,27 @@ func examples(km *kgMethod, in *seederInputs, pca *seeder.PCA, qcs []questionCan
 		out = append(out, seeder.Example{G: g, T: t})
 	}
 	return out
+}
+
+// questionVocabulary is the index analyzer's terms found in at least
+// minCount training questions, the maxWords most frequent (ties by term).
+func questionVocabulary(qs []corpus.Query, minCount, maxWords int) []string {
+	df := map[string]int{}
+	for _, q := range qs {
+		seen := map[string]bool{}
+		for _, t := range lexical.Analyze(q.Text) {
+			if !seen[t] {
+				seen[t] = true
+				df[t]++
+			}
+		}
+	}
+	var vocab []string
+	for t, n := range df {
+		if n >= minCount {
+			vocab = append(vocab, t)
+		}
+	}
+	slices.SortFunc(vocab, func(a, b string) int { return cmp.Or(cmp.Compare(df[b], df[a]), cmp.Compare(a, b)) })
+	return vocab[:min(len(vocab), maxWords)]
 }

@@ -36,8 +36,8 @@ func newTrainSeeder(g *globals) *cobra.Command {
 candidate graph comes from stages 1–2 (--k0, --khop-quotas, --khop-cap, --graph-kind, as kg-khop), node,
 relation and question embeddings are reduced by PCA (--pca components), and the policy and scoring heads
 are trained by REINFORCE over Plackett–Luce samples (--samples subsets of --subset) plus BPR, with AdamW,
-warm-up then cosine, gradient clipping, keeping the earliest epoch with the best dev Recall@20. Each epoch
-prints its loss, mean sampled reward and dev Recall@20. --train and --dev default to the corpus folder's
+warm-up then cosine, gradient clipping, keeping the earliest epoch with the best dev Recall@20 (ties: the
+best dev Hits@1). Each epoch prints its loss, mean sampled reward, dev Recall@20 and Hits@1. --train and --dev default to the corpus folder's
 queries-train.jsonl and queries-dev.jsonl. Training is seeded and reproducible; the encoder replaces any
 earlier one in the index, which method seeder then uses.`,
 		Args: cobra.NoArgs,
@@ -66,6 +66,9 @@ earlier one in the index, which method seeder then uses.`,
 	fl.IntVar(&c.Cycles, "cycles", c.Cycles, "Hamiltonian expander cycles (0: none)")
 	fl.BoolVar(&c.Virtual, "virtual-node", c.Virtual, "add the query virtual node")
 	fl.BoolVar(&c.HopGate, "hop-gate", c.HopGate, "add the gated hop-number embedding")
+	fl.BoolVar(&f.so.QuestionWords, "question-words", f.so.QuestionWords, "learn a bag of the questions' words (beyond the paper's frozen embeddings; false: the paper's inputs only)")
+	fl.BoolVar(&f.so.RelationIDs, "relation-ids", f.so.RelationIDs, "learn an embedding per relation and direction (beyond the paper's frozen embeddings)")
+	fl.IntVar(&f.so.MinWordCount, "min-word-count", f.so.MinWordCount, "--question-words: a word joins the vocabulary when this many training questions use it")
 	fl.StringVar(&f.kinds, "graph-kind", "", "comma-separated edge kinds the expansion follows (default: all)")
 	fl.IntVar(&f.o.KG.K0, "k0", f.o.KG.K0, "dictionary-linked seeds kept (the rest filled by cosine)")
 	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "nodes added at each hop, comma-separated")
@@ -106,8 +109,8 @@ func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
 		if r.Best {
 			best = "  (best so far)"
 		}
-		fmt.Fprintf(w, "epoch %d/%d  loss %.4f (rl %.4f, bpr %.4f)  reward %.3f  dev recall@20 %.3f  %.1fs%s\n",
-			r.Epoch, f.so.Train.Epochs, r.Loss, r.RL, r.BPR, r.Reward, r.DevRecall, r.Elapsed.Seconds(), best)
+		fmt.Fprintf(w, "epoch %d/%d  loss %.4f (rl %.4f, bpr %.4f)  reward %.3f  dev recall@20 %.3f  hits@1 %.3f  %.1fs%s\n",
+			r.Epoch, f.so.Train.Epochs, r.Loss, r.RL, r.BPR, r.Reward, r.DevRecall, r.DevHits1, r.Elapsed.Seconds(), best)
 	}
 	fmt.Fprintf(w, "building candidate graphs for %d training and %d dev questions\n", len(train), len(dev))
 	sf, err := retrieve.TrainSeeder(ctx, ix, f.o, f.so, train, dev)
@@ -124,7 +127,7 @@ func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
 			best = r
 		}
 	}
-	fmt.Fprintf(w, "kept epoch %d (dev recall@20 %.3f); stored in %s — query it with --method seeder\n", best.Epoch, best.DevRecall, f.dir)
+	fmt.Fprintf(w, "kept epoch %d (dev recall@20 %.3f, hits@1 %.3f); stored in %s — query it with --method seeder\n", best.Epoch, best.DevRecall, best.DevHits1, f.dir)
 	return nil
 }
 

@@ -50,9 +50,19 @@ func (t *tape[F]) layerBack(lt *layerTape[F], lw, lg *layerWeights[F], dh2, deta
 	reluBack(df1, lt.f1)
 	dh1 := addInto(linearBack(lt.h1, lw.W1, df1, lg.W1, lg.B1, b.n, d, 2*d, true), dv)
 	du := layerNormBack(dh1, lt.xhat1, lt.inv1, lw.LN1G, lg.LN1G, lg.LN1B, b.n, d)
+	var dhLocal []F
+	if c.Local {
+		dul := layerNormBack(dh1, lt.xhat3, lt.inv3, lw.LN3G, lg.LN3G, lg.LN3B, b.n, d)
+		dm, dlf := localMessagesBack(b, d, lt.lm, lt.lf, mul(dul, lt.maskL))
+		dhLocal = addInto(linearBack(lt.hin, lw.M, dm, lg.M, nil, b.n, d, d, true), dul)
+		addInto(detab0[:b.nRel*d], linearBack(t.etab0[:b.nRel*d], lw.EM, dlf, lg.EM, nil, b.nRel, d, d, true))
+	}
 	addInto(da, mul(du, lt.maskA))
 	dq, dk, dvv, detab := edgeAttentionBack(b, c.Heads, d, lt.q, lt.k, lt.v, lt.etab, lt.a, da)
 	dh := du
+	if dhLocal != nil {
+		addInto(dh, dhLocal)
+	}
 	addInto(dh, linearBack(lt.hin, lw.Q, dq, lg.Q, nil, b.n, d, d, true))
 	addInto(dh, linearBack(lt.hin, lw.K, dk, lg.K, nil, b.n, d, d, true))
 	addInto(dh, linearBack(lt.hin, lw.V, dvv, lg.V, nil, b.n, d, d, true))
@@ -65,6 +75,11 @@ func (t *tape[F]) layerBack(lt *layerTape[F], lw, lg *layerWeights[F], dh2, deta
 func (t *tape[F]) edgeTableBack(g *Weights[F], detab0 []F) {
 	c, b, d := t.c, t.b, t.c.Hidden
 	linearBack(b.xr, nil, detab0[:b.nRel*d], g.RelW, g.RelB, b.nRel, c.relIn(), d, false)
+	for r, row := range b.relEmb {
+		if row >= 0 {
+			addInto(g.RelEmb[int(row)*d:(int(row)+1)*d], detab0[r*d:(r+1)*d])
+		}
+	}
 	if c.Cycles > 0 {
 		addInto(g.ExpT, detab0[(b.nRel+rowExp)*d:(b.nRel+rowExp+1)*d])
 	}
@@ -78,6 +93,23 @@ func (t *tape[F]) edgeTableBack(g *Weights[F], detab0 []F) {
 // the first layer's input.
 func (t *tape[F]) embedNodesBack(w, g *Weights[F], dh []F) {
 	c, b, d := t.c, t.b, t.c.Hidden
+	if c.Words > 0 { // every row of a graph got its bag of words
+		for gi, words := range b.words {
+			if len(words) == 0 {
+				continue
+			}
+			du := make([]F, d)
+			for i := b.first[gi]; i < b.graphEnd(gi); i++ {
+				addInto(du, dh[i*d:(i+1)*d])
+			}
+			for _, wd := range words {
+				row := g.WordEmb[int(wd)*d : (int(wd)+1)*d]
+				for j := range row {
+					row[j] += du[j] / F(len(words))
+				}
+			}
+		}
+	}
 	if c.Virtual {
 		dvs := make([]F, len(b.vn)*d)
 		for gi, v := range b.vn {

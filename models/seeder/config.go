@@ -16,6 +16,20 @@ type Config struct {
 	Cycles  int  `json:"cycles"`   // Hamiltonian expander cycles c (0: none)
 	Virtual bool `json:"virtual"`  // query virtual node
 	HopGate bool `json:"hop_gate"` // gated hop-number embedding
+	// Local adds GraphGPS's local sub-model beside the attention (the
+	// Exphormer repo's "GCN+Exphormer" layers): relation-gated messages
+	// along the KG edges, LN(h + Σ_j (h_j·W_m)⊙(e_ji·W_e')), summed with
+	// the attention block's LN(h + attn).
+	Local bool `json:"local"`
+	// Words and Relations size two learned inputs beyond the paper's frozen
+	// embeddings (0 turns each off): a bag of the question's words (Words
+	// vocabulary entries) added to every node's and the virtual node's
+	// input, and one embedding per relation id and direction added to the
+	// relation features. They stand in for what a pretrained text encoder
+	// gives the paper and LSA over entity names cannot: relation names and
+	// question wording are outside its vocabulary.
+	Words     int `json:"words,omitempty"`
+	Relations int `json:"relations,omitempty"`
 	// Seed fixes the expander cycles (identical in every epoch and at
 	// inference) and the initial weights.
 	Seed uint64 `json:"seed"`
@@ -28,7 +42,7 @@ const MaxWidth = 4096
 // 8, L = 3) with every optional part on: 5 expander cycles, the virtual
 // node and the gated hop embedding (docs/methods.md §3.1 stage 3).
 func DefaultConfig() Config {
-	return Config{In: 128, Hidden: 32, Heads: 4, Layers: 3, MaxHop: 3, Cycles: 5, Virtual: true, HopGate: true, Seed: 1}
+	return Config{In: 128, Hidden: 32, Heads: 4, Layers: 3, MaxHop: 3, Cycles: 5, Virtual: true, HopGate: true, Local: true, Seed: 1}
 }
 
 // Validate checks the shape.
@@ -45,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxHop < 0 || c.MaxHop > 64 {
 		errs = append(errs, fmt.Errorf("seeder: max hop must be 0..64, got %d", c.MaxHop))
+	}
+	if c.Words < 0 || c.Words > 1<<20 || c.Relations < 0 || c.Relations > 1<<20 {
+		errs = append(errs, fmt.Errorf("seeder: word vocabulary and relation count must be 0..%d, got %d and %d", 1<<20, c.Words, c.Relations))
 	}
 	if c.Cycles < 0 || c.Cycles > 64 {
 		errs = append(errs, fmt.Errorf("seeder: expander cycles must be 0..64, got %d", c.Cycles))

@@ -7,8 +7,11 @@ import (
 // layerTape keeps one layer's activations for the backward pass.
 type layerTape[F Float] struct {
 	hin, q, k, v    []F
-	etab, eedge     []F
-	a, maskA        []F
+	etab            []F
+	a, maskA, maskL []F
+	lm, lf, loc     []F // local sub-model: messages, edge table, output
+	hloc, xhat3     []F
+	inv3            []F
 	h1, xhat1, inv1 []F
 	f1, mask1, f2   []F
 	mask2           []F
@@ -100,7 +103,29 @@ func (t *tape[F]) embedNodes(w *Weights[F]) []F {
 			copy(h[v*d:(v+1)*d], vs[gi*d:(gi+1)*d])
 		}
 	}
+	if c.Words > 0 {
+		for gi, words := range b.words {
+			u := bagOfWords(w.WordEmb, words, d)
+			for i := b.first[gi]; i < b.graphEnd(gi); i++ {
+				addInto(h[i*d:(i+1)*d], u)
+			}
+		}
+	}
 	return h
+}
+
+// bagOfWords is the mean of the words' embeddings (zeros for none).
+func bagOfWords[F Float](emb []F, words []int32, d int) []F {
+	u := make([]F, d)
+	for _, w := range words {
+		addInto(u, emb[int(w)*d:(int(w)+1)*d])
+	}
+	if len(words) > 0 {
+		for j := range u {
+			u[j] /= F(len(words))
+		}
+	}
+	return u
 }
 
 // edgeTable is the edge features before each layer's projection: the
@@ -109,6 +134,11 @@ func (t *tape[F]) edgeTable(w *Weights[F]) []F {
 	c, b, d := t.c, t.b, t.c.Hidden
 	e := make([]F, (b.nRel+extraRows)*d)
 	copy(e, linear(b.xr, w.RelW, w.RelB, b.nRel, c.relIn(), d))
+	for r, row := range b.relEmb {
+		if row >= 0 {
+			addInto(e[r*d:(r+1)*d], w.RelEmb[int(row)*d:(int(row)+1)*d])
+		}
+	}
 	copy(e[(b.nRel+rowExp)*d:], w.ExpT)
 	copy(e[(b.nRel+rowToVN)*d:], w.VNIn)
 	copy(e[(b.nRel+rowFromVN)*d:], w.VNOut)
@@ -129,6 +159,15 @@ func (t *tape[F]) layer(lw *layerWeights[F], h []F, p float64, rng *rand.Rand) l
 	u := mul(lt.a, lt.maskA)
 	u = addInto(append([]F(nil), u...), h)
 	lt.h1, lt.xhat1, lt.inv1 = layerNorm(u, lw.LN1G, lw.LN1B, b.n, d)
+	if c.Local { // GraphGPS: the local block's LN(h + local) adds to the attention block's
+		lt.lm = linear(h, lw.M, nil, b.n, d, d)
+		lt.lf = linear(t.etab0[:b.nRel*d], lw.EM, nil, b.nRel, d, d)
+		lt.loc = localMessages(b, d, lt.lm, lt.lf)
+		lt.maskL = dropout[F](len(lt.loc), p, rng)
+		ul := addInto(append([]F(nil), mul(lt.loc, lt.maskL)...), h)
+		lt.hloc, lt.xhat3, lt.inv3 = layerNorm(ul, lw.LN3G, lw.LN3B, b.n, d)
+		addInto(lt.h1, lt.hloc)
+	}
 	lt.f1 = linear(lt.h1, lw.W1, lw.B1, b.n, d, 2*d)
 	relu(lt.f1)
 	lt.mask1 = dropout[F](len(lt.f1), p, rng)

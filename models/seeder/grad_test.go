@@ -8,7 +8,7 @@ import (
 
 // testConfig is a tiny model with every optional part on.
 func testConfig() Config {
-	return Config{In: 3, Hidden: 4, Heads: 2, Layers: 2, MaxHop: 2, Cycles: 2, Virtual: true, HopGate: true, Seed: 3}
+	return Config{In: 3, Hidden: 4, Heads: 2, Layers: 2, MaxHop: 2, Cycles: 2, Virtual: true, HopGate: true, Local: true, Words: 6, Relations: 3, Seed: 3}
 }
 
 // randomGraph is a graph of n nodes with random inputs and edges.
@@ -20,9 +20,17 @@ func randomGraph(c Config, n, edges, rels int, rng *rand.Rand) *Graph {
 		g.NodeCos = append(g.NodeCos, float32(rng.Float64()*2-1))
 		g.Hops = append(g.Hops, rng.IntN(c.MaxHop+2)) // beyond MaxHop clamps
 		g.Eligible = append(g.Eligible, i > 0)
+		g.Linked = append(g.Linked, i%5 == 0)
 	}
 	for r := 0; r < rels; r++ {
-		g.Rels = append(g.Rels, Relation{In: randVec(c.In, rng), Cos: float32(rng.Float64()), Inverse: r%2 == 1})
+		id := int32(-1)
+		if c.Relations > 0 {
+			id = int32(r / 2 % c.Relations)
+		}
+		g.Rels = append(g.Rels, Relation{In: randVec(c.In, rng), Cos: float32(rng.Float64()), Inverse: r%2 == 1, ID: id})
+	}
+	for range min(c.Words, 4) {
+		g.Words = append(g.Words, int32(rng.IntN(c.Words))) // repeats count twice
 	}
 	for e := 0; e < edges; e++ {
 		g.Edges = append(g.Edges, Edge{Src: int32(rng.IntN(n)), Dst: int32(rng.IntN(n)), Rel: int32(rng.IntN(rels))})

@@ -20,7 +20,11 @@ type Graph struct {
 	Hops    []int     // hop at which K-hop-with-filtering kept each node (0: seed)
 	Query   []float32 // In: the query's reduced embedding
 	Rels    []Relation
-	Edges   []Edge // directed KG edges between candidates (both directions)
+	Edges   []Edge  // directed KG edges between candidates (both directions)
+	Words   []int32 // the question's words in the model's vocabulary (Config.Words)
+	// Linked marks the seeds dictionary linking found in the question (the
+	// rest of hop 0 is filled by cosine); nil: none.
+	Linked []bool
 	// Eligible marks the nodes the heads may return (the answer-type
 	// mask); nil: all.
 	Eligible []bool
@@ -31,6 +35,7 @@ type Relation struct {
 	In      []float32 // In: the relation name's reduced embedding
 	Cos     float32   // cos(q, relation)
 	Inverse bool
+	ID      int32 // relation id for Config.Relations (−1: none)
 }
 
 // Edge is a directed KG edge between candidate rows, typed by Rels[Rel].
@@ -49,12 +54,22 @@ func (g *Graph) Validate(c Config) error {
 		return fmt.Errorf("seeder: graph of %d nodes has %d input values, %d cosines, %d hops (want %d, %d, %d)", n, len(g.NodeIn), len(g.NodeCos), len(g.Hops), n*c.In, n, n)
 	case len(g.Query) != c.In:
 		return fmt.Errorf("seeder: query input has %d values, want %d", len(g.Query), c.In)
+	case g.Linked != nil && len(g.Linked) != n:
+		return fmt.Errorf("seeder: linked-seed mask has %d values for %d nodes", len(g.Linked), n)
 	case g.Eligible != nil && len(g.Eligible) != n:
 		return fmt.Errorf("seeder: eligibility mask has %d values for %d nodes", len(g.Eligible), n)
 	}
 	for i, r := range g.Rels {
 		if len(r.In) != c.In {
 			return fmt.Errorf("seeder: relation row %d has %d values, want %d", i, len(r.In), c.In)
+		}
+		if c.Relations > 0 && int(r.ID) >= c.Relations {
+			return fmt.Errorf("seeder: relation row %d has id %d, the model knows %d relations", i, r.ID, c.Relations)
+		}
+	}
+	for _, w := range g.Words {
+		if w < 0 || int(w) >= c.Words {
+			return fmt.Errorf("seeder: question word %d outside a vocabulary of %d", w, c.Words)
 		}
 	}
 	for i, e := range g.Edges {
@@ -95,15 +110,25 @@ type batch[F Float] struct {
 	first   []int // graph → first row
 	vn      []int // graph → virtual node row, or −1
 	isVN    []bool
-	xn      []F   // n × nodeIn
-	hop     []int // n (clamped to MaxHop)
-	xq      []F   // graphs × In
-	nRel    int   // relation rows; edge-feature rows nRel, +1, +2 are expander, node→VN, VN→node
-	xr      []F   // nRel × relIn
+	xn      []F     // n × nodeIn
+	hop     []int   // n (clamped to MaxHop)
+	xq      []F     // graphs × In
+	nRel    int     // relation rows; edge-feature rows nRel, +1, +2 are expander, node→VN, VN→node
+	xr      []F     // nRel × relIn
+	relEmb  []int32 // relation row → row of RelEmb (−1: none)
+	words   [][]int32
 	ptr     []int64
 	src     []int32
 	erow    []int32 // edge → edge-feature row
 	graphOf []int   // row → graph
+}
+
+// graphEnd is one past graph gi's last row (its virtual node included).
+func (b *batch[F]) graphEnd(gi int) int {
+	if gi+1 < len(b.first) {
+		return b.first[gi+1]
+	}
+	return b.n
 }
 
 // edge-feature rows after the relations.
@@ -169,14 +194,26 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 			row := b.xn[(b.first[gi]+i)*ni:]
 			copyF(row[:in], g.input(c, i))
 			row[in] = F(g.NodeCos[i])
-			copyF(row[in+1:ni], g.Query)
+			copyF(row[in+1:2*in+1], g.Query)
+			if g.Linked != nil && g.Linked[i] {
+				row[2*in+1] = 1
+			}
 			b.hop[b.first[gi]+i] = min(g.Hops[i], c.MaxHop)
 			b.graphOf[b.first[gi]+i] = gi
 		}
 		if v := b.vn[gi]; v >= 0 {
 			b.isVN[v], b.graphOf[v] = true, gi
 		}
+		b.words = append(b.words, g.Words)
 		for _, rel := range g.Rels {
+			e := int32(-1)
+			if c.Relations > 0 && rel.ID >= 0 {
+				e = 2 * rel.ID
+				if rel.Inverse {
+					e++
+				}
+			}
+			b.relEmb = append(b.relEmb, e)
 			row := b.xr[r*ri : (r+1)*ri]
 			copyF(row[:in], rel.In)
 			row[in] = F(rel.Cos)

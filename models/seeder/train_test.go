@@ -126,7 +126,7 @@ func TestTrainingSolvesSyntheticKG(t *testing.T) {
 		best = math.Max(best, r.DevRecall)
 		t.Logf("epoch %d loss %.4f reward %.3f dev recall@20 %.3f", r.Epoch, r.Loss, r.Reward, r.DevRecall)
 	}
-	got, err := DevRecall(context.Background(), m, dev, 20)
+	got, _, err := DevMetrics(context.Background(), m, dev, 20)
 	if err != nil {
 		t.Fatal(err)
 	}

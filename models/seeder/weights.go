@@ -11,23 +11,28 @@ type Float interface{ ~float32 | ~float64 }
 
 // layerWeights are one Exphormer layer's: attention projections (no
 // biases, as Exphormer), the edge-feature projection, two LayerNorms and
-// the FFN (d → 2d → d).
+// the FFN (d → 2d → d), and the optional local block's projections and
+// LayerNorm.
 type layerWeights[F Float] struct {
 	Q, K, V, E     []F
 	LN1G, LN1B     []F
 	W1, B1, W2, B2 []F
 	LN2G, LN2B     []F
+	M, EM          []F // local messages: node and edge projections
+	LN3G, LN3B     []F
 }
 
 // Weights are every trainable tensor; gradients share the type.
 type Weights[F Float] struct {
-	InW, InB     []F // node input [z_v; cos(q,v); z_q] → d
+	InW, InB     []F // node input [z_v; cos(q,v); z_q; linked] → d
 	HopEmb       []F // (MaxHop+1) × d
 	GateW, GateB []F // [h; hop] → d gate
 	VNW, VNB     []F // z_q → virtual node state
 	VNIn, VNOut  []F // edge features node→VN and VN→node
 	RelW, RelB   []F // relation input [z_r; cos(q,r); z_q; inverse] → d
 	ExpT         []F // the expander edges' shared feature
+	WordEmb      []F // Words × d: the question's bag of words
+	RelEmb       []F // 2·Relations × d: per relation id and direction
 	Layers       []layerWeights[F]
 	PolW1, PolB1 []F // policy head d → d → 1
 	PolW2, PolB2 []F
@@ -36,7 +41,7 @@ type Weights[F Float] struct {
 }
 
 // nodeIn and relIn are the widths of the node and relation input rows.
-func (c Config) nodeIn() int { return 2*c.In + 1 }
+func (c Config) nodeIn() int { return 2*c.In + 2 }
 func (c Config) relIn() int  { return 2*c.In + 2 }
 
 // each visits every tensor with its name and shape, in a fixed order
@@ -62,6 +67,12 @@ func (w *Weights[F]) each(c Config, fn func(name string, shape []int, p *[]F)) {
 	if c.Cycles > 0 {
 		fn("expander.edge", []int{d}, &w.ExpT)
 	}
+	if c.Words > 0 {
+		fn("words.embedding", []int{c.Words, d}, &w.WordEmb)
+	}
+	if c.Relations > 0 {
+		fn("relation.embedding", []int{2 * c.Relations, d}, &w.RelEmb)
+	}
 	if len(w.Layers) != c.Layers {
 		w.Layers = make([]layerWeights[F], c.Layers)
 	}
@@ -79,6 +90,12 @@ func (w *Weights[F]) each(c Config, fn func(name string, shape []int, p *[]F)) {
 		fn(p+"ffn.1.bias", []int{d}, &lw.B2)
 		fn(p+"norm2.weight", []int{d}, &lw.LN2G)
 		fn(p+"norm2.bias", []int{d}, &lw.LN2B)
+		if c.Local {
+			fn(p+"local.message", []int{d, d}, &lw.M)
+			fn(p+"local.edge", []int{d, d}, &lw.EM)
+			fn(p+"norm3.weight", []int{d}, &lw.LN3G)
+			fn(p+"norm3.bias", []int{d}, &lw.LN3B)
+		}
 	}
 	fn("policy.0.weight", []int{d, d}, &w.PolW1)
 	fn("policy.0.bias", []int{d}, &w.PolB1)
@@ -120,9 +137,14 @@ func NewWeights[F Float](c Config) (*Weights[F], error) {
 			for i := range *p {
 				(*p)[i] = F((2*rng.Float64() - 1) * lim)
 			}
-		case hasSuffix(name, "norm1.weight", "norm2.weight"):
+		case hasSuffix(name, "norm1.weight", "norm2.weight", "norm3.weight"):
 			for i := range *p {
 				(*p)[i] = 1
+			}
+		case hasSuffix(name, "words.embedding", "relation.embedding"):
+			// unit scale, as the O(1) PCA inputs they sit beside
+			for i := range *p {
+				(*p)[i] = F(rng.NormFloat64())
 			}
 		case hasSuffix(name, "edge", "edge_in", "edge_out", "policy.1.weight", "score.1.weight"):
 			lim := math.Sqrt(3 / float64(shape[0]))
