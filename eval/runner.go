@@ -178,6 +178,7 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 			gold = append(gold, v)
 		}
 	}
+	slices.Sort(gold) // map order would change the float sum's last bits from run to run
 	t := TopologicalRecall(o.trGraph(ix), ix.N(), seeds, gold, o.TRMaxHops)
 	scores[Name(TR, o.K)], scores[Name(MissTR, o.K)] = t.TR, t.MissTR
 	return scores, true

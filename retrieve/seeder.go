@@ -31,9 +31,10 @@ func (o SeederOptions) validate() error {
 // trained encoder.
 var ErrNoSeeder = errors.New("retrieve: the index has no trained SeedER encoder (train one: gleaner train seeder --index DIR, or retrieve.TrainSeeder and index.SetSeeder)")
 
-// seederMethod is SeedER (docs/methods.md §3.1): stages 1–2 as kg-khop,
-// then the trained encoder over the candidate graph; the Select best
-// eligible nodes by policy, sorted by the scoring head. Queries running
+// seederMethod is SeedER (docs/methods.md §3.1): stages 1–2 as kg-khop
+// with the settings the encoder was trained with, then the encoder over
+// the candidate graph; the Select best eligible nodes by policy, sorted by
+// the scoring head. Queries running
 // at once share encoder batches through an engine.Scheduler.
 type seederMethod struct {
 	kg     *kgMethod
@@ -55,11 +56,15 @@ func newSeeder(ix *index.Index, o Options) (Method, error) {
 	if err := o.Seeder.validate(); err != nil {
 		return nil, err
 	}
+	// stages 1–2 as the encoder was trained: its candidate graphs are what
+	// it knows (Options.KG and GraphKinds set them for kg-khop only)
+	f := ix.Seeder
+	o.KG.K0, o.KG.KHop.Quotas, o.KG.KHop.Cap, o.GraphKinds = f.K0, f.Quotas, f.Cap, f.Kinds
 	km, err := newKGMethod(ix, o, true)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("retrieve: seeder: the stored stage-1/2 settings: %w", err)
 	}
-	return &seederMethod{kg: km.(*kgMethod), f: ix.Seeder, o: o.Seeder}, nil
+	return &seederMethod{kg: km.(*kgMethod), f: f, o: o.Seeder}, nil
 }
 
 func (s *seederMethod) Name() string { return "seeder" }
@@ -96,7 +101,8 @@ func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.
 	if err != nil {
 		return nil, err
 	}
-	rows := seeder.Select(outs[0], g.Eligible, min(k, s.o.Select))
+	rows := seeder.Select(outs[0], g.Eligible, s.o.Select) // the best by policy, sorted by score,
+	rows = rows[:min(k, len(rows))]                        // then cut: k < Select keeps the scoring head's order
 	hits := make([]kernels.Hit, len(rows))
 	for i, r := range rows {
 		hits[i] = kernels.Hit{Index: g.IDs[r], Score: outs[0].Score[r]}

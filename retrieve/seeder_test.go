@@ -84,6 +84,12 @@ func TestSeederTrainStoreQuery(t *testing.T) {
 	if len(hits) == 0 || len(hits) > 10 {
 		t.Fatalf("%d hits for k = 10", len(hits))
 	}
+	// a smaller k cuts the scoring head's order of the Select best by
+	// policy, not the policy's own top k
+	top1, err := m.Retrieve(ctx, retrieve.Query{Text: qs[0].Text}, 1)
+	if err != nil || len(top1) != 1 || top1[0] != hits[0] {
+		t.Fatalf("k = 1 gave %v (%v), k = 10 starts with %v", top1, err, hits[0])
+	}
 	o.Seeder.Select = 0
 	if _, err := retrieve.NewWith("seeder", re, o); err == nil {
 		t.Fatal("select 0 accepted")

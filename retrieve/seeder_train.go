@@ -18,6 +18,9 @@ import (
 
 // SeederTrainOptions configure TrainSeeder.
 type SeederTrainOptions struct {
+	// Model is the network's shape; TrainSeeder sets its MaxHop to the
+	// number of hop quotas, and Words and Relations from QuestionWords and
+	// RelationIDs.
 	Model seeder.Config
 	Train seeder.TrainOptions
 	// MaxTrain caps the training questions (a seeded sample); 0 keeps all.
@@ -67,7 +70,7 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if so.QuestionWords {
 		vocab = questionVocabulary(train, so.MinWordCount, so.MaxWords)
 	}
-	so.Model.Words, so.Model.Relations = len(vocab), 0
+	so.Model.Words, so.Model.Relations, so.Model.MaxHop = len(vocab), 0, len(o.KG.KHop.Quotas)
 	if so.RelationIDs {
 		so.Model.Relations = ix.Meta.Relations
 	}

@@ -7,7 +7,9 @@
 # training split (dev Recall@20 picks the epoch; timed, with peak memory),
 # and evaluates seeder and the baselines on the test split: seeds only
 # (kg-seeds), K-hop + cosine ranking (kg-khop), seeded PageRank (ppr).
-# Tables go to benchmarks/seeder/results/.
+# Tables go to benchmarks/seeder/results/. SEEDER_EVAL_ONLY=1 re-runs only
+# the evaluations over the indexes (and encoders) a full run left in the
+# work dir.
 #
 # Declared dev slice: each set's queries-dev.jsonl. The settings chosen by
 # looking at questions (learning rate, epochs, summed local messages) were
@@ -34,16 +36,25 @@ timed() { # out-file label command… : wall seconds and peak RSS of one command
   local out=$1 label=$2; shift 2
   /usr/bin/time -f "$label: %e s wall, %M KB peak RSS" -a -o "$out" "$@"
 }
+evaluate() { # name: the test-split table
+  echo "== $1 (test split)"
+  q eval --index "$W/$1.idx" --method kg-seeds,kg-khop,ppr,seeder --columns hit@1,recall@20 --cutoffs 1,20 | tee "$OUT/eval-$1.txt"
+  if [ -d "$W/$1-frozen.idx" ]; then
+    q eval --index "$W/$1-frozen.idx" --method seeder --columns hit@1,recall@20 --cutoffs 1,20 | tee "$OUT/eval-$1-frozen.txt"
+  fi
+}
+if [ "${SEEDER_EVAL_ONLY:-}" = 1 ]; then
+  for name in pq-2h pq-3h pql-2h pql-3h metaqa1 metaqa2 metaqa3; do evaluate "$name"; done
+  exit 0
+fi
 TIMES=$OUT/train-times.txt
 echo "# $(date -u +%F) $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" > "$TIMES"
 
-run_set() { # name train-flags… (after import): index, train, evaluate
+run_set() { # name train-flags… (after import): index and train
   local name=$1; shift
   rm -rf "$W/$name.idx"
   q index "$W/$name" -o "$W/$name.idx" --train-head=false
   timed "$TIMES" "$name: gleaner train seeder $*" "$G" --log-level error train seeder --index "$W/$name.idx" "$@" | tee "$OUT/train-$name.txt"
-  echo "== $name (test split)"
-  q eval --index "$W/$name.idx" --method kg-seeds,kg-khop,ppr,seeder --columns hit@1,recall@20 --cutoffs 1,20 | tee "$OUT/eval-$name.txt"
 }
 
 for set in PQ-2H PQ-3H PQL-2H PQL-3H; do
@@ -51,11 +62,11 @@ for set in PQ-2H PQ-3H PQL-2H PQL-3H; do
   rm -rf "$W/$name"
   q import pathquestion "$D/pathquestion" --set "$set" -o "$W/$name"
   run_set "$name"
-  case $set in PQ-3H|PQL-3H) continue ;; esac
+  case $set in PQ-3H|PQL-3H) rm -rf "$W/$name-frozen.idx"; evaluate "$name"; continue ;; esac
   # the paper's inputs only: no learned question words or relation ids
   rm -rf "$W/$name-frozen.idx"; cp -r "$W/$name.idx" "$W/$name-frozen.idx"
   timed "$TIMES" "$name: gleaner train seeder --question-words=false --relation-ids=false" "$G" --log-level error train seeder --index "$W/$name-frozen.idx" --question-words=false --relation-ids=false > "$OUT/train-$name-frozen.txt"
-  q eval --index "$W/$name-frozen.idx" --method seeder --columns hit@1,recall@20 --cutoffs 1,20 | tee "$OUT/eval-$name-frozen.txt"
+  evaluate "$name"
 done
 
 for hops in 1 2 3; do
@@ -63,6 +74,7 @@ for hops in 1 2 3; do
   rm -rf "$W/$name"
   q import metaqa "$D/metaqa_partial_kb" --hops "$hops" -o "$W/$name"
   run_set "$name" --max-train "$MQ_TRAIN" --epochs "$MQ_EPOCHS"
+  evaluate "$name"
 done
 cat "$TIMES"
 

@@ -33,7 +33,8 @@ func newTrainSeeder(g *globals) *cobra.Command {
   gleaner train seeder --index idx/metaqa2 --max-train 4000 --epochs 8`,
 		Short: "Train SeedER's encoder on a knowledge-graph index and store it in the index",
 		Long: `Train SeedER's query-adaptive Exphormer encoder (docs/methods.md §3.1): every training question's
-candidate graph comes from stages 1–2 (--k0, --khop-quotas, --khop-cap, --graph-kind, as kg-khop), node,
+candidate graph comes from stages 1–2 (--k0, --khop-quotas, --khop-cap, --graph-kind, as kg-khop; method
+seeder reuses the settings stored with the encoder), node,
 relation and question embeddings are reduced by PCA (--pca components), and the policy and scoring heads
 are trained by REINFORCE over Plackett–Luce samples (--samples subsets of --subset) plus BPR, with AdamW,
 warm-up then cosine, gradient clipping, keeping the earliest epoch with the best dev Recall@20 (ties: the
@@ -66,6 +67,7 @@ earlier one in the index, which method seeder then uses.`,
 	fl.IntVar(&c.Cycles, "cycles", c.Cycles, "Hamiltonian expander cycles (0: none)")
 	fl.BoolVar(&c.Virtual, "virtual-node", c.Virtual, "add the query virtual node")
 	fl.BoolVar(&c.HopGate, "hop-gate", c.HopGate, "add the gated hop-number embedding")
+	fl.BoolVar(&c.Local, "local", c.Local, "add the local relation-gated message block beside the attention (false: attention only)")
 	fl.BoolVar(&f.so.QuestionWords, "question-words", f.so.QuestionWords, "learn a bag of the questions' words (beyond the paper's frozen embeddings; false: the paper's inputs only)")
 	fl.BoolVar(&f.so.RelationIDs, "relation-ids", f.so.RelationIDs, "learn an embedding per relation and direction (beyond the paper's frozen embeddings)")
 	fl.IntVar(&f.so.MinWordCount, "min-word-count", f.so.MinWordCount, "--question-words: a word joins the vocabulary when this many training questions use it")
@@ -88,7 +90,7 @@ func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
 	if err := checkKGFlags(f.o.KG); err != nil {
 		return err
 	}
-	f.so.Model.MaxHop = max(len(f.o.KG.KHop.Quotas), 1)
+	f.so.Model.Seed = f.so.Train.Seed // one --seed: weights and expander cycles too
 	f.o.Backend, f.o.GraphKinds = g.be, splitList(f.kinds)
 	ix, err := index.Open(f.dir, store.OpenOptions{})
 	if err != nil {
