@@ -35,8 +35,20 @@ type SeederFile struct {
 // SetSeeder stores a trained encoder in the index at dir by an atomic
 // rewrite, replacing any earlier one.
 func SetSeeder(ctx context.Context, dir string, f *SeederFile) error {
+	ix, err := Open(dir, store.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	return ix.StoreSeeder(ctx, dir, f)
+}
+
+// StoreSeeder is SetSeeder from an index opened earlier (the one training
+// read): when another writer replaced the index at dir since, it fails
+// with ErrChanged rather than dropping that writer's work.
+func (ix *Index) StoreSeeder(ctx context.Context, dir string, f *SeederFile) error {
 	if f.Model == nil {
-		return fmt.Errorf("index: SetSeeder needs a model")
+		return fmt.Errorf("index: storing a SeedER encoder needs a model")
 	}
 	if err := f.validate(); err != nil {
 		return err
@@ -45,11 +57,6 @@ func SetSeeder(ctx context.Context, dir string, f *SeederFile) error {
 	if err := safetensors.Write(&buf, f.Model.Tensors()); err != nil {
 		return err
 	}
-	ix, err := Open(dir, store.OpenOptions{})
-	if err != nil {
-		return err
-	}
-	defer ix.Close()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

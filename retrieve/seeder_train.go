@@ -83,6 +83,9 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if so.Model.In > ix.Meta.Dims {
 		return nil, fmt.Errorf("retrieve: seeder: %d PCA components of %d-dimensional vectors", so.Model.In, ix.Meta.Dims)
 	}
+	if err := o.KG.validate(); err != nil { // before the expensive candidate graphs
+		return nil, err
+	}
 	log := so.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -50,9 +50,9 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.IntVar(&k.TopEntities, "top-entities", dk.TopEntities, "ketrag: entities the skeleton channel selects")
 	fl.Float64Var(&k.TextUnitProp, "text-unit-prop", dk.TextUnitProp, "ketrag: share of the skeleton's budget for text units (the rest: entities and relationships)")
 	fl.IntVar(&k.TopRelationships, "top-relationships", dk.TopRelationships, "ketrag: out-of-network relationships per selected entity")
-	fl.IntVar(&f.o.KG.K0, "k0", d.KG.K0, "kg-seeds, kg-khop, seeder: dictionary-linked seeds kept (the rest filled by cosine)")
-	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop, seeder: nodes added at each hop, comma-separated")
-	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop, seeder: the candidate graph's size, seeds included")
+	fl.IntVar(&f.o.KG.K0, "k0", d.KG.K0, "kg-seeds, kg-khop: dictionary-linked seeds kept (the rest filled by cosine; seeder uses the settings it was trained with)")
+	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop: nodes added at each hop, comma-separated (seeder: its training settings)")
+	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop: the candidate graph's size, seeds included (seeder: its training settings)")
 	fl.IntVar(&f.o.Seeder.Select, "seeder-select", d.Seeder.Select, "seeder: nodes returned (the best by policy, sorted by the scoring head)")
 	return f
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,9 +26,16 @@ func TestTrainSeederCommand(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "train seeder") {
 		t.Fatalf("seeder before training: %v\n%s", err, out)
 	}
-	for _, bad := range [][]string{{"--epochs", "0"}, {"--hidden", "30", "--heads", "4"}, {"--khop-quotas", "2,x"}, {"--k0", "0"}, {"--samples", "1"}, {"--pca", "65"}} {
-		if out, err := run(t, append([]string{"train", "seeder", "--index", idir}, bad...)...); err == nil {
+	badDev := filepath.Join(dir, "dev.jsonl")
+	os.WriteFile(badDev, []byte(`{"id":"q1","text":"who is x","gold":["no_such_entity"]}`+"\n"), 0o644)
+	for _, bad := range [][]string{{"--epochs", "0"}, {"--hidden", "30", "--heads", "4"}, {"--khop-quotas", "2,x"}, {"--k0", "0"},
+		{"--samples", "1"}, {"--samples", "5000"}, {"--pca", "65"}, {"--lr", "0"}, {"--max-train", "-1"}, {"--dev", badDev}} {
+		out, err := run(t, append([]string{"train", "seeder", "--index", idir}, bad...)...)
+		if err == nil {
 			t.Fatalf("train seeder %v accepted:\n%s", bad, out)
+		}
+		if name := strings.TrimPrefix(bad[len(bad)-2], "--"); name != "dev" && name != "khop-quotas" && !strings.Contains(err.Error(), bad[len(bad)-2]) && !strings.Contains(err.Error(), "PCA") && !strings.Contains(err.Error(), "epochs") {
+			t.Errorf("train seeder %v: the error does not name the flag: %v", bad, err)
 		}
 	}
 	out, err = run(t, "train", "seeder", "--index", idir, "--max-train", "64", "--epochs", "1", "--pca", "16", "--hidden", "8", "--heads", "2", "--layers", "1")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -90,8 +91,14 @@ func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
 	if err := checkKGFlags(f.o.KG); err != nil {
 		return err
 	}
+	if err := f.checkFlags(); err != nil {
+		return err
+	}
 	f.so.Model.Seed = f.so.Train.Seed // one --seed: weights and expander cycles too
 	f.o.Backend, f.o.GraphKinds = g.be, splitList(f.kinds)
+	if st, err := os.Stat(f.dir); err == nil && st.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("index %s is read-only (mode %v): training would have nowhere to store the encoder; make it writable first", f.dir, st.Mode().Perm())
+	}
 	ix, err := index.Open(f.dir, store.OpenOptions{})
 	if err != nil {
 		return err
@@ -114,13 +121,19 @@ func (f *seederFlags) run(ctx context.Context, w io.Writer, g *globals) error {
 		fmt.Fprintf(w, "epoch %d/%d  loss %.4f (rl %.4f, bpr %.4f)  reward %.3f  dev recall@20 %.3f  hits@1 %.3f  %.1fs%s\n",
 			r.Epoch, f.so.Train.Epochs, r.Loss, r.RL, r.BPR, r.Reward, r.DevRecall, r.DevHits1, r.Elapsed.Seconds(), best)
 	}
-	fmt.Fprintf(w, "building candidate graphs for %d training and %d dev questions\n", len(train), len(dev))
+	nTrain := len(train)
+	if f.so.MaxTrain > 0 {
+		nTrain = min(nTrain, f.so.MaxTrain)
+	}
+	fmt.Fprintf(w, "building candidate graphs for %d training and %d dev questions\n", nTrain, len(dev))
 	sf, err := retrieve.TrainSeeder(ctx, ix, f.o, f.so, train, dev)
 	if err != nil {
 		return err
 	}
-	ix.Close()
-	if err := index.SetSeeder(ctx, f.dir, sf); err != nil {
+	// stored from the index opened before training: if another writer
+	// (a second train seeder) finished meanwhile, this fails with
+	// index.ErrChanged instead of silently replacing its work
+	if err := ix.StoreSeeder(ctx, f.dir, sf); err != nil {
 		return err
 	}
 	best := sf.Epochs[0]
@@ -145,8 +158,51 @@ func (f *seederFlags) questions(ix *index.Index, path, name string, g *globals) 
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w (knowledge-graph imports write %s and %s; give --train and --dev otherwise)", err, corpus.TrainQueriesFile, corpus.DevQueriesFile)
 	}
-	if err == nil && len(qs) == 0 {
+	if err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
 		return nil, fmt.Errorf("%s holds no questions", path)
 	}
-	return qs, err
+	for _, q := range qs {
+		if len(q.Gold) == 0 {
+			return nil, fmt.Errorf("%s: question %q has no gold answer ids: training and the epoch choice need them", path, q.ID)
+		}
+		for _, id := range q.Gold {
+			if _, ok := ix.Lookup(id); !ok {
+				return nil, fmt.Errorf("%s: question %q: gold id %q is not in the index %s", path, q.ID, id, ix.Dir)
+			}
+		}
+	}
+	return qs, nil
+}
+
+// checkFlags names the flag a bad setting came from, before any work.
+func (f *seederFlags) checkFlags() error {
+	c, t := f.so.Model, f.so.Train
+	switch {
+	case c.In < 1 || c.In > seeder.MaxWidth:
+		return fmt.Errorf("--pca must be in [1, %d] (and at most the index's dimensions), got %d", seeder.MaxWidth, c.In)
+	case c.Heads < 1:
+		return fmt.Errorf("--heads must be ≥ 1, got %d", c.Heads)
+	case c.Hidden < 1 || c.Hidden > seeder.MaxWidth || c.Hidden%c.Heads != 0:
+		return fmt.Errorf("--hidden must be in [1, %d] and divisible by --heads %d, got %d", seeder.MaxWidth, c.Heads, c.Hidden)
+	case len(f.o.KG.KHop.Quotas) > 64:
+		return fmt.Errorf("--khop-quotas: at most 64 hops, got %d", len(f.o.KG.KHop.Quotas))
+	case t.Loss.Samples < 2 || t.Loss.Samples > seeder.MaxSamples:
+		return fmt.Errorf("--samples must be in [2, %d] (the baseline is their mean), got %d", seeder.MaxSamples, t.Loss.Samples)
+	case t.Loss.K < 1:
+		return fmt.Errorf("--subset must be ≥ 1, got %d", t.Loss.K)
+	case !(t.LR > 0 && t.LR <= 1):
+		return fmt.Errorf("--lr must be in (0, 1], got %v", t.LR)
+	case !(t.Dropout >= 0 && t.Dropout < 1):
+		return fmt.Errorf("--dropout must be in [0, 1), got %v", t.Dropout)
+	case !(t.WeightDecay >= 0 && t.WeightDecay < 1):
+		return fmt.Errorf("--weight-decay must be in [0, 1), got %v", t.WeightDecay)
+	case f.so.MaxTrain < 0:
+		return fmt.Errorf("--max-train must be ≥ 0 (0: all), got %d", f.so.MaxTrain)
+	case f.so.MinWordCount < 1:
+		return fmt.Errorf("--min-word-count must be ≥ 1, got %d", f.so.MinWordCount)
+	}
+	return nil
 }

@@ -31,8 +31,12 @@ func DefaultTrainOptions() TrainOptions {
 	return TrainOptions{Epochs: 15, Batch: 16, LR: 3e-3, WeightDecay: 1e-5, Clip: 1, Warmup: 0.1, Dropout: 0.1, Select: 20, Loss: DefaultLossOptions(), Seed: 1}
 }
 
-// MaxEpochs bounds Epochs.
-const MaxEpochs = 1000
+// MaxEpochs bounds Epochs; MaxSamples bounds Loss.Samples (each sample
+// costs O(k·candidates) per question and step).
+const (
+	MaxEpochs  = 1000
+	MaxSamples = 1024
+)
 
 // Validate checks the options; zero values are errors, not defaults.
 func (o TrainOptions) Validate() error {
@@ -46,7 +50,7 @@ func (o TrainOptions) Validate() error {
 	if !(o.LR > 0 && o.LR <= 1) || !(o.WeightDecay >= 0 && o.WeightDecay < 1) || !(o.Clip > 0) || !(o.Warmup >= 0 && o.Warmup < 1) || !(o.Dropout >= 0 && o.Dropout < 1) {
 		errs = append(errs, fmt.Errorf("seeder: need 0 < lr ≤ 1, 0 ≤ weight decay < 1, clip > 0, 0 ≤ warm-up < 1, 0 ≤ dropout < 1; got %g, %g, %g, %g, %g", o.LR, o.WeightDecay, o.Clip, o.Warmup, o.Dropout))
 	}
-	if o.Select < 1 || o.Loss.K < 1 || o.Loss.Samples < 2 || !(o.Loss.Temp > 0) || !(o.Loss.BPRWeight >= 0) {
+	if o.Select < 1 || o.Loss.K < 1 || o.Loss.Samples < 2 || o.Loss.Samples > MaxSamples || !(o.Loss.Temp > 0) || !(o.Loss.BPRWeight >= 0) {
 		errs = append(errs, fmt.Errorf("seeder: need select ≥ 1, k ≥ 1, samples ≥ 2 (the baseline is their mean), temperature > 0, BPR weight ≥ 0; got %d, %d, %d, %g, %g", o.Select, o.Loss.K, o.Loss.Samples, o.Loss.Temp, o.Loss.BPRWeight))
 	}
 	return errors.Join(errs...)
