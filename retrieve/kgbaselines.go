@@ -53,7 +53,7 @@ type kgMethod struct {
 	vec     *vector
 	once    sync.Once
 	linker  *entityLinker
-	relVecs []float32
+	relUnit [][]float32 // relation id → its name's unit vector (nil: none)
 	relErr  error
 }
 
@@ -104,23 +104,30 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 		}
 		if len(names) > 0 && m.ix.Embedder != nil {
 			// once for all queries: the first query's cancellation must not stick
-			m.relVecs, m.relErr = m.ix.Embedder.Embed(context.WithoutCancel(ctx), names)
+			var vecs []float32
+			vecs, m.relErr = m.ix.Embedder.Embed(context.WithoutCancel(ctx), names)
+			m.relUnit = unitRows(vecs, len(names), m.ix.Meta.Dims)
 		}
 	})
 	return m.relErr
 }
 
+// unitRows normalises the n rows of vecs (d values each); a short or zero
+// row stays nil.
+func unitRows(vecs []float32, n, d int) [][]float32 {
+	out := make([][]float32, n)
+	for r := range out {
+		if (r+1)*d <= len(vecs) {
+			out[r], _ = unit(vecs[r*d : (r+1)*d])
+		}
+	}
+	return out
+}
+
 // Retrieve implements Method.
 func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
 	if !m.khop {
-		if err := m.prepare(ctx); err != nil {
-			return nil, err
-		}
-		qv, err := m.queryVector(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		sims, err := m.similarities(qv)
+		_, sims, err := m.querySims(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -137,6 +144,19 @@ func (m *kgMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit,
 	}
 	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b)) })
 	return ranked(nodes[:min(k, len(nodes))], c.sims), nil
+}
+
+// querySims prepares the method once, embeds the question and returns its
+// vector and every node's cosine with it.
+func (m *kgMethod) querySims(ctx context.Context, q Query) (qv, sims []float32, err error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, nil, err
+	}
+	if qv, err = m.queryVector(ctx, q); err != nil {
+		return nil, nil, err
+	}
+	sims, err = m.similarities(qv)
+	return qv, sims, err
 }
 
 // queryVector embeds the question (zeros for text with no known term).
@@ -163,30 +183,25 @@ func (m *kgMethod) similarities(qv []float32) ([]float32, error) {
 // seeds, and every node's cosine with the query.
 type kgCandidates struct {
 	qv      []float32
-	sims    []float32 // every node's cosine; nil once compacted
-	nodeCos []float32 // the candidates' cosines, when sims is dropped
+	sims    []float32 // every node's cosine (training drops it: N values per question)
 	nodes   []int32
+	nodeCos []float32 // the candidates' cosines
 	hops    []int
 	linked  map[int32]bool
+	relSims []float64 // relation id → cos(q, relation name), 0 without one
 }
 
 // candidates runs stage 1 (seeds) and stage 2 (K-hop-with-filtering).
 func (m *kgMethod) candidates(ctx context.Context, q Query) (*kgCandidates, error) {
-	if err := m.prepare(ctx); err != nil {
-		return nil, err
-	}
-	qv, err := m.queryVector(ctx, q)
+	qv, sims, err := m.querySims(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	sims, err := m.similarities(qv)
-	if err != nil {
-		return nil, err
-	}
-	c := &kgCandidates{qv: qv, sims: sims, linked: map[int32]bool{}}
-	rel := make([]float64, m.ix.Meta.Relations) // once per query, not once per edge visited
-	for r := range rel {
-		rel[r] = m.relSim(qv, int32(r))
+	c := &kgCandidates{qv: qv, sims: sims, linked: map[int32]bool{}, relSims: make([]float64, len(m.relUnit))}
+	for r, v := range m.relUnit { // once per query, not once per edge visited
+		if v != nil {
+			c.relSims[r] = float64(dot(qv, v))
+		}
 	}
 	seeds, linked := m.linker.seeds(q.Text, c.sims, m.o.K0, m.o.K0)
 	for _, v := range seeds[:linked] {
@@ -195,12 +210,7 @@ func (m *kgMethod) candidates(ctx context.Context, q Query) (*kgCandidates, erro
 	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
 		Edge: m.keepEdge,
 		Node: func(u int32) float64 { return float64(c.sims[u]) },
-		Rel: func(r int32) float64 {
-			if r < 0 || int(r) >= len(rel) {
-				return 0
-			}
-			return rel[r]
-		},
+		Rel:  c.relSim,
 		Source: func(v int32, hop int) float64 {
 			if hop == 1 && c.linked[v] {
 				return 1 // a seed the question names passes full weight (methods.md §3.1)
@@ -208,19 +218,23 @@ func (m *kgMethod) candidates(ctx context.Context, q Query) (*kgCandidates, erro
 			return float64(c.sims[v])
 		},
 	})
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	c.nodeCos = make([]float32, len(c.nodes))
+	for i, v := range c.nodes {
+		c.nodeCos[i] = c.sims[v]
+	}
+	return c, nil
 }
 
-func (m *kgMethod) relSim(qv []float32, r int32) float64 {
-	d := m.ix.Meta.Dims
-	if r < 0 || m.relVecs == nil || int(r+1)*d > len(m.relVecs) {
+// relSim is cos(q, relation r): 0 for an edge without a relation or a
+// relation without an embedding.
+func (c *kgCandidates) relSim(r int32) float64 {
+	if r < 0 || int(r) >= len(c.relSims) {
 		return 0
 	}
-	v, ok := unit(m.relVecs[int(r)*d : int(r+1)*d])
-	if !ok {
-		return 0
-	}
-	return float64(dot(qv, v))
+	return c.relSims[r]
 }
 
 // ranked turns an ordered node list into hits scored by cosine.

@@ -96,7 +96,7 @@ func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.
 	if err != nil {
 		return nil, err
 	}
-	g := s.inputs.graph(s.kg, c, q.Text, s.f.Model.PCA)
+	g := s.inputs.graph(s.kg, c, q.Text)
 	outs, err := s.sched.Do(ctx, []*seeder.Graph{g})
 	if err != nil {
 		return nil, err
@@ -121,8 +121,9 @@ func (s *seederMethod) Close(ctx context.Context) error {
 // seederInputs are the PCA-reduced node and relation embeddings, computed
 // once per index.
 type seederInputs struct {
+	pca    *seeder.PCA
 	nodes  []float32   // N × In
-	rels   [][]float32 // relation id → In values (nil: no embedding)
+	rels   [][]float32 // relation id → In values (zeros: no embedding)
 	words  map[string]int32
 	relIDs bool
 }
@@ -135,19 +136,15 @@ func newSeederInputs(km *kgMethod, pca *seeder.PCA, c seeder.Config, vocab []str
 	if c.Relations > 0 && c.Relations != ix.Meta.Relations {
 		return nil, fmt.Errorf("retrieve: seeder: the encoder knows %d relations, the index has %d", c.Relations, ix.Meta.Relations)
 	}
-	in := &seederInputs{nodes: pca.ProjectRows(ix.Vectors, ix.N()), words: map[string]int32{}, relIDs: c.Relations > 0}
+	in := &seederInputs{pca: pca, nodes: pca.ProjectRows(ix.Vectors, ix.N()), words: map[string]int32{}, relIDs: c.Relations > 0}
 	for i, w := range vocab {
 		in.words[w] = int32(i)
 	}
-	d := ix.Meta.Dims
 	in.rels = make([][]float32, ix.Meta.Relations)
 	for r := range in.rels {
-		if km.relVecs != nil && (r+1)*d <= len(km.relVecs) {
-			if v, ok := unit(km.relVecs[r*d : (r+1)*d]); ok {
-				in.rels[r] = pca.Project(v)
-			}
-		}
-		if in.rels[r] == nil {
+		if r < len(km.relUnit) && km.relUnit[r] != nil {
+			in.rels[r] = pca.Project(km.relUnit[r])
+		} else {
 			in.rels[r] = make([]float32, pca.K)
 		}
 	}
@@ -159,8 +156,8 @@ func newSeederInputs(km *kgMethod, pca *seeder.PCA, c seeder.Config, vocab []str
 // forward and one inverse relation row per relation present. Every
 // candidate is eligible (the answer-type mask is all entities here), the
 // dictionary-linked seeds too: "the child of X's parent" can be X.
-func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string, pca *seeder.PCA) *seeder.Graph {
-	g := &seeder.Graph{IDs: c.nodes, Table: in.nodes, Hops: c.hops, Query: pca.Project(c.qv)}
+func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string) *seeder.Graph {
+	g := &seeder.Graph{IDs: c.nodes, Table: in.nodes, Hops: c.hops, NodeCos: c.nodeCos, Query: in.pca.Project(c.qv)}
 	seen := map[int32]bool{}
 	for _, t := range lexical.Analyze(text) {
 		if w, ok := in.words[t]; ok && !seen[w] {
@@ -172,11 +169,6 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string, pca *s
 	for i, v := range c.nodes {
 		local[v] = int32(i)
 		g.Linked = append(g.Linked, c.linked[v])
-		if c.sims != nil {
-			g.NodeCos = append(g.NodeCos, c.sims[v])
-		} else {
-			g.NodeCos = append(g.NodeCos, c.nodeCos[i])
-		}
 	}
 	rows := map[int32]int32{}
 	out := &km.ix.Graph.Out
@@ -194,9 +186,9 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string, pca *s
 			if !seen {
 				row = int32(len(g.Rels))
 				rows[r] = row
-				z, cos, id := make([]float32, pca.K), float32(0), int32(-1)
+				z, cos, id := make([]float32, in.pca.K), float32(c.relSim(r)), int32(-1)
 				if r >= 0 && int(r) < len(in.rels) {
-					z, cos = in.rels[r], float32(km.relSim(c.qv, r))
+					z = in.rels[r]
 					if in.relIDs {
 						id = r
 					}

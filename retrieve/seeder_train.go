@@ -120,8 +120,8 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if err != nil {
 		return nil, err
 	}
-	trEx := examples(km, in, pca, trC, true)
-	devEx := examples(km, in, pca, devC, false)
+	trEx := examples(km, in, trC, true)
+	devEx := examples(km, in, devC, false)
 	log.Info("seeder: training", "questions", len(trEx), "left_out_no_gold_candidate", len(trC)-len(trEx), "dev", len(devEx))
 	if len(trEx) == 0 {
 		return nil, fmt.Errorf("retrieve: seeder: no training question has a gold answer among its candidates")
@@ -152,12 +152,7 @@ func collectCandidates(ctx context.Context, km *kgMethod, qs []corpus.Query, spl
 		if err != nil {
 			return nil, fmt.Errorf("retrieve: seeder: %s question %q: %w", split, q.ID, err)
 		}
-		cos := make([]float32, len(c.nodes))
-		for j, v := range c.nodes {
-			cos[j] = c.sims[v]
-		}
 		c.sims = nil // N values per question would not fit many questions
-		c.nodeCos = cos
 		var gold []int32
 		for _, id := range q.Gold {
 			if v, ok := km.ix.Lookup(id); ok {
@@ -182,24 +177,23 @@ func fitSeederPCA(km *kgMethod, tr []questionCandidates, so SeederTrainOptions, 
 	for _, v := range nodes[:min(len(nodes), so.PCASample)] {
 		rows = append(rows, ix.Vector(v))
 	}
-	d := ix.Meta.Dims
-	for r := 0; km.relVecs != nil && (r+1)*d <= len(km.relVecs); r++ {
-		if v, ok := unit(km.relVecs[r*d : (r+1)*d]); ok {
+	for _, v := range km.relUnit {
+		if v != nil {
 			rows = append(rows, v)
 		}
 	}
 	for _, q := range tr {
 		rows = append(rows, q.c.qv)
 	}
-	return seeder.FitPCA(rows, d, so.Model.In)
+	return seeder.FitPCA(rows, ix.Meta.Dims, so.Model.In)
 }
 
 // examples builds the encoder's inputs and targets; with dropEmpty,
 // questions with no gold candidate are left out.
-func examples(km *kgMethod, in *seederInputs, pca *seeder.PCA, qcs []questionCandidates, dropEmpty bool) []seeder.Example {
+func examples(km *kgMethod, in *seederInputs, qcs []questionCandidates, dropEmpty bool) []seeder.Example {
 	var out []seeder.Example
 	for _, qc := range qcs {
-		g := in.graph(km, qc.c, qc.text, pca)
+		g := in.graph(km, qc.c, qc.text)
 		gold := map[int32]bool{}
 		for _, v := range qc.gold {
 			gold[v] = true

@@ -10,7 +10,7 @@ type layerTape[F Float] struct {
 	etab            []F
 	a, maskA, maskL []F
 	lm, lf, loc     []F // local sub-model: messages, edge table, output
-	hloc, xhat3     []F
+	xhat3           []F
 	inv3            []F
 	h1, xhat1, inv1 []F
 	f1, mask1, f2   []F
@@ -22,7 +22,7 @@ type layerTape[F Float] struct {
 type tape[F Float] struct {
 	c         Config
 	b         *batch[F]
-	h0, hopE  []F
+	hopE      []F
 	gin, gate []F
 	hin       []F
 	etab0     []F
@@ -82,13 +82,13 @@ func forward[F Float](w *Weights[F], c Config, b *batch[F], p float64, rng *rand
 // (h = h0 + σ(W_g[h0; hop])⊙hop) and the virtual nodes' query state.
 func (t *tape[F]) embedNodes(w *Weights[F]) []F {
 	c, b, d := t.c, t.b, t.c.Hidden
-	t.h0 = linear(b.xn, w.InW, w.InB, b.n, c.nodeIn(), d)
-	h := append([]F(nil), t.h0...)
+	h0 := linear(b.xn, w.InW, w.InB, b.n, c.nodeIn(), d)
+	h := append([]F(nil), h0...)
 	if c.HopGate {
 		t.hopE, t.gin = make([]F, b.n*d), make([]F, b.n*2*d)
 		for i := 0; i < b.n; i++ {
 			copy(t.hopE[i*d:(i+1)*d], w.HopEmb[b.hop[i]*d:])
-			copy(t.gin[i*2*d:], t.h0[i*d:(i+1)*d])
+			copy(t.gin[i*2*d:], h0[i*d:(i+1)*d])
 			copy(t.gin[i*2*d+d:(i+1)*2*d], t.hopE[i*d:(i+1)*d])
 		}
 		t.gate = linear(t.gin, w.GateW, w.GateB, b.n, 2*d, d)
@@ -165,8 +165,9 @@ func (t *tape[F]) layer(lw *layerWeights[F], h []F, p float64, rng *rand.Rand) l
 		lt.loc = localMessages(b, d, lt.lm, lt.lf)
 		lt.maskL = dropout[F](len(lt.loc), p, rng)
 		ul := addInto(append([]F(nil), mul(lt.loc, lt.maskL)...), h)
-		lt.hloc, lt.xhat3, lt.inv3 = layerNorm(ul, lw.LN3G, lw.LN3B, b.n, d)
-		addInto(lt.h1, lt.hloc)
+		var hloc []F
+		hloc, lt.xhat3, lt.inv3 = layerNorm(ul, lw.LN3G, lw.LN3B, b.n, d)
+		addInto(lt.h1, hloc)
 	}
 	lt.f1 = linear(lt.h1, lw.W1, lw.B1, b.n, d, 2*d)
 	relu(lt.f1)

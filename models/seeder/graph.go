@@ -106,21 +106,19 @@ func (g *Graph) input(c Config, i int) []float32 {
 // each graph's candidates followed by its virtual node (when the config
 // has one); attention edges are grouped by destination.
 type batch[F Float] struct {
-	n       int   // rows
-	first   []int // graph → first row
-	vn      []int // graph → virtual node row, or −1
-	isVN    []bool
-	xn      []F     // n × nodeIn
-	hop     []int   // n (clamped to MaxHop)
-	xq      []F     // graphs × In
-	nRel    int     // relation rows; edge-feature rows nRel, +1, +2 are expander, node→VN, VN→node
-	xr      []F     // nRel × relIn
-	relEmb  []int32 // relation row → row of RelEmb (−1: none)
-	words   [][]int32
-	ptr     []int64
-	src     []int32
-	erow    []int32 // edge → edge-feature row
-	graphOf []int   // row → graph
+	n      int     // rows
+	first  []int   // graph → first row
+	vn     []int   // graph → virtual node row, or −1
+	xn     []F     // n × nodeIn
+	hop    []int   // n (clamped to MaxHop)
+	xq     []F     // graphs × In
+	nRel   int     // relation rows; edge-feature rows nRel, +1, +2 are expander, node→VN, VN→node
+	xr     []F     // nRel × relIn
+	relEmb []int32 // relation row → row of RelEmb (−1: none)
+	words  [][]int32
+	ptr    []int64
+	src    []int32
+	erow   []int32 // edge → edge-feature row
 }
 
 // graphEnd is one past graph gi's last row (its virtual node included).
@@ -185,7 +183,7 @@ func newBatch[F Float](c Config, gs []*Graph) (*batch[F], error) {
 // fill copies the node, query and relation inputs.
 func (b *batch[F]) fill(c Config, gs []*Graph) {
 	ni, ri, in := c.nodeIn(), c.relIn(), c.In
-	b.xn, b.hop, b.isVN, b.graphOf = make([]F, b.n*ni), make([]int, b.n), make([]bool, b.n), make([]int, b.n)
+	b.xn, b.hop = make([]F, b.n*ni), make([]int, b.n)
 	b.xq, b.xr = make([]F, len(gs)*in), make([]F, b.nRel*ri)
 	r := 0
 	for gi, g := range gs {
@@ -199,10 +197,6 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 				row[2*in+1] = 1
 			}
 			b.hop[b.first[gi]+i] = min(g.Hops[i], c.MaxHop)
-			b.graphOf[b.first[gi]+i] = gi
-		}
-		if v := b.vn[gi]; v >= 0 {
-			b.isVN[v], b.graphOf[v] = true, gi
 		}
 		b.words = append(b.words, g.Words)
 		for _, rel := range g.Rels {

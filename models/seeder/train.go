@@ -97,7 +97,7 @@ func Train(ctx context.Context, c Config, pca *PCA, o TrainOptions, train, dev [
 	if err != nil {
 		return nil, nil, err
 	}
-	tr := &trainer{c: c, o: o, w: w, opt: newAdamW(c, w), rng: rand.New(rand.NewPCG(o.Seed, 0x7ea1))}
+	tr := &trainer{c: c, o: o, w: w, opt: newAdamW(c), rng: rand.New(rand.NewPCG(o.Seed, 0x7ea1))}
 	tr.steps = o.Epochs * ((len(train) + o.Batch - 1) / o.Batch)
 	best := &Model{Config: c, PCA: pca, W: clone(c, w)}
 	bestRecall, bestHits := -1.0, -1.0
@@ -289,7 +289,7 @@ type adamW struct {
 	t    int
 }
 
-func newAdamW(c Config, w *Weights[float32]) *adamW {
+func newAdamW(c Config) *adamW {
 	return &adamW{m: zeros[float32](c), v: zeros[float32](c)}
 }
 
