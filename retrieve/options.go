@@ -95,6 +95,8 @@ type Options struct {
 	KG KGOptions
 	// Seeder configures "seeder".
 	Seeder SeederOptions
+	// FuseRAG configures "fuserag".
+	FuseRAG FuseRAGOptions
 }
 
 // DefaultOptions are the documented defaults of every method (docs in
@@ -113,6 +115,7 @@ func DefaultOptions() Options {
 		KETRAG:      DefaultKETRAGOptions(),
 		KG:          DefaultKGOptions(),
 		Seeder:      SeederOptions{Select: 20},
+		FuseRAG:     DefaultFuseRAGOptions(),
 	}
 }
 
@@ -182,7 +185,7 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate()} {
+	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate(), o.FuseRAG.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

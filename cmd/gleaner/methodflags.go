@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -54,7 +55,39 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.StringVar(&f.quotas, "khop-quotas", "200,200,100", "kg-khop: nodes added at each hop, comma-separated (seeder: its training settings)")
 	fl.IntVar(&f.o.KG.KHop.Cap, "khop-cap", d.KG.KHop.Cap, "kg-khop: the candidate graph's size, seeds included (seeder: its training settings)")
 	fl.IntVar(&f.o.Seeder.Select, "seeder-select", d.Seeder.Select, "seeder: nodes returned (the best by policy, sorted by the scoring head)")
+	addFuseRAGFlags(fl, f)
 	return f
+}
+
+// addFuseRAGFlags adds fuserag's retrieval and anchor settings.
+func addFuseRAGFlags(fl *pflag.FlagSet, f *methodFlags) {
+	u, d := &f.o.FuseRAG, f.o.FuseRAG
+	fl.IntVar(&u.Start, "fuserag-start", d.Start, "fuserag: first-stage results the greedy walk starts from")
+	fl.IntVar(&u.Budget, "fuserag-k", d.Budget, "fuserag: K, the evidence set's size (start nodes included)")
+	fl.Float64Var(&u.Lambda, "fuserag-lambda", d.Lambda, "fuserag: novelty weight λ in the gain rel(q,v) − λ·max sim(v, selected)")
+	fl.Float64Var(&u.Stop, "fuserag-stop", d.Stop, "fuserag: STOP's value; the walk ends when the best gain is below it (-inf: fill K)")
+	fl.Float64Var(&u.Anchors.LinkWeight, "link-weight", d.Anchors.LinkWeight, "fuserag anchors: λ_link, the weight of a clause's links to other retrieved passages")
+	fl.IntVar(&u.Anchors.MinClauseWords, "clause-words", d.Anchors.MinClauseWords, "fuserag anchors: a sentence splits at a comma when both sides keep this many words")
+	fl.BoolVar(&u.Anchors.Titles, "anchor-titles", d.Anchors.Titles, "fuserag anchors: prefix each clause with its passage's title (counted in τ)")
+}
+
+// checkFuseRAGFlags names the flag a bad fuserag setting came from.
+func checkFuseRAGFlags(o retrieve.FuseRAGOptions) error {
+	switch {
+	case o.Start < 1:
+		return fmt.Errorf("--fuserag-start must be ≥ 1, got %d", o.Start)
+	case o.Budget < 1:
+		return fmt.Errorf("--fuserag-k must be ≥ 1, got %d", o.Budget)
+	case !(o.Lambda >= 0) || math.IsInf(o.Lambda, 1):
+		return fmt.Errorf("--fuserag-lambda must be finite and ≥ 0, got %v", o.Lambda)
+	case math.IsNaN(o.Stop):
+		return fmt.Errorf("--fuserag-stop must be a number (or -inf), got NaN")
+	case !(o.Anchors.LinkWeight >= 0) || math.IsInf(o.Anchors.LinkWeight, 1):
+		return fmt.Errorf("--link-weight must be finite and ≥ 0, got %v", o.Anchors.LinkWeight)
+	case o.Anchors.MinClauseWords < 1:
+		return fmt.Errorf("--clause-words must be ≥ 1, got %d", o.Anchors.MinClauseWords)
+	}
+	return nil
 }
 
 // addTriGraphFlags adds nexusrag's and linearrag's settings; --preset sets
@@ -129,6 +162,9 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 		return o, err
 	}
 	if err := checkKGFlags(o.KG); err != nil {
+		return o, err
+	}
+	if err := checkFuseRAGFlags(o.FuseRAG); err != nil {
 		return o, err
 	}
 	return o, o.Validate() // every flag, whichever methods run
