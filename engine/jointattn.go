@@ -28,8 +28,8 @@ func composedJointAttention(b Backend, op JointAttentionOp) (err error) {
 	}
 	scale := float32(1 / math.Sqrt(float64(op.D)))
 	steps := []GemmOp{
-		{TransB: true, M: op.N, N: op.Lm, K: op.D, Alpha: scale, A: op.Q, B: op.KMem, C: s, LDC: w},
-		{TransB: true, M: op.N, N: op.Lt, K: op.D, Alpha: scale, A: op.Q, B: op.KText, C: s, OffC: op.Lm, LDC: w},
+		{TransB: true, M: op.N, N: op.Lm, K: op.D, Alpha: scale, A: op.Q, OffA: op.OffQ, LDA: op.LDQ, B: op.KMem, OffB: op.OffKMem, LDB: op.LDKMem, C: s, LDC: w},
+		{TransB: true, M: op.N, N: op.Lt, K: op.D, Alpha: scale, A: op.Q, OffA: op.OffQ, LDA: op.LDQ, B: op.KText, OffB: op.OffKText, LDB: op.LDKText, C: s, OffC: op.Lm, LDC: w},
 	}
 	for _, g := range steps {
 		if g.N > 0 {
@@ -49,13 +49,13 @@ func composedJointAttention(b Backend, op JointAttentionOp) (err error) {
 func accumulateValues(b Backend, op JointAttentionOp, s Buffer, w int) error {
 	beta := float32(0)
 	if op.Lm > 0 {
-		if err := b.Gemm(GemmOp{M: op.N, N: op.Dv, K: op.Lm, Alpha: 1, A: s, LDA: w, B: op.VMem, C: op.Out}); err != nil {
+		if err := b.Gemm(GemmOp{M: op.N, N: op.Dv, K: op.Lm, Alpha: 1, A: s, LDA: w, B: op.VMem, OffB: op.OffVMem, LDB: op.LDVMem, C: op.Out, OffC: op.OffOut, LDC: op.LDOut}); err != nil {
 			return err
 		}
 		beta = 1
 	}
 	if op.Lt > 0 {
-		return b.Gemm(GemmOp{M: op.N, N: op.Dv, K: op.Lt, Alpha: 1, Beta: beta, A: s, OffA: op.Lm, LDA: w, B: op.VText, C: op.Out})
+		return b.Gemm(GemmOp{M: op.N, N: op.Dv, K: op.Lt, Alpha: 1, Beta: beta, A: s, OffA: op.Lm, LDA: w, B: op.VText, OffB: op.OffVText, LDB: op.LDVText, C: op.Out, OffC: op.OffOut, LDC: op.LDOut})
 	}
 	return nil
 }

@@ -120,11 +120,17 @@ type LowRankOp struct {
 }
 
 // JointAttentionOp is one head of FuseRAG's joint attention: see
-// kernels.JointAttentionArgs.
+// kernels.JointAttentionArgs. Each matrix starts at its element offset
+// (Off…) with its row stride (LD…; 0 = packed), so one call reads one head
+// of a [positions, heads·D] buffer: a decoder's grouped-query heads share
+// a KV cache without copies.
 type JointAttentionOp struct {
 	N, Lm, Lt, D, Dv int
 	Q, KMem, VMem    Buffer
 	KText, VText     Buffer
 	Out              Buffer
 	Causal           bool
+
+	OffQ, OffKMem, OffVMem, OffKText, OffVText, OffOut int
+	LDQ, LDKMem, LDVMem, LDKText, LDVText, LDOut       int
 }

@@ -238,8 +238,9 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 // JointAttention implements engine.JointAttender.
 func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 	var u unwrap
-	a := kernels.JointAttentionArgs{N: op.N, Lm: op.Lm, Lt: op.Lt, D: op.D, Dv: op.Dv, Q: u.f(op.Q, 0), KMem: u.f(op.KMem, 0),
-		VMem: u.f(op.VMem, 0), KText: u.f(op.KText, 0), VText: u.f(op.VText, 0), Out: u.f(op.Out, 0), Causal: op.Causal}
+	a := kernels.JointAttentionArgs{N: op.N, Lm: op.Lm, Lt: op.Lt, D: op.D, Dv: op.Dv, Q: u.f(op.Q, op.OffQ), KMem: u.f(op.KMem, op.OffKMem),
+		VMem: u.f(op.VMem, op.OffVMem), KText: u.f(op.KText, op.OffKText), VText: u.f(op.VText, op.OffVText), Out: u.f(op.Out, op.OffOut), Causal: op.Causal,
+		LDQ: op.LDQ, LDKMem: op.LDKMem, LDVMem: op.LDVMem, LDKText: op.LDKText, LDVText: op.LDVText, LDOut: op.LDOut}
 	if u.err != nil {
 		return u.err
 	}

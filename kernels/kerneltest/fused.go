@@ -160,7 +160,41 @@ func jointCases(h *H, b engine.Backend, label string) {
 	}
 }
 
-func testJointAttention(h *H) { jointCases(h, h.B, "fused") }
+func testJointAttention(h *H) { jointCases(h, h.B, "fused"); jointHeadCases(h, h.B, "fused") }
+
+// jointHeadCases read one head of row-major multi-head buffers, as a
+// grouped-query decoder does: queries [n, heads·d], memory and text keys
+// and values [len, kvHeads·d]; each query head h uses kv head h/(heads/kv).
+// The other heads' columns of Out must stay as they were.
+func jointHeadCases(h *H, b engine.Backend, label string) {
+	const heads, kv, d = 4, 2, 8
+	for _, c := range [][3]int{{1, 5, 3}, {3, 0, 7}, {6, 9, 6}} {
+		n, lm, lt := c[0], c[1], c[2]
+		q, km, vm, kt, vt := h.Rand(n*heads*d), h.Rand(max(lm, 1)*kv*d), h.Rand(max(lm, 1)*kv*d), h.Rand(lt*kv*d), h.Rand(lt*kv*d)
+		out := h.Poisoned(n * heads * d)
+		for head := 0; head < heads; head++ {
+			g := head / (heads / kv)
+			h.Must(engine.JointAttention(b, engine.JointAttentionOp{N: n, Lm: lm, Lt: lt, D: d, Dv: d, Causal: true,
+				Q: h.Up(q), KMem: h.Up(km), VMem: h.Up(vm), KText: h.Up(kt), VText: h.Up(vt), Out: out,
+				OffQ: head * d, OffKMem: g * d, OffVMem: g * d, OffKText: g * d, OffVText: g * d, OffOut: head * d,
+				LDQ: heads * d, LDKMem: kv * d, LDVMem: kv * d, LDKText: kv * d, LDVText: kv * d, LDOut: heads * d}))
+		}
+		got := h.Down(out)
+		for head := 0; head < heads; head++ {
+			g := head / (heads / kv)
+			col := func(x []float32, rows, ld, off int) []float32 {
+				var y []float32
+				for r := 0; r < rows; r++ {
+					y = append(y, x[r*ld+off:r*ld+off+d]...)
+				}
+				return y
+			}
+			want := refJoint(n, lm, lt, d, d, col(q, n, heads*d, head*d), col(km, lm, kv*d, g*d), col(vm, lm, kv*d, g*d),
+				col(kt, lt, kv*d, g*d), col(vt, lt, kv*d, g*d), true)
+			h.Close(name(label, " joint attention head ", head, " of ", c), col(got, n, heads*d, head*d), want, Tol(d+lm+lt, 16))
+		}
+	}
+}
 
 // bare hides a backend's fused ops and epilogue, forcing the engine's
 // composed fallbacks.
@@ -183,6 +217,7 @@ func testComposed(h *H) {
 	smoothCases(h, b, "composed")
 	lowRankCases(h, b, "composed")
 	jointCases(h, b, "composed")
+	jointHeadCases(h, b, "composed")
 	m, n, k := 3, 17, 5
 	a, bm, bias := h.Rand(m*k), h.Rand(k*n), h.Rand(n)
 	c := h.Poisoned(m * n)
