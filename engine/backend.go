@@ -91,6 +91,17 @@ type Backend interface {
 	Memory
 	Ops
 	Fused
+	DecoderOps
+}
+
+// DecoderOps are the elementwise ops of a Llama-family decoder (the GEMMs
+// and attention are core ops). They are optional: a backend without one
+// returns ErrNotImplemented (Unfused does), kerneltest skips and lists it,
+// and models/llama refuses to run on that backend with a clear error.
+type DecoderOps interface {
+	RMSNorm(op RMSNormOp) error
+	RoPE(op RoPEOp) error
+	SwiGLU(op SwiGLUOp) error
 }
 
 // Fused are the optional fused ops; a backend without one returns
@@ -101,10 +112,13 @@ type Fused interface {
 	JointAttention(op JointAttentionOp) error // FuseRAG's joint attention in one call
 }
 
-// Unfused implements Fused with ErrNotImplemented everywhere: embed it in a
-// backend that has none of the fused ops yet.
+// Unfused implements Fused and DecoderOps with ErrNotImplemented
+// everywhere: embed it in a backend that has none of those ops yet.
 type Unfused struct{}
 
 func (Unfused) Smooth(SmoothOp) error                 { return ErrNotImplemented }
 func (Unfused) LowRankProject(LowRankOp) error        { return ErrNotImplemented }
 func (Unfused) JointAttention(JointAttentionOp) error { return ErrNotImplemented }
+func (Unfused) RMSNorm(RMSNormOp) error               { return ErrNotImplemented }
+func (Unfused) RoPE(RoPEOp) error                     { return ErrNotImplemented }
+func (Unfused) SwiGLU(SwiGLUOp) error                 { return ErrNotImplemented }

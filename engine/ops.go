@@ -134,3 +134,29 @@ type JointAttentionOp struct {
 	OffQ, OffKMem, OffVMem, OffKText, OffVText, OffOut int
 	LDQ, LDKMem, LDVMem, LDKText, LDVText, LDOut       int
 }
+
+// RMSNormOp is Llama's RMSNorm of Rows rows of Cols values: see
+// kernels.RMSNorm. Out may be X.
+type RMSNormOp struct {
+	X, Gamma, Out Buffer
+	Rows, Cols    int
+	Eps           float32
+}
+
+// RoPEOp applies rotary position embeddings in place: see kernels.RoPEArgs.
+// X starts at element Off; InvFreq (HeadDim/2 values) is host data, as it
+// is computed once per model.
+type RoPEOp struct {
+	X                    Buffer
+	Off                  int
+	Rows, Heads, HeadDim int
+	LD, Pos0             int
+	InvFreq              []float32
+}
+
+// SwiGLUOp is Out = silu(gate)·up over Rows rows of X = [gate | up]
+// (2·Cols values each): see kernels.SwiGLU.
+type SwiGLUOp struct {
+	X, Out     Buffer
+	Rows, Cols int
+}

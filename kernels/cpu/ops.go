@@ -246,3 +246,41 @@ func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 	}
 	return kernels.JointAttention(a)
 }
+
+// RMSNorm implements engine.DecoderOps.
+func (*Backend) RMSNorm(op engine.RMSNormOp) error {
+	var u unwrap
+	x, g, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols {
+		return shapeErr("rmsnorm")
+	}
+	kernels.RMSNorm(x, g, out, op.Rows, op.Cols, op.Eps)
+	return nil
+}
+
+// RoPE implements engine.DecoderOps.
+func (*Backend) RoPE(op engine.RoPEOp) error {
+	var u unwrap
+	x := u.f(op.X, op.Off)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.RoPE(kernels.RoPEArgs{X: x, Rows: op.Rows, Heads: op.Heads, HeadDim: op.HeadDim, LD: op.LD, Pos0: op.Pos0, InvFreq: op.InvFreq})
+}
+
+// SwiGLU implements engine.DecoderOps.
+func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
+	var u unwrap
+	x, out := u.f(op.X, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	if op.Rows < 0 || op.Cols <= 0 || len(x) < 2*op.Rows*op.Cols || len(out) < op.Rows*op.Cols {
+		return shapeErr("swiglu")
+	}
+	kernels.SwiGLU(x, out, op.Rows, op.Cols)
+	return nil
+}

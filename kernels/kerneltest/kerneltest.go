@@ -41,6 +41,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"Attention", testAttention}, {"SpMM", testSpMM}, {"Axpby", testAxpby},
 		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
 		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention},
+		{"RMSNorm", testRMSNorm}, {"RoPE", testRoPE}, {"SwiGLU", testSwiGLU},
 		{"Composed", testComposed}, {"BadInputs", testBadInputs},
 	}
 	for i, tc := range tests {
