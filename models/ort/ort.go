@@ -78,6 +78,12 @@ type Session struct {
 // token_type_ids and the given outputs, with intra-op threads set to the
 // number of cores (one session serves all callers).
 func Open(path string, outputs ...string) (*Session, error) {
+	return OpenIO(path, []string{"input_ids", "attention_mask", "token_type_ids"}, outputs)
+}
+
+// OpenIO loads an ONNX model with the named inputs and outputs (Run is for
+// encoders with Open's three inputs; RunInt64 feeds any int64 inputs).
+func OpenIO(path string, inputs, outputs []string) (*Session, error) {
 	if err := Init(); err != nil {
 		return nil, err
 	}
@@ -89,7 +95,7 @@ func Open(path string, outputs ...string) (*Session, error) {
 	if err := opts.SetIntraOpNumThreads(runtime.GOMAXPROCS(0)); err != nil {
 		return nil, err
 	}
-	s, err := ortgo.NewDynamicAdvancedSession(path, []string{"input_ids", "attention_mask", "token_type_ids"}, outputs, opts)
+	s, err := ortgo.NewDynamicAdvancedSession(path, inputs, outputs, opts)
 	if err != nil {
 		return nil, fmt.Errorf("ort: %s: %w", path, err)
 	}
@@ -130,18 +136,38 @@ func (s *Session) Run(ids, types [][]int32, pad int32) ([][]float32, int, error)
 		defer t.Destroy()
 		inputs = append(inputs, t)
 	}
+	res, err := s.run(inputs)
+	return res, seq, err
+}
+
+// RunInt64 feeds int64 tensors of one shape, in the order of the session's
+// inputs, and returns each float32 output, row-major.
+func (s *Session) RunInt64(shape []int64, data ...[]int64) ([][]float32, error) {
+	var inputs []ortgo.Value
+	for _, d := range data {
+		t, err := ortgo.NewTensor(ortgo.NewShape(shape...), d)
+		if err != nil {
+			return nil, err
+		}
+		defer t.Destroy()
+		inputs = append(inputs, t)
+	}
+	return s.run(inputs)
+}
+
+func (s *Session) run(inputs []ortgo.Value) ([][]float32, error) {
 	outs := make([]ortgo.Value, len(s.outputs))
 	if err := s.s.Run(inputs, outs); err != nil {
-		return nil, 0, fmt.Errorf("ort: run: %w", err)
+		return nil, fmt.Errorf("ort: run: %w", err)
 	}
 	res := make([][]float32, len(outs))
 	for i, o := range outs {
 		defer o.Destroy()
 		t, ok := o.(*ortgo.Tensor[float32])
 		if !ok {
-			return nil, 0, fmt.Errorf("ort: output %q is %T, want float32", s.outputs[i], o)
+			return nil, fmt.Errorf("ort: output %q is %T, want float32", s.outputs[i], o)
 		}
 		res[i] = append([]float32(nil), t.GetData()...)
 	}
-	return res, seq, nil
+	return res, nil
 }
