@@ -90,3 +90,65 @@ func WriteXLMR(path string, pieces []string) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
+
+// WriteByteLevel writes a GPT-2-style byte-level BPE tokenizer.json: the
+// 256 byte tokens, merges that spell each given word left to right and
+// then join it to a leading space (so "w" and " w" are one token each),
+// then the special token "<|end|>" as the last id. It
+// returns the vocabulary size. gleaner's tests and random decoders use it.
+func WriteByteLevel(path string, words []string) (int, error) {
+	bu := byteUnicode()
+	vocab := map[string]int{}
+	for b := 0; b < 256; b++ {
+		vocab[string(bu[byte(b)])] = b
+	}
+	var merges []string
+	add := func(a, b string) string {
+		if _, ok := vocab[a+b]; !ok {
+			vocab[a+b] = len(vocab)
+			merges = append(merges, a+" "+b)
+		}
+		return a + b
+	}
+	for _, w := range words {
+		if w == "" {
+			continue
+		}
+		acc := ""
+		for i, b := range []byte(w) {
+			if i == 0 {
+				acc = string(bu[b])
+				continue
+			}
+			acc = add(acc, string(bu[b]))
+		}
+		add(string(bu[' ']), acc) // " w" is the space token merged with w
+	}
+	end := len(vocab)
+	cfg := map[string]any{"version": "1.0", "truncation": nil, "padding": nil, "normalizer": nil, "post_processor": nil,
+		"added_tokens":  []any{map[string]any{"id": end, "content": "<|end|>", "special": true, "single_word": false, "lstrip": false, "rstrip": false, "normalized": false}},
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"decoder":       map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil, "end_of_word_suffix": nil,
+			"fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": merges}}
+	b, err := json.MarshalIndent(cfg, "", " ")
+	if err != nil {
+		return 0, err
+	}
+	return end + 1, os.WriteFile(path, b, 0o644)
+}
+
+// byteUnicode is GPT-2's reversible map from bytes to printable runes.
+func byteUnicode() map[byte]rune {
+	m := map[byte]rune{}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			m[byte(b)] = rune(b)
+		} else {
+			m[byte(b)] = rune(256 + n)
+			n++
+		}
+	}
+	return m
+}
