@@ -42,7 +42,7 @@ type Caps struct {
 }
 
 // ErrNotImplemented is the one signal for an optional op a backend does not
-// provide: a fused op (Smooth, LowRankProject, JointAttention) or a Gemm
+// provide: a fused op (Smooth, LowRankProject, JointAttention, GAT) or a Gemm
 // epilogue (Bias, Act). The engine's functions (GemmFused, Smooth,
 // LowRankProject, JointAttention) swallow only this error and fall back to
 // composed core ops; kerneltest skips and lists such ops. A backend returns
@@ -110,6 +110,7 @@ type Fused interface {
 	Smooth(op SmoothOp) error                 // GRanker's smoothing in one call
 	LowRankProject(op LowRankOp) error        // (LN(M)·A)·B in one call
 	JointAttention(op JointAttentionOp) error // FuseRAG's joint attention in one call
+	GAT(op GATOp) error                       // one graph-attention head (FuseRAG's fusion)
 }
 
 // Unfused implements Fused and DecoderOps with ErrNotImplemented
@@ -119,6 +120,7 @@ type Unfused struct{}
 func (Unfused) Smooth(SmoothOp) error                 { return ErrNotImplemented }
 func (Unfused) LowRankProject(LowRankOp) error        { return ErrNotImplemented }
 func (Unfused) JointAttention(JointAttentionOp) error { return ErrNotImplemented }
+func (Unfused) GAT(GATOp) error                       { return ErrNotImplemented }
 func (Unfused) RMSNorm(RMSNormOp) error               { return ErrNotImplemented }
 func (Unfused) RoPE(RoPEOp) error                     { return ErrNotImplemented }
 func (Unfused) SwiGLU(SwiGLUOp) error                 { return ErrNotImplemented }

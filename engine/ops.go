@@ -160,3 +160,15 @@ type SwiGLUOp struct {
 	X, Out     Buffer
 	Rows, Cols int
 }
+
+// GATOp is one head of a graph attention layer over a small graph built on
+// the host (so the adjacency is host slices): see kernels.GATArgs. H (N×D)
+// and S (N×2) are device buffers; Out (N×D) must not alias H.
+type GATOp struct {
+	N, D   int
+	AdjPtr []int64
+	AdjIdx []int32
+	H, S   Buffer
+	Out    Buffer
+	Slope  float32
+}

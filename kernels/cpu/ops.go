@@ -284,3 +284,13 @@ func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 	kernels.SwiGLU(x, out, op.Rows, op.Cols)
 	return nil
 }
+
+// GAT implements engine.Fused.
+func (*Backend) GAT(op engine.GATOp) error {
+	var u unwrap
+	h, s, out := u.f(op.H, 0), u.f(op.S, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.GAT(kernels.GATArgs{N: op.N, D: op.D, Ptr: op.AdjPtr, Idx: op.AdjIdx, H: h, S: s, Out: out, Slope: op.Slope})
+}

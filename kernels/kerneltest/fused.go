@@ -203,6 +203,7 @@ type bare struct{ engine.Backend }
 func (bare) Smooth(engine.SmoothOp) error                 { return engine.ErrNotImplemented }
 func (bare) LowRankProject(engine.LowRankOp) error        { return engine.ErrNotImplemented }
 func (bare) JointAttention(engine.JointAttentionOp) error { return engine.ErrNotImplemented }
+func (bare) GAT(engine.GATOp) error                       { return engine.ErrNotImplemented }
 
 // Gemm refuses epilogues, as a backend without them does.
 func (b bare) Gemm(op engine.GemmOp) error {
@@ -218,6 +219,7 @@ func testComposed(h *H) {
 	lowRankCases(h, b, "composed")
 	jointCases(h, b, "composed")
 	jointHeadCases(h, b, "composed")
+	gatCases(h, b, "composed")
 	m, n, k := 3, 17, 5
 	a, bm, bias := h.Rand(m*k), h.Rand(k*n), h.Rand(n)
 	c := h.Poisoned(m * n)
@@ -282,3 +284,51 @@ func testBadInputs(h *H) {
 		})
 	}
 }
+
+// refGAT is one GAT head in float64: softmax over LeakyReLU(s_i0 + s_j1) of
+// node i itself and its distinct neighbours.
+func refGAT(n, d int, ptr []int64, idx []int32, hm, s []float32, slope float64) []float64 {
+	out := make([]float64, n*d)
+	for i := 0; i < n; i++ {
+		nb := map[int]bool{i: true}
+		for p := ptr[i]; p < ptr[i+1]; p++ {
+			nb[int(idx[p])] = true
+		}
+		w, z := map[int]float64{}, 0.0
+		for j := range nb {
+			x := float64(s[2*i]) + float64(s[2*j+1])
+			if x < 0 {
+				x *= slope
+			}
+			w[j] = math.Exp(x)
+			z += w[j]
+		}
+		for j := range nb {
+			for c := 0; c < d; c++ {
+				out[i*d+c] += w[j] / z * float64(hm[j*d+c])
+			}
+		}
+	}
+	return out
+}
+
+func gatCases(h *H, b engine.Backend, label string) {
+	for _, m := range []int{1, 5, 17} {
+		d := 9
+		ptr, idx, _ := h.subgraph(m)
+		if m > 2 { // a listed self loop must not count twice
+			idx = append(idx, 0)
+			for i := 1; i <= m; i++ {
+				ptr[i]++
+			}
+			copy(idx[ptr[0]+1:], idx[ptr[0]:len(idx)-1])
+			idx[0] = 0
+		}
+		hm, s := h.Rand(m*d), h.Rand(2*m)
+		out := h.Poisoned(m * d)
+		h.Must(engine.GAT(b, engine.GATOp{N: m, D: d, AdjPtr: ptr, AdjIdx: idx, H: h.Up(hm), S: h.Up(s), Out: out, Slope: 0.2}))
+		h.Close(name(label, " gat m=", m), h.Down(out), refGAT(m, d, ptr, idx, hm, s, 0.2), Tol(m, 8))
+	}
+}
+
+func testGAT(h *H) { gatCases(h, h.B, "fused") }

@@ -40,7 +40,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"LayerNorm", testLayerNorm}, {"Activate", testActivate}, {"Softmax", testSoftmax},
 		{"Attention", testAttention}, {"SpMM", testSpMM}, {"Axpby", testAxpby},
 		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
-		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention},
+		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention}, {"GAT", testGAT},
 		{"RMSNorm", testRMSNorm}, {"RoPE", testRoPE}, {"SwiGLU", testSwiGLU},
 		{"Composed", testComposed}, {"BadInputs", testBadInputs},
 	}
