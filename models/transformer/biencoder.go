@@ -56,16 +56,7 @@ func (e *BiEncoder) Dim() int { return e.m.Cfg.Hidden }
 
 // Embed implements models.Embedder.
 func (e *BiEncoder) Embed(ctx context.Context, texts []string) ([]float32, error) {
-	var batch bert.Batch
-	for _, t := range texts {
-		ids, err := e.tok.IDs(t)
-		if err != nil {
-			return nil, err
-		}
-		seq, types := e.tok.Single(ids, e.maxLen)
-		batch.IDs, batch.Types = append(batch.IDs, seq), append(batch.Types, types)
-	}
-	hidden, s, err := e.m.Forward(ctx, batch)
+	batch, hidden, s, err := e.forward(ctx, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +76,37 @@ func (e *BiEncoder) Embed(ctx context.Context, texts []string) ([]float32, error
 		normalize(row)
 	}
 	return out, nil
+}
+
+// States returns each text's last hidden states over its real tokens
+// (special tokens included), T_i × Dim row-major: FuseRAG's evidence token
+// states (fuseattn.EvidenceEncoder).
+func (e *BiEncoder) States(ctx context.Context, texts []string) ([][]float32, error) {
+	batch, hidden, s, err := e.forward(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	h := e.m.Cfg.Hidden
+	out := make([][]float32, len(texts))
+	for i, ids := range batch.IDs {
+		out[i] = append([]float32(nil), hidden[i*s*h:(i*s+len(ids))*h]...)
+	}
+	return out, nil
+}
+
+// forward tokenizes texts as single sequences and runs the encoder.
+func (e *BiEncoder) forward(ctx context.Context, texts []string) (bert.Batch, []float32, int, error) {
+	var batch bert.Batch
+	for _, t := range texts {
+		ids, err := e.tok.IDs(t)
+		if err != nil {
+			return batch, nil, 0, err
+		}
+		seq, types := e.tok.Single(ids, e.maxLen)
+		batch.IDs, batch.Types = append(batch.IDs, seq), append(batch.Types, types)
+	}
+	hidden, s, err := e.m.Forward(ctx, batch)
+	return batch, hidden, s, err
 }
 
 func normalize(v []float32) {
