@@ -82,11 +82,15 @@ func (a *Answerer) Answer(ctx context.Context, question string, ev *Evidence, o 
 	if err != nil {
 		return nil, err
 	}
+	if n, limit := len(ids)+o.Generate.MaxTokens, a.Decoder.Cfg.MaxPositions; n > limit {
+		return nil, fmt.Errorf("fuseattn: a %s prompt of %d tokens plus %d new ones exceeds the decoder's %d positions (max_position_embeddings): retrieve fewer passages or generate fewer tokens",
+			o.Mode, len(ids), o.Generate.MaxTokens, limit)
+	}
 	var kv *llama.Memory
 	if mem != nil {
 		kv = mem.KV
 	}
-	s, err := a.Decoder.NewSession(min(len(ids)+o.Generate.MaxTokens, a.Decoder.Cfg.MaxPositions), kv)
+	s, err := a.Decoder.NewSession(len(ids)+o.Generate.MaxTokens, kv)
 	if err != nil {
 		return nil, err
 	}

@@ -184,3 +184,12 @@ func (m *fuseRAG) Anchors(ctx context.Context, q Query, budget int, tok fuseattn
 	}
 	return set, nodes, nil
 }
+
+// EvidenceMethod is a method that retrieves an evidence set with its graph
+// (fuserag): FuseRAG's answering (package fuseattn) starts from it.
+type EvidenceMethod interface {
+	Method
+	Evidence(ctx context.Context, q Query) (*graphops.Evidence, error)
+}
+
+var _ EvidenceMethod = (*fuseRAG)(nil)

@@ -89,6 +89,17 @@ func fill(o *Options) {
 // vocabulary returns single letters and digits, "##"-continuations of
 // them, then the most frequent words (ties alphabetical).
 func vocabulary(texts []string, n int) []string {
+	var pieces []string
+	for _, r := range "abcdefghijklmnopqrstuvwxyz0123456789" {
+		pieces = append(pieces, string(r), "##"+string(r))
+	}
+	pieces = append(pieces, ".", ",", "?", "(", ")")
+	return append(pieces, frequentWords(texts, n)...)
+}
+
+// frequentWords returns the n most frequent lowercased words of texts
+// (ties alphabetical).
+func frequentWords(texts []string, n int) []string {
 	count := map[string]int{}
 	for _, t := range texts {
 		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
@@ -105,12 +116,7 @@ func vocabulary(texts []string, n int) []string {
 		}
 		return words[i] < words[j]
 	})
-	var pieces []string
-	for _, r := range "abcdefghijklmnopqrstuvwxyz0123456789" {
-		pieces = append(pieces, string(r), "##"+string(r))
-	}
-	pieces = append(pieces, ".", ",", "?", "(", ")")
-	return append(pieces, words[:min(n, len(words))]...)
+	return words[:min(n, len(words))]
 }
 
 // NodeTexts lists a corpus's node texts (title, then text), the usual
