@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,9 @@ type answerFlags struct {
 	seed                                                            uint64
 	cacheMB                                                         int
 	explain                                                         bool
+	queries, out                                                    string
+	limit, skip                                                     int
+	warm                                                            bool
 }
 
 func newAnswer(g *globals) *cobra.Command {
@@ -50,14 +54,27 @@ adapters folder (config.json, adapters.safetensors) holds FuseRAG's trained pool
 memory projections. gleaner cannot train them (the paper's training objective is not published);
 'gleaner model random' writes random ones of the right shapes, which measure speed, not answers.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return fmt.Errorf("answer needs the question after the flags; usage: %s", cmd.UseLine())
+			if len(args) == 0 && !cmd.Flags().Changed("queries") {
+				return fmt.Errorf("answer needs the question after the flags (or --queries <file>); usage: %s", cmd.UseLine())
+			}
+			if len(args) > 0 && cmd.Flags().Changed("queries") {
+				return fmt.Errorf("give a question or --queries, not both")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
+			}
+			if f.queries != "" {
+				mo, err := mf.options(mf.o.FastInsight.BMax)
+				if err != nil {
+					return err
+				}
+				return runAnswerBatch(cmd, g, f, mo)
+			}
+			if strings.Contains(f.mode, ",") || f.warm || f.out != "" || f.limit != 0 || f.skip != 0 {
+				return fmt.Errorf("a list of --mode values, --warm, --out, --limit and --skip apply with --queries")
 			}
 			mo, err := mf.options(mf.o.FastInsight.BMax)
 			if err != nil {
@@ -82,24 +99,43 @@ memory projections. gleaner cannot train them (the paper's training objective is
 	fl.IntVar(&f.maxStates, "max-states", 256, "lsa evidence encoder: most token states per passage")
 	fl.IntVar(&f.cacheMB, "cache-mb", 256, "evidence token states kept across questions, in MiB (0: none)")
 	fl.BoolVar(&f.explain, "explain", false, "print B_q, the anchors and the timings (on stderr)")
+	fl.StringVar(&f.queries, "queries", "", "answer every question of a queries.jsonl: one JSON line per question and mode (--out), timing medians on stderr")
+	fl.StringVar(&f.out, "out", "", "--queries: write the answers here (JSONL; default stdout); an existing file is refused")
+	fl.IntVar(&f.limit, "limit", 0, "--queries: answer only the first N (0 = all; after --skip)")
+	fl.IntVar(&f.skip, "skip", 0, "--queries: leave out the first N questions")
+	fl.BoolVar(&f.warm, "warm", false, "--queries, fuserag: answer each question twice and report the second, with cached evidence states, as mode fuserag-warm")
 	mf = addMethodFlags(fl, g)
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd
 }
 
+// modes lists --mode's values.
+func (f answerFlags) modes() []string { return splitList(f.mode) }
+
 func (f answerFlags) check() error {
+	modes := f.modes()
+	fuse := slices.Contains(modes, fuseattn.ModeFuseRAG)
+	for _, m := range modes {
+		if m != fuseattn.ModeFuseRAG && m != fuseattn.ModeText {
+			return fmt.Errorf("--mode %q: want fuserag, text, or both (fuserag,text)", m)
+		}
+	}
 	switch {
 	case f.index == "":
 		return fmt.Errorf("--index is required")
 	case f.decoder == "":
 		return fmt.Errorf("--decoder is required")
-	case f.mode != fuseattn.ModeFuseRAG && f.mode != fuseattn.ModeText:
-		return fmt.Errorf("--mode %q: want fuserag or text", f.mode)
-	case f.mode == fuseattn.ModeFuseRAG && f.adapters == "":
+	case len(modes) == 0:
+		return fmt.Errorf("--mode is empty: want fuserag, text, or both (fuserag,text)")
+	case fuse && f.adapters == "":
 		return fmt.Errorf("--mode fuserag needs --fuserag <adapters folder> (gleaner model random --kind fuserag writes random ones)")
-	case f.mode == fuseattn.ModeText && f.adapters != "":
+	case !fuse && f.adapters != "":
 		return fmt.Errorf("--fuserag applies to --mode fuserag")
+	case f.warm && !fuse:
+		return fmt.Errorf("--warm applies to --mode fuserag")
+	case f.limit < 0 || f.skip < 0:
+		return fmt.Errorf("--limit and --skip must be ≥ 0, got %d and %d", f.limit, f.skip)
 	case f.tau < 1 || f.tau > fuseattn.MaxKnapsackCapacity:
 		return fmt.Errorf("--tau must be in [1, %d], got %d", fuseattn.MaxKnapsackCapacity, f.tau)
 	case f.maxTokens < 1:
@@ -155,7 +191,7 @@ func loadAnswerSetup(g *globals, f answerFlags, mo retrieve.Options) (*answerSet
 	anchors := mo.FuseRAG.Anchors
 	anchors.Budget = f.tau
 	s.a = &fuseattn.Answerer{Decoder: dec, Tok: tok, Anchors: anchors}
-	if f.mode == fuseattn.ModeFuseRAG {
+	if slices.Contains(f.modes(), fuseattn.ModeFuseRAG) {
 		fu, zq, err := loadFuser(g, f, ix)
 		if err != nil {
 			return fail(err)
@@ -209,7 +245,7 @@ func runAnswer(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.Option
 	defer s.close()
 	ctx := cmd.Context()
 	t0 := time.Now()
-	ev, err := s.evidence(ctx, question, f.mode)
+	ev, err := s.evidence(ctx, question, f.mode == fuseattn.ModeFuseRAG)
 	if err != nil {
 		return err
 	}
@@ -230,7 +266,7 @@ func runAnswer(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.Option
 
 // evidence runs stage 1 and gathers the passages (and, in fuserag mode,
 // the question's vector in the evidence encoder's space).
-func (s *answerSetup) evidence(ctx context.Context, question, mode string) (*fuseattn.Evidence, error) {
+func (s *answerSetup) evidence(ctx context.Context, question string, withZq bool) (*fuseattn.Evidence, error) {
 	ev, err := s.method.Evidence(ctx, retrieve.Query{Text: question})
 	if err != nil {
 		return nil, err
@@ -242,7 +278,7 @@ func (s *answerSetup) evidence(ctx context.Context, question, mode string) (*fus
 	for _, v := range ev.Nodes {
 		out.Passages = append(out.Passages, fuseattn.Passage{Title: s.ix.Title(int(v)), Text: s.ix.Text(int(v))})
 	}
-	if mode == fuseattn.ModeFuseRAG {
+	if withZq {
 		if out.Zq, err = s.zq(ctx, question); err != nil {
 			return nil, fmt.Errorf("embedding the question: %w", err)
 		}

@@ -11,12 +11,11 @@ import (
 )
 
 // layer holds one decoder layer's weights on the backend (HuggingFace's
-// out × in matrices; gate and up stacked into one 2·I × H matrix so the
-// feed-forward's two projections are one GEMM).
+// out × in matrices).
 type layer struct {
 	attnNorm, mlpNorm engine.Buffer
 	wq, wk, wv, wo    engine.Buffer
-	wGateUp, wDown    engine.Buffer
+	wGate, wUp, wDown engine.Buffer
 }
 
 // Model is a loaded decoder whose weights live on one backend. Sessions
@@ -90,7 +89,9 @@ func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model,
 	return m, nil
 }
 
-// upload copies the weights to the backend.
+// upload binds the weights on the backend: a host backend aliases the
+// tensors (a 1B-parameter decoder is not held twice), a device backend
+// copies them.
 func (m *Model) upload(t map[string]safetensors.Tensor, head string) error {
 	var err error
 	up := func(data []float32) engine.Buffer {
@@ -98,7 +99,7 @@ func (m *Model) upload(t map[string]safetensors.Tensor, head string) error {
 			return nil
 		}
 		var buf engine.Buffer
-		if buf, err = engine.Upload(m.b, data); err == nil {
+		if buf, err = m.b.Bind(data); err == nil {
 			m.owned = append(m.owned, buf)
 		}
 		return buf
@@ -110,7 +111,7 @@ func (m *Model) upload(t map[string]safetensors.Tensor, head string) error {
 			attnNorm: up(d("input_layernorm.weight")), mlpNorm: up(d("post_attention_layernorm.weight")),
 			wq: up(d("self_attn.q_proj.weight")), wk: up(d("self_attn.k_proj.weight")), wv: up(d("self_attn.v_proj.weight")),
 			wo: up(d("self_attn.o_proj.weight")), wDown: up(d("mlp.down_proj.weight")),
-			wGateUp: up(slices.Concat(d("mlp.gate_proj.weight"), d("mlp.up_proj.weight"))),
+			wGate: up(d("mlp.gate_proj.weight")), wUp: up(d("mlp.up_proj.weight")),
 		})
 	}
 	m.norm = up(t["model.norm.weight"].Data)

@@ -200,8 +200,11 @@ func (s *Session) layer(l, n int, a *acts) error {
 		func() error {
 			return b.RMSNorm(engine.RMSNormOp{X: a.x, Gamma: w.mlpNorm, Out: a.h, Rows: n, Cols: h, Eps: eps})
 		},
+		func() error { // gate and up side by side in each row of gu: [gate | up]
+			return b.Gemm(engine.GemmOp{TransB: true, M: n, N: c.Intermediate, K: h, Alpha: 1, A: a.h, B: w.wGate, C: a.gu, LDC: 2 * c.Intermediate})
+		},
 		func() error {
-			return b.Gemm(engine.GemmOp{TransB: true, M: n, N: 2 * c.Intermediate, K: h, Alpha: 1, A: a.h, B: w.wGateUp, C: a.gu})
+			return b.Gemm(engine.GemmOp{TransB: true, M: n, N: c.Intermediate, K: h, Alpha: 1, A: a.h, B: w.wUp, C: a.gu, OffC: c.Intermediate, LDC: 2 * c.Intermediate})
 		},
 		func() error { return b.SwiGLU(engine.SwiGLUOp{X: a.gu, Out: a.ff, Rows: n, Cols: c.Intermediate}) },
 		func() error {
