@@ -1,5 +1,11 @@
 package cuda
 
+import (
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
 // Launch is a kernel's grid and block size. The cuda backend and the
 // cuda-emu host emulation take their launches from these functions, so the
 // emulated runs test the configurations the GPU runs.
@@ -34,4 +40,20 @@ func Gemm(m, n, batch int) Gemm3D {
 // Rows launches a block-per-row kernel (grid-stride over rows).
 func Rows(rows int) Launch {
 	return Launch{Grid: uint32(max(1, min(maxGrid, rows))), Block: RowThreads}
+}
+
+// CheckRoPE checks a RoPE op against the n elements its buffer holds from
+// its offset and returns the row stride; the cuda backend and cuda-emu
+// share it.
+func CheckRoPE(op engine.RoPEOp, n int) (int, error) {
+	ld := op.LD
+	if ld == 0 {
+		ld = op.Heads * op.HeadDim
+	}
+	if op.Rows < 0 || op.Heads <= 0 || op.HeadDim <= 0 || op.HeadDim%2 != 0 || op.Pos0 < 0 || ld < op.Heads*op.HeadDim ||
+		len(op.InvFreq) < op.HeadDim/2 || (op.Rows > 0 && n < (op.Rows-1)*ld+op.Heads*op.HeadDim) {
+		return 0, fmt.Errorf("cuda: rope: bad shape rows=%d heads=%d head_dim=%d ld=%d pos0=%d (head_dim even, %d inverse frequencies, %d values)",
+			op.Rows, op.Heads, op.HeadDim, ld, op.Pos0, len(op.InvFreq), n)
+	}
+	return ld, nil
 }

@@ -9,9 +9,12 @@
 #include "../kernels/edgeattn.cu"
 #include "../kernels/gemm.cu"
 #include "../kernels/layernorm.cu"
+#include "../kernels/rmsnorm.cu"
+#include "../kernels/rope.cu"
 #include "../kernels/smooth.cu"
 #include "../kernels/softmax.cu"
 #include "../kernels/spmm.cu"
+#include "../kernels/swiglu.cu"
 #include "../kernels/topk.cu"
 
 extern "C" {
@@ -29,6 +32,15 @@ void emu_softmax(unsigned g, unsigned b, int rows, int cols, const float* x, con
 }
 void emu_layer_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { layer_norm(rows, cols, x, gamma, beta, eps, out); });
+}
+void emu_rms_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, float eps, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { rms_norm(rows, cols, x, gamma, eps, out); });
+}
+void emu_rope(unsigned g, unsigned b, int rows, int heads, int head_dim, int ld, int pos0, const float* inv_freq, float* x) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { rope(rows, heads, head_dim, ld, pos0, inv_freq, x); });
+}
+void emu_swiglu(unsigned g, unsigned b, int rows, int cols, const float* x, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { swiglu(rows, cols, x, out); });
 }
 void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, int transB, int M, int N, int K, float alpha,
               const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float beta, float* C,

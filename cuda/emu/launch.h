@@ -9,6 +9,9 @@ void emu_activate(unsigned grid, unsigned block, int act, int n, const float* x,
 void emu_bias_act(unsigned grid, unsigned block, int rows, int cols, int ld, const float* bias, int act, float* x);
 void emu_softmax(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* mask, float* out);
 void emu_layer_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out);
+void emu_rms_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, float eps, float* out);
+void emu_rope(unsigned grid, unsigned block, int rows, int heads, int head_dim, int ld, int pos0, const float* inv_freq, float* x);
+void emu_swiglu(unsigned grid, unsigned block, int rows, int cols, const float* x, float* out);
 void emu_spmm(unsigned grid, unsigned block, int rows, int d, const long long* ptr, const int* idx, const float* val, const float* x, float* y);
 void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, int transB, int M, int N, int K, float alpha,
               const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float beta, float* C,

@@ -100,6 +100,52 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 	return nil
 }
 
+// RMSNorm launches rmsnorm.cu.
+func (*Backend) RMSNorm(op engine.RMSNormOp) error {
+	x, err1 := f32(op.X, 0)
+	g, err2 := f32(op.Gamma, 0)
+	out, err3 := f32(op.Out, 0)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols {
+		return shapeErr("rmsnorm")
+	}
+	l := cuda.Rows(op.Rows)
+	C.emu_rms_norm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(g), C.float(op.Eps), fp(out))
+	return nil
+}
+
+// RoPE launches rope.cu.
+func (*Backend) RoPE(op engine.RoPEOp) error {
+	x, err := f32(op.X, op.Off)
+	if err != nil {
+		return err
+	}
+	ld, err := cuda.CheckRoPE(op, len(x))
+	if err != nil {
+		return err
+	}
+	l := cuda.Elementwise(op.Rows * op.Heads * op.HeadDim / 2)
+	C.emu_rope(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Heads), C.int(op.HeadDim), C.int(ld), C.int(op.Pos0), fp(op.InvFreq), fp(x))
+	return nil
+}
+
+// SwiGLU launches swiglu.cu.
+func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
+	x, err1 := f32(op.X, 0)
+	out, err2 := f32(op.Out, 0)
+	if err := firstErr(err1, err2); err != nil {
+		return err
+	}
+	if op.Rows < 0 || op.Cols <= 0 || len(x) < 2*op.Rows*op.Cols || len(out) < op.Rows*op.Cols {
+		return shapeErr("swiglu")
+	}
+	l := cuda.Elementwise(op.Rows * op.Cols)
+	C.emu_swiglu(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(out))
+	return nil
+}
+
 // EdgeAttention launches edgeattn.cu after checking shapes and sources on
 // the host.
 func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
