@@ -16,7 +16,7 @@ type TokenCounter interface {
 	Count(text string) int
 }
 
-// AnchorOptions configure FuseRAG's explicit anchors (docs/methods.md §4,
+// AnchorOptions configure FuseRAG's explicit anchors (docs/methods.md §7,
 // stage 2b).
 type AnchorOptions struct {
 	// Budget is τ, the anchors' size in decoder tokens (≥ 1; the paper

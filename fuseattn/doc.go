@@ -1,4 +1,4 @@
-// Package fuseattn holds FuseRAG's evidence fusion (docs/methods.md §4):
+// Package fuseattn holds FuseRAG's evidence fusion (docs/methods.md §7):
 // explicit text anchors chosen by 0-1 knapsack under the decoder's token
 // budget (stage 2b), and the latent memory (query-conditioned pooling, GAT
 // fusion, low-rank memory key/values) that a decoder attends to jointly

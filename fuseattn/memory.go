@@ -11,7 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
-// Fuser builds FuseRAG's latent memory on a backend (docs/methods.md §4,
+// Fuser builds FuseRAG's latent memory on a backend (docs/methods.md §7,
 // stages 2a and 3): evidence token states (cached across queries),
 // query-conditioned cross-attention pooling, the GAT over G_q, and the
 // low-rank memory keys and values of each memory layer. It is safe for

@@ -59,7 +59,7 @@ type frontierEntry struct {
 // GreedyEvidence grows the selected set V from the start nodes one node at
 // a time. The actions are the edges u–v with u ∈ V and v ∉ V; an action's
 // gain is Rel(u, v, p) − λ·max_{w∈V} Sim(v, w) (the MMR reading of
-// FuseRAG's s_t, methods.md §4); the best action (ties to the lower node
+// FuseRAG's s_t, docs/methods.md §7.1); the best action (ties to the lower node
 // id) adds v, until the budget is spent, no edge leaves V, or the best gain
 // is below Stop. Each step costs O(|frontier|) plus the new node's row and
 // one Sim per frontier node, as the paper's O(c_t·|V_t|·d) with the

@@ -6,7 +6,7 @@ import (
 )
 
 // GATArgs describes one head of a graph attention layer over a small graph
-// of N nodes (FuseRAG's fusion over G_q, docs/methods.md §4): H (N×D) holds
+// of N nodes (FuseRAG's fusion over G_q, docs/methods.md §7): H (N×D) holds
 // the projected node states W·z, S (N×2) each node's two attention terms
 // (a_dstᵀ·W·z_i, a_srcᵀ·W·z_i), and Ptr/Idx each node's neighbours.
 type GATArgs struct {

@@ -6,7 +6,7 @@ import (
 )
 
 // JointAttentionArgs describes one head of FuseRAG's joint attention
-// (docs/methods.md §4): N decoder queries attend over [memory keys ; text keys]
+// (docs/methods.md §7): N decoder queries attend over [memory keys ; text keys]
 // with one softmax. Q is N×D, KMem Lm×D, VMem Lm×Dv, KText Lt×D, VText
 // Lt×Dv, Out N×Dv, each with its row stride (LD…; 0 = packed), so one
 // call reads one head of row-major multi-head buffers such as a decoder's
@@ -38,7 +38,9 @@ func JointAttention(a JointAttentionArgs) error {
 		return nil
 	}
 	w := a.Lm + a.Lt
-	s := make([]float32, a.N*w)
+	buf := scratch.get(a.N * w)
+	defer scratch.put(buf)
+	s := *buf
 	scale := float32(1 / math.Sqrt(float64(a.D)))
 	if a.Lm > 0 {
 		if err := Gemm(GemmArgs{TransB: true, M: a.N, N: a.Lm, K: a.D, Alpha: scale, A: a.Q, LDA: a.LDQ, B: a.KMem, LDB: a.LDKMem, C: s, LDC: w}); err != nil {
@@ -50,7 +52,10 @@ func JointAttention(a JointAttentionArgs) error {
 			return err
 		}
 	}
-	Softmax(s, a.mask(w), s, a.N, w)
+	if a.Causal {
+		hideFuture(s, a.N, a.Lm, a.Lt)
+	}
+	Softmax(s, nil, s, a.N, w)
 	beta := float32(0) // BLAS semantics: β = 0 overwrites Out, whatever it held
 	if a.Lm > 0 {
 		if err := Gemm(GemmArgs{M: a.N, N: a.Dv, K: a.Lm, Alpha: 1, A: s, LDA: w, B: a.VMem, LDB: a.LDVMem, C: a.Out, LDC: a.LDOut}); err != nil {
@@ -96,20 +101,17 @@ func (a *JointAttentionArgs) check() error {
 // badLD: a stride is 0 (packed) or at least the row length.
 func badLD(ld, cols int) bool { return ld != 0 && ld < cols }
 
-// mask returns the causal visibility mask over the text block, or nil.
-func (a *JointAttentionArgs) mask(w int) []float32 {
-	if !a.Causal {
-		return nil
-	}
-	m := make([]float32, a.N*w)
-	for i := 0; i < a.N; i++ {
-		row := m[i*w : (i+1)*w]
-		for j := 0; j < a.Lm; j++ {
-			row[j] = 1
-		}
-		for j := 0; j <= i+a.Lt-a.N; j++ {
-			row[a.Lm+j] = 1
+// hideFuture sets the scores of the text keys query i may not see (j > i
+// + Lt − N) to −Inf, which the softmax turns into zero weight: no mask to
+// allocate, and a prefill of thousands of positions costs no N×(Lm+Lt)
+// mask per head.
+func hideFuture(s []float32, n, lm, lt int) {
+	w := lm + lt
+	ninf := float32(math.Inf(-1))
+	for i := 0; i < n; i++ {
+		row := s[i*w+lm : (i+1)*w]
+		for j := i + lt - n + 1; j < lt; j++ {
+			row[j] = ninf
 		}
 	}
-	return m
 }

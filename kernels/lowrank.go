@@ -3,7 +3,7 @@ package kernels
 import "fmt"
 
 // LowRankArgs describes FuseRAG's memory key/value projection (docs/methods.md
-// §4): Out = (LN(M)·A)·B with M (L×De), A (De×R), B (R×Dkv), LayerNorm
+// §7.4): Out = (LN(M)·A)·B with M (L×De), A (De×R), B (R×Dkv), LayerNorm
 // parameters Gamma, Beta (De) and epsilon Eps.
 type LowRankArgs struct {
 	L, De, R, Dkv  int

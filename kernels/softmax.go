@@ -33,7 +33,7 @@ func softmaxRow(x, mask, out []float32) {
 	}
 	var sum float64
 	for j, v := range x {
-		if mask != nil && mask[j] == 0 {
+		if (mask != nil && mask[j] == 0) || v < -math.MaxFloat32 { // masked, or a −Inf score (a causal future)
 			out[j] = 0
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 func init() { mustRegister("fuserag", newFuseRAG) }
 
 // FuseRAGOptions configure method "fuserag" (FuseRAG's retrieval: stage 1
-// and the stage-2b anchors; docs/methods.md §4).
+// and the stage-2b anchors; docs/methods.md §7).
 type FuseRAGOptions struct {
 	// Start is how many first-stage results the greedy walk starts from
 	// (≥ 1; at most Budget of them are kept).

@@ -42,7 +42,7 @@ func newAnswer(g *globals) *cobra.Command {
   gleaner answer --index idx/2wiki --graph-kind mentions --decoder llm --fuserag adapters --explain "Where was the director of Pearl Lust born?"
   gleaner answer --index idx/2wiki --graph-kind mentions --decoder llm --mode text "Where was the director of Pearl Lust born?"`,
 		Short: "Answer a question with FuseRAG: greedy evidence, text anchors and latent memory into a decoder",
-		Long: `Answer a question with FuseRAG (docs/methods.md §4), streaming the decoder's answer:
+		Long: `Answer a question with FuseRAG (docs/methods.md §7), streaming the decoder's answer:
 stage 1 retrieves the evidence set B_q by the greedy walk (method fuserag's --fuserag-* settings),
 stage 2b picks text anchors within --tau decoder tokens by knapsack, stage 2a encodes the evidence
 (token states cached across questions), pools it by the question and fuses it over the evidence

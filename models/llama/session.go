@@ -12,7 +12,7 @@ import (
 // attends over [memory; text] under one softmax. K[l] and V[l] hold Len
 // rows of KVDim values (row-major, heads side by side, as the model's own
 // keys). Memory keys carry no rotary position: they are not tokens of the
-// sequence (docs/methods.md §4 leaves their positions open; gleaner keeps
+// sequence (docs/methods.md §7 leaves their positions open; gleaner keeps
 // them position-free so the text's positions are unchanged). The buffers
 // belong to the caller and must outlive the session.
 type Memory struct {
