@@ -2,6 +2,7 @@ package fuseattn
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,5 +92,32 @@ func TestAnswerModes(t *testing.T) {
 	}
 	if _, err := a.Answer(context.Background(), q, &Evidence{}, AnswerOptions{Mode: ModeText, Generate: gen}, func(string) bool { return true }); err == nil {
 		t.Error("empty evidence accepted")
+	}
+}
+
+// Answers running at once share the decoder, the adapters and the state
+// cache, and each gives what it gives alone.
+func TestConcurrentAnswers(t *testing.T) {
+	a := tinyAnswerer(t)
+	ev := tinyEvidence()
+	o := AnswerOptions{Mode: ModeFuseRAG, Generate: llama.GenerateOptions{MaxTokens: 5, Stop: []int32{}}}
+	want, err := a.Answer(context.Background(), "Where was Alice Smith born?", ev, o, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			got, err := a.Answer(context.Background(), "Where was Alice Smith born?", ev, o, func(string) bool { return true })
+			if err == nil && got.Text != want.Text {
+				err = fmt.Errorf("concurrent answer %q, alone %q", got.Text, want.Text)
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

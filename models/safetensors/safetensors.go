@@ -89,13 +89,17 @@ func decode(e entry, data []byte) (Tensor, error) {
 	}
 	raw := data[lo:hi]
 	t := Tensor{Shape: e.Shape, Data: make([]float32, count)}
-	for i := range t.Data {
-		switch e.Dtype {
-		case "F32":
+	switch e.Dtype { // one switch per tensor, not per value: a 1B-parameter file has 10⁹ of them
+	case "F32":
+		for i := range t.Data {
 			t.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		case "BF16":
+		}
+	case "BF16":
+		for i := range t.Data {
 			t.Data[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		case "F16":
+		}
+	case "F16":
+		for i := range t.Data {
 			t.Data[i] = f16(binary.LittleEndian.Uint16(raw[2*i:]))
 		}
 	}
