@@ -77,3 +77,17 @@ func TestFuseRAGAnswer(t *testing.T) {
 		}
 	}
 }
+
+// make demo runs every registered method the demo index can serve: a
+// method needing a trained model is named as not run, never an error.
+func TestDemoRunsEveryMethod(t *testing.T) {
+	out, err := run(t, "demo", "--out", filepath.Join(t.TempDir(), "demo"), "--people", "60", "--queries", "20")
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, m := range []string{"fuserag", "ketrag", "nexusrag", "ppr", "fastinsight", "not run: seeder"} {
+		if !strings.Contains(out, m) {
+			t.Errorf("demo output lacks %q:\n%s", m, out)
+		}
+	}
+}
