@@ -93,12 +93,12 @@ func Save(dir string, cfg Config, t map[string]safetensors.Tensor) error {
 	return corpus.WriteFileAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error { return safetensors.Write(w, t) })
 }
 
-// TinyConfig is a small Llama (2 layers, GQA 4/2, head_dim 8, 4,096
+// TinyConfig is a small Llama (2 layers, GQA 4/2, head_dim 8, 32,768
 // positions) over vocab tokens, for tests and examples.
 func TinyConfig(vocab int) Config {
 	eos := vocab - 1
 	return Config{ModelType: "llama", VocabSize: vocab, Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8,
-		MaxPositions: 4096, RMSNormEps: 1e-5, RopeTheta: 10000, HiddenAct: "silu", EOSTokenID: TokenIDs{eos}}
+		MaxPositions: 32768, RMSNormEps: 1e-5, RopeTheta: 10000, HiddenAct: "silu", EOSTokenID: TokenIDs{eos}}
 }
 
 // Llama32_1BConfig is Llama-3.2-1B's shape (16 layers × 2048, GQA 32/8,
