@@ -21,14 +21,19 @@ type Tokenizer interface {
 	Count(text string) int
 }
 
-// LoadTokenizer opens dir/tokenizer.json (HuggingFace's format, through
-// sugarme/tokenizer: byte-level BPE as GPT-2 and Llama 2 write it; a
-// pre-tokenizer regex with look-ahead, as Llama 3's, is refused by Go's
-// regexp and reported), or the embedded cl100k_base when config.json names
-// it (gleaner_tokenizer) and the folder has no tokenizer.json.
+// LoadTokenizer opens dir/tokenizer.json (HuggingFace's format): a
+// byte-level BPE split by a regex pre-tokenizer with ignore_merges (Llama
+// 3's) through tiktoken-go's BPE, whose regexp2 runs its look-ahead; other
+// files through sugarme/tokenizer (GPT-2-style byte-level BPE, WordPiece,
+// Unigram). Without tokenizer.json, config.json may name the embedded
+// cl100k_base (gleaner_tokenizer), as gleaner's random decoders do.
 func LoadTokenizer(dir string, cfg Config) (Tokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	if _, err := os.Stat(path); err == nil {
+		t, err := loadTiktokenBPE(path)
+		if err != nil || t != nil {
+			return t, err
+		}
 		return loadHF(path)
 	}
 	if cfg.Tokenizer == "cl100k_base" {
