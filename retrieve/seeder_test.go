@@ -52,6 +52,16 @@ func TestSeederTrainStoreQuery(t *testing.T) {
 	if len(sf.Epochs) != 4 {
 		t.Fatalf("%d epoch reports, want 4", len(sf.Epochs))
 	}
+	// a sampled training set's vocabulary holds only the sample's words
+	one := tinySeederOptions()
+	one.MaxTrain, one.MinWordCount, one.Train.Epochs = 1, 1, 1
+	sampled, err := retrieve.TrainSeeder(ctx, ix, o, one, qs, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(sampled.Vocab, "ann") == slices.Contains(sampled.Vocab, "bob") {
+		t.Fatalf("vocabulary of a one-question sample: %v", sampled.Vocab)
+	}
 	if err := index.SetSeeder(ctx, ix.Dir, sf); err != nil {
 		t.Fatal(err)
 	}

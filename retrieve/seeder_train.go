@@ -66,6 +66,12 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	if err := so.validate(); err != nil {
 		return nil, err
 	}
+	rng := rand.New(rand.NewPCG(so.Train.Seed, 0xda7a))
+	if so.MaxTrain > 0 && len(train) > so.MaxTrain { // the sample first: the vocabulary is the sample's
+		train = slices.Clone(train)
+		rng.Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
+		train = train[:so.MaxTrain]
+	}
 	var vocab []string
 	if so.QuestionWords {
 		vocab = questionVocabulary(train, so.MinWordCount, so.MaxWords)
@@ -97,12 +103,6 @@ func TrainSeeder(ctx context.Context, ix *index.Index, o Options, so SeederTrain
 	km := m.(*kgMethod)
 	if err := km.prepare(ctx); err != nil {
 		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(so.Train.Seed, 0xda7a))
-	if so.MaxTrain > 0 && len(train) > so.MaxTrain {
-		train = slices.Clone(train)
-		rng.Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
-		train = train[:so.MaxTrain]
 	}
 	trC, err := collectCandidates(ctx, km, train, "train", log)
 	if err != nil {
