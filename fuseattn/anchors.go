@@ -34,6 +34,9 @@ type AnchorOptions struct {
 	Titles bool
 }
 
+// MaxAnchorBudget bounds τ (the knapsack runs at τ + 1).
+const MaxAnchorBudget = MaxKnapsackCapacity - 1
+
 // DefaultAnchorOptions: τ = 64 (the paper's recommended balance); the
 // rest chosen on the declared 2Wiki dev questions (benchmarks/fuserag):
 // titles on, commas split clauses of at least 4 words, and λ_link = 0 —
@@ -47,8 +50,8 @@ func DefaultAnchorOptions() AnchorOptions {
 // Validate checks the options.
 func (o AnchorOptions) Validate() error {
 	switch {
-	case o.Budget < 1 || o.Budget > MaxKnapsackCapacity:
-		return fmt.Errorf("fuseattn: anchor budget τ must be in [1, %d] tokens, got %d", MaxKnapsackCapacity, o.Budget)
+	case o.Budget < 1 || o.Budget > MaxAnchorBudget:
+		return fmt.Errorf("fuseattn: anchor budget τ must be in [1, %d] tokens, got %d", MaxAnchorBudget, o.Budget)
 	case !(o.LinkWeight >= 0) || math.IsInf(o.LinkWeight, 1):
 		return fmt.Errorf("fuseattn: anchor link weight λ_link must be finite and ≥ 0, got %v", o.LinkWeight)
 	case o.MinClauseWords < 1:
@@ -85,9 +88,10 @@ type AnchorSet struct {
 // analyzer minus question words), Links(c) the number of other passages
 // whose title shares a content word with c — drops repeated clauses (same
 // content words), and chooses complete clauses by 0-1 knapsack over their
-// token counts within τ. The chosen clauses are joined by newlines; should
-// the joined text tokenize longer than the sum of its parts, the clause with
-// the lowest score per token is dropped until it fits.
+// token counts (each with its joining newline) within τ. The chosen
+// clauses are joined by newlines; should the joined text still tokenize
+// longer than τ (tokens merging across a join), the clause with the lowest
+// score per token is dropped until it fits.
 func Anchors(query string, passages []Passage, o AnchorOptions, tok TokenCounter) (*AnchorSet, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -99,9 +103,12 @@ func Anchors(query string, passages []Passage, o AnchorOptions, tok TokenCounter
 	weights, values := make([]int, len(cands)), make([]float64, len(cands))
 	for i := range cands {
 		cands[i].Tokens = tok.Count(cands[i].Text)
-		weights[i], values[i] = cands[i].Tokens, cands[i].Score
+		// a clause weighs its tokens with the newline that joins it, so the
+		// knapsack's budget is the joined text's (τ + 1: the last clause's
+		// newline is not written)
+		weights[i], values[i] = tok.Count(cands[i].Text+"\n"), cands[i].Score
 	}
-	picked, _, err := Knapsack(weights, values, o.Budget)
+	picked, _, err := Knapsack(weights, values, o.Budget+1)
 	if err != nil {
 		return nil, err
 	}

@@ -97,11 +97,8 @@ func (a *Answerer) Answer(ctx context.Context, question string, ev *Evidence, o 
 	defer s.Close()
 	var out []int32
 	sent := 0
-	var first time.Time
+	genStart := time.Now()
 	res.Gen, err = s.Generate(ctx, ids, o.Generate, func(id int32) bool {
-		if first.IsZero() {
-			first = time.Now()
-		}
 		out = append(out, id)
 		text := a.Tok.Decode(out)
 		if len(text) <= sent || !utf8.ValidString(text[sent:]) || strings.HasSuffix(text, "\uFFFD") {
@@ -111,8 +108,8 @@ func (a *Answerer) Answer(ctx context.Context, question string, ev *Evidence, o 
 		sent = len(text)
 		return emit(piece)
 	})
-	if !first.IsZero() {
-		res.TTFT = first.Sub(start)
+	if res.Gen.FirstToken > 0 { // also when the first token is a stop token
+		res.TTFT = genStart.Sub(start) + res.Gen.FirstToken
 	}
 	res.Text = a.Tok.Decode(out)
 	if err == nil && len(res.Text) > sent {

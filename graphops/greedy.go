@@ -64,7 +64,7 @@ type frontierEntry struct {
 // is below Stop. Each step costs O(|frontier|) plus the new node's row and
 // one Sim per frontier node, as the paper's O(c_t·|V_t|·d) with the
 // max-similarity kept incrementally. Duplicate or out-of-range start nodes
-// are an error; start nodes beyond the budget are dropped.
+// and NaN gains are errors; start nodes beyond the budget are dropped.
 func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOptions, s GreedyScores) (*Evidence, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -105,16 +105,18 @@ func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOp
 			}
 		}
 	}
-	for _, v := range start {
+	seen := make(map[int32]bool, len(start))
+	for _, v := range start { // every start node is checked, kept or not
 		if v < 0 || int(v) >= a.N() {
 			return nil, fmt.Errorf("graphops: greedy evidence start node %d is outside the graph's %d nodes", v, a.N())
 		}
-		if selected[v] {
+		if seen[v] {
 			return nil, fmt.Errorf("graphops: greedy evidence start node %d is given twice", v)
 		}
-		if len(ev.Nodes) < o.Budget {
-			add(v, -1, math.NaN())
-		}
+		seen[v] = true
+	}
+	for _, v := range start[:min(len(start), o.Budget)] {
+		add(v, -1, math.NaN())
 	}
 	for len(ev.Nodes) < o.Budget && len(frontier) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -123,6 +125,9 @@ func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOp
 		best, bestGain, from := int32(-1), math.Inf(-1), int32(-1)
 		for u, f := range frontier {
 			g := f.rel - o.Lambda*novelty[u]
+			if math.IsNaN(g) {
+				return nil, fmt.Errorf("graphops: greedy evidence: the gain of node %d is NaN (a NaN relevance or similarity)", u)
+			}
 			if g > bestGain || (g == bestGain && (best < 0 || u < best)) {
 				best, bestGain, from = u, g, f.from
 			}

@@ -111,10 +111,19 @@ func TestGreedyEvidenceStopsAndRejects(t *testing.T) {
 		{[]int32{0}, GreedyOptions{Budget: 3, Stop: math.NaN()}},
 		{[]int32{10}, GreedyOptions{Budget: 3}},
 		{[]int32{2, 2}, GreedyOptions{Budget: 3}},
+		{[]int32{2, 3, 3}, GreedyOptions{Budget: 1}},      // a duplicate beyond the budget is still a mistake
 		{[]int32{0}, GreedyOptions{Budget: 3, Lambda: 1}}, // lambda > 0 without Sim
 	} {
 		if _, err := GreedyEvidence(context.Background(), a, c.start, c.o, s); err == nil {
 			t.Errorf("start %v options %+v: no error", c.start, c.o)
 		}
+	}
+	nan := GreedyScores{Rel: func(u, v int32, p int64) float64 { return math.NaN() }}
+	v := int32(0)
+	for a.Ptr[v+1] == a.Ptr[v] {
+		v++
+	}
+	if _, err := GreedyEvidence(context.Background(), a, []int32{v}, GreedyOptions{Budget: 3, Stop: math.Inf(-1)}, nan); err == nil {
+		t.Error("NaN gains must be an error, not a STOP")
 	}
 }

@@ -63,6 +63,22 @@ type fuseRAG struct {
 	kinds []string
 	once  sync.Once
 	adj   *graphops.Adjacency
+	// invNorm is each node vector's inverse norm (0 for a zero vector), so
+	// novelty is a cosine on dot-product indexes too.
+	invNorm []float64
+}
+
+// prepare builds the graph view and the vector norms once.
+func (m *fuseRAG) prepare() {
+	m.adj = m.ix.View(m.kinds...)
+	d := m.ix.Meta.Dims
+	m.invNorm = make([]float64, m.ix.N())
+	for v := range m.invNorm {
+		x := m.ix.Vectors[v*d : (v+1)*d]
+		if n := math.Sqrt(float64(dot(x, x))); n > 0 {
+			m.invNorm[v] = 1 / n
+		}
+	}
 }
 
 func newFuseRAG(ix *index.Index, o Options) (Method, error) {
@@ -96,20 +112,22 @@ func (m *fuseRAG) Evidence(ctx context.Context, q Query) (*graphops.Evidence, er
 	for i, h := range seeds {
 		start[i] = h.Index
 	}
-	m.once.Do(func() { m.adj = m.ix.View(m.kinds...) })
+	m.once.Do(m.prepare)
 	rel := relevance(sc)
 	d := m.ix.Meta.Dims
 	scores := graphops.GreedyScores{
 		Rel: func(_, v int32, _ int64) float64 { return rel[v] },
-		Sim: func(u, v int32) float64 {
-			return float64(dot(m.ix.Vectors[int(u)*d:int(u+1)*d], m.ix.Vectors[int(v)*d:int(v+1)*d]))
+		Sim: func(u, v int32) float64 { // cosine, whatever the index's metric
+			return float64(dot(m.ix.Vectors[int(u)*d:int(u+1)*d], m.ix.Vectors[int(v)*d:int(v+1)*d])) * m.invNorm[u] * m.invNorm[v]
 		},
 	}
 	return graphops.GreedyEvidence(ctx, m.adj, start, graphops.GreedyOptions{Budget: m.o.Budget, Lambda: m.o.Lambda, Stop: m.o.Stop}, scores)
 }
 
 // relevance is rel(q, v): the first stage's score over its maximum, so
-// that BM25, cosine and fused scores all weigh against novelty on [0, 1].
+// that BM25, cosine and fused scores all weigh against novelty with the
+// best at 1 (BM25 and fused scores lie in [0, 1]; negative cosines stay
+// negative).
 func relevance(sc []float32) []float64 {
 	top := float32(0)
 	for _, x := range sc {

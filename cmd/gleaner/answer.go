@@ -71,6 +71,9 @@ memory projections. gleaner cannot train them (the paper's training objective is
 				if err != nil {
 					return err
 				}
+				if err := mf.refuseUnused([]string{"fuserag"}); err != nil {
+					return err
+				}
 				return runAnswerBatch(cmd, g, f, mo)
 			}
 			if strings.Contains(f.mode, ",") || f.warm || f.out != "" || f.limit != 0 || f.skip != 0 {
@@ -136,8 +139,8 @@ func (f answerFlags) check() error {
 		return fmt.Errorf("--warm applies to --mode fuserag")
 	case f.limit < 0 || f.skip < 0:
 		return fmt.Errorf("--limit and --skip must be ≥ 0, got %d and %d", f.limit, f.skip)
-	case f.tau < 1 || f.tau > fuseattn.MaxKnapsackCapacity:
-		return fmt.Errorf("--tau must be in [1, %d], got %d", fuseattn.MaxKnapsackCapacity, f.tau)
+	case f.tau < 1 || f.tau > fuseattn.MaxAnchorBudget:
+		return fmt.Errorf("--tau must be in [1, %d], got %d", fuseattn.MaxAnchorBudget, f.tau)
 	case f.maxTokens < 1:
 		return fmt.Errorf("--max-tokens must be ≥ 1, got %d", f.maxTokens)
 	case !(f.temperature >= 0) || math.IsInf(f.temperature, 1):

@@ -38,6 +38,7 @@ type Config struct {
 	HiddenAct         string       `json:"hidden_act"`
 	AttentionBias     bool         `json:"attention_bias,omitempty"`
 	MLPBias           bool         `json:"mlp_bias,omitempty"`
+	SlidingWindow     *int         `json:"sliding_window,omitempty"`
 	BOSTokenID        *int         `json:"bos_token_id,omitempty"`
 	EOSTokenID        TokenIDs     `json:"eos_token_id,omitempty"`
 	// Tokenizer names gleaner's embedded tokenizer ("cl100k_base") for a
@@ -108,6 +109,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.ModelType != "llama" && c.ModelType != "mistral" {
 		errs = append(errs, fmt.Errorf("model_type %q is not llama (or mistral without sliding windows)", c.ModelType))
+	}
+	if w := c.SlidingWindow; w != nil && *w < c.MaxPositions {
+		errs = append(errs, fmt.Errorf("sliding_window %d is below max_position_embeddings %d: sliding-window attention is not supported", *w, c.MaxPositions))
 	}
 	if c.Hidden <= 0 || c.Intermediate <= 0 || c.Layers <= 0 || c.VocabSize <= 0 || c.MaxPositions <= 0 {
 		errs = append(errs, errors.New("hidden_size, intermediate_size, num_hidden_layers, vocab_size and max_position_embeddings must be positive"))
