@@ -111,7 +111,6 @@ func serve(ctx context.Context, s *server.Server, ln net.Listener, grace time.Du
 func drain(hs *http.Server, s *server.Server, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	hs.SetKeepAlivesEnabled(false) // answers in flight say Connection: close, so clients stop reusing connections
 	err := hs.Shutdown(ctx)
 	if cerr := s.Close(ctx); err == nil {
 		err = cerr
