@@ -96,26 +96,68 @@ func (a *Answerer) Answer(ctx context.Context, question string, ev *Evidence, o 
 	}
 	defer s.Close()
 	var out []int32
-	sent := 0
+	sent, stopped := 0, false
 	genStart := time.Now()
 	res.Gen, err = s.Generate(ctx, ids, o.Generate, func(id int32) bool {
 		out = append(out, id)
 		text := a.Tok.Decode(out)
-		if len(text) <= sent || !utf8.ValidString(text[sent:]) || strings.HasSuffix(text, "\uFFFD") {
-			return true // a character split over tokens: wait for the rest
+		if len(text) <= sent {
+			return true
 		}
-		piece := text[sent:]
-		sent = len(text)
-		return emit(piece)
+		n := completePrefix(text[sent:])
+		if n == 0 {
+			return true // a character split over tokens: wait for the next one
+		}
+		piece := text[sent : sent+n]
+		sent += n
+		if !emit(validText(piece)) {
+			stopped = true
+			return false
+		}
+		return true
 	})
 	if res.Gen.FirstToken > 0 { // also when the first token is a stop token
 		res.TTFT = genStart.Sub(start) + res.Gen.FirstToken
 	}
-	res.Text = a.Tok.Decode(out)
-	if err == nil && len(res.Text) > sent {
-		emit(res.Text[sent:])
+	text := a.Tok.Decode(out)
+	if len(text) > sent && !stopped { // what is held back, also after an error or a cancel
+		emit(validText(text[sent:]))
 	}
+	res.Text = validText(text)
 	return res, err
+}
+
+// validText replaces every invalid byte by U+FFFD, one each, so that the
+// pieces of a stream add up to the whole text.
+func validText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // an invalid byte ranges as one RuneError
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// completePrefix is how much of piece can be written now: all of it but a
+// trailing incomplete UTF-8 sequence or a trailing U+FFFD (which a
+// tokenizer writes for one), at most one token's worth held back; invalid
+// bytes elsewhere are written (as U+FFFD), never waited on.
+func completePrefix(piece string) int {
+	n := len(piece)
+	if strings.HasSuffix(piece, "\uFFFD") {
+		n -= len("\uFFFD")
+	}
+	for k := 1; k <= utf8.UTFMax-1 && k <= n; k++ {
+		if utf8.RuneStart(piece[n-k]) {
+			if !utf8.FullRuneInString(piece[n-k : n]) {
+				n -= k
+			}
+			break
+		}
+	}
+	return n
 }
 
 func (a *Answerer) check(ev *Evidence, o AnswerOptions) error {

@@ -121,3 +121,16 @@ func TestConcurrentAnswers(t *testing.T) {
 		}
 	}
 }
+
+// The stream holds back only a split character (at most one token's worth)
+// and writes invalid bytes, one U+FFFD each, instead of waiting on them.
+func TestStreamPieces(t *testing.T) {
+	for piece, want := range map[string]int{"ab\xc3": 2, "ab\xe2\x82": 2, "ab\uFFFD": 2, "a\xb8b": 3, "é": 2, "": 0, "\xb8\xb8\xb8\xb8": 4} {
+		if got := completePrefix(piece); got != want {
+			t.Errorf("completePrefix(%q) = %d, want %d", piece, got, want)
+		}
+	}
+	if got := validText("a\xb8\xb8b") + validText("\xb8"); got != validText("a\xb8\xb8b\xb8") || got != "a\uFFFD\uFFFDb\uFFFD" {
+		t.Errorf("validText is not piecewise: %q", got)
+	}
+}

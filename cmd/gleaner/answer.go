@@ -118,6 +118,11 @@ func (f answerFlags) modes() []string { return splitList(f.mode) }
 
 func (f answerFlags) check() error {
 	modes := f.modes()
+	for i, m := range modes {
+		if slices.Contains(modes[:i], m) {
+			return fmt.Errorf("--mode lists %s twice", m)
+		}
+	}
 	fuse := slices.Contains(modes, fuseattn.ModeFuseRAG)
 	for _, m := range modes {
 		if m != fuseattn.ModeFuseRAG && m != fuseattn.ModeText {
@@ -137,6 +142,10 @@ func (f answerFlags) check() error {
 		return fmt.Errorf("--fuserag applies to --mode fuserag")
 	case f.warm && !fuse:
 		return fmt.Errorf("--warm applies to --mode fuserag")
+	case f.warm && f.cacheMB == 0:
+		return fmt.Errorf("--warm measures answers from cached evidence states: it needs --cache-mb > 0")
+	case f.explain && f.queries != "":
+		return fmt.Errorf("--explain is for one question; --queries writes each answer's timings to its JSON line")
 	case f.limit < 0 || f.skip < 0:
 		return fmt.Errorf("--limit and --skip must be ≥ 0, got %d and %d", f.limit, f.skip)
 	case f.tau < 1 || f.tau > fuseattn.MaxAnchorBudget:
@@ -254,12 +263,25 @@ func runAnswer(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.Option
 	}
 	retrieval := time.Since(t0)
 	out := cmd.OutOrStdout()
+	var wrote bool
+	var werr error
 	res, err := s.a.Answer(ctx, question, ev, fuseattn.AnswerOptions{Mode: f.mode,
 		Generate: llama.GenerateOptions{MaxTokens: f.maxTokens, Temperature: f.temperature, Seed: f.seed}},
-		func(piece string) bool { fmt.Fprint(out, piece); return true })
-	fmt.Fprintln(out)
+		func(piece string) bool {
+			if _, werr = fmt.Fprint(out, piece); werr != nil {
+				return false // a full disk or a closed pipe ends the answer
+			}
+			wrote = true
+			return true
+		})
+	if wrote && werr == nil {
+		_, werr = fmt.Fprintln(out)
+	}
 	if err != nil {
 		return err
+	}
+	if werr != nil {
+		return fmt.Errorf("writing the answer: %w", werr)
 	}
 	if f.explain {
 		explainAnswer(cmd.ErrOrStderr(), s.ix, ev, res, retrieval, f.mode)

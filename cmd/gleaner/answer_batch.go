@@ -75,6 +75,13 @@ func runAnswerBatch(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.O
 			return err
 		}
 		qrows, err := s.answerAll(cmd, q, f)
+		if err != nil && cmd.Context().Err() != nil { // interrupted: not a failure of this question
+			done(true) // keep what was answered
+			if len(rows) > 0 {
+				printAnswerSummary(cmd.ErrOrStderr(), rows)
+			}
+			return fmt.Errorf("interrupted after %d of %d questions (their answers are kept): %w", i, len(qs), cmd.Context().Err())
+		}
 		if err != nil { // recorded, and the batch goes on
 			failed++
 			g.log.Warn("answer failed", "question", f.skip+i+1, "id", q.ID, "err", err)

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/models/testmodel"
@@ -12,6 +19,7 @@ import (
 func newModel(g *globals) *cobra.Command {
 	cmd := groupCommand("model", "Model utilities: random model folders for tests and benchmarks")
 	var out, corpusDir string
+	var force bool
 	var o testmodel.Options
 	var dec decoderFlags
 	random := &cobra.Command{
@@ -41,30 +49,32 @@ transformer states (--evidence transformer).`,
 			if out == "" {
 				return fmt.Errorf("-o <dir> is required")
 			}
-			switch o.Kind {
-			case "llama":
-				return writeRandomDecoder(cmd, g, out, corpusDir, dec)
-			case "fuserag":
-				return writeRandomAdapters(cmd, out, dec)
+			if err := checkKindFlags(cmd.Flags(), o.Kind); err != nil {
+				return err
 			}
-			var texts []string
-			if corpusDir != "" {
-				c, err := corpus.Load(corpusDir, corpus.ReadOptions{Logger: g.log})
-				if err != nil {
-					return err
+			var summary string
+			err := writeFolder(cmd.Context(), out, force, dec.decoder, func(dir string) error {
+				var err error
+				switch o.Kind {
+				case "llama":
+					summary, err = writeRandomDecoder(g, dir, corpusDir, dec)
+				case "fuserag":
+					summary, err = writeRandomAdapters(dir, dec)
+				default:
+					summary, err = writeRandomEncoder(g, dir, corpusDir, o)
 				}
-				texts = testmodel.NodeTexts(c)
-			}
-			cfg, err := testmodel.Write(out, texts, o)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d layers × %d hidden, vocabulary %d, head %v\n", out, cfg.ModelType, cfg.Layers, cfg.Hidden, cfg.VocabSize, o.Cross)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s\n", out, summary)
 			return nil
 		},
 	}
 	fl := random.Flags()
-	fl.StringVarP(&out, "out", "o", "", "model folder to write")
+	fl.StringVarP(&out, "out", "o", "", "model folder to write (a new folder; --force replaces an existing one)")
+	fl.BoolVar(&force, "force", false, "replace an existing -o folder")
 	fl.StringVar(&corpusDir, "corpus", "", "gleaner JSONL corpus whose words form the vocabulary")
 	fl.StringVar(&o.Kind, "kind", "bert", "bert, xlm-roberta, llama or fuserag")
 	fl.BoolVar(&o.Cross, "cross", true, "add a classification head (cross-encoder)")
@@ -75,4 +85,103 @@ transformer states (--evidence transformer).`,
 	addDecoderFlags(fl, &dec, &o)
 	cmd.AddCommand(random)
 	return cmd
+}
+
+// writeRandomEncoder writes a tiny bert or xlm-roberta model into dir.
+func writeRandomEncoder(g *globals, dir, corpusDir string, o testmodel.Options) (string, error) {
+	texts, err := corpusTexts(g, corpusDir)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := testmodel.Write(dir, texts, o)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s, %d layers × %d hidden, vocabulary %d, head %v", cfg.ModelType, cfg.Layers, cfg.Hidden, cfg.VocabSize, o.Cross), nil
+}
+
+// corpusTexts reads --corpus's node texts (none without it).
+func corpusTexts(g *globals, dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	c, err := corpus.Load(dir, corpus.ReadOptions{Logger: g.log})
+	if err != nil {
+		return nil, err
+	}
+	return testmodel.NodeTexts(c), nil
+}
+
+// modelKindFlags lists the flags each kind reads (besides -o, --seed, --force).
+var modelKindFlags = map[string][]string{
+	"bert":        {"corpus", "cross", "hidden", "layers", "heads"},
+	"xlm-roberta": {"corpus", "cross", "hidden", "layers", "heads"},
+	"llama":       {"corpus", "shape", "hidden", "layers", "heads", "kv-heads", "intermediate"},
+	"fuserag":     {"decoder", "index", "evidence", "evidence-dim", "rank", "pool-dim", "gat-layers", "memory-count", "memory-layers"},
+}
+
+// checkKindFlags refuses an unknown kind and flags the kind does not read.
+func checkKindFlags(fl *pflag.FlagSet, kind string) error {
+	own, ok := modelKindFlags[kind]
+	if !ok {
+		return fmt.Errorf("--kind %q: want bert, xlm-roberta, llama or fuserag", kind)
+	}
+	var bad error
+	fl.Visit(func(f *pflag.Flag) {
+		switch {
+		case bad != nil, slices.Contains([]string{"out", "seed", "force", "kind", "log-level", "backend"}, f.Name), slices.Contains(own, f.Name):
+		default:
+			bad = fmt.Errorf("--%s does not apply to --kind %s (it reads: --%s)", f.Name, kind, strings.Join(own, ", --"))
+		}
+	})
+	return bad
+}
+
+// writeFolder writes a model folder through a temporary sibling renamed
+// into place, so a failure or an interrupt never leaves a half-written or
+// mixed folder. An existing out is refused unless force; a folder the
+// writer reads (src) is never replaced.
+func writeFolder(ctx context.Context, out string, force bool, src string, write func(dir string) error) error {
+	if src != "" && sameDir(out, src) {
+		return fmt.Errorf("-o %s is the folder the model is made from (--decoder): write the new one elsewhere", out)
+	}
+	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 && !force {
+		return fmt.Errorf("-o %s exists and is not empty: choose a new folder, or --force to replace it", out)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	parent := filepath.Dir(filepath.Clean(out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, ".tmp-"+filepath.Base(out)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // gone after the rename; removes the partial folder on failure
+	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(out); err != nil { // empty, or --force
+		return err
+	}
+	return os.Rename(tmp, out)
+}
+
+// sameDir reports whether two paths name one folder.
+func sameDir(a, b string) bool {
+	ia, err1 := os.Stat(a)
+	ib, err2 := os.Stat(b)
+	if err1 == nil && err2 == nil {
+		return os.SameFile(ia, ib)
+	}
+	aa, _ := filepath.Abs(a)
+	bb, _ := filepath.Abs(b)
+	return aa == bb
 }

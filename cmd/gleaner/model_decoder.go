@@ -5,10 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/fuseattn"
 	"github.com/gleaner-rag/gleaner/index"
@@ -52,61 +50,61 @@ func (d *decoderFlags) changed(name string, v int) int {
 	return 0
 }
 
-func writeRandomDecoder(cmd *cobra.Command, g *globals, out, corpusDir string, d decoderFlags) error {
-	var texts []string
-	if corpusDir != "" {
-		c, err := corpus.Load(corpusDir, corpus.ReadOptions{Logger: g.log})
-		if err != nil {
-			return err
-		}
-		texts = testmodel.NodeTexts(c)
+func writeRandomDecoder(g *globals, dir, corpusDir string, d decoderFlags) (string, error) {
+	texts, err := corpusTexts(g, corpusDir)
+	if err != nil {
+		return "", err
 	}
 	o := testmodel.DecoderOptions{Shape: d.shape, Hidden: d.changed("hidden", d.o.Hidden), Layers: d.changed("layers", d.o.Layers),
 		Heads: d.changed("heads", d.o.Heads), KVHeads: d.kvHeads, Intermediate: d.intermediate, Seed: d.o.Seed}
 	for name, v := range map[string]int{"hidden": o.Hidden, "layers": o.Layers, "heads": o.Heads, "kv-heads": o.KVHeads, "intermediate": o.Intermediate} {
 		if v < 0 || (v == 0 && d.fl.Changed(name)) {
-			return fmt.Errorf("--%s must be ≥ 1, got %d", name, v)
+			return "", fmt.Errorf("--%s must be ≥ 1, got %d", name, v)
 		}
 	}
-	cfg, err := testmodel.WriteDecoder(out, texts, o)
-	if err != nil {
-		return err
+	if d.shape == "" {
+		return "", fmt.Errorf("--shape is empty: want %s or %s", testmodel.ShapeTiny, testmodel.ShapeLlama32B)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: llama decoder, %d layers × %d hidden, GQA %d/%d, vocabulary %d\n", out, cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads, cfg.VocabSize)
-	return nil
+	cfg, err := testmodel.WriteDecoder(dir, texts, o)
+	if err != nil {
+		return "", fmt.Errorf("%w (head_dim = --hidden / --heads must be even; --heads must be a multiple of --kv-heads)", err)
+	}
+	return fmt.Sprintf("llama decoder, %d layers × %d hidden, GQA %d/%d, vocabulary %d", cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads, cfg.VocabSize), nil
 }
 
-func writeRandomAdapters(cmd *cobra.Command, out string, d decoderFlags) error {
+func writeRandomAdapters(dir string, d decoderFlags) (string, error) {
 	if d.decoder == "" {
-		return fmt.Errorf("--kind fuserag needs --decoder <folder>: the adapters project into its layers")
+		return "", fmt.Errorf("--kind fuserag needs --decoder <folder>: the adapters project into its layers")
 	}
 	dc, err := llama.LoadConfig(filepath.Join(d.decoder, "config.json"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	c := fuseattn.AdapterConfig{Encoder: d.evidence, PoolDim: d.poolDim, GATLayers: d.gatLayers, GATSlope: 0.2, Rank: d.rank,
 		KVDim: dc.KVDim(), DecoderLayers: dc.Layers, LayerNormEps: 1e-5}
 	if c.Dim, err = evidenceDim(d); err != nil {
-		return err
+		return "", err
 	}
 	if c.MemoryLayers, err = memoryLayers(d, dc.Layers); err != nil {
-		return err
+		return "", err
 	}
 	if err := c.Validate(); err != nil {
-		return err
+		return "", err
 	}
-	if err := fuseattn.SaveAdapters(out, c, fuseattn.RandomAdapters(c, d.o.Seed)); err != nil {
-		return err
+	if err := fuseattn.SaveAdapters(dir, c, fuseattn.RandomAdapters(c, d.o.Seed)); err != nil {
+		return "", err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: FuseRAG adapters, %s evidence states of %d, rank %d, memory layers %v of %d\n", out, c.Encoder, c.Dim, c.Rank, c.MemoryLayers, c.DecoderLayers)
-	return nil
+	return fmt.Sprintf("FuseRAG adapters, %s evidence states of %d, rank %d, memory layers %v of %d", c.Encoder, c.Dim, c.Rank, c.MemoryLayers, c.DecoderLayers), nil
 }
 
 func evidenceDim(d decoderFlags) (int, error) {
 	switch d.evidence {
 	case fuseattn.EncoderLSA:
-		if d.index == "" || d.evidenceDim != 0 {
-			return 0, fmt.Errorf("--evidence lsa takes its width from --index <dir> (not --evidence-dim)")
+		if d.evidenceDim != 0 {
+			return 0, fmt.Errorf("--evidence-dim applies to --evidence transformer: lsa states take their width from --index")
+		}
+		if d.index == "" {
+			return 0, fmt.Errorf("--kind fuserag with lsa evidence states needs --index <dir> (their width is the index's LSA dimensions)")
 		}
 		ix, err := index.Open(d.index, store.OpenOptions{})
 		if err != nil {
@@ -128,8 +126,8 @@ func evidenceDim(d decoderFlags) (int, error) {
 
 func memoryLayers(d decoderFlags, n int) ([]int, error) {
 	if d.memoryLayers == "" {
-		if d.layerN < 1 {
-			return nil, fmt.Errorf("--memory-count must be ≥ 1, got %d", d.layerN)
+		if d.layerN < 1 || d.layerN > n {
+			return nil, fmt.Errorf("--memory-count must be in [1, %d] (the decoder's layers), got %d", n, d.layerN)
 		}
 		return fuseattn.DefaultMemoryLayers(n, d.layerN), nil
 	}

@@ -106,8 +106,12 @@ func printContext(cmd *cobra.Command, m retrieve.Method, ix *index.Index, q retr
 	for _, s := range c.Sections {
 		parts = append(parts, fmt.Sprintf("%s %d rows / %d tokens", s.Name, s.Rows, s.Tokens))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "context by %s: %d of %d tokens (cl100k_base), %d chunks quoted; %s; in %v\n",
-		m.Name(), c.Tokens, budget, len(c.Nodes), strings.Join(parts, ", "), el.Round(time.Microsecond))
+	sections := ""
+	if len(parts) > 0 {
+		sections = "; " + strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "context by %s: %d of %d tokens (cl100k_base), %d chunks quoted%s; in %v\n",
+		m.Name(), c.Tokens, budget, len(c.Nodes), sections, el.Round(time.Microsecond))
 	return nil
 }
 

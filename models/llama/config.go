@@ -149,6 +149,9 @@ func (c *Config) Validate() error {
 	if c.Tokenizer != "" && c.Tokenizer != "cl100k_base" {
 		errs = append(errs, fmt.Errorf("gleaner_tokenizer %q: want cl100k_base or none", c.Tokenizer))
 	}
+	if b := c.BOSTokenID; b != nil && (*b < 0 || *b >= c.VocabSize) {
+		errs = append(errs, fmt.Errorf("bos_token_id %d is outside the vocabulary of %d", *b, c.VocabSize))
+	}
 	for _, id := range c.EOSTokenID {
 		if id < 0 || id >= c.VocabSize {
 			errs = append(errs, fmt.Errorf("eos_token_id %d is outside the vocabulary of %d", id, c.VocabSize))

@@ -72,6 +72,9 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, o GenerateOption
 		return st, err
 	}
 	for step := 0; ; step++ {
+		if err := checkFinite(logits); err != nil {
+			return st, err
+		}
 		id := pick(logits, o.Temperature, rng)
 		if step == 0 {
 			st.FirstToken = time.Since(start)
@@ -114,4 +117,15 @@ func pick(logits []float32, t float64, rng *rand.Rand) int32 {
 	u := rng.Float64() * z
 	i, _ := slices.BinarySearch(cum, u)
 	return int32(min(i, len(logits)-1))
+}
+
+// checkFinite refuses NaN or infinite logits: NaN or infinite weights
+// would otherwise decode as token 0 over and over.
+func checkFinite(logits []float32) error {
+	for i, x := range logits {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("llama: the logit of token %d is %v: the weights hold NaN or infinite values", i, x)
+		}
+	}
+	return nil
 }

@@ -128,7 +128,7 @@ func (s *Session) Forward(ctx context.Context, ids []int32, all bool) ([]float32
 	}
 	for i, id := range ids {
 		if id < 0 || int(id) >= c.VocabSize {
-			return nil, fmt.Errorf("llama: token %d: id %d is outside the vocabulary of %d", i, id, c.VocabSize)
+			return nil, fmt.Errorf("llama: input token %d has id %d, outside the decoder's vocabulary of %d (is the tokenizer the model's own?)", i, id, c.VocabSize)
 		}
 	}
 	n := len(ids)

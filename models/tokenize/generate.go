@@ -102,7 +102,7 @@ func WriteByteLevel(path string, words []string) (int, error) {
 	for b := 0; b < 256; b++ {
 		vocab[string(bu[byte(b)])] = b
 	}
-	var merges []string
+	merges := []string{} // never null: loaders refuse "merges": null
 	add := func(a, b string) string {
 		if _, ok := vocab[a+b]; !ok {
 			vocab[a+b] = len(vocab)
