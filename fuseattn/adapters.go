@@ -141,10 +141,7 @@ func RandomAdapters(c AdapterConfig, seed uint64) map[string]safetensors.Tensor 
 	out := map[string]safetensors.Tensor{}
 	for _, n := range names {
 		sh := shapes[n]
-		size, in := 1, sh[len(sh)-1]
-		for _, x := range sh {
-			size *= x
-		}
+		in := sh[len(sh)-1]
 		if len(sh) == 2 && (n[len(n)-2:] == "_a" || n[len(n)-2:] == "_b") {
 			in = sh[0] // A and B are stored in × out
 		}
@@ -155,11 +152,7 @@ func RandomAdapters(c AdapterConfig, seed uint64) map[string]safetensors.Tensor 
 		case "memory.norm.bias":
 			scale = 0.1
 		}
-		v := make([]float32, size)
-		for i := range v {
-			v[i] = float32(mean + scale*rng.NormFloat64())
-		}
-		out[n] = safetensors.Tensor{Shape: sh, Data: v}
+		out[n] = safetensors.Normal(rng, mean, scale, sh...)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/onnxgraph"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
@@ -64,19 +65,9 @@ func TensorsFromONNX(path string) (map[string]safetensors.Tensor, error) {
 		}
 		name, data := in.GetName(), in.GetFloatData()
 		if len(shape) == 2 && len(name) > 2 && name[len(name)-2:] == "_t" {
-			name, shape, data = name[:len(name)-2], []int{shape[1], shape[0]}, transpose(data, shape[0], shape[1])
+			name, shape, data = name[:len(name)-2], []int{shape[1], shape[0]}, onnxgraph.Transposed(data, shape[0], shape[1])
 		}
 		t[name] = safetensors.Tensor{Shape: shape, Data: data}
 	}
 	return t, nil
-}
-
-func transpose(x []float32, rows, cols int) []float32 {
-	out := make([]float32, len(x))
-	for r := 0; r < rows; r++ {
-		for c := 0; c < cols; c++ {
-			out[c*rows+r] = x[r*cols+c]
-		}
-	}
-	return out
 }

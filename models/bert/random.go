@@ -21,15 +21,7 @@ func RandomTensors(cfg Config, seed uint64, withHead bool) map[string]safetensor
 	rng := rand.New(rand.NewPCG(seed, 2024))
 	t := map[string]safetensors.Tensor{}
 	add := func(name string, scale, mean float64, shape ...int) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(mean + scale*rng.NormFloat64())
-		}
-		t[name] = safetensors.Tensor{Shape: shape, Data: v}
+		t[name] = safetensors.Normal(rng, mean, scale, shape...)
 	}
 	pre, h, in := cfg.prefix(), cfg.Hidden, cfg.Intermediate
 	add(pre+"embeddings.word_embeddings.weight", 0.5, 0, cfg.VocabSize, h)

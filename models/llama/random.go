@@ -58,16 +58,7 @@ func RandomTensors(cfg Config, seed uint64) map[string]safetensors.Tensor {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n := 1
-			for _, d := range s.shape {
-				n *= d
-			}
-			rng := rand.New(rand.NewPCG(seed, uint64(i)+1))
-			v := make([]float32, n)
-			for j := range v {
-				v[j] = float32(s.mean + s.scale*rng.NormFloat64())
-			}
-			tensors[i] = safetensors.Tensor{Shape: s.shape, Data: v}
+			tensors[i] = safetensors.Normal(rand.New(rand.NewPCG(seed, uint64(i)+1)), s.mean, s.scale, s.shape...)
 		}()
 	}
 	wg.Wait()

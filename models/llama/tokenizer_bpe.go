@@ -6,6 +6,8 @@ import (
 	"os"
 
 	tk "github.com/pkoukk/tiktoken-go"
+
+	"github.com/gleaner-rag/gleaner/models/tokenize"
 )
 
 // hfTokenizer is the part of a tokenizer.json the tiktoken path reads.
@@ -141,14 +143,8 @@ func (t *tiktokenBPE) Count(text string) int { return len(t.enc.EncodeOrdinary(t
 // unicodeByte inverts GPT-2's byte-to-printable-rune map.
 func unicodeByte() map[rune]byte {
 	m := map[rune]byte{}
-	n := 0
-	for b := 0; b < 256; b++ {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			m[rune(b)] = byte(b)
-		} else {
-			m[rune(256+n)] = byte(b)
-			n++
-		}
+	for b, r := range tokenize.ByteUnicode() {
+		m[r] = b
 	}
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"sort"
 )
@@ -161,3 +162,17 @@ func Write(w io.Writer, tensors map[string]Tensor) error {
 
 // Parse decodes a safetensors file held in b; name labels errors.
 func Parse(b []byte, name string) (map[string]Tensor, error) { return parse(b, name) }
+
+// Normal is a tensor of the given shape drawn from N(mean, scale²) by rng:
+// how gleaner makes random test weights.
+func Normal(rng *rand.Rand, mean, scale float64, shape ...int) Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(mean + scale*rng.NormFloat64())
+	}
+	return Tensor{Shape: shape, Data: v}
+}

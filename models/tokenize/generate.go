@@ -97,7 +97,7 @@ func WriteXLMR(path string, pieces []string) error {
 // then the special token "<|end|>" as the last id. It
 // returns the vocabulary size. gleaner's tests and random decoders use it.
 func WriteByteLevel(path string, words []string) (int, error) {
-	bu := byteUnicode()
+	bu := ByteUnicode()
 	vocab := map[string]int{}
 	for b := 0; b < 256; b++ {
 		vocab[string(bu[byte(b)])] = b
@@ -138,8 +138,9 @@ func WriteByteLevel(path string, words []string) (int, error) {
 	return end + 1, os.WriteFile(path, b, 0o644)
 }
 
-// byteUnicode is GPT-2's reversible map from bytes to printable runes.
-func byteUnicode() map[byte]rune {
+// ByteUnicode is GPT-2's reversible map from bytes to the printable runes
+// byte-level BPE vocabularies spell them with.
+func ByteUnicode() map[byte]rune {
 	m := map[byte]rune{}
 	n := 0
 	for b := 0; b < 256; b++ {
