@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 
-	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
@@ -157,22 +155,13 @@ func RandomAdapters(c AdapterConfig, seed uint64) map[string]safetensors.Tensor 
 	return out
 }
 
-// SaveAdapters writes config.json and adapters.safetensors into dir.
+// SaveAdapters writes adapters.safetensors and config.json into dir, each
+// atomically.
 func SaveAdapters(dir string, c AdapterConfig, t map[string]safetensors.Tensor) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := corpus.WriteFileAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-		return err
-	}
-	return corpus.WriteFileAtomic(filepath.Join(dir, "adapters.safetensors"), func(w io.Writer) error { return safetensors.Write(w, t) })
+	return safetensors.SaveFolder(dir, c, "adapters.safetensors", t)
 }
 
 // LoadAdapters reads an adapters folder, checking every tensor's shape.

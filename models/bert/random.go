@@ -1,15 +1,10 @@
 package bert
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
-	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
@@ -58,17 +53,7 @@ func RandomTensors(cfg Config, seed uint64, withHead bool) map[string]safetensor
 	return t
 }
 
-// Save writes config.json and model.safetensors into dir.
+// Save writes model.safetensors and config.json into dir, each atomically.
 func Save(dir string, cfg Config, t map[string]safetensors.Tensor) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
-		return err
-	}
-	return corpus.WriteFileAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error { return safetensors.Write(w, t) })
+	return safetensors.SaveFolder(dir, cfg, "model.safetensors", t)
 }

@@ -1,17 +1,12 @@
 package llama
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 
-	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
 
@@ -68,20 +63,9 @@ func RandomTensors(cfg Config, seed uint64) map[string]safetensors.Tensor {
 	return out
 }
 
-// Save writes config.json and model.safetensors into dir (each written
-// atomically).
+// Save writes model.safetensors and config.json into dir, each atomically.
 func Save(dir string, cfg Config, t map[string]safetensors.Tensor) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := corpus.WriteFileAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-		return err
-	}
-	return corpus.WriteFileAtomic(filepath.Join(dir, "model.safetensors"), func(w io.Writer) error { return safetensors.Write(w, t) })
+	return safetensors.SaveFolder(dir, cfg, "model.safetensors", t)
 }
 
 // TinyConfig is a small Llama (2 layers, GQA 4/2, head_dim 8, 32,768
