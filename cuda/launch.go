@@ -57,3 +57,36 @@ func CheckRoPE(op engine.RoPEOp, n int) (int, error) {
 	}
 	return ld, nil
 }
+
+// JointLDs are a joint-attention op's row strides with 0 (packed)
+// resolved.
+type JointLDs struct{ Q, KMem, VMem, KText, VText, Out int }
+
+// CheckJointAttention checks a joint-attention op against the elements its
+// buffers hold from their offsets (q, km, vm, kt, vt, out) and resolves
+// its row strides; the cuda backend and cuda-emu share it.
+func CheckJointAttention(op engine.JointAttentionOp, q, km, vm, kt, vt, out int) (JointLDs, error) {
+	ld := func(v, cols int) int {
+		if v == 0 {
+			return cols
+		}
+		return v
+	}
+	l := JointLDs{ld(op.LDQ, op.D), ld(op.LDKMem, op.D), ld(op.LDVMem, op.Dv), ld(op.LDKText, op.D), ld(op.LDVText, op.Dv), ld(op.LDOut, op.Dv)}
+	need := func(rows, cols, stride int) int {
+		if rows == 0 {
+			return 0
+		}
+		return (rows-1)*stride + cols
+	}
+	switch {
+	case op.N < 0 || op.Lm < 0 || op.Lt < 0 || op.D <= 0 || op.Dv <= 0 || op.Lm+op.Lt == 0 || (op.Causal && op.Lt < op.N):
+		return l, fmt.Errorf("cuda: joint attention: bad shape N=%d Lm=%d Lt=%d D=%d Dv=%d causal=%v", op.N, op.Lm, op.Lt, op.D, op.Dv, op.Causal)
+	case l.Q < op.D || l.KMem < op.D || l.KText < op.D || l.VMem < op.Dv || l.VText < op.Dv || l.Out < op.Dv:
+		return l, fmt.Errorf("cuda: joint attention: a row stride is below its row length")
+	case q < need(op.N, op.D, l.Q) || km < need(op.Lm, op.D, l.KMem) || vm < need(op.Lm, op.Dv, l.VMem) ||
+		kt < need(op.Lt, op.D, l.KText) || vt < need(op.Lt, op.Dv, l.VText) || out < need(op.N, op.Dv, l.Out):
+		return l, fmt.Errorf("cuda: joint attention: buffers too short for the shape")
+	}
+	return l, nil
+}

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"errors"
+	"math"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -56,4 +57,29 @@ func (b *Backend) SwiGLU(op engine.SwiGLUOp) error {
 		return shapeErr("swiglu")
 	}
 	return b.launch("swiglu", rows(Elementwise(op.Rows*op.Cols)), op.Rows, op.Cols, x, out)
+}
+
+// JointAttention launches the fused jointattn.cu with a pooled N × (Lm+Lt)
+// scratch for the scores.
+func (b *Backend) JointAttention(op engine.JointAttentionOp) error {
+	q, nq, err1 := arg(op.Q, engine.F32, op.OffQ)
+	km, nkm, err2 := arg(op.KMem, engine.F32, op.OffKMem)
+	vm, nvm, err3 := arg(op.VMem, engine.F32, op.OffVMem)
+	kt, nkt, err4 := arg(op.KText, engine.F32, op.OffKText)
+	vt, nvt, err5 := arg(op.VText, engine.F32, op.OffVText)
+	out, no, err6 := arg(op.Out, engine.F32, op.OffOut)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	ld, err := CheckJointAttention(op, nq, nkm, nvm, nkt, nvt, no)
+	if err != nil || op.N == 0 {
+		return err
+	}
+	scratch, err := b.Alloc(engine.F32, op.N*(op.Lm+op.Lt))
+	if err != nil {
+		return err
+	}
+	defer b.Free(scratch)
+	return b.launch("jointattn", rows(Rows(op.N)), op.N, op.Lm, op.Lt, op.D, op.Dv, q, ld.Q, km, ld.KMem, vm, ld.VMem,
+		kt, ld.KText, vt, ld.VText, out, ld.Out, op.Causal, float32(1/math.Sqrt(float64(op.D))), devArg(scratch.(*buffer).ptr))
 }

@@ -1,4 +1,7 @@
-// The .cu sources of cuda/kernels, compiled as C++ against cudaemu.h.
+// The .cu sources of cuda/kernels, compiled as C++ against cudaemu.h. Go's build
+// cache keys this file by its own text, not by what it includes: after editing a
+// .cu file, `go clean -cache` (or edit this file) before testing here; CI builds
+// from a clean cache.
 #include "cudaemu.h"
 #include "launch.h"
 
@@ -8,6 +11,7 @@
 #include "../kernels/biasact.cu"
 #include "../kernels/edgeattn.cu"
 #include "../kernels/gemm.cu"
+#include "../kernels/jointattn.cu"
 #include "../kernels/layernorm.cu"
 #include "../kernels/rmsnorm.cu"
 #include "../kernels/rope.cu"
@@ -32,6 +36,13 @@ void emu_softmax(unsigned g, unsigned b, int rows, int cols, const float* x, con
 }
 void emu_layer_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { layer_norm(rows, cols, x, gamma, beta, eps, out); });
+}
+void emu_joint_attention(unsigned g, unsigned b, int n, int lm, int lt, int d, int dv, const float* q, int ldq, const float* km,
+                         int ldkm, const float* vm, int ldvm, const float* kt, int ldkt, const float* vt, int ldvt, float* out,
+                         int ldout, int causal, float scale, float* scratch) {
+	cudaemu::launch(dim3(g), dim3(b), [=] {
+		joint_attention(n, lm, lt, d, dv, q, ldq, km, ldkm, vm, ldvm, kt, ldkt, vt, ldvt, out, ldout, causal, scale, scratch);
+	});
 }
 void emu_rms_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, float eps, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { rms_norm(rows, cols, x, gamma, eps, out); });

@@ -9,6 +9,9 @@ void emu_activate(unsigned grid, unsigned block, int act, int n, const float* x,
 void emu_bias_act(unsigned grid, unsigned block, int rows, int cols, int ld, const float* bias, int act, float* x);
 void emu_softmax(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* mask, float* out);
 void emu_layer_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out);
+void emu_joint_attention(unsigned grid, unsigned block, int n, int lm, int lt, int d, int dv, const float* q, int ldq, const float* km,
+                         int ldkm, const float* vm, int ldvm, const float* kt, int ldkt, const float* vt, int ldvt, float* out,
+                         int ldout, int causal, float scale, float* scratch);
 void emu_rms_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, float eps, float* out);
 void emu_rope(unsigned grid, unsigned block, int rows, int heads, int head_dim, int ld, int pos0, const float* inv_freq, float* x);
 void emu_swiglu(unsigned grid, unsigned block, int rows, int cols, const float* x, float* out);

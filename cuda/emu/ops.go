@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/cuda"
@@ -98,6 +99,37 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 	l := cuda.Rows(op.Rows)
 	C.emu_layer_norm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(g), fp(b), C.float(op.Eps), fp(out))
 	return nil
+}
+
+// JointAttention launches the fused jointattn.cu, with an N × (Lm+Lt)
+// scratch for the scores.
+func (*Backend) JointAttention(op engine.JointAttentionOp) error {
+	q, err1 := f32(op.Q, op.OffQ)
+	km, err2 := f32(op.KMem, op.OffKMem)
+	vm, err3 := f32(op.VMem, op.OffVMem)
+	kt, err4 := f32(op.KText, op.OffKText)
+	vt, err5 := f32(op.VText, op.OffVText)
+	out, err6 := f32(op.Out, op.OffOut)
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	ld, err := cuda.CheckJointAttention(op, len(q), len(km), len(vm), len(kt), len(vt), len(out))
+	if err != nil || op.N == 0 {
+		return err
+	}
+	scratch := make([]float32, op.N*(op.Lm+op.Lt))
+	l := cuda.Rows(op.N)
+	C.emu_joint_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.Lm), C.int(op.Lt), C.int(op.D), C.int(op.Dv),
+		fp(q), C.int(ld.Q), fp(km), C.int(ld.KMem), fp(vm), C.int(ld.VMem), fp(kt), C.int(ld.KText), fp(vt), C.int(ld.VText),
+		fp(out), C.int(ld.Out), C.int(b2i(op.Causal)), C.float(1/math.Sqrt(float64(op.D))), fp(scratch))
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // RMSNorm launches rmsnorm.cu.
