@@ -9,8 +9,9 @@
 #
 # There it runs the conformance suite on the GPU (kerneltest.RunAll on the cuda backend, every op
 # against its float64 reference), the op benchmarks on cuda and on cpu (cuda's BenchmarkOps: the same
-# binary, so the ratio is one run's), and gleaner eval on the demo index with --backend cuda and cpu,
-# each under its own timeout so one failure still leaves the others' results. (A -tags cuda build
+# binary, so the ratio is one run's), gleaner eval on the demo index with --backend cuda and cpu, and
+# FuseRAG's TTFT with a Llama-3.2-1B-shaped random decoder on cuda, each under its own timeout so one
+# failure still leaves the others' results. (A -tags cuda build
 # cannot train heads, gorgonia needing cuDNN under that tag: the demo index is made here.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,4 +46,11 @@ run bench 240 "$B/cuda.test" -test.run '^$' -test.bench Ops -test.benchtime 20x
 for be in cuda cpu; do
   run "eval-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
 done
+# FuseRAG's time to first token (issue 14) on the GPU: a Llama-3.2-1B-shaped random decoder made there
+# (4.9 GB, not carried) with random adapters over the demo index, four questions in text and fuserag mode.
+L=${TMPDIR:-/tmp}/gleaner-llama-1b
+run fuserag-models 300 sh -c "rm -rf '$L' '$L-ad' && '$B/gleaner' model random --kind llama --shape llama-3.2-1b -o '$L' &&
+  '$B/gleaner' model random --kind fuserag -o '$L-ad' --decoder '$L' --index '$B/demo/index'"
+run fuserag-ttft-cuda 240 "$B/gleaner" --backend cuda --log-level error answer --index "$B/demo/index" --decoder "$L" --fuserag "$L-ad" \
+  --mode fuserag,text --warm --queries "$B/demo/corpus/queries.jsonl" --limit 4 --max-tokens 1
 ls -la "$OUT"
