@@ -34,6 +34,10 @@ type AdapterConfig struct {
 	DecoderLayers int     `json:"decoder_layers"`   // the decoder's num_hidden_layers
 	MemoryLayers  []int   `json:"memory_layers"`    // L_mem, the layers that attend to the memory
 	LayerNormEps  float64 `json:"layer_norm_eps"`
+	// EvidenceSource names the evidence space the adapters were made for:
+	// an index's LSA basis (index.LSAFingerprint) or a bi-encoder folder;
+	// "" skips the check.
+	EvidenceSource string `json:"evidence_source,omitempty"`
 }
 
 // Validate checks the configuration; every problem is listed.

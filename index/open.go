@@ -297,3 +297,14 @@ func (ix *Index) Vector(i int) []float32 {
 func (ix *Index) RelationName(r int32) (kind, rel string) {
 	return ix.rels.Kinds[r], ix.rels.Relations[r]
 }
+
+// LSAFingerprint identifies the index's LSA basis (the checksums of its
+// term rows, idf and V), so models trained on its term vectors can check
+// that they meet the same basis; "" for an index without LSA.
+func (ix *Index) LSAFingerprint() string {
+	if ix.LSA == nil {
+		return ""
+	}
+	f := ix.Manifest.Files
+	return fmt.Sprintf("lsa:crc32c:%08x.%08x.%08x", f[fLSARow].CRC32C, f[fLSAIDF].CRC32C, f[fLSAV].CRC32C)
+}

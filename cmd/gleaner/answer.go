@@ -233,6 +233,10 @@ func loadFuser(g *globals, f answerFlags, ix *index.Index) (*fuseattn.Fuser, fun
 		if ix.LSA == nil {
 			return nil, nil, fmt.Errorf("the adapters in %s use LSA token states, and index %s has %s vectors: give adapters made for a transformer and --evidence-encoder", f.adapters, f.index, ix.Meta.Embedder)
 		}
+		if got := ix.LSAFingerprint(); cfg.EvidenceSource != "" && cfg.EvidenceSource != got {
+			return nil, nil, fmt.Errorf("the adapters in %s were made for another LSA basis (%s) than index %s's (%s): make them for this index",
+				f.adapters, cfg.EvidenceSource, f.index, got)
+		}
 		enc := &fuseattn.LSAStates{M: ix.LSA, Terms: ix.Postings.Terms, MaxTokens: f.maxStates}
 		fu, err := fuseattn.NewFuser(cfg, t, g.be, enc, cache)
 		return fu, ix.EmbedQuery, err

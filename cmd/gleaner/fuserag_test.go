@@ -25,6 +25,7 @@ func TestFuseRAGAnswer(t *testing.T) {
 		{"index", cdir, "-o", idir, "--dims", "16", "--train-head=false"},
 		{"model", "random", "--kind", "llama", "-o", llm, "--corpus", cdir},
 		{"model", "random", "--kind", "fuserag", "-o", ad, "--decoder", llm, "--index", idir, "--memory-layers", "1"},
+		{"model", "random", "--kind", "fuserag", "-o", ad + "-default", "--decoder", llm, "--index", idir}, // --memory-count 4 on 2 layers: both
 	} {
 		if out, err := run(t, args...); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)

@@ -82,7 +82,7 @@ func writeRandomAdapters(dir string, d decoderFlags) (string, error) {
 	}
 	c := fuseattn.AdapterConfig{Encoder: d.evidence, PoolDim: d.poolDim, GATLayers: d.gatLayers, GATSlope: 0.2, Rank: d.rank,
 		KVDim: dc.KVDim(), DecoderLayers: dc.Layers, LayerNormEps: 1e-5}
-	if c.Dim, err = evidenceDim(d); err != nil {
+	if c.Dim, err = evidenceDim(d, &c.EvidenceSource); err != nil {
 		return "", err
 	}
 	if c.MemoryLayers, err = memoryLayers(d, dc.Layers); err != nil {
@@ -97,7 +97,7 @@ func writeRandomAdapters(dir string, d decoderFlags) (string, error) {
 	return fmt.Sprintf("FuseRAG adapters, %s evidence states of %d, rank %d, memory layers %v of %d", c.Encoder, c.Dim, c.Rank, c.MemoryLayers, c.DecoderLayers), nil
 }
 
-func evidenceDim(d decoderFlags) (int, error) {
+func evidenceDim(d decoderFlags, source *string) (int, error) {
 	switch d.evidence {
 	case fuseattn.EncoderLSA:
 		if d.evidenceDim != 0 {
@@ -114,6 +114,7 @@ func evidenceDim(d decoderFlags) (int, error) {
 		if ix.LSA == nil {
 			return 0, fmt.Errorf("index %s has %s vectors, not LSA: use --evidence transformer --evidence-dim N", d.index, ix.Meta.Embedder)
 		}
+		*source = ix.LSAFingerprint()
 		return ix.Meta.Dims, nil
 	case fuseattn.EncoderTransformer:
 		if d.evidenceDim < 1 {
@@ -126,10 +127,14 @@ func evidenceDim(d decoderFlags) (int, error) {
 
 func memoryLayers(d decoderFlags, n int) ([]int, error) {
 	if d.memoryLayers == "" {
-		if d.layerN < 1 || d.layerN > n {
-			return nil, fmt.Errorf("--memory-count must be in [1, %d] (the decoder's layers), got %d", n, d.layerN)
+		j := d.layerN
+		if !d.fl.Changed("memory-count") {
+			j = min(j, n) // the default on a shallow decoder: every layer
 		}
-		return fuseattn.DefaultMemoryLayers(n, d.layerN), nil
+		if j < 1 || j > n {
+			return nil, fmt.Errorf("--memory-count must be in [1, %d] (the decoder's layers), got %d", n, j)
+		}
+		return fuseattn.DefaultMemoryLayers(n, j), nil
 	}
 	var out []int
 	for _, it := range strings.Split(d.memoryLayers, ",") {
