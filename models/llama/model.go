@@ -29,9 +29,11 @@ type Model struct {
 	lmHead  engine.Buffer
 	invFreq []float32
 	owned   []engine.Buffer
+	release func() error // unmaps the weights file (Load)
 }
 
-// Load reads config.json and model.safetensors from dir.
+// Load reads config.json and model.safetensors from dir, the weights
+// memory-mapped (Close unmaps them).
 func Load(dir string, b engine.Backend) (*Model, error) {
 	cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -41,11 +43,17 @@ func Load(dir string, b engine.Backend) (*Model, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("llama: %s: %w (sharded checkpoints are not read: merge them into one model.safetensors)", dir, err)
 	}
-	t, err := safetensors.Read(path)
+	t, release, err := safetensors.Map(path) // F32 weights stay in the page cache, not copied to the heap
 	if err != nil {
 		return nil, err
 	}
-	return New(cfg, t, b)
+	m, err := New(cfg, t, b)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	m.release = release
+	return m, nil
 }
 
 // New checks every tensor's shape against cfg and uploads the weights.
@@ -119,12 +127,17 @@ func (m *Model) upload(t map[string]safetensors.Tensor, head string) error {
 	return err
 }
 
-// Close frees the weights on the backend.
+// Close frees the weights on the backend (and unmaps the file Load
+// mapped); the model and its sessions must not be used after.
 func (m *Model) Close() {
 	for _, b := range m.owned {
 		m.b.Free(b)
 	}
 	m.owned = nil
+	if m.release != nil {
+		m.release()
+		m.release = nil
+	}
 }
 
 // Backend is the backend the weights live on.

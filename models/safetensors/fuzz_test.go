@@ -12,6 +12,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(good.Bytes())
 	f.Add([]byte("\x10\x00\x00\x00\x00\x00\x00\x00{\"w\":{\"dtype\":\"F16\",\"shape\":[-1],\"data_offsets\":[0,2]}}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parse(b, "m.safetensors")
+		parse(b, "m.safetensors", false)
+		parse(b, "m.safetensors", true) // the mapped path aliases F32 data: the same checks
 	})
 }

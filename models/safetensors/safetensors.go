@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"unsafe"
 )
 
 // Tensor is a named float32 tensor.
@@ -37,11 +38,13 @@ func Read(path string) (map[string]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parse(b, path)
+	return parse(b, path, false)
 }
 
-// parse decodes a whole safetensors file held in b.
-func parse(b []byte, path string) (map[string]Tensor, error) {
+// parse decodes a whole safetensors file held in b; with alias, F32
+// tensors that are aligned in b share its memory instead of being copied
+// (b must then outlive them and never change).
+func parse(b []byte, path string, alias bool) (map[string]Tensor, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("safetensors: %s: too short", path)
 	}
@@ -63,7 +66,7 @@ func parse(b []byte, path string) (map[string]Tensor, error) {
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", path, name, err)
 		}
-		t, err := decode(e, data)
+		t, err := decode(e, data, alias)
 		if err != nil {
 			return nil, fmt.Errorf("safetensors: %s: tensor %q: %w", path, name, err)
 		}
@@ -72,7 +75,7 @@ func parse(b []byte, path string) (map[string]Tensor, error) {
 	return out, nil
 }
 
-func decode(e entry, data []byte) (Tensor, error) {
+func decode(e entry, data []byte, alias bool) (Tensor, error) {
 	count := 1
 	for _, d := range e.Shape {
 		if d < 0 {
@@ -89,6 +92,9 @@ func decode(e entry, data []byte) (Tensor, error) {
 		return Tensor{}, fmt.Errorf("offsets %v do not hold %d %s values", e.Offsets, count, e.Dtype)
 	}
 	raw := data[lo:hi]
+	if alias && e.Dtype == "F32" && count > 0 && littleEndian && uintptr(unsafe.Pointer(&raw[0]))%4 == 0 {
+		return Tensor{Shape: e.Shape, Data: unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), count)}, nil
+	}
 	t := Tensor{Shape: e.Shape, Data: make([]float32, count)}
 	switch e.Dtype { // one switch per tensor, not per value: a 1B-parameter file has 10⁹ of them
 	case "F32":
@@ -161,7 +167,10 @@ func Write(w io.Writer, tensors map[string]Tensor) error {
 }
 
 // Parse decodes a safetensors file held in b; name labels errors.
-func Parse(b []byte, name string) (map[string]Tensor, error) { return parse(b, name) }
+func Parse(b []byte, name string) (map[string]Tensor, error) { return parse(b, name, false) }
+
+// littleEndian: the file's F32 values are the host's float32s.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Normal is a tensor of the given shape drawn from N(mean, scale²) by rng:
 // how gleaner makes random test weights.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -32,5 +33,35 @@ func TestRoundTripAndErrors(t *testing.T) {
 	}
 	if got := f16(0xc000); got != -2 {
 		t.Errorf("f16(-2.0) = %v", got)
+	}
+}
+
+// Map gives the tensors Read gives, F32 sharing the mapping and F16/BF16
+// converted.
+func TestMapEqualsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	var buf bytes.Buffer
+	if err := Write(&buf, map[string]Tensor{"a": {Shape: []int{2, 3}, Data: []float32{1, -2, 3.5, 4, 5, 6}}, "b": {Shape: []int{1}, Data: []float32{7}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, release, err := Map(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for name, w := range want {
+		if g := got[name]; !slices.Equal(g.Data, w.Data) || !slices.Equal(g.Shape, w.Shape) {
+			t.Errorf("%s: mapped %v, read %v", name, g, w)
+		}
+	}
+	if _, _, err := Map(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing file mapped")
 	}
 }
