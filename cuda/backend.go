@@ -40,7 +40,7 @@ func init() {
 // device was available when it was written). The kernels themselves are
 // tested by the cuda-emu host emulation.
 type Backend struct {
-	engine.Unfused // LowRankProject: composed; GAT: on the host (their fused kernels are to come)
+	engine.Unfused // GAT: on the host (tens of nodes)
 	ctx            *cu.Ctx
 	dev            cu.Device
 	caps           engine.Caps

@@ -14,8 +14,8 @@ import (
 )
 
 // TestConformance runs the whole conformance suite on the GPU (a machine
-// with one: go test -tags cuda ./cuda/). LowRankProject runs composed and
-// GAT on the host through the engine's fallbacks, so no op is skipped.
+// with one: go test -tags cuda ./cuda/). GAT runs on the host through the
+// engine's fallback, so no op is skipped.
 func TestConformance(t *testing.T) {
 	b, err := cuda.New(0)
 	if err != nil {

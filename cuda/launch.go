@@ -90,3 +90,14 @@ func CheckJointAttention(op engine.JointAttentionOp, q, km, vm, kt, vt, out int)
 	}
 	return l, nil
 }
+
+// CheckLowRank checks a low-rank projection against the elements its
+// buffers hold (m, gamma, beta, a, b, out); the cuda backend and cuda-emu
+// share it.
+func CheckLowRank(op engine.LowRankOp, m, gamma, beta, a, b, out int) error {
+	if op.L < 0 || op.De <= 0 || op.R <= 0 || op.Dkv <= 0 || m < op.L*op.De || gamma < op.De || beta < op.De ||
+		a < op.De*op.R || b < op.R*op.Dkv || out < op.L*op.Dkv {
+		return fmt.Errorf("cuda: low-rank projection: bad shapes or short buffers L=%d De=%d R=%d Dkv=%d", op.L, op.De, op.R, op.Dkv)
+	}
+	return nil
+}

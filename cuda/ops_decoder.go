@@ -83,3 +83,26 @@ func (b *Backend) JointAttention(op engine.JointAttentionOp) error {
 	return b.launch("jointattn", rows(Rows(op.N)), op.N, op.Lm, op.Lt, op.D, op.Dv, q, ld.Q, km, ld.KMem, vm, ld.VMem,
 		kt, ld.KText, vt, ld.VText, out, ld.Out, op.Causal, float32(1/math.Sqrt(float64(op.D))), devArg(scratch.(*buffer).ptr))
 }
+
+// LowRankProject launches the fused lowrank.cu with a pooled L × (De+R)
+// scratch.
+func (b *Backend) LowRankProject(op engine.LowRankOp) error {
+	m, nm, err1 := arg(op.M, engine.F32, 0)
+	g, ng, err2 := arg(op.Gamma, engine.F32, 0)
+	be, nb, err3 := arg(op.Beta, engine.F32, 0)
+	a, na, err4 := arg(op.A, engine.F32, 0)
+	bm, nbm, err5 := arg(op.B, engine.F32, 0)
+	out, no, err6 := arg(op.Out, engine.F32, 0)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	if err := CheckLowRank(op, nm, ng, nb, na, nbm, no); err != nil || op.L == 0 {
+		return err
+	}
+	scratch, err := b.Alloc(engine.F32, op.L*(op.De+op.R))
+	if err != nil {
+		return err
+	}
+	defer b.Free(scratch)
+	return b.launch("lowrank", rows(Rows(op.L)), op.L, op.De, op.R, op.Dkv, m, g, be, a, bm, op.Eps, out, devArg(scratch.(*buffer).ptr))
+}

@@ -32,7 +32,7 @@ func init() { engine.Register(Name, func() (engine.Backend, error) { return New(
 // Backend runs the kernels by host emulation. It is safe for concurrent
 // use (launches are serialised).
 type Backend struct {
-	engine.Unfused // LowRankProject runs composed, GAT on the host (their fused kernels are to come)
+	engine.Unfused // GAT runs on the host (tens of nodes)
 }
 
 // New returns the emulated CUDA backend.

@@ -13,6 +13,7 @@
 #include "../kernels/gemm.cu"
 #include "../kernels/jointattn.cu"
 #include "../kernels/layernorm.cu"
+#include "../kernels/lowrank.cu"
 #include "../kernels/rmsnorm.cu"
 #include "../kernels/rope.cu"
 #include "../kernels/smooth.cu"
@@ -43,6 +44,10 @@ void emu_joint_attention(unsigned g, unsigned b, int n, int lm, int lt, int d, i
 	cudaemu::launch(dim3(g), dim3(b), [=] {
 		joint_attention(n, lm, lt, d, dv, q, ldq, km, ldkm, vm, ldvm, kt, ldkt, vt, ldvt, out, ldout, causal, scale, scratch);
 	});
+}
+void emu_low_rank(unsigned g, unsigned b, int l, int de, int r, int dkv, const float* m, const float* gamma, const float* beta,
+                  const float* a, const float* bm, float eps, float* out, float* scratch) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { low_rank(l, de, r, dkv, m, gamma, beta, a, bm, eps, out, scratch); });
 }
 void emu_rms_norm(unsigned g, unsigned b, int rows, int cols, const float* x, const float* gamma, float eps, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { rms_norm(rows, cols, x, gamma, eps, out); });

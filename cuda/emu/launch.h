@@ -12,6 +12,8 @@ void emu_layer_norm(unsigned grid, unsigned block, int rows, int cols, const flo
 void emu_joint_attention(unsigned grid, unsigned block, int n, int lm, int lt, int d, int dv, const float* q, int ldq, const float* km,
                          int ldkm, const float* vm, int ldvm, const float* kt, int ldkt, const float* vt, int ldvt, float* out,
                          int ldout, int causal, float scale, float* scratch);
+void emu_low_rank(unsigned grid, unsigned block, int l, int de, int r, int dkv, const float* m, const float* gamma, const float* beta,
+                  const float* a, const float* bm, float eps, float* out, float* scratch);
 void emu_rms_norm(unsigned grid, unsigned block, int rows, int cols, const float* x, const float* gamma, float eps, float* out);
 void emu_rope(unsigned grid, unsigned block, int rows, int heads, int head_dim, int ld, int pos0, const float* inv_freq, float* x);
 void emu_swiglu(unsigned grid, unsigned block, int rows, int cols, const float* x, float* out);

@@ -132,6 +132,28 @@ func b2i(b bool) int {
 	return 0
 }
 
+// LowRankProject launches the fused lowrank.cu, with an L × (De+R)
+// scratch.
+func (*Backend) LowRankProject(op engine.LowRankOp) error {
+	m, err1 := f32(op.M, 0)
+	g, err2 := f32(op.Gamma, 0)
+	be, err3 := f32(op.Beta, 0)
+	a, err4 := f32(op.A, 0)
+	bm, err5 := f32(op.B, 0)
+	out, err6 := f32(op.Out, 0)
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	if err := cuda.CheckLowRank(op, len(m), len(g), len(be), len(a), len(bm), len(out)); err != nil || op.L == 0 {
+		return err
+	}
+	scratch := make([]float32, op.L*(op.De+op.R))
+	l := cuda.Rows(op.L)
+	C.emu_low_rank(C.uint(l.Grid), C.uint(l.Block), C.int(op.L), C.int(op.De), C.int(op.R), C.int(op.Dkv), fp(m), fp(g), fp(be),
+		fp(a), fp(bm), C.float(op.Eps), fp(out), fp(scratch))
+	return nil
+}
+
 // RMSNorm launches rmsnorm.cu.
 func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 	x, err1 := f32(op.X, 0)
