@@ -40,6 +40,10 @@ type AdapterConfig struct {
 	EvidenceSource string `json:"evidence_source,omitempty"`
 }
 
+// MaxAdapterDim bounds the adapters' widths (a rank above min(d_e, d_KV)
+// adds nothing to the low-rank maps).
+const MaxAdapterDim = 1 << 16
+
 // Validate checks the configuration; every problem is listed.
 func (c *AdapterConfig) Validate() error {
 	var errs []error
@@ -49,6 +53,11 @@ func (c *AdapterConfig) Validate() error {
 	if c.Dim < 1 || c.PoolDim < 1 || c.Rank < 1 || c.KVDim < 1 || c.DecoderLayers < 1 || c.GATLayers < 0 {
 		errs = append(errs, fmt.Errorf("evidence_dim, pool_dim, rank, kv_dim and decoder_layers must be ≥ 1 and gat_layers ≥ 0, got %d, %d, %d, %d, %d, %d",
 			c.Dim, c.PoolDim, c.Rank, c.KVDim, c.DecoderLayers, c.GATLayers))
+	}
+	if c.Dim > MaxAdapterDim || c.PoolDim > MaxAdapterDim || c.KVDim > MaxAdapterDim || c.Rank > min(c.Dim, c.KVDim) ||
+		c.GATLayers > 64 || c.DecoderLayers > 4096 {
+		errs = append(errs, fmt.Errorf("evidence_dim, pool_dim and kv_dim must be ≤ %d, rank ≤ min(evidence_dim, kv_dim), gat_layers ≤ 64 and decoder_layers ≤ 4096, got %d, %d, %d, %d, %d, %d",
+			MaxAdapterDim, c.Dim, c.PoolDim, c.KVDim, c.Rank, c.GATLayers, c.DecoderLayers))
 	}
 	if !(c.GATSlope >= 0) || !(c.LayerNormEps > 0) {
 		errs = append(errs, fmt.Errorf("gat_slope must be ≥ 0 and layer_norm_eps > 0, got %v and %v", c.GATSlope, c.LayerNormEps))

@@ -82,7 +82,7 @@ func (a *Answerer) Answer(ctx context.Context, question string, ev *Evidence, o 
 	if err != nil {
 		return nil, err
 	}
-	if n, limit := len(ids)+o.Generate.MaxTokens, a.Decoder.Cfg.MaxPositions; n > limit {
+	if limit := a.Decoder.Cfg.MaxPositions; o.Generate.MaxTokens > limit-len(ids) { // no overflow for a huge MaxTokens
 		return nil, fmt.Errorf("fuseattn: a %s prompt of %d tokens plus %d new ones exceeds the decoder's %d positions (max_position_embeddings): retrieve fewer passages or generate fewer tokens",
 			o.Mode, len(ids), o.Generate.MaxTokens, limit)
 	}

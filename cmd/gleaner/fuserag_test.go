@@ -72,6 +72,10 @@ func TestFuseRAGAnswer(t *testing.T) {
 		{"model", "random", "--kind", "fuserag", "-o", filepath.Join(dir, "x")}, // no decoder
 		{"model", "random", "--kind", "llama", "--shape", "70b", "-o", filepath.Join(dir, "y")},
 		{"model", "random", "--kind", "fuserag", "-o", filepath.Join(dir, "z"), "--decoder", llm, "--index", idir, "--memory-layers", "7"},
+		{"model", "random", "--kind", "fuserag", "-o", filepath.Join(dir, "z"), "--decoder", llm, "--index", idir, "--rank", "9223372036854775807"},
+		{"model", "random", "--kind", "fuserag", "-o", filepath.Join(dir, "z"), "--decoder", llm, "--index", idir, "--pool-dim", "9223372036854775807"},
+		{"model", "random", "--kind", "llama", "-o", filepath.Join(dir, "y"), "--hidden", "1048576", "--layers", "1000"}, // not an OOM
+		append(base, "--mode", "text", "--max-tokens", "9223372036854775807", q),
 	} {
 		if _, err := run(t, bad...); err == nil {
 			t.Errorf("%v: no error", bad)

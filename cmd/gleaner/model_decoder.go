@@ -66,8 +66,11 @@ func writeRandomDecoder(g *globals, dir, corpusDir string, d decoderFlags) (stri
 		return "", fmt.Errorf("--shape is empty: want %s or %s", testmodel.ShapeTiny, testmodel.ShapeLlama32B)
 	}
 	cfg, err := testmodel.WriteDecoder(dir, texts, o)
-	if err != nil {
+	if err != nil && (strings.Contains(err.Error(), "head_dim") || strings.Contains(err.Error(), "num_key_value_heads")) {
 		return "", fmt.Errorf("%w (head_dim = --hidden / --heads must be even; --heads must be a multiple of --kv-heads)", err)
+	}
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("llama decoder, %d layers × %d hidden, GQA %d/%d, vocabulary %d", cfg.Layers, cfg.Hidden, cfg.Heads, cfg.KVHeads, cfg.VocabSize), nil
 }

@@ -125,6 +125,9 @@ func (c *Config) Validate() error {
 	if !(c.RMSNormEps > 0) || !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		errs = append(errs, fmt.Errorf("rms_norm_eps %v must be > 0 and rope_theta %v > 1", c.RMSNormEps, c.RopeTheta))
 	}
+	if p := c.paramCount(); p > MaxParams {
+		errs = append(errs, fmt.Errorf("the shape holds %.3g parameters, more than gleaner loads (%.3g)", p, float64(MaxParams)))
+	}
 	if c.HiddenAct != "silu" {
 		errs = append(errs, fmt.Errorf("hidden_act %q is not supported (silu)", c.HiddenAct))
 	}
@@ -158,6 +161,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MaxParams bounds a decoder's parameters (float32 on the backend): 2³⁶,
+// 256 GiB, beyond any machine gleaner runs on and far from int overflow.
+const MaxParams = 1 << 36
+
+// paramCount is the number of weights, in float64 so that hostile sizes
+// cannot overflow.
+func (c *Config) paramCount() float64 {
+	h, v, in, l := float64(c.Hidden), float64(c.VocabSize), float64(c.Intermediate), float64(c.Layers)
+	q, kv := float64(c.Heads)*float64(c.HeadDim), float64(c.KVHeads)*float64(c.HeadDim)
+	return 2*v*h + l*(2*h*q+2*h*kv+3*h*in+2*h) + h
 }
 
 // QDim and KVDim are the widths of a position's queries and of its keys

@@ -54,7 +54,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, o GenerateOption
 	if len(prompt) == 0 {
 		return st, fmt.Errorf("llama: generate needs at least one prompt token")
 	}
-	if s.pos+len(prompt)+o.MaxTokens-1 > s.cap {
+	if o.MaxTokens-1 > s.cap-s.pos-len(prompt) { // no overflow for a huge MaxTokens
 		return st, fmt.Errorf("llama: %d prompt tokens + %d new ones overflow the session's %d positions (%d used)", len(prompt), o.MaxTokens, s.cap, s.pos)
 	}
 	stop := o.Stop
