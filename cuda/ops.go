@@ -93,52 +93,74 @@ func (b *Backend) LayerNorm(op engine.LayerNormOp) error {
 	return b.launch("layernorm", rows(Rows(op.Rows)), op.Rows, op.Cols, x, g, be, op.Eps, out)
 }
 
-// EdgeAttention launches edgeattn.cu after checking the pointers and
-// sources on the host (a download of N+1 pointers and the edges' sources).
+// EdgeAttention launches edgeattn.cu after checking the pointers, sources
+// and feature rows on the host (a download of N+1 pointers and the edges'
+// indices).
 func (b *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
-	ptrA, np, err1 := arg(op.Ptr, engine.I64, 0)
-	srcA, ns, err2 := arg(op.Src, engine.I32, 0)
+	ptr, np, err1 := arg(op.Ptr, engine.I64, 0)
+	src, ns, err2 := arg(op.Src, engine.I32, 0)
 	k, nk, err3 := arg(op.K, engine.F32, 0)
 	q, nq, err4 := arg(op.Q, engine.F32, 0)
 	v, nv, err5 := arg(op.V, engine.F32, 0)
 	e, ne, err6 := arg(op.E, engine.F32, 0)
 	out, no, err7 := arg(op.Out, engine.F32, 0)
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+	erow, nr, err8 := arg(op.ERow, engine.I32, 0)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
 	}
 	d := op.Heads * op.HeadDim
-	if op.N < 0 || op.Heads <= 0 || op.HeadDim <= 0 || np != op.N+1 {
+	if op.Heads <= 0 || op.HeadDim <= 0 {
 		return shapeErr("edge attention")
 	}
-	ptr, err := hostCopy[int64](b, op.Ptr, op.N+1)
+	nnz, err := b.checkEdges("edge attention", op.N, op.Ptr, np, op.Src, ns)
 	if err != nil {
 		return err
 	}
-	if ptr[0] != 0 {
+	if nk < op.N*d || nq < op.N*d || nv < op.N*d || no < op.N*d || (op.ERow == nil && ne < nnz*d) {
 		return shapeErr("edge attention")
 	}
-	for i := 0; i < op.N; i++ {
-		if ptr[i] > ptr[i+1] {
-			return fmt.Errorf("cuda: edge attention: pointers decrease at node %d", i)
-		}
-	}
-	nnz := int(ptr[op.N])
-	if ns < nnz || ne < nnz*d || nk < op.N*d || nq < op.N*d || nv < op.N*d || no < op.N*d {
-		return shapeErr("edge attention")
-	}
-	src, err := hostCopy[int32](b, op.Src, nnz)
-	if err != nil {
-		return err
-	}
-	for _, s := range src {
-		if s < 0 || int(s) >= op.N {
-			return fmt.Errorf("cuda: edge attention: source %d outside %d nodes", s, op.N)
+	if op.ERow != nil {
+		if err := b.checkRows("edge attention", op.ERow, nr, nnz, ne/d, false); err != nil {
+			return err
 		}
 	}
 	if op.N == 0 {
 		return nil
 	}
-	return b.launch("edgeattn", rows(Rows(op.N)), op.N, op.Heads, op.HeadDim, ptrA, srcA, k, q, v, e, out)
+	return b.launch("edgeattn", rows(Rows(op.N)), op.N, op.Heads, op.HeadDim, ptr, src, erow, k, q, v, e, out)
+}
+
+// checkEdges downloads a destination-grouped edge list's pointers and
+// sources (np and ns elements held) and checks them as every backend does.
+func (b *Backend) checkEdges(what string, n int, ptrBuf engine.Buffer, np int, srcBuf engine.Buffer, ns int) (int, error) {
+	if n < 0 || np != n+1 {
+		return 0, shapeErr(what)
+	}
+	ptr, err := hostCopy[int64](b, ptrBuf, n+1)
+	if err != nil {
+		return 0, err
+	}
+	if nnz := int(ptr[n]); nnz < 0 || nnz > ns {
+		return 0, shapeErr(what)
+	}
+	src, err := hostCopy[int32](b, srcBuf, int(ptr[n]))
+	if err != nil {
+		return 0, err
+	}
+	return engine.CheckEdges("cuda: "+what, n, ptr, src)
+}
+
+// checkRows downloads nnz feature rows (nr held) and checks them against
+// a table of rows rows (engine.CheckFeatureRows).
+func (b *Backend) checkRows(what string, buf engine.Buffer, nr, nnz, rows int, beyond bool) error {
+	if nr < nnz {
+		return shapeErr(what)
+	}
+	erow, err := hostCopy[int32](b, buf, nnz)
+	if err != nil {
+		return err
+	}
+	return engine.CheckFeatureRows("cuda: "+what, erow, nnz, rows, beyond)
 }
 
 // Smooth launches the fused smooth.cu (GRanker), uploading the host-side

@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // Activation is an elementwise function applied in a GEMM epilogue or by
 // Activate.
 type Activation uint8
@@ -10,8 +12,14 @@ const (
 	ActGELU            // exact (erf) GELU: 0.5·x·(1 + erf(x/√2))
 	ActTanh
 	ActReLU
+	ActSigmoid // 1/(1 + e^−x): SeedER's hop gate
 )
 
 func (a Activation) String() string {
-	return [...]string{"none", "gelu", "tanh", "relu"}[a]
+	if int(a) < len(actNames) {
+		return actNames[a]
+	}
+	return fmt.Sprintf("activation(%d)", uint8(a))
 }
+
+var actNames = [...]string{"none", "gelu", "tanh", "relu", "sigmoid"}

@@ -92,6 +92,17 @@ type Backend interface {
 	Ops
 	Fused
 	DecoderOps
+	EncoderOps
+}
+
+// EncoderOps are the gather, gate and message ops of SeedER's graph
+// encoder (models/seeder). They are optional like DecoderOps: a backend
+// without one returns ErrNotImplemented and the encoder refuses that
+// backend with a clear error.
+type EncoderOps interface {
+	Mul(op MulOp) error
+	CopyRows(op CopyRowsOp) error
+	EdgeMessage(op EdgeMessageOp) error
 }
 
 // DecoderOps are the elementwise ops of a Llama-family decoder (the GEMMs
@@ -113,7 +124,7 @@ type Fused interface {
 	GAT(op GATOp) error                       // one graph-attention head (FuseRAG's fusion)
 }
 
-// Unfused implements Fused and DecoderOps with ErrNotImplemented
+// Unfused implements Fused, DecoderOps and EncoderOps with ErrNotImplemented
 // everywhere: embed it in a backend that has none of those ops yet.
 type Unfused struct{}
 
@@ -124,3 +135,6 @@ func (Unfused) GAT(GATOp) error                       { return ErrNotImplemented
 func (Unfused) RMSNorm(RMSNormOp) error               { return ErrNotImplemented }
 func (Unfused) RoPE(RoPEOp) error                     { return ErrNotImplemented }
 func (Unfused) SwiGLU(SwiGLUOp) error                 { return ErrNotImplemented }
+func (Unfused) Mul(MulOp) error                       { return ErrNotImplemented }
+func (Unfused) CopyRows(CopyRowsOp) error             { return ErrNotImplemented }
+func (Unfused) EdgeMessage(EdgeMessageOp) error       { return ErrNotImplemented }

@@ -70,9 +70,12 @@ type AxpbyOp struct {
 }
 
 // EdgeAttentionOp is Exphormer's sparse attention: see kernels.EdgeAttention.
+// ERow (I32, one per edge) may be nil: edge p's features are then row p of
+// E; when set, row ERow[p] of a table E (edges of few types share rows).
 type EdgeAttentionOp struct {
 	N, Heads, HeadDim int
 	Ptr, Src          Buffer // I64 (N+1), I32 (edges)
+	ERow              Buffer // I32 (edges) or nil
 	K, Q, V, E, Out   Buffer
 }
 
@@ -171,4 +174,33 @@ type GATOp struct {
 	H, S   Buffer
 	Out    Buffer
 	Slope  float32
+}
+
+// MulOp is Out = X⊙Y over N elements, or Out += X⊙Y with Accumulate: see
+// kernels.Mul.
+type MulOp struct {
+	N          int
+	X, Y, Out  Buffer
+	Accumulate bool
+}
+
+// CopyRowsOp moves N rows of Cols values: Out[Dst[i]] = X[Src[i]], or +=
+// with Add. Src and Dst (I32, N values) may be nil for the identity; a
+// negative Src[i] writes zeros (nothing with Add). Dst entries must be
+// distinct, so every output row has one writer: see kernels.CopyRows.
+type CopyRowsOp struct {
+	N, Cols  int
+	X, Out   Buffer
+	Src, Dst Buffer
+	Add      bool
+}
+
+// EdgeMessageOp is GraphGPS's relation-gated message sum over edges grouped
+// by destination: Out_i = Σ_p M[Src[p]]⊙F[ERow[p]] over the edges into i
+// whose row ERow[p] < Rows (edges of other types carry no message): see
+// kernels.EdgeMessage. M and Out are N×D, F is Rows×D.
+type EdgeMessageOp struct {
+	N, D, Rows     int
+	Ptr, Src, ERow Buffer // I64 (N+1), I32 (edges), I32 (edges)
+	M, F, Out      Buffer
 }

@@ -7,6 +7,7 @@ import "math"
 // Reference loops (float64):
 //
 //	gelu: 0.5·x·(1 + erf(x/√2))   tanh: tanh(x)   relu: max(x, 0)
+//	sigmoid: 1/(1 + e^(−x))
 func Activate(act Activation, x, out []float32) {
 	parallelRows(len(x)/4096+1, 4096, func(lo, hi int) {
 		a, b := min(lo*4096, len(x)), min(hi*4096, len(x))
@@ -27,6 +28,10 @@ func activateSlice(act Activation, x, out []float32) {
 	case ActReLU:
 		for i, v := range x {
 			out[i] = max(v, 0)
+		}
+	case ActSigmoid:
+		for i, v := range x {
+			out[i] = float32(1 / (1 + math.Exp(-float64(v))))
 		}
 	default:
 		copy(out, x)

@@ -13,10 +13,11 @@ type Activation = engine.Activation
 
 // Activations.
 const (
-	ActNone = engine.ActNone
-	ActGELU = engine.ActGELU
-	ActTanh = engine.ActTanh
-	ActReLU = engine.ActReLU
+	ActNone    = engine.ActNone
+	ActGELU    = engine.ActGELU
+	ActTanh    = engine.ActTanh
+	ActReLU    = engine.ActReLU
+	ActSigmoid = engine.ActSigmoid
 )
 
 // GemmArgs describes C = act(alpha·op(A)·op(B) + beta·C + bias) on

@@ -9,11 +9,14 @@
 #include "../kernels/attention.cu"
 #include "../kernels/axpby.cu"
 #include "../kernels/biasact.cu"
+#include "../kernels/copyrows.cu"
 #include "../kernels/edgeattn.cu"
+#include "../kernels/edgemsg.cu"
 #include "../kernels/gemm.cu"
 #include "../kernels/jointattn.cu"
 #include "../kernels/layernorm.cu"
 #include "../kernels/lowrank.cu"
+#include "../kernels/mul.cu"
 #include "../kernels/rmsnorm.cu"
 #include "../kernels/rope.cu"
 #include "../kernels/smooth.cu"
@@ -66,8 +69,18 @@ void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, 
 	});
 }
 void emu_edge_attention(unsigned g, unsigned b, int n, int heads, int head_dim, const long long* ptr, const int* src,
-                        const float* K, const float* Q, const float* V, const float* E, float* out) {
-	cudaemu::launch(dim3(g), dim3(b), [=] { edge_attention(n, heads, head_dim, ptr, src, K, Q, V, E, out); });
+                        const int* erow, const float* K, const float* Q, const float* V, const float* E, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { edge_attention(n, heads, head_dim, ptr, src, erow, K, Q, V, E, out); });
+}
+void emu_mul(unsigned g, unsigned b, int n, const float* x, const float* y, int accumulate, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { mul(n, x, y, accumulate, out); });
+}
+void emu_copy_rows(unsigned g, unsigned b, int n, int cols, const float* x, const int* src, const int* dst, int add, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { copy_rows(n, cols, x, src, dst, add, out); });
+}
+void emu_edge_message(unsigned g, unsigned b, int n, int d, int rows, const long long* ptr, const int* src, const int* erow,
+                      const float* M, const float* F, float* out) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { edge_message(n, d, rows, ptr, src, erow, M, F, out); });
 }
 void emu_attention(unsigned g, unsigned b, int batch, int seq, int heads, int hd, const float* Q, const float* K, const float* V,
                    const int* lengths, float* out) {

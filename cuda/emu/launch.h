@@ -22,12 +22,16 @@ void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, 
               const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float beta, float* C,
               int ldc, long long strideC, const float* bias, int act);
 void emu_edge_attention(unsigned grid, unsigned block, int n, int heads, int head_dim, const long long* ptr, const int* src,
-                        const float* K, const float* Q, const float* V, const float* E, float* out);
+                        const int* erow, const float* K, const float* Q, const float* V, const float* E, float* out);
 void emu_attention(unsigned grid, unsigned block, int batch, int seq, int heads, int hd, const float* Q, const float* K, const float* V,
                    const int* lengths, float* out);
 void emu_topk(unsigned grid, unsigned block, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score);
 void emu_smooth(unsigned grid, unsigned block, int m, int d, const long long* ptr, const int* idx, const float* deg, const float* H,
                 float alpha, int keep, float* out);
+void emu_mul(unsigned grid, unsigned block, int n, const float* x, const float* y, int accumulate, float* out);
+void emu_copy_rows(unsigned grid, unsigned block, int n, int cols, const float* x, const int* src, const int* dst, int add, float* out);
+void emu_edge_message(unsigned grid, unsigned block, int n, int d, int rows, const long long* ptr, const int* src, const int* erow,
+                      const float* M, const float* F, float* out);
 #ifdef __cplusplus
 }
 #endif

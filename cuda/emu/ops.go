@@ -200,8 +200,8 @@ func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 	return nil
 }
 
-// EdgeAttention launches edgeattn.cu after checking shapes and sources on
-// the host.
+// EdgeAttention launches edgeattn.cu after checking shapes, sources and
+// feature rows on the host.
 func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	ptr, err1 := i64(op.Ptr)
 	src, err2 := i32(op.Src)
@@ -210,25 +210,24 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	v, err5 := f32(op.V, 0)
 	e, err6 := f32(op.E, 0)
 	out, err7 := f32(op.Out, 0)
-	if err := firstErr(err1, err2, err3, err4, err5, err6, err7); err != nil {
+	erow, err8 := optI32(op.ERow)
+	if err := firstErr(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
 	}
 	d := op.Heads * op.HeadDim
-	if op.N < 0 || op.Heads <= 0 || op.HeadDim <= 0 || len(ptr) != op.N+1 || ptr[0] != 0 {
+	if op.Heads <= 0 || op.HeadDim <= 0 {
 		return shapeErr("edge attention")
 	}
-	nnz := int(ptr[op.N])
-	if len(src) < nnz || len(e) < nnz*d || len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d {
+	nnz, err := engine.CheckEdges(Name+": edge attention", op.N, ptr, src)
+	if err != nil {
+		return err
+	}
+	if len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d || (erow == nil && len(e) < nnz*d) {
 		return shapeErr("edge attention")
 	}
-	for i := 0; i < op.N; i++ {
-		if ptr[i] > ptr[i+1] {
-			return fmt.Errorf("%s: edge attention: pointers decrease at node %d", Name, i)
-		}
-	}
-	for _, s := range src[:nnz] {
-		if s < 0 || int(s) >= op.N {
-			return fmt.Errorf("%s: edge attention: source %d outside %d nodes", Name, s, op.N)
+	if erow != nil {
+		if err := engine.CheckFeatureRows(Name+": edge attention", erow, nnz, len(e)/d, false); err != nil {
+			return err
 		}
 	}
 	if op.N == 0 {
@@ -236,7 +235,7 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	}
 	l := cuda.Rows(op.N)
 	C.emu_edge_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.Heads), C.int(op.HeadDim),
-		(*C.longlong)(unsafe.Pointer(&ptr[0])), (*C.int)(unsafe.Pointer(unsafe.SliceData(src))), fp(k), fp(q), fp(v), fp(e), fp(out))
+		lp(ptr), ip(src), ip(erow), fp(k), fp(q), fp(v), fp(e), fp(out))
 	return nil
 }
 
@@ -260,8 +259,8 @@ func (*Backend) Smooth(op engine.SmoothOp) error {
 		return nil
 	}
 	l := cuda.Rows(op.M)
-	C.emu_smooth(C.uint(l.Grid), C.uint(l.Block), C.int(op.M), C.int(op.D), (*C.longlong)(unsafe.Pointer(&op.AdjPtr[0])),
-		(*C.int)(unsafe.Pointer(unsafe.SliceData(op.AdjIdx))), fp(op.Deg), fp(h), C.float(op.Alpha), cbool(op.KeepIsolated), fp(out))
+	C.emu_smooth(C.uint(l.Grid), C.uint(l.Block), C.int(op.M), C.int(op.D), lp(op.AdjPtr),
+		ip(op.AdjIdx), fp(op.Deg), fp(h), C.float(op.Alpha), cbool(op.KeepIsolated), fp(out))
 	return nil
 }
 
@@ -283,8 +282,8 @@ func (*Backend) SpMM(op engine.SpMMOp) error {
 		return shapeErr("spmm")
 	}
 	l := cuda.Rows(op.Rows)
-	C.emu_spmm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.D), (*C.longlong)(unsafe.Pointer(&ptr[0])),
-		(*C.int)(unsafe.Pointer(unsafe.SliceData(idx))), fp(val), fp(x), fp(y))
+	C.emu_spmm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.D), lp(ptr),
+		ip(idx), fp(val), fp(x), fp(y))
 	return nil
 }
 
@@ -344,7 +343,7 @@ func (*Backend) Attention(op engine.AttentionOp) error {
 	if n := op.Batch * op.Heads * op.Seq; n > 0 {
 		l := cuda.Rows(n)
 		C.emu_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.Batch), C.int(op.Seq), C.int(op.Heads), C.int(op.HeadDim),
-			fp(q), fp(k), fp(v), (*C.int)(unsafe.Pointer(unsafe.SliceData(lengths))), fp(out))
+			fp(q), fp(k), fp(v), ip(lengths), fp(out))
 	}
 	return nil
 }
@@ -365,7 +364,7 @@ func (*Backend) TopK(op engine.TopKOp) error {
 	}
 	l := cuda.Rows(op.Rows)
 	C.emu_topk(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), C.int(op.K), fp(s),
-		(*C.int)(unsafe.Pointer(&idx[0])), fp(sc))
+		ip(idx), fp(sc))
 	return nil
 }
 
@@ -379,4 +378,97 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// Mul launches mul.cu.
+func (*Backend) Mul(op engine.MulOp) error {
+	x, err1 := f32(op.X, 0)
+	y, err2 := f32(op.Y, 0)
+	out, err3 := f32(op.Out, 0)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	if op.N < 0 || len(x) < op.N || len(y) < op.N || len(out) < op.N {
+		return shapeErr("mul")
+	}
+	l := cuda.Elementwise(op.N)
+	C.emu_mul(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), fp(x), fp(y), cbool(op.Accumulate), fp(out))
+	return nil
+}
+
+// CopyRows launches copyrows.cu after checking every index on the host.
+func (*Backend) CopyRows(op engine.CopyRowsOp) error {
+	x, err1 := f32(op.X, 0)
+	out, err2 := f32(op.Out, 0)
+	src, err3 := optI32(op.Src)
+	dst, err4 := optI32(op.Dst)
+	if err := firstErr(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	if op.Cols <= 0 {
+		return shapeErr("copy rows")
+	}
+	if err := engine.CheckCopyRows(op.N, op.Cols, src, dst, len(x)/op.Cols, len(out)/op.Cols); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	if op.N == 0 {
+		return nil
+	}
+	l := cuda.Rows(op.N)
+	C.emu_copy_rows(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.Cols), fp(x), ip(src), ip(dst), cbool(op.Add), fp(out))
+	return nil
+}
+
+// EdgeMessage launches edgemsg.cu after checking the edges on the host.
+func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
+	ptr, err1 := i64(op.Ptr)
+	src, err2 := i32(op.Src)
+	erow, err3 := i32(op.ERow)
+	m, err4 := f32(op.M, 0)
+	f, err5 := f32(op.F, 0)
+	out, err6 := f32(op.Out, 0)
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+		return err
+	}
+	if op.D <= 0 || op.Rows < 0 {
+		return shapeErr("edge message")
+	}
+	nnz, err := engine.CheckEdges(Name+": edge message", op.N, ptr, src)
+	if err != nil {
+		return err
+	}
+	if len(m) < op.N*op.D || len(f) < op.Rows*op.D || len(out) < op.N*op.D {
+		return shapeErr("edge message")
+	}
+	if err := engine.CheckFeatureRows(Name+": edge message", erow, nnz, op.Rows, true); err != nil {
+		return err
+	}
+	if op.N == 0 {
+		return nil
+	}
+	l := cuda.Rows(op.N)
+	C.emu_edge_message(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.D), C.int(op.Rows), lp(ptr), ip(src), ip(erow), fp(m), fp(f), fp(out))
+	return nil
+}
+
+// optI32 is i32 for an optional index buffer: nil stays nil.
+func optI32(x engine.Buffer) ([]int32, error) {
+	if x == nil {
+		return nil, nil
+	}
+	return i32(x)
+}
+
+func ip(s []int32) *C.int {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int)(unsafe.Pointer(&s[0]))
+}
+
+func lp(s []int64) *C.longlong {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.longlong)(unsafe.Pointer(&s[0]))
 }

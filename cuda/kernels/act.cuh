@@ -1,5 +1,5 @@
 // Elementwise activations shared by the kernels (engine.Activation:
-// 0 none, 1 exact erf GELU, 2 tanh, 3 ReLU).
+// 0 none, 1 exact erf GELU, 2 tanh, 3 ReLU, 4 sigmoid).
 #pragma once
 __device__ __forceinline__ float act_apply(int act, float v) {
 	switch (act) {
@@ -9,6 +9,8 @@ __device__ __forceinline__ float act_apply(int act, float v) {
 		return tanhf(v);
 	case 3:
 		return v > 0.0f ? v : 0.0f;
+	case 4:
+		return 1.0f / (1.0f + expf(-v));
 	}
 	return v;
 }

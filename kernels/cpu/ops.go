@@ -30,6 +30,14 @@ func (u *unwrap) i(x engine.Buffer) []int32 {
 	return s
 }
 
+// oi is i for an optional index buffer: nil stays nil.
+func (u *unwrap) oi(x engine.Buffer) []int32 {
+	if x == nil {
+		return nil
+	}
+	return u.i(x)
+}
+
 func (u *unwrap) l(x engine.Buffer) []int64 {
 	if u.err != nil {
 		return nil
@@ -159,7 +167,7 @@ func (*Backend) Axpby(op engine.AxpbyOp) error {
 // EdgeAttention implements engine.Ops.
 func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	var u unwrap
-	a := kernels.EdgeAttentionArgs{N: op.N, Heads: op.Heads, HeadDim: op.HeadDim, Ptr: u.l(op.Ptr), Src: u.i(op.Src),
+	a := kernels.EdgeAttentionArgs{N: op.N, Heads: op.Heads, HeadDim: op.HeadDim, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.oi(op.ERow),
 		K: u.f(op.K, 0), Q: u.f(op.Q, 0), V: u.f(op.V, 0), E: u.f(op.E, 0), Out: u.f(op.Out, 0)}
 	if u.err != nil {
 		return u.err
@@ -293,4 +301,35 @@ func (*Backend) GAT(op engine.GATOp) error {
 		return u.err
 	}
 	return kernels.GAT(kernels.GATArgs{N: op.N, D: op.D, Ptr: op.AdjPtr, Idx: op.AdjIdx, H: h, S: s, Out: out, Slope: op.Slope})
+}
+
+// Mul implements engine.EncoderOps.
+func (*Backend) Mul(op engine.MulOp) error {
+	var u unwrap
+	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.f(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.Mul(x, y, out, op.N, op.Accumulate)
+}
+
+// CopyRows implements engine.EncoderOps.
+func (*Backend) CopyRows(op engine.CopyRowsOp) error {
+	var u unwrap
+	a := kernels.CopyRowsArgs{N: op.N, Cols: op.Cols, X: u.f(op.X, 0), Out: u.f(op.Out, 0), Src: u.oi(op.Src), Dst: u.oi(op.Dst), Add: op.Add}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.CopyRows(a)
+}
+
+// EdgeMessage implements engine.EncoderOps.
+func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
+	var u unwrap
+	a := kernels.EdgeMessageArgs{N: op.N, D: op.D, Rows: op.Rows, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.i(op.ERow),
+		M: u.f(op.M, 0), F: u.f(op.F, 0), Out: u.f(op.Out, 0)}
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.EdgeMessage(a)
 }

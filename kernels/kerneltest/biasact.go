@@ -14,7 +14,7 @@ func testBiasAct(h *H) {
 	for _, rows := range Sizes {
 		for _, cols := range []int{1, 3, 17} {
 			ld, off := cols+2, 5
-			for _, act := range []engine.Activation{engine.ActNone, engine.ActGELU, engine.ActTanh, engine.ActReLU} {
+			for _, act := range allActs {
 				for _, withBias := range []bool{false, true} {
 					x := h.Rand(off + rows*ld)
 					var bias []float32

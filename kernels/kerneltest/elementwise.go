@@ -40,7 +40,7 @@ func testLayerNorm(h *H) {
 func testActivate(h *H) {
 	x := h.Rand(1031)
 	x = append(x, 0, -8, 8, 1e-8, -30, 30)
-	for _, act := range []engine.Activation{engine.ActNone, engine.ActGELU, engine.ActTanh, engine.ActReLU} {
+	for _, act := range allActs {
 		out := h.Poisoned(len(x))
 		h.Must(h.B.Activate(engine.ActivateOp{Act: act, X: h.Up(x), Out: out, N: len(x)}))
 		want, tol := make([]float64, len(x)), make([]float64, len(x))
@@ -115,4 +115,82 @@ func testAxpby(h *H) {
 		want[i] = 0.8*float64(x[i]) - 0.2*float64(y[i])
 	}
 	h.Close("axpby", h.Down(out), want, Tol(2, 10))
+}
+
+func testMul(h *H) {
+	for _, n := range append(Sizes, 5000) {
+		x, y, acc := h.Rand(n), h.Rand(n), h.Rand(n)
+		for _, add := range []bool{false, true} {
+			out := h.Poisoned(n)
+			if add {
+				out = h.Up(acc)
+			}
+			h.Must(h.B.Mul(engine.MulOp{N: n, X: h.Up(x), Y: h.Up(y), Out: out, Accumulate: add}))
+			want, tol := make([]float64, n), make([]float64, n)
+			for i := range want {
+				p := float64(x[i]) * float64(y[i])
+				if add {
+					want[i], tol[i] = float64(acc[i])+p, Tol(2, math.Abs(p)+math.Abs(float64(acc[i])))
+				} else {
+					want[i], tol[i] = p, Tol(1, math.Abs(p))
+				}
+			}
+			h.Close(name("mul n=", n, " accumulate=", add), h.Down(out), want, tol...)
+		}
+	}
+}
+
+func testCopyRows(h *H) {
+	for _, n := range Sizes {
+		for _, cols := range []int{1, 7, 64} {
+			xRows, outRows := n+3, 2*n+1
+			x, base := h.Rand(xRows*cols), h.Rand(outRows*cols)
+			src := make([]int32, n)
+			for i := range src {
+				src[i] = int32(h.rng.IntN(xRows+1) - 1) // −1: a zero row
+			}
+			dst := h.rng.Perm(outRows)[:n]
+			for _, c := range []struct {
+				name     string
+				src, dst bool
+				add      bool
+			}{{"gather", true, false, false}, {"scatter", false, true, false}, {"both", true, true, false}, {"both add", true, true, true}, {"gather add", true, false, true}} {
+				op := engine.CopyRowsOp{N: n, Cols: cols, X: h.Up(x), Out: h.Up(base), Add: c.add}
+				want := make([]float64, len(base))
+				for i, v := range base {
+					want[i] = float64(v)
+				}
+				var d32 []int32
+				for i := 0; i < n; i++ {
+					s, d := i, i
+					if c.src {
+						s = int(src[i])
+					}
+					if c.dst {
+						d = dst[i]
+					}
+					d32 = append(d32, int32(d))
+					for j := 0; j < cols; j++ {
+						switch {
+						case s < 0 && c.add:
+						case s < 0:
+							want[d*cols+j] = 0
+						case c.add:
+							want[d*cols+j] += float64(x[s*cols+j])
+						default:
+							want[d*cols+j] = float64(x[s*cols+j])
+						}
+					}
+				}
+				if c.src {
+					op.Src = h.UpI32(src)
+				}
+				if c.dst {
+					op.Dst = h.UpI32(d32)
+				}
+				h.Must(h.B.CopyRows(op))
+				h.Close(name("copy rows ", c.name, " n=", n, " cols=", cols), h.Down(op.Out), want, Tol(2, 8))
+			}
+		}
+	}
 }

@@ -257,6 +257,22 @@ func testBadInputs(h *H) {
 		{"edge source range", func() error {
 			return h.B.EdgeAttention(engine.EdgeAttentionOp{N: 1, Heads: 1, HeadDim: 1, Ptr: h.UpI64([]int64{0, 2}), Src: i, K: f, Q: f, V: f, E: f, Out: f})
 		}},
+		{"edge feature row range", func() error {
+			return h.B.EdgeAttention(engine.EdgeAttentionOp{N: 2, Heads: 1, HeadDim: 1, Ptr: h.UpI64([]int64{0, 1, 2}), Src: i, ERow: h.UpI32([]int32{0, 4}), K: f, Q: f, V: f, E: f, Out: f})
+		}},
+		{"mul short", func() error { return h.B.Mul(engine.MulOp{N: 5, X: f, Y: f, Out: f}) }},
+		{"copy rows source range", func() error {
+			return h.B.CopyRows(engine.CopyRowsOp{N: 1, Cols: 2, X: f, Out: f, Src: h.UpI32([]int32{2})})
+		}},
+		{"copy rows duplicate destination", func() error {
+			return h.B.CopyRows(engine.CopyRowsOp{N: 2, Cols: 1, X: f, Out: f, Dst: h.UpI32([]int32{1, 1})})
+		}},
+		{"edge message source range", func() error {
+			return h.B.EdgeMessage(engine.EdgeMessageOp{N: 1, D: 1, Rows: 1, Ptr: h.UpI64([]int64{0, 2}), Src: i, ERow: h.UpI32([]int32{0, 0}), M: f, F: f, Out: f})
+		}},
+		{"edge message negative row", func() error {
+			return h.B.EdgeMessage(engine.EdgeMessageOp{N: 2, D: 1, Rows: 1, Ptr: h.UpI64([]int64{0, 1, 2}), Src: i, ERow: h.UpI32([]int32{0, -1}), M: f, F: f, Out: f})
+		}},
 		{"smooth zero degree", func() error {
 			return engine.Smooth(h.B, engine.SmoothOp{M: 2, D: 1, AdjPtr: []int64{0, 1, 2}, AdjIdx: []int32{1, 0}, Deg: []float32{1, 0}, H: f, Out: f, Alpha: 0.2})
 		}},

@@ -97,12 +97,17 @@ func refAct(act engine.Activation, x float64) float64 {
 		return math.Tanh(x)
 	case engine.ActReLU:
 		return math.Max(x, 0)
+	case engine.ActSigmoid:
+		return 1 / (1 + math.Exp(-x))
 	}
 	return x
 }
 
+// allActs are the activations every epilogue and Activate must apply.
+var allActs = []engine.Activation{engine.ActNone, engine.ActGELU, engine.ActTanh, engine.ActReLU, engine.ActSigmoid}
+
 func testGemmEpilogue(h *H) {
-	for _, act := range []engine.Activation{engine.ActNone, engine.ActGELU, engine.ActTanh, engine.ActReLU} {
+	for _, act := range allActs {
 		m, n, k := 17, 129, 3
 		a, b, bias := h.Rand(m*k), h.Rand(k*n), h.Rand(n)
 		c := h.Poisoned(m * n)

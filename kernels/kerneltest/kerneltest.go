@@ -42,6 +42,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
 		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention}, {"GAT", testGAT},
 		{"RMSNorm", testRMSNorm}, {"RoPE", testRoPE}, {"SwiGLU", testSwiGLU},
+		{"Mul", testMul}, {"CopyRows", testCopyRows}, {"EdgeMessage", testEdgeMessage},
 		{"Composed", testComposed}, {"BadInputs", testBadInputs},
 	}
 	for i, tc := range tests {

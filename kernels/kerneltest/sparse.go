@@ -59,7 +59,9 @@ func testSpMM(h *H) {
 	}
 }
 
-func refEdgeAttention(n, heads, hd int, ptr []int64, src []int32, k, q, v, e []float32) []float64 {
+// refEdgeAttention: edge p reads feature row erow[p] of e (p when erow is
+// nil).
+func refEdgeAttention(n, heads, hd int, ptr []int64, src, erow []int32, k, q, v, e []float32) []float64 {
 	d := heads * hd
 	out := make([]float64, n*d)
 	for i := 0; i < n; i++ {
@@ -67,11 +69,14 @@ func refEdgeAttention(n, heads, hd int, ptr []int64, src []int32, k, q, v, e []f
 			var z float64
 			num := make([]float64, hd)
 			for p := ptr[i]; p < ptr[i+1]; p++ {
-				s := int(src[p])
+				s, r := int(src[p]), int(p)
+				if erow != nil {
+					r = int(erow[p])
+				}
 				var logit float64
 				for j := 0; j < hd; j++ {
 					c := hh*hd + j
-					logit += float64(k[s*d+c]) * float64(q[i*d+c]) / math.Sqrt(float64(hd)) * float64(e[int(p)*d+c])
+					logit += float64(k[s*d+c]) * float64(q[i*d+c]) / math.Sqrt(float64(hd)) * float64(e[r*d+c])
 				}
 				w := math.Exp(math.Min(math.Max(logit, -5), 5))
 				z += w
@@ -97,8 +102,19 @@ func testEdgeAttention(h *H) {
 			out := h.Poisoned(n * d)
 			h.Must(h.B.EdgeAttention(engine.EdgeAttentionOp{N: n, Heads: heads, HeadDim: hd, Ptr: h.UpI64(ptr), Src: h.UpI32(append(src, 0)),
 				K: h.Up(k), Q: h.Up(q), V: h.Up(v), E: h.Up(e), Out: out}))
-			want := refEdgeAttention(n, heads, hd, ptr, src, k, q, v, e)
+			want := refEdgeAttention(n, heads, hd, ptr, src, nil, k, q, v, e)
 			h.Close(name("edge attention n=", n, " heads=", heads, " hd=", hd), h.Down(out), want, Tol(64, 16))
+			// a feature table of 4 rows shared by the edges (SeedER's relations)
+			erow := make([]int32, len(src)+1)
+			for p := range src {
+				erow[p] = int32(h.rng.IntN(4))
+			}
+			table := h.Rand(4 * d)
+			out = h.Poisoned(n * d)
+			h.Must(h.B.EdgeAttention(engine.EdgeAttentionOp{N: n, Heads: heads, HeadDim: hd, Ptr: h.UpI64(ptr), Src: h.UpI32(append(src, 0)),
+				ERow: h.UpI32(erow), K: h.Up(k), Q: h.Up(q), V: h.Up(v), E: h.Up(table), Out: out}))
+			want = refEdgeAttention(n, heads, hd, ptr, src, erow, k, q, v, table)
+			h.Close(name("edge attention (row table) n=", n, " heads=", heads, " hd=", hd), h.Down(out), want, Tol(64, 16))
 		}
 	}
 }
@@ -145,4 +161,38 @@ func refTopK(s []float32, k int) []int {
 		}
 	}
 	return ids[:min(k, len(ids))]
+}
+
+func testEdgeMessage(h *H) {
+	for _, n := range Sizes {
+		for _, d := range []int{1, 8, 33} {
+			rows := 5
+			ptr, src, _ := h.randCSR(n, n, 9)
+			erow := make([]int32, len(src)+1)
+			for p := range src {
+				erow[p] = int32(h.rng.IntN(rows + 2)) // rows 5 and 6: no message
+			}
+			m, f := h.Rand(n*d), h.Rand((rows+2)*d) // F's rows past Rows hold data that must not be read
+			out := h.Poisoned(n * d)
+			h.Must(h.B.EdgeMessage(engine.EdgeMessageOp{N: n, D: d, Rows: rows, Ptr: h.UpI64(ptr), Src: h.UpI32(append(src, 0)), ERow: h.UpI32(erow),
+				M: h.Up(m), F: h.Up(f), Out: out}))
+			want, tol := make([]float64, n*d), make([]float64, n*d)
+			for i := 0; i < n; i++ {
+				for p := ptr[i]; p < ptr[i+1]; p++ {
+					if int(erow[p]) >= rows {
+						continue
+					}
+					for j := 0; j < d; j++ {
+						x := float64(m[int(src[p])*d+j]) * float64(f[int(erow[p])*d+j])
+						want[i*d+j] += x
+						tol[i*d+j] += math.Abs(x)
+					}
+				}
+			}
+			for i := range tol {
+				tol[i] = Tol(10, tol[i])
+			}
+			h.Close(name("edge message n=", n, " d=", d), h.Down(out), want, tol...)
+		}
+	}
 }

@@ -1,0 +1,79 @@
+package engine
+
+import "fmt"
+
+// The index checks every backend makes on the host before a sparse or
+// gather op runs (a device backend downloads the indices first): one
+// place, so the cpu kernels, cuda and its emulation refuse the same
+// inputs with the same words.
+
+// CheckEdges checks edges grouped by destination: n+1 non-decreasing
+// pointers from 0, and every source in 0..n−1. It returns the edge count.
+func CheckEdges(op string, n int, ptr []int64, src []int32) (int, error) {
+	if n < 0 || len(ptr) != n+1 || ptr[0] != 0 {
+		return 0, fmt.Errorf("%s: want %d pointers starting at 0, have %d", op, n+1, len(ptr))
+	}
+	for i := 0; i < n; i++ {
+		if ptr[i] > ptr[i+1] {
+			return 0, fmt.Errorf("%s: pointers decrease at node %d", op, i)
+		}
+	}
+	nnz := int(ptr[n])
+	if len(src) < nnz {
+		return 0, fmt.Errorf("%s: %d sources for %d edges", op, len(src), nnz)
+	}
+	for p, s := range src[:nnz] {
+		if s < 0 || int(s) >= n {
+			return 0, fmt.Errorf("%s: edge %d has source %d outside %d nodes", op, p, s, n)
+		}
+	}
+	return nnz, nil
+}
+
+// CheckFeatureRows checks the nnz edges' feature rows: each in 0..rows−1,
+// or, with beyond set, any row ≥ 0 (rows past the table carry nothing, as
+// in EdgeMessage).
+func CheckFeatureRows(op string, erow []int32, nnz, rows int, beyond bool) error {
+	if len(erow) < nnz {
+		return fmt.Errorf("%s: %d feature rows for %d edges", op, len(erow), nnz)
+	}
+	for p, r := range erow[:nnz] {
+		if r < 0 || (!beyond && int(r) >= rows) {
+			return fmt.Errorf("%s: edge %d uses feature row %d outside a table of %d rows", op, p, r, rows)
+		}
+	}
+	return nil
+}
+
+// CheckCopyRows checks a CopyRows op's n moves of cols values against the
+// rows X and Out hold, given its indices as host slices (nil: the
+// identity): every source below xRows (negative: a zero row), every
+// destination inside Out and written once.
+func CheckCopyRows(n, cols int, src, dst []int32, xRows, outRows int) error {
+	if n < 0 || cols <= 0 || (src != nil && len(src) < n) || (dst != nil && len(dst) < n) {
+		return fmt.Errorf("copy rows: bad shape N=%d Cols=%d with %d sources and %d destinations", n, cols, len(src), len(dst))
+	}
+	var seen map[int32]struct{}
+	if dst != nil {
+		seen = make(map[int32]struct{}, n)
+	}
+	for i := 0; i < n; i++ {
+		s, d := int32(i), int32(i)
+		if src != nil {
+			s = src[i]
+		}
+		if dst != nil {
+			d = dst[i]
+		}
+		if int(s) >= xRows || d < 0 || int(d) >= outRows {
+			return fmt.Errorf("copy rows: move %d reads row %d of %d and writes row %d of %d", i, s, xRows, d, outRows)
+		}
+		if seen != nil {
+			if _, dup := seen[d]; dup {
+				return fmt.Errorf("copy rows: row %d is written twice (move %d)", d, i)
+			}
+			seen[d] = struct{}{}
+		}
+	}
+	return nil
+}
