@@ -42,12 +42,13 @@ type Caps struct {
 }
 
 // ErrNotImplemented is the one signal for an optional op a backend does not
-// provide: a fused op (Smooth, LowRankProject, JointAttention, GAT) or a Gemm
-// epilogue (Bias, Act). The engine's functions (GemmFused, Smooth,
-// LowRankProject, JointAttention) swallow only this error and fall back to
-// composed core ops; kerneltest skips and lists such ops. A backend returns
-// it before doing any work. Embed Unfused to
-// start a backend without them.
+// provide: a fused op (Smooth, LowRankProject, JointAttention, GAT), a
+// decoder or encoder op, or a Gemm epilogue (Bias, Act). The engine's
+// functions (GemmFused, Smooth, LowRankProject, JointAttention, GAT)
+// swallow only this error and fall back to composed core ops; the models
+// refuse a backend without their decoder or encoder ops; kerneltest skips
+// and lists such ops. A backend returns it before doing any work. Embed
+// Unfused to start a backend without them.
 var ErrNotImplemented = errors.New("engine: op not implemented by this backend")
 
 // Memory is a backend's buffer management. Upload and Download take

@@ -34,14 +34,16 @@ var ErrNoSeeder = errors.New("retrieve: the index has no trained SeedER encoder 
 // seederMethod is SeedER (docs/methods.md §3.1): stages 1–2 as kg-khop
 // with the settings the encoder was trained with, then the encoder over
 // the candidate graph; the Select best eligible nodes by policy, sorted by
-// the scoring head. Queries running
-// at once share encoder batches through an engine.Scheduler.
+// the scoring head. The encoder runs as engine ops on Options.Backend;
+// queries running at once share its batches through an engine.Scheduler.
 type seederMethod struct {
 	kg     *kgMethod
 	f      *index.SeederFile
 	o      SeederOptions
+	be     engine.Backend
 	inputs *seederInputs
 	once   sync.Once
+	enc    *seeder.Encoder
 	sched  *engine.Scheduler[*seeder.Graph, seeder.Output]
 	err    error
 }
@@ -56,6 +58,9 @@ func newSeeder(ix *index.Index, o Options) (Method, error) {
 	if err := o.Seeder.validate(); err != nil {
 		return nil, err
 	}
+	if o.Backend == nil {
+		return nil, errNoBackend
+	}
 	// stages 1–2 as the encoder was trained: its candidate graphs are what
 	// it knows (Options.KG and GraphKinds set them for kg-khop only)
 	f := ix.Seeder
@@ -64,13 +69,13 @@ func newSeeder(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: seeder: the stored stage-1/2 settings: %w", err)
 	}
-	return &seederMethod{kg: km.(*kgMethod), f: f, o: o.Seeder}, nil
+	return &seederMethod{kg: km.(*kgMethod), f: f, o: o.Seeder, be: o.Backend}, nil
 }
 
 func (s *seederMethod) Name() string { return "seeder" }
 
-// start projects the node and relation vectors once and starts the
-// scheduler.
+// start projects the node and relation vectors once, binds the encoder's
+// weights on the backend and starts the scheduler.
 func (s *seederMethod) start(ctx context.Context) error {
 	s.once.Do(func() {
 		if s.err = s.kg.prepare(ctx); s.err != nil {
@@ -79,10 +84,13 @@ func (s *seederMethod) start(ctx context.Context) error {
 		if s.inputs, s.err = newSeederInputs(s.kg, s.f.Model.PCA, s.f.Config, s.f.Vocab); s.err != nil {
 			return
 		}
-		m := s.f.Model
-		s.sched, s.err = engine.NewScheduler(func(_ context.Context, gs []*seeder.Graph) ([]seeder.Output, error) {
-			return m.Forward(gs)
-		}, engine.SchedulerOptions{MaxBatch: 16})
+		if s.enc, s.err = s.f.Model.Bind(s.be); s.err != nil {
+			return
+		}
+		if s.sched, s.err = engine.NewScheduler(s.enc.Forward, engine.SchedulerOptions{MaxBatch: 16}); s.err != nil {
+			s.enc.Close()
+			s.enc = nil
+		}
 	})
 	return s.err
 }
@@ -110,12 +118,16 @@ func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.
 	return hits, nil
 }
 
-// Close stops the scheduler.
+// Close stops the scheduler, then frees the encoder's weights.
 func (s *seederMethod) Close(ctx context.Context) error {
+	var err error
 	if s.sched != nil {
-		return s.sched.Close(ctx)
+		err = s.sched.Close(ctx)
 	}
-	return nil
+	if s.enc != nil && err == nil {
+		s.enc.Close()
+	}
+	return err
 }
 
 // seederInputs are the PCA-reduced node and relation embeddings, computed

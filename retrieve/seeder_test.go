@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -93,6 +94,29 @@ func TestSeederTrainStoreQuery(t *testing.T) {
 	}
 	if len(hits) == 0 || len(hits) > 10 {
 		t.Fatalf("%d hits for k = 10", len(hits))
+	}
+	// the encoder's engine ops on other backends (the CUDA kernels under
+	// host emulation, in the default cgo build) give the same hits
+	for _, be := range otherBackends() {
+		ob := o
+		ob.Backend = be
+		om, err := retrieve.NewWith("seeder", re, ob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := om.Retrieve(ctx, retrieve.Query{Text: qs[0].Text}, 10)
+		retrieve.CloseAll(ctx, om)
+		if err != nil {
+			t.Fatalf("%s: %v", be.Name(), err)
+		}
+		if len(got) != len(hits) {
+			t.Fatalf("%s: %d hits, cpu %d", be.Name(), len(got), len(hits))
+		}
+		for i := range got {
+			if got[i].Index != hits[i].Index || math.Abs(float64(got[i].Score-hits[i].Score)) > 2e-5*(1+math.Abs(float64(hits[i].Score))) {
+				t.Fatalf("%s: hit %d is %v, cpu's %v", be.Name(), i, got[i], hits[i])
+			}
+		}
 	}
 	// a smaller k cuts the scoring head's order of the Select best by
 	// policy, not the policy's own top k

@@ -2,14 +2,17 @@
 # The GPU check, in two halves (the lent machine has a GPU and nvcc but no Go
 # toolchain or network; build here, carry the binaries, run there):
 #
-#   bash benchmarks/device/run.sh --prepare   # here: builds bin/device/{cuda.test,gleaner} with -tags cuda and
-#                                              # a demo index (with its trained head) in bin/device/demo
+#   bash benchmarks/device/run.sh --prepare   # here: builds bin/device/{cuda.test,gleaner} with -tags cuda,
+#                                              # a demo index (with its trained head) in bin/device/demo and
+#                                              # a PQ-2H index with a (3-epoch) SeedER encoder in bin/device/pq2h
 #                                              # against Debian's CUDA 11.8 headers (make cuda-check installs them)
 #   bash benchmarks/device/run.sh             # there (device tool: carry bin/device): writes $OUT/*.txt
+#   bash benchmarks/device/run.sh --dry-run   # here: --prepare, then prints the plan it would run there
 #
 # There it runs the conformance suite on the GPU (kerneltest.RunAll on the cuda backend, every op
 # against its float64 reference), the op benchmarks on cuda and on cpu (cuda's BenchmarkOps: the same
-# binary, so the ratio is one run's), gleaner eval on the demo index with --backend cuda and cpu, and
+# binary, so the ratio is one run's), gleaner eval on the demo index and of SeedER on PQ-2H with --backend
+# cuda and cpu (the same hits either way; the p50 column is the comparison), and
 # FuseRAG's TTFT with a Llama-3.2-1B-shaped random decoder on cuda, each under its own timeout so one
 # failure still leaves the others' results. (A -tags cuda build
 # cannot train heads, gorgonia needing cuDNN under that tag: the demo index is made here.)
@@ -17,7 +20,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=bin/device
 
-if [ "${1:-}" = "--prepare" ]; then
+mode=${1:-}
+if [ "$mode" = "--prepare" ] || [ "$mode" = "--dry-run" ]; then
   set -e
   command -v nvcc >/dev/null || bash cuda/check.sh   # installs the toolkit (headers, libcuda stub) when missing
   mkdir -p "$B"
@@ -26,16 +30,22 @@ if [ "${1:-}" = "--prepare" ]; then
   go build -tags cuda -ldflags '-s -w' -o "$B/gleaner" ./cmd/gleaner
   rm -rf "$B/demo"
   make -s build && bin/gleaner --log-level error demo --out "$B/demo" --people 300 --queries 100 >/dev/null
+  rm -rf "$B/pq2h" "$B/pq2h-corpus"
+  bin/gleaner --log-level error import pathquestion ../shared/datasets/pathquestion --set PQ-2H -o "$B/pq2h-corpus"
+  bin/gleaner --log-level error index "$B/pq2h-corpus" -o "$B/pq2h" --train-head=false
+  bin/gleaner --log-level error train seeder --index "$B/pq2h" --epochs 3 >/dev/null
   du -sh "$B"; ls -la "$B"
-  exit 0
+  [ "$mode" = "--prepare" ] && exit 0
+  set +e
 fi
 
 OUT=${OUT:-/tmp/gleaner-device}
 mkdir -p "$OUT"
 [ -x "$B/cuda.test" ] || { echo "no $B/cuda.test: run 'bash benchmarks/device/run.sh --prepare' here and carry bin/device" | tee "$OUT/error.txt"; exit 1; }
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1; nproc; } > "$OUT/machine.txt"
+[ "$mode" = "--dry-run" ] || { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1; nproc; } > "$OUT/machine.txt"
 run() { # name timeout-seconds command…
   local name=$1 t=$2; shift 2
+  if [ "$mode" = "--dry-run" ]; then echo "plan: $name (at most $t s, output in \$OUT/$name.txt): $*"; return; fi
   echo "== $name: $*"
   timeout "$t" "$@" > "$OUT/$name.txt" 2>&1
   echo "rc=$?" >> "$OUT/$name.txt"
@@ -45,6 +55,8 @@ run conformance 180 "$B/cuda.test" -test.v -test.run Conformance
 run bench 240 "$B/cuda.test" -test.run '^$' -test.bench Ops -test.benchtime 20x
 for be in cuda cpu; do
   run "eval-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
+  run "seeder-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/pq2h" --queries "$B/pq2h-corpus/queries.jsonl" --method seeder \
+    --columns hit@1,recall@20 --cutoffs 1,20 --concurrency 16
 done
 # FuseRAG's time to first token (issue 14) on the GPU: a Llama-3.2-1B-shaped random decoder made there
 # (4.9 GB, not carried) with random adapters over the demo index, four questions in text and fuserag mode.
@@ -53,4 +65,4 @@ run fuserag-models 300 sh -c "rm -rf '$L' '$L-ad' && '$B/gleaner' model random -
   '$B/gleaner' model random --kind fuserag -o '$L-ad' --decoder '$L' --index '$B/demo/index'"
 run fuserag-ttft-cuda 240 "$B/gleaner" --backend cuda --log-level error answer --index "$B/demo/index" --decoder "$L" --fuserag "$L-ad" \
   --mode fuserag,text --warm --queries "$B/demo/corpus/queries.jsonl" --limit 4 --max-tokens 1
-ls -la "$OUT"
+[ "$mode" = "--dry-run" ] || ls -la "$OUT"

@@ -1,8 +1,11 @@
 package seeder
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // benchGraph is a 500-node candidate graph with 2,000 random directed KG
@@ -22,6 +25,25 @@ func BenchmarkForward500(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if _, err := m.Forward(gs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncoder500 is the same pass as engine ops on the cpu backend
+// (inference's path; a device backend runs the same calls).
+func BenchmarkEncoder500(b *testing.B) {
+	c := DefaultConfig()
+	w, _ := NewWeights[float32](c)
+	enc, err := (&Model{Config: c, W: w}).Bind(cpu.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	gs := []*Graph{benchGraph(c, 1)}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := enc.Forward(context.Background(), gs); err != nil {
 			b.Fatal(err)
 		}
 	}
