@@ -16,17 +16,18 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 )
 
-// Name is the backend's registry name.
-const Name = "cuda"
-
 func init() {
-	engine.Register(Name, func() (engine.Backend, error) {
-		b, err := New(0)
-		if err != nil {
-			return nil, err // not a typed nil inside the interface
-		}
-		return b, nil
-	})
+	engine.Register(Name, func() (engine.Backend, error) { return Open(0) })
+}
+
+// Open opens GPU ordinal as an engine.Backend (the registry's "cuda" is
+// ordinal 0; the CLI's --device picks another).
+func Open(ordinal int) (engine.Backend, error) {
+	b, err := New(ordinal)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return b, nil
 }
 
 // Backend runs gleaner's kernels (cuda/kernels, loaded from the embedded
@@ -46,7 +47,8 @@ type Backend struct {
 	caps           engine.Caps
 	fns            map[string]cu.Function // kernel file → its entry
 	pool           *Pool[cu.DevicePtr]
-	mu             sync.Mutex // serialises context calls: cu.Ctx records each call's error in one field
+	blas           *blasHandle // nil: GEMMs run gemm.cu
+	mu             sync.Mutex  // serialises context calls: cu.Ctx records each call's error in one field
 	closed         bool
 }
 
@@ -64,8 +66,32 @@ func (b *Backend) call(f func() error) error {
 	return f()
 }
 
-// New opens device ordinal on the first call and loads every kernel.
-func New(ordinal int) (b *Backend, err error) {
+// GEMMPath picks what runs the backend's GEMMs.
+type GEMMPath uint8
+
+// GEMM paths.
+const (
+	// GEMMAuto (the zero value) uses cuBLAS when libcublas loads, else
+	// gemm.cu; Caps().Device says which.
+	GEMMAuto   GEMMPath = iota
+	GEMMKernel          // gemm.cu only (float32 whatever the op's Precision allows)
+	GEMMCuBLAS          // cuBLAS, or New fails
+)
+
+// Options configure New.
+type Options struct {
+	GEMM GEMMPath
+}
+
+// New opens device ordinal with the default options.
+func New(ordinal int) (*Backend, error) { return NewWith(ordinal, Options{}) }
+
+// NewWith opens device ordinal, loads every kernel and, as o.GEMM says,
+// cuBLAS.
+func NewWith(ordinal int, o Options) (b *Backend, err error) {
+	if o.GEMM > GEMMCuBLAS {
+		return nil, fmt.Errorf("cuda: unknown GEMM path %d", o.GEMM)
+	}
 	defer func() { // cu panics on context creation failures
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("cuda: device %d: %v", ordinal, r)
@@ -93,7 +119,30 @@ func New(ordinal int) (b *Backend, err error) {
 		b.ctx.Close()
 		return nil, err
 	}
+	if err := b.loadBLAS(o.GEMM); err != nil {
+		b.ctx.Close()
+		return nil, err
+	}
 	return b, nil
+}
+
+// loadBLAS opens cuBLAS as path asks and records the GEMM path in Caps.
+func (b *Backend) loadBLAS(path GEMMPath) error {
+	if path == GEMMKernel {
+		b.caps.Device += ", GEMM: gemm.cu"
+		return nil
+	}
+	bh, err := openCuBLAS(b)
+	switch {
+	case err == nil:
+		b.blas = bh
+		b.caps.Device += ", GEMM: cuBLAS"
+	case path == GEMMCuBLAS:
+		return err
+	default:
+		b.caps.Device += fmt.Sprintf(", GEMM: gemm.cu (%v)", err)
+	}
+	return nil
 }
 
 func (b *Backend) memAlloc(bytes int64) (p cu.DevicePtr, err error) {
@@ -187,6 +236,9 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	if b.blas != nil {
+		b.blas.close(b)
+	}
 	return errors.Join(err, b.ctx.Close())
 }
 

@@ -6,6 +6,10 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 )
 
+// Name is the backend's registry name (in every build: without the cuda
+// tag it names an explanatory error).
+const Name = "cuda"
+
 // Launch is a kernel's grid and block size. The cuda backend and the
 // cuda-emu host emulation take their launches from these functions, so the
 // emulated runs test the configurations the GPU runs.

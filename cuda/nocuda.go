@@ -17,5 +17,9 @@ import (
 var ErrNotBuilt = errors.New("this gleaner was built without CUDA: rebuild with `go build -tags cuda` where the CUDA toolkit is installed (make cuda-check installs Debian's); such a build cannot train heads, so train them with a default build")
 
 func init() {
-	engine.Register("cuda", func() (engine.Backend, error) { return nil, ErrNotBuilt })
+	engine.Register(Name, func() (engine.Backend, error) { return nil, ErrNotBuilt })
 }
+
+// Open opens GPU ordinal as a backend; without the cuda tag it returns
+// ErrNotBuilt.
+func Open(ordinal int) (engine.Backend, error) { return nil, ErrNotBuilt }

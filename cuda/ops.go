@@ -237,8 +237,11 @@ func (b *Backend) SpMM(op engine.SpMMOp) error {
 // Gemm launches gemm.cu (with its bias/activation epilogue).
 func (b *Backend) Gemm(op engine.GemmOp) error { return b.BatchedGemm(op, 1, 0, 0, 0) }
 
-// BatchedGemm launches gemm.cu over batch matrices (z dimension). (cuBLAS
-// is to come; gemm.cu is the emulation-tested kernel.)
+// BatchedGemm runs batch matrices through cuBLAS when the backend has it
+// (SGEMM, strided-batched SGEMM, or GemmEx for TF32 and bfloat16 inputs;
+// the epilogue by biasact.cu), else through gemm.cu (z dimension), the
+// emulation-tested kernel, which fuses the epilogue and computes float32
+// whatever op.Precision allows.
 func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
 	a, na, err1 := arg(op.A, engine.F32, op.OffA)
 	bm, nb, err2 := arg(op.B, engine.F32, op.OffB)
@@ -263,6 +266,9 @@ func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 	}
 	if op.M == 0 || op.N == 0 {
 		return nil
+	}
+	if b.useBLAS(op, batch) {
+		return b.gemmCuBLAS(op, g.LDA, g.LDB, g.LDC, a, bm, c, bias, batch, strideA, strideB, strideC)
 	}
 	l := Gemm(op.M, op.N, batch)
 	if l.GridY > maxGridYZ || l.GridZ > maxGridYZ {

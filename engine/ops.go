@@ -1,9 +1,14 @@
 package engine
 
+import "fmt"
+
 // GemmOp is C = act(alpha·op(A)·op(B) + beta·C + bias) on row-major
 // matrices starting at element offsets OffA, OffB, OffC with leading
 // dimensions LDA, LDB, LDC (0 = packed). Bias (N values) may be nil.
+// Precision lets a backend round the products' inputs (the zero value is
+// float32 throughout).
 type GemmOp struct {
+	Precision      Precision
 	TransA, TransB bool
 	M, N, K        int
 	Alpha, Beta    float32
@@ -13,6 +18,55 @@ type GemmOp struct {
 	LDA, LDB, LDC  int
 	Bias           Buffer
 	Act            Activation
+}
+
+// Precision is the arithmetic a Gemm may use for its products: float32
+// (the zero value), or inputs rounded to TF32 (10 mantissa bits) or
+// bfloat16 (7 bits) for tensor cores, always accumulating in float32. It
+// is a permission, not a demand: a backend without the faster path
+// computes in float32, which is always within the stated bound.
+type Precision uint8
+
+// Precisions.
+const (
+	PrecisionF32 Precision = iota
+	PrecisionTF32
+	PrecisionBF16
+)
+
+// UnitRoundoff is the relative rounding error of one input at p: 2⁻²⁴ for
+// float32, 2⁻¹¹ for TF32, 2⁻⁸ for bfloat16. A product of two rounded
+// inputs errs by at most (2u + u²)·|a·b| before the float32 sum.
+func (p Precision) UnitRoundoff() float64 {
+	switch p {
+	case PrecisionTF32:
+		return 1.0 / (1 << 11)
+	case PrecisionBF16:
+		return 1.0 / (1 << 8)
+	}
+	return 1.0 / (1 << 24)
+}
+
+func (p Precision) String() string {
+	switch p {
+	case PrecisionF32:
+		return "fp32"
+	case PrecisionTF32:
+		return "tf32"
+	case PrecisionBF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("precision(%d)", uint8(p))
+}
+
+// ParsePrecision reads "fp32", "tf32" or "bf16".
+func ParsePrecision(s string) (Precision, error) {
+	for _, p := range []Precision{PrecisionF32, PrecisionTF32, PrecisionBF16} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("engine: unknown precision %q (want fp32, tf32 or bf16)", s)
 }
 
 // BiasActOp adds Bias (Cols values, may be nil) to every row of X (Rows×Cols

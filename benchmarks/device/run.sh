@@ -34,6 +34,7 @@ if [ "$mode" = "--prepare" ] || [ "$mode" = "--dry-run" ]; then
   bin/gleaner --log-level error import pathquestion ../shared/datasets/pathquestion --set PQ-2H -o "$B/pq2h-corpus"
   bin/gleaner --log-level error index "$B/pq2h-corpus" -o "$B/pq2h" --train-head=false
   bin/gleaner --log-level error train seeder --index "$B/pq2h" --epochs 3 >/dev/null
+  gzip -9 -f "$B/gleaner"   # the device tool carries at most 64 MiB: the CLI travels compressed
   du -sh "$B"; ls -la "$B"
   [ "$mode" = "--prepare" ] && exit 0
   set +e
@@ -41,7 +42,9 @@ fi
 
 OUT=${OUT:-/tmp/gleaner-device}
 mkdir -p "$OUT"
-[ -x "$B/cuda.test" ] || { echo "no $B/cuda.test: run 'bash benchmarks/device/run.sh --prepare' here and carry bin/device" | tee "$OUT/error.txt"; exit 1; }
+[ -x "$B/cuda.test" ] && [ -f "$B/gleaner.gz" ] || { echo "no $B/cuda.test or $B/gleaner.gz: run 'bash benchmarks/device/run.sh --prepare' here and carry bin/device" | tee "$OUT/error.txt"; exit 1; }
+G=${TMPDIR:-/tmp}/gleaner-device-cli
+gunzip -c "$B/gleaner.gz" > "$G" && chmod +x "$G"
 [ "$mode" = "--dry-run" ] || { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1; nproc; } > "$OUT/machine.txt"
 run() { # name timeout-seconds command…
   local name=$1 t=$2; shift 2
@@ -54,15 +57,15 @@ run() { # name timeout-seconds command…
 run conformance 180 "$B/cuda.test" -test.v -test.run Conformance
 run bench 240 "$B/cuda.test" -test.run '^$' -test.bench Ops -test.benchtime 20x
 for be in cuda cpu; do
-  run "eval-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
-  run "seeder-$be" 120 "$B/gleaner" --backend "$be" eval --index "$B/pq2h" --queries "$B/pq2h-corpus/queries.jsonl" --method seeder \
+  run "eval-$be" 120 "$G" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
+  run "seeder-$be" 120 "$G" --backend "$be" eval --index "$B/pq2h" --queries "$B/pq2h-corpus/queries.jsonl" --method seeder \
     --columns hit@1,recall@20 --cutoffs 1,20 --concurrency 16
 done
 # FuseRAG's time to first token (issue 14) on the GPU: a Llama-3.2-1B-shaped random decoder made there
 # (4.9 GB, not carried) with random adapters over the demo index, four questions in text and fuserag mode.
 L=${TMPDIR:-/tmp}/gleaner-llama-1b
-run fuserag-models 300 sh -c "rm -rf '$L' '$L-ad' && '$B/gleaner' model random --kind llama --shape llama-3.2-1b -o '$L' &&
-  '$B/gleaner' model random --kind fuserag -o '$L-ad' --decoder '$L' --index '$B/demo/index'"
-run fuserag-ttft-cuda 240 "$B/gleaner" --backend cuda --log-level error answer --index "$B/demo/index" --decoder "$L" --fuserag "$L-ad" \
+run fuserag-models 300 sh -c "rm -rf '$L' '$L-ad' && '$G' model random --kind llama --shape llama-3.2-1b -o '$L' &&
+  '$G' model random --kind fuserag -o '$L-ad' --decoder '$L' --index '$B/demo/index'"
+run fuserag-ttft-cuda 240 "$G" --backend cuda --log-level error answer --index "$B/demo/index" --decoder "$L" --fuserag "$L-ad" \
   --mode fuserag,text --warm --queries "$B/demo/corpus/queries.jsonl" --limit 4 --max-tokens 1
 [ "$mode" = "--dry-run" ] || ls -la "$OUT"

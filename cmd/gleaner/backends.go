@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
-	_ "github.com/gleaner-rag/gleaner/cuda"        // registers "cuda" (an explanatory error without -tags cuda)
+	"github.com/gleaner-rag/gleaner/cuda" // registers "cuda" (an explanatory error without -tags cuda)
+	"github.com/gleaner-rag/gleaner/engine"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu" // registers "cpu"
 )
 
@@ -23,4 +25,26 @@ func backendName(flag string) string {
 		return env
 	}
 	return "cpu"
+}
+
+// openBackend opens the named backend; --device (given: set) picks the
+// GPU of --backend cuda and is refused for any other backend.
+func openBackend(name string, device int, set bool) (engine.Backend, error) {
+	switch {
+	case set && name != cuda.Name:
+		return nil, fmt.Errorf("--device: applies to --backend cuda; the backend is %s", name)
+	case device < 0:
+		return nil, fmt.Errorf("--device: want a GPU ordinal ≥ 0, got %d", device)
+	}
+	var be engine.Backend
+	var err error
+	if name == cuda.Name && device != 0 {
+		be, err = cuda.Open(device)
+	} else {
+		be, err = engine.Open(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--backend: %w", err)
+	}
+	return be, nil
 }

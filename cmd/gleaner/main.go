@@ -51,6 +51,7 @@ func cliHint(err error) string {
 type globals struct {
 	logLevel string
 	backend  string
+	device   int
 	log      *slog.Logger
 	be       engine.Backend // opened from --backend before any command runs
 }
@@ -63,16 +64,16 @@ func newRoot() *cobra.Command {
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			g.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 			slog.SetDefault(g.log)
-			be, err := engine.Open(backendName(g.backend))
+			be, err := openBackend(backendName(g.backend), g.device, cmd.Flags().Changed("device"))
 			if err != nil {
-				return fmt.Errorf("--backend: %w", err)
+				return err
 			}
 			g.be = be
 			return nil
@@ -80,6 +81,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "structured log lines on stderr at this level and above: debug, info, warn, error (progress bars show on a terminal whatever the level)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $"+envBackend+", else cpu)")
+	root.PersistentFlags().IntVar(&g.device, "device", 0, "GPU ordinal for --backend cuda (0: the first)")
 	root.AddCommand(newImport(g), newChunk(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newAnswer(g), newEval(g), newDemo(g), newServe(g))
 	root.SetFlagErrorFunc(suggestFlag)
 	return root

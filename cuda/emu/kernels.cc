@@ -8,6 +8,7 @@
 #include "../kernels/activate.cu"
 #include "../kernels/attention.cu"
 #include "../kernels/axpby.cu"
+#include "../kernels/bf16.cu"
 #include "../kernels/biasact.cu"
 #include "../kernels/copyrows.cu"
 #include "../kernels/edgeattn.cu"
@@ -71,6 +72,9 @@ void emu_gemm(unsigned gx, unsigned gy, unsigned gz, unsigned tile, int transA, 
 void emu_edge_attention(unsigned g, unsigned b, int n, int heads, int head_dim, const long long* ptr, const int* src,
                         const int* erow, const float* K, const float* Q, const float* V, const float* E, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { edge_attention(n, heads, head_dim, ptr, src, erow, K, Q, V, E, out); });
+}
+void emu_f32_to_bf16(unsigned g, unsigned b, long long n, const float* x, unsigned short* y) {
+	cudaemu::launch(dim3(g), dim3(b), [=] { f32_to_bf16(n, x, y); });
 }
 void emu_mul(unsigned g, unsigned b, int n, const float* x, const float* y, int accumulate, float* out) {
 	cudaemu::launch(dim3(g), dim3(b), [=] { mul(n, x, y, accumulate, out); });

@@ -28,6 +28,7 @@ void emu_attention(unsigned grid, unsigned block, int batch, int seq, int heads,
 void emu_topk(unsigned grid, unsigned block, int rows, int cols, int k, const float* scores, int* out_idx, float* out_score);
 void emu_smooth(unsigned grid, unsigned block, int m, int d, const long long* ptr, const int* idx, const float* deg, const float* H,
                 float alpha, int keep, float* out);
+void emu_f32_to_bf16(unsigned grid, unsigned block, long long n, const float* x, unsigned short* y);
 void emu_mul(unsigned grid, unsigned block, int n, const float* x, const float* y, int accumulate, float* out);
 void emu_copy_rows(unsigned grid, unsigned block, int n, int cols, const float* x, const int* src, const int* dst, int add, float* out);
 void emu_edge_message(unsigned grid, unsigned block, int n, int d, int rows, const long long* ptr, const int* src, const int* erow,

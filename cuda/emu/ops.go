@@ -472,3 +472,15 @@ func lp(s []int64) *C.longlong {
 	}
 	return (*C.longlong)(unsafe.Pointer(&s[0]))
 }
+
+// RoundBF16 runs bf16.cu (the cuda backend's bfloat16 GEMM inputs) on the
+// host: x rounded to bfloat16 bits.
+func RoundBF16(x []float32) []uint16 {
+	y := make([]uint16, len(x))
+	if len(x) == 0 {
+		return y
+	}
+	l := cuda.Elementwise(len(x))
+	C.emu_f32_to_bf16(C.uint(l.Grid), C.uint(l.Block), C.longlong(len(x)), fp(x), (*C.ushort)(unsafe.Pointer(&y[0])))
+	return y
+}

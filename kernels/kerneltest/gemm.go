@@ -52,16 +52,30 @@ func testGemm(h *H) {
 		for _, n := range []int{1, 17, 129} {
 			for _, k := range []int{1, 3, 129} {
 				for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-					gemmCase(h, m, n, k, tr[0], tr[1], 1.5, 0, 0)
+					gemmCase(h, m, n, k, tr[0], tr[1], 1.5, 0, 0, engine.PrecisionF32)
 				}
 			}
 		}
 	}
-	gemmCase(h, 17, 3, 17, false, false, -0.5, 0.25, 5) // beta ≠ 0, padded leading dimensions
-	gemmCase(h, 3, 17, 0, false, false, 1, 0.5, 0)      // K = 0: C = beta·C
+	gemmCase(h, 17, 3, 17, false, false, -0.5, 0.25, 5, engine.PrecisionF32) // beta ≠ 0, padded leading dimensions
+	gemmCase(h, 3, 17, 0, false, false, 1, 0.5, 0, engine.PrecisionF32)      // K = 0: C = beta·C
 }
 
-func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int) {
+// testGemmPrecision: a Gemm allowed TF32 or bfloat16 inputs stays within
+// (2u + u²)·Σ|a·b| of the exact product (u the format's unit roundoff)
+// plus float32's summation bound; a float32 backend passes trivially.
+func testGemmPrecision(h *H) {
+	for _, p := range []engine.Precision{engine.PrecisionTF32, engine.PrecisionBF16} {
+		for _, c := range [][3]int{{17, 129, 64}, {129, 17, 129}, {1, 3, 1}} {
+			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				gemmCase(h, c[0], c[1], c[2], tr[0], tr[1], 1.5, 0, 0, p)
+			}
+		}
+		gemmCase(h, 17, 3, 17, false, false, -0.5, 0.25, 5, p)
+	}
+}
+
+func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int, p engine.Precision) {
 	ar, ac := dims(ta, m, k)
 	br, bc := dims(tb, k, n)
 	lda, ldb, ldc := ac+pad, bc+pad, n+pad
@@ -74,7 +88,7 @@ func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int) {
 		cb = h.Up(c)
 	}
 	op := engine.GemmOp{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: alpha, Beta: beta,
-		A: h.Up(a), B: h.Up(b), C: cb, LDA: lda, LDB: ldb, LDC: ldc}
+		A: h.Up(a), B: h.Up(b), C: cb, LDA: lda, LDB: ldb, LDC: ldc, Precision: p}
 	h.Must(h.B.Gemm(op))
 	got := h.Down(cb)
 	want, mag := refGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -83,10 +97,14 @@ func gemmCase(h *H, m, n, k int, ta, tb bool, alpha, beta float32, pad int) {
 		copy(packed[i*n:(i+1)*n], got[i*ldc:i*ldc+n])
 	}
 	tol := make([]float64, len(mag))
-	for i := range mag {
-		tol[i] = Tol(k+1, mag[i])
+	u := 0.0
+	if p != engine.PrecisionF32 {
+		u = p.UnitRoundoff()
 	}
-	h.Close(name("gemm ", m, "×", n, "×", k, " ta=", ta, " tb=", tb, " beta=", beta, " pad=", pad), packed, want, tol...)
+	for i := range mag {
+		tol[i] = Tol(k+1, mag[i]) + (2*u+u*u)*mag[i]
+	}
+	h.Close(name("gemm ", m, "×", n, "×", k, " ta=", ta, " tb=", tb, " beta=", beta, " pad=", pad, " ", p), packed, want, tol...)
 }
 
 func refAct(act engine.Activation, x float64) float64 {

@@ -74,7 +74,7 @@ func (m *Model) embed(in Batch, s int, a *acts) error {
 // an optional activation.
 func (m *Model) linear(in, out engine.Buffer, rows, inDim, outDim int, w, bias []float32, act engine.Activation) error {
 	return engine.GemmFused(m.b, engine.GemmOp{TransB: true, M: rows, N: outDim, K: inDim, Alpha: 1,
-		A: in, B: m.d(w), C: out, Bias: m.d(bias), Act: act})
+		A: in, B: m.d(w), C: out, Bias: m.d(bias), Act: act, Precision: m.Precision})
 }
 
 // layer runs one post-LayerNorm encoder layer: x ← LN(x + Attn(x)), then

@@ -18,6 +18,9 @@ type Model struct {
 	b    engine.Backend
 	dev  map[*float32]engine.Buffer // device copy of each weight, by its first element
 	Head *models.Head               // nil for a model without a classification head
+	// Precision is what the layers' GEMMs may use (engine.Precision; zero:
+	// float32). Set it before the model is used, not while it runs.
+	Precision engine.Precision
 }
 
 // Load reads config.json and model.safetensors from dir.
@@ -46,16 +49,27 @@ func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model,
 	for _, l := range w.layers {
 		for _, x := range [][]float32{l.q, l.k, l.v, l.qb, l.kb, l.vb, l.o, l.ob, l.ln1g, l.ln1b, l.f1, l.f1b, l.f2, l.f2b, l.ln2g, l.ln2b} {
 			if err := m.upload(x); err != nil {
+				m.Close()
 				return nil, err
 			}
 		}
 	}
 	for _, x := range [][]float32{w.embG, w.embB} {
 		if err := m.upload(x); err != nil {
+			m.Close()
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// Close frees the weights' copies on the backend; the model must not be
+// used after.
+func (m *Model) Close() {
+	for _, buf := range m.dev {
+		m.b.Free(buf)
+	}
+	clear(m.dev)
 }
 
 func (m *Model) upload(x []float32) error {

@@ -154,6 +154,9 @@ func (e *Encoder) open(dir, runtime string, b engine.Backend) (*models.Head, err
 
 // Close releases an ONNX Runtime session.
 func (e *Encoder) Close() error {
+	if e.native != nil {
+		e.native.Close()
+	}
 	if e.session != nil {
 		return e.session.Close()
 	}

@@ -1,0 +1,225 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdint.h>
+
+// cuBLAS is opened at run time (dlopen), not linked: a GPU machine with
+// CUDA 12's libcublas.so.12 and one with 11's both run the same binary,
+// and one without cuBLAS still runs gleaner's own GEMM kernel. The entry
+// points below have had the same ABI since CUDA 11.
+
+typedef int (*gl_create_t)(void**);
+typedef int (*gl_destroy_t)(void*);
+typedef int (*gl_sgemm_t)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int, const float*,
+                          float*, int);
+typedef int (*gl_sgemm_batched_t)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*,
+                                  int, long long, const float*, float*, int, long long, int);
+typedef int (*gl_gemm_ex_t)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
+                            const void*, void*, int, int, int, int);
+
+static void* gl_lib;
+static gl_create_t gl_create;
+static gl_destroy_t gl_destroy;
+static gl_sgemm_t gl_sgemm_fn;
+static gl_sgemm_batched_t gl_sgemm_batched_fn;
+static gl_gemm_ex_t gl_gemm_ex_fn;
+
+// gl_cublas_open loads libcublas once; NULL on success, else why not.
+static const char* gl_cublas_open(void) {
+	static const char* names[] = {"libcublas.so.12", "libcublas.so.11", "libcublas.so", 0};
+	if (gl_lib) return 0;
+	for (int i = 0; names[i] && !gl_lib; i++) gl_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!gl_lib) return "libcublas.so.12/.11 not found";
+	gl_create = (gl_create_t)dlsym(gl_lib, "cublasCreate_v2");
+	gl_destroy = (gl_destroy_t)dlsym(gl_lib, "cublasDestroy_v2");
+	gl_sgemm_fn = (gl_sgemm_t)dlsym(gl_lib, "cublasSgemm_v2");
+	gl_sgemm_batched_fn = (gl_sgemm_batched_t)dlsym(gl_lib, "cublasSgemmStridedBatched");
+	gl_gemm_ex_fn = (gl_gemm_ex_t)dlsym(gl_lib, "cublasGemmEx");
+	if (!gl_create || !gl_destroy || !gl_sgemm_fn || !gl_sgemm_batched_fn || !gl_gemm_ex_fn) {
+		dlclose(gl_lib);
+		gl_lib = 0;
+		return "libcublas lacks an entry point gleaner uses";
+	}
+	return 0;
+}
+
+static int gl_cublas_create(uintptr_t* h) {
+	void* p = 0;
+	int st = gl_create(&p);
+	*h = (uintptr_t)p;
+	return st;
+}
+
+static int gl_cublas_destroy(uintptr_t h) { return gl_destroy((void*)h); }
+
+static int gl_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda, uint64_t b, int ldb,
+                    float beta, uint64_t c, int ldc) {
+	return gl_sgemm_fn((void*)h, ta, tb, m, n, k, &alpha, (const float*)a, lda, (const float*)b, ldb, &beta, (float*)c, ldc);
+}
+
+static int gl_sgemm_batched(uintptr_t h, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda, long long sa,
+                            uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc, long long sc, int batch) {
+	return gl_sgemm_batched_fn((void*)h, ta, tb, m, n, k, &alpha, (const float*)a, lda, sa, (const float*)b, ldb, sb, &beta,
+	                           (float*)c, ldc, sc, batch);
+}
+
+static int gl_gemm_ex(uintptr_t h, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int atype, int lda,
+                      uint64_t b, int btype, int ldb, float beta, uint64_t c, int ldc, int compute) {
+	// CUDA_R_32F = 0 for C; CUBLAS_GEMM_DEFAULT = -1
+	return gl_gemm_ex_fn((void*)h, ta, tb, m, n, k, &alpha, (const void*)a, atype, lda, (const void*)b, btype, ldb, &beta,
+	                     (void*)c, 0, ldc, compute, -1);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/engine"
+)
+
+// cuBLAS constants (cublas_api.h, library_types.h).
+const (
+	cublasOpN            = 0
+	cublasOpT            = 1
+	cudaR32F             = 0
+	cudaR16BF            = 14
+	cublasCompute32F     = 68
+	cublasCompute32FTF32 = 77
+)
+
+// blasHandle is a cuBLAS handle created on the backend's context; every
+// call runs on the context's thread (cu.Ctx.Do) and the default stream,
+// in order with the kernels.
+type blasHandle struct{ h C.uintptr_t }
+
+// openCuBLAS loads cuBLAS and creates a handle on b's context.
+func openCuBLAS(b *Backend) (*blasHandle, error) {
+	var bh *blasHandle
+	err := b.ctx.Do(func() error {
+		if why := C.gl_cublas_open(); why != nil {
+			return fmt.Errorf("cuda: cuBLAS: %s", C.GoString(why))
+		}
+		var h C.uintptr_t
+		if st := C.gl_cublas_create(&h); st != 0 {
+			return fmt.Errorf("cuda: cublasCreate: status %d", int(st))
+		}
+		bh = &blasHandle{h: h}
+		return nil
+	})
+	return bh, err
+}
+
+func (bh *blasHandle) close(b *Backend) {
+	b.ctx.Do(func() error { C.gl_cublas_destroy(bh.h); return nil }) // at Close: nothing to do on failure
+}
+
+// rowMajor maps a row-major C (M×N) = op(A)·op(B) onto column-major
+// cuBLAS: the same memory read column-major is Cᵀ = op(B)ᵀ·op(A)ᵀ, so
+// cuBLAS gets B first, with the operations as given, and M, N swapped.
+type rowMajor struct {
+	opA, opB      C.int
+	m, n, k       C.int
+	lda, ldb, ldc C.int
+}
+
+func gemmShape(op engine.GemmOp, lda, ldb, ldc int) rowMajor {
+	r := rowMajor{opA: cublasOpN, opB: cublasOpN, m: C.int(op.M), n: C.int(op.N), k: C.int(op.K), lda: C.int(lda), ldb: C.int(ldb), ldc: C.int(ldc)}
+	if op.TransA {
+		r.opA = cublasOpT
+	}
+	if op.TransB {
+		r.opB = cublasOpT
+	}
+	return r
+}
+
+// blasGemm runs one GEMM (or a strided batch) through cuBLAS at op's
+// precision: SGEMM for float32, GemmEx with TF32 compute for TF32, and
+// GemmEx on bfloat16 copies of A and B (a16, b16, made by bf16.cu) for
+// bfloat16, accumulating in float32 in every case.
+func (b *Backend) blasGemm(op engine.GemmOp, r rowMajor, a, bm, c, a16, b16 devArg, batch, sa, sb, sc int) error {
+	return b.call(func() error {
+		return b.ctx.Do(func() error {
+			var st C.int
+			al, be := C.float(op.Alpha), C.float(op.Beta)
+			switch {
+			case batch > 1:
+				st = C.gl_sgemm_batched(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.longlong(sb),
+					C.uint64_t(a), r.lda, C.longlong(sa), be, C.uint64_t(c), r.ldc, C.longlong(sc), C.int(batch))
+			case op.Precision == engine.PrecisionTF32:
+				st = C.gl_gemm_ex(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), cudaR32F, r.ldb,
+					C.uint64_t(a), cudaR32F, r.lda, be, C.uint64_t(c), r.ldc, cublasCompute32FTF32)
+			case op.Precision == engine.PrecisionBF16:
+				st = C.gl_gemm_ex(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(b16), cudaR16BF, r.ldb,
+					C.uint64_t(a16), cudaR16BF, r.lda, be, C.uint64_t(c), r.ldc, cublasCompute32F)
+			default:
+				st = C.gl_sgemm(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.uint64_t(a), r.lda, be, C.uint64_t(c), r.ldc)
+			}
+			if st != 0 {
+				return fmt.Errorf("cuda: cuBLAS gemm (%s, batch %d): status %d", op.Precision, batch, int(st))
+			}
+			return nil
+		})
+	})
+}
+
+// toBF16 rounds n floats at x into a fresh bfloat16 buffer (bf16.cu); the
+// caller frees it.
+func (b *Backend) toBF16(x devArg, n int) (*buffer, error) {
+	buf, err := b.Alloc(engine.F32, (n+1)/2) // two bfloat16 per float32 slot
+	if err != nil {
+		return nil, err
+	}
+	y := buf.(*buffer)
+	if err := b.launch("bf16", rows(Elementwise(n)), int64(n), x, devArg(y.ptr)); err != nil {
+		b.Free(buf)
+		return nil, err
+	}
+	return y, nil
+}
+
+// useBLAS says whether op (batch matrices) goes to cuBLAS: not without a
+// handle, not for K = 0 (cuBLAS wants leading dimensions ≥ 1), and not
+// for a batch with an epilogue (gemm.cu fuses it per matrix).
+func (b *Backend) useBLAS(op engine.GemmOp, batch int) bool {
+	return b.blas != nil && op.K > 0 && (batch == 1 || (op.Bias == nil && op.Act == engine.ActNone))
+}
+
+// gemmCuBLAS runs op through cuBLAS (g: op's shape with the leading
+// dimensions resolved), then its bias/activation epilogue by biasact.cu.
+func (b *Backend) gemmCuBLAS(op engine.GemmOp, lda, ldb, ldc int, a, bm, c, bias devArg, batch, sa, sb, sc int) error {
+	var a16, b16 devArg
+	if batch == 1 && op.Precision == engine.PrecisionBF16 {
+		ar, ac := op.M, op.K
+		if op.TransA {
+			ar, ac = ac, ar
+		}
+		br, bc := op.K, op.N
+		if op.TransB {
+			br, bc = bc, br
+		}
+		x, err := b.toBF16(a, (ar-1)*lda+ac)
+		if err != nil {
+			return err
+		}
+		defer b.Free(x)
+		y, err := b.toBF16(bm, (br-1)*ldb+bc)
+		if err != nil {
+			return err
+		}
+		defer b.Free(y)
+		a16, b16 = devArg(x.ptr), devArg(y.ptr)
+	}
+	if err := b.blasGemm(op, gemmShape(op, lda, ldb, ldc), a, bm, c, a16, b16, batch, sa, sb, sc); err != nil {
+		return err
+	}
+	if op.Bias == nil && op.Act == engine.ActNone {
+		return nil
+	}
+	return b.launch("biasact", rows(Rows(op.M)), op.M, op.N, ldc, bias, int(op.Act), c)
+}
