@@ -33,13 +33,16 @@ func Open(ordinal int) (engine.Backend, error) {
 // Backend runs gleaner's kernels (cuda/kernels, loaded from the embedded
 // PTX of cuda/ptx) on one GPU through the driver API (gorgonia.org/cu).
 // All work goes through one context whose calls run on a locked OS thread
-// (cu.Ctx) and the default stream, so ops run in submission order and
-// Sync waits for them. Buffers come from a caching allocator (Pool). It is
-// safe for concurrent use.
+// (cu.Ctx) and its default stream — kernels, cuBLAS calls and the
+// asynchronous copies through pinned staging — so ops run in submission
+// order and Sync waits for them; one stream per device keeps the caching
+// allocator's reuse safe without events. Buffers come from a caching
+// allocator (Pool). It is safe for concurrent use.
 //
 // Status: compile-checked by make cuda-check; not yet run on a GPU (no
 // device was available when it was written). The kernels themselves are
-// tested by the cuda-emu host emulation.
+// tested by the cuda-emu host emulation; cuBLAS and the staging only run
+// on a GPU (benchmarks/device/run.sh).
 type Backend struct {
 	engine.Unfused // GAT: on the host (tens of nodes)
 	ctx            *cu.Ctx
@@ -48,6 +51,7 @@ type Backend struct {
 	fns            map[string]cu.Function // kernel file → its entry
 	pool           *Pool[cu.DevicePtr]
 	blas           *blasHandle // nil: GEMMs run gemm.cu
+	stage          *staging    // nil: transfers copy from pageable memory, synchronously
 	mu             sync.Mutex  // serialises context calls: cu.Ctx records each call's error in one field
 	closed         bool
 }
@@ -81,6 +85,9 @@ const (
 // Options configure New.
 type Options struct {
 	GEMM GEMMPath
+	// Pageable turns the pinned staging of transfers off: each upload and
+	// download then copies from Go memory synchronously.
+	Pageable bool
 }
 
 // New opens device ordinal with the default options.
@@ -122,6 +129,12 @@ func NewWith(ordinal int, o Options) (b *Backend, err error) {
 	if err := b.loadBLAS(o.GEMM); err != nil {
 		b.ctx.Close()
 		return nil, err
+	}
+	if !o.Pageable {
+		if b.stage, err = openStaging(b); err != nil {
+			b.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -238,6 +251,9 @@ func (b *Backend) Close() error {
 	b.closed = true
 	if b.blas != nil {
 		b.blas.close(b)
+	}
+	if b.stage != nil {
+		b.stage.close(b)
 	}
 	return errors.Join(err, b.ctx.Close())
 }

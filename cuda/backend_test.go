@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/cuda"
-	"github.com/gleaner-rag/gleaner/models/bert"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/kernels/kerneltest"
+	"github.com/gleaner-rag/gleaner/models/bert"
 )
 
 // TestConformance runs the whole conformance suite on the GPU (a machine
@@ -64,6 +64,11 @@ func BenchmarkOps(b *testing.B) {
 			b.Run(fmt.Sprintf("flatip-1M×384-b%d/%s", q, be.Name()), func(b *testing.B) { benchFlatIP(b, be, 1_000_000, 384, q) })
 		}
 		b.Run("edgeattn-500k-edges/"+be.Name(), func(b *testing.B) { benchEdgeAttention(b, be, 50_000, 10, 4, 16) })
+		for _, m := range []int{100, 10_000} {
+			b.Run(fmt.Sprintf("smooth-%d×1024/%s", m, be.Name()), func(b *testing.B) { benchSmooth(b, be, m, 1024, 8) })
+		}
+		b.Run("lowrank-512×2048-r16-512/"+be.Name(), func(b *testing.B) { benchLowRank(b, be, 512, 2048, 16, 512) })
+		b.Run("jointattn-86q-347m-600t-d64/"+be.Name(), func(b *testing.B) { benchJointAttention(b, be, 86, 347, 600, 64) })
 	}
 }
 
@@ -204,4 +209,51 @@ func randomBatch(cfg bert.Config, pairs, seq int) bert.Batch {
 		in.IDs, in.Types = append(in.IDs, ids), append(in.Types, types)
 	}
 	return in
+}
+
+// benchSmooth is GRanker's smoothing of m latents of width d over a
+// random subgraph of deg neighbours per node, with the bytes it must
+// move (H read, Out written) as GB/s.
+func benchSmooth(b *testing.B, be engine.Backend, m, d, deg int) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	ptr, idx, degs := make([]int64, m+1), make([]int32, 0, m*deg), make([]float32, m)
+	for i := range m {
+		for range deg {
+			idx = append(idx, int32(rng.IntN(m)))
+		}
+		ptr[i+1], degs[i] = int64(len(idx)), float32(deg)
+	}
+	h := upload(b, be, m*d, 13)
+	out, err := be.Alloc(engine.F32, m*d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := engine.SmoothOp{M: m, D: d, AdjPtr: ptr, AdjIdx: idx, Deg: degs, H: h, Out: out, Alpha: 0.2}
+	timed(b, be, func() error { return engine.Smooth(be, op) })
+	b.ReportMetric(float64(2*m*d*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}
+
+// benchLowRank is FuseRAG's memory K/V projection (LN(M)·A)·B.
+func benchLowRank(b *testing.B, be engine.Backend, l, de, r, dkv int) {
+	m, g, beta := upload(b, be, l*de, 14), upload(b, be, de, 15), upload(b, be, de, 16)
+	a, bm := upload(b, be, de*r, 17), upload(b, be, r*dkv, 18)
+	out, err := be.Alloc(engine.F32, l*dkv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := engine.LowRankOp{L: l, De: de, R: r, Dkv: dkv, M: m, Gamma: g, Beta: beta, A: a, B: bm, Out: out, Eps: 1e-5}
+	timed(b, be, func() error { return engine.LowRankProject(be, op) })
+}
+
+// benchJointAttention is one decoder head over [memory; text] keys,
+// causal over the text (FuseRAG's prefill).
+func benchJointAttention(b *testing.B, be engine.Backend, n, lm, lt, d int) {
+	q, km, vm := upload(b, be, n*d, 19), upload(b, be, lm*d, 20), upload(b, be, lm*d, 21)
+	kt, vt := upload(b, be, lt*d, 22), upload(b, be, lt*d, 23)
+	out, err := be.Alloc(engine.F32, n*d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := engine.JointAttentionOp{N: n, Lm: lm, Lt: lt, D: d, Dv: d, Q: q, KMem: km, VMem: vm, KText: kt, VText: vt, Out: out, Causal: true}
+	timed(b, be, func() error { return engine.JointAttention(be, op) })
 }

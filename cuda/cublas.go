@@ -28,9 +28,10 @@ static gl_sgemm_t gl_sgemm_fn;
 static gl_sgemm_batched_t gl_sgemm_batched_fn;
 static gl_gemm_ex_t gl_gemm_ex_fn;
 
-// gl_cublas_open loads libcublas once; NULL on success, else why not.
+// gl_cublas_open loads libcublas; NULL on success, else why not. Go calls
+// it once (cublasOnce).
 static const char* gl_cublas_open(void) {
-	static const char* names[] = {"libcublas.so.12", "libcublas.so.11", "libcublas.so", 0};
+	static const char* names[] = {"libcublas.so.12", "libcublas.so.11", 0}; // not a bare .so: CUDA 10's GemmEx differs
 	if (gl_lib) return 0;
 	for (int i = 0; names[i] && !gl_lib; i++) gl_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 	if (!gl_lib) return "libcublas.so.12/.11 not found";
@@ -78,6 +79,8 @@ import "C"
 
 import (
 	"fmt"
+	"math"
+	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -92,6 +95,22 @@ const (
 	cublasCompute32FTF32 = 77
 )
 
+// cublasOnce loads the library once per process: the C state above is
+// not guarded, and two backends may open at once.
+var (
+	cublasOnce sync.Once
+	cublasErr  error
+)
+
+func loadCuBLAS() error {
+	cublasOnce.Do(func() {
+		if why := C.gl_cublas_open(); why != nil {
+			cublasErr = fmt.Errorf("cuda: cuBLAS: %s", C.GoString(why))
+		}
+	})
+	return cublasErr
+}
+
 // blasHandle is a cuBLAS handle created on the backend's context; every
 // call runs on the context's thread (cu.Ctx.Do) and the default stream,
 // in order with the kernels.
@@ -99,11 +118,11 @@ type blasHandle struct{ h C.uintptr_t }
 
 // openCuBLAS loads cuBLAS and creates a handle on b's context.
 func openCuBLAS(b *Backend) (*blasHandle, error) {
+	if err := loadCuBLAS(); err != nil {
+		return nil, err
+	}
 	var bh *blasHandle
 	err := b.ctx.Do(func() error {
-		if why := C.gl_cublas_open(); why != nil {
-			return fmt.Errorf("cuda: cuBLAS: %s", C.GoString(why))
-		}
 		var h C.uintptr_t
 		if st := C.gl_cublas_create(&h); st != 0 {
 			return fmt.Errorf("cuda: cublasCreate: status %d", int(st))
@@ -183,10 +202,17 @@ func (b *Backend) toBF16(x devArg, n int) (*buffer, error) {
 	return y, nil
 }
 
-// useBLAS says whether op (batch matrices) goes to cuBLAS: not without a
-// handle, not for K = 0 (cuBLAS wants leading dimensions ≥ 1), and not
-// for a batch with an epilogue (gemm.cu fuses it per matrix).
-func (b *Backend) useBLAS(op engine.GemmOp, batch int) bool {
+// useBLAS says whether op (batch matrices, leading dimensions resolved)
+// goes to cuBLAS: not without a handle, not for K = 0 (cuBLAS wants
+// leading dimensions ≥ 1), not for a batch with an epilogue (gemm.cu
+// fuses it per matrix), and not for sizes past cuBLAS's 32-bit ints
+// (gemm.cu's launch refuses those with an error).
+func (b *Backend) useBLAS(op engine.GemmOp, batch, lda, ldb, ldc int) bool {
+	for _, v := range []int{op.M, op.N, op.K, lda, ldb, ldc, batch} {
+		if v > math.MaxInt32 {
+			return false
+		}
+	}
 	return b.blas != nil && op.K > 0 && (batch == 1 || (op.Bias == nil && op.Act == engine.ActNone))
 }
 

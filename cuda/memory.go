@@ -92,9 +92,14 @@ func (b *Backend) transfer(x engine.Buffer, off int, host any, up bool) error {
 	}
 	dev, bytes := d.ptr+cu.DevicePtr(int64(off)*elemSize(d.dt)), int64(n)*elemSize(d.dt)
 	err = b.call(func() error {
-		if up {
+		switch {
+		case b.stage != nil && up:
+			return b.stage.upload(b, dev, unsafe.Slice((*byte)(p), bytes))
+		case b.stage != nil:
+			return b.stage.download(b, unsafe.Slice((*byte)(p), bytes), dev)
+		case up:
 			b.ctx.MemcpyHtoD(dev, p, bytes)
-		} else {
+		default:
 			b.ctx.MemcpyDtoH(p, dev, bytes)
 		}
 		return b.ctx.Error()

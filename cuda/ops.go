@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels"
@@ -109,7 +110,7 @@ func (b *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 		return err
 	}
 	d := op.Heads * op.HeadDim
-	if op.Heads <= 0 || op.HeadDim <= 0 {
+	if op.Heads <= 0 || op.HeadDim <= 0 || op.HeadDim > math.MaxInt32/op.Heads { // the kernel's d is an int
 		return shapeErr("edge attention")
 	}
 	nnz, err := b.checkEdges("edge attention", op.N, op.Ptr, np, op.Src, ns)
@@ -250,8 +251,8 @@ func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	if batch < 1 || strideA < 0 || strideB < 0 || strideC < 0 {
-		return fmt.Errorf("cuda: gemm: batch %d must be ≥ 1 and strides non-negative", batch)
+	if err := engine.CheckBatch(op, batch, strideA, strideB, strideC); err != nil {
+		return fmt.Errorf("cuda: %w", err)
 	}
 	if op.Bias == nil {
 		nbias = -1
@@ -267,7 +268,7 @@ func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 	if op.M == 0 || op.N == 0 {
 		return nil
 	}
-	if b.useBLAS(op, batch) {
+	if b.useBLAS(op, batch, g.LDA, g.LDB, g.LDC) {
 		return b.gemmCuBLAS(op, g.LDA, g.LDB, g.LDC, a, bm, c, bias, batch, strideA, strideB, strideC)
 	}
 	l := Gemm(op.M, op.N, batch)

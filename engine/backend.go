@@ -72,6 +72,9 @@ type Memory interface {
 // reference loop in package kernels and checked by kernels/kerneltest.
 type Ops interface {
 	Gemm(op GemmOp) error
+	// BatchedGemm runs batch GEMMs whose A, B and C start strideA, strideB
+	// and strideC elements apart (0 shares A or B; outputs must not
+	// overlap: CheckBatch).
 	BatchedGemm(op GemmOp, batch, strideA, strideB, strideC int) error
 	BiasAct(op BiasActOp) error
 	LayerNorm(op LayerNormOp) error

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The index checks every backend makes on the host before a sparse or
 // gather op runs (a device backend downloads the indices first): one
@@ -74,6 +77,31 @@ func CheckCopyRows(n, cols int, src, dst []int32, xRows, outRows int) error {
 			}
 			seen[d] = struct{}{}
 		}
+	}
+	return nil
+}
+
+// CheckBatch checks a batched GEMM's count and strides before any
+// product is formed: 1 ≤ batch ≤ 2³¹−1, strides ≥ 0 whose last offset
+// (batch−1)·stride does not overflow, and, with more than one matrix,
+// outputs that do not overlap (strideC at least one C), so every output
+// has one writer on a device that runs the batch at once. A and B may be
+// shared (stride 0).
+func CheckBatch(op GemmOp, batch, strideA, strideB, strideC int) error {
+	if batch < 1 || batch > math.MaxInt32 {
+		return fmt.Errorf("batched gemm: batch %d: want 1 to %d", batch, math.MaxInt32)
+	}
+	for _, s := range []int{strideA, strideB, strideC} {
+		if s < 0 || (s > 0 && batch-1 > math.MaxInt/s) {
+			return fmt.Errorf("batched gemm: stride %d for a batch of %d: want ≥ 0 with (batch−1)·stride representable", s, batch)
+		}
+	}
+	ldc := op.LDC
+	if ldc == 0 {
+		ldc = op.N
+	}
+	if batch > 1 && op.M > 0 && op.N > 0 && strideC < (op.M-1)*ldc+op.N {
+		return fmt.Errorf("batched gemm: output stride %d overlaps the %d×%d outputs (leading dimension %d)", strideC, op.M, op.N, ldc)
 	}
 	return nil
 }

@@ -241,7 +241,8 @@ type MulOp struct {
 // CopyRowsOp moves N rows of Cols values: Out[Dst[i]] = X[Src[i]], or +=
 // with Add. Src and Dst (I32, N values) may be nil for the identity; a
 // negative Src[i] writes zeros (nothing with Add). Dst entries must be
-// distinct, so every output row has one writer: see kernels.CopyRows.
+// distinct, so every output row has one writer, and Out must not be X:
+// see kernels.CopyRows.
 type CopyRowsOp struct {
 	N, Cols  int
 	X, Out   Buffer

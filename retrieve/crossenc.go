@@ -1,7 +1,10 @@
 package retrieve
 
 import (
+	"fmt"
+
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/transformer"
@@ -12,6 +15,9 @@ import (
 // not nil, releases the model.
 func crossEncoder(ix *index.Index, o Options) (ce *models.CrossEncoder, closer interface{ Close() error }, err error) {
 	if o.Model == "" {
+		if o.Precision != engine.PrecisionF32 {
+			return nil, nil, fmt.Errorf("retrieve: precision %s applies to a Model cross-encoder (the lexical one has no GEMMs)", o.Precision)
+		}
 		ce, err = ix.CrossEncoder()
 		return ce, nil, err
 	}
@@ -25,6 +31,10 @@ func crossEncoder(ix *index.Index, o Options) (ce *models.CrossEncoder, closer i
 	}
 	enc, head, err := transformer.Load(o.Model, o.Runtime, b, texts, 0)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := enc.SetPrecision(o.Precision); err != nil {
+		enc.Close()
 		return nil, nil, err
 	}
 	if _, hash, ok := ix.Tokens(0); ok {

@@ -78,6 +78,10 @@ type Options struct {
 	// Runtime runs Model: "native" (engine ops) or "ort" (ONNX Runtime);
 	// empty picks native when model.safetensors exists.
 	Runtime string
+	// Precision is what Model's GEMMs may use on the native runtime
+	// (engine.Precision: the zero value is float32; TF32 and bfloat16 let
+	// a GPU use tensor cores). Only a Model may ask for less than float32.
+	Precision engine.Precision
 	// FastInsight configures "fastinsight" (its ablation variants change
 	// one setting of it).
 	FastInsight FastInsightOptions
@@ -184,6 +188,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
+	}
+	if o.Precision > engine.PrecisionBF16 || (o.Precision != engine.PrecisionF32 && o.Model == "") {
+		errs = append(errs, fmt.Errorf("retrieve: precision %s applies to a Model cross-encoder (the lexical one has no GEMMs)", o.Precision))
 	}
 	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate(), o.FuseRAG.validate()} {
 		if err != nil {

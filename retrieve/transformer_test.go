@@ -3,9 +3,12 @@ package retrieve_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models/ort"
 	"github.com/gleaner-rag/gleaner/models/testmodel"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -59,5 +62,45 @@ func TestRe2WithTransformerNativeAndORT(t *testing.T) {
 		return o
 	}()); err == nil {
 		t.Error("missing model folder accepted")
+	}
+}
+
+// TestCrossEncoderPrecision: a reduced GEMM precision is a permission the
+// native runtime takes (the cpu backend computes float32, so the ranking
+// is unchanged); ONNX Runtime and the lexical encoder refuse it.
+func TestCrossEncoderPrecision(t *testing.T) {
+	ix, qs := openSynth(t)
+	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
+	dir := filepath.Join(t.TempDir(), "model")
+	if _, err := testmodel.Write(dir, testmodel.NodeTexts(c), testmodel.Options{Cross: true}); err != nil {
+		t.Fatal(err)
+	}
+	rank := func(p engine.Precision) []kernels.Hit {
+		o := retrieve.DefaultOptions()
+		o.Model, o.Runtime, o.Precision = dir, "native", p
+		m, err := retrieve.NewWith("re2", ix, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer retrieve.CloseAll(context.Background(), m)
+		hits, err := m.Retrieve(context.Background(), qs[0], 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	if f32, bf16 := rank(engine.PrecisionF32), rank(engine.PrecisionBF16); !slices.Equal(f32, bf16) {
+		t.Fatalf("cpu with bf16 allowed ranks %v, fp32 %v", bf16, f32)
+	}
+	o := retrieve.DefaultOptions()
+	o.Precision = engine.PrecisionTF32
+	if _, err := retrieve.NewWith("re2", ix, o); err == nil {
+		t.Fatal("tf32 without a Model accepted")
+	}
+	if _, err := ort.LibraryPath(); err == nil {
+		o.Model, o.Runtime = dir, "ort"
+		if _, err := retrieve.NewWith("re2", ix, o); err == nil {
+			t.Fatal("tf32 on ONNX Runtime accepted")
+		}
 	}
 }

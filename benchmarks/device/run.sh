@@ -10,8 +10,9 @@
 #   bash benchmarks/device/run.sh --dry-run   # here: --prepare, then prints the plan it would run there
 #
 # There it runs the conformance suite on the GPU (kerneltest.RunAll on the cuda backend, every op
-# against its float64 reference), the op benchmarks on cuda and on cpu (cuda's BenchmarkOps: the same
-# binary, so the ratio is one run's), gleaner eval on the demo index and of SeedER on PQ-2H with --backend
+# against its float64 reference; GEMMs through cuBLAS and through gemm.cu), the op benchmarks on cuda and
+# on cpu (cuda's BenchmarkOps: the same binary, so the ratio is one run's), the cross-encoder's latents at
+# three shapes and three GEMM precisions, gleaner eval on the demo index and of SeedER on PQ-2H with --backend
 # cuda and cpu (the same hits either way; the p50 column is the comparison), and
 # FuseRAG's TTFT with a Llama-3.2-1B-shaped random decoder on cuda, each under its own timeout so one
 # failure still leaves the others' results. (A -tags cuda build
@@ -56,10 +57,20 @@ run() { # name timeout-seconds command…
 }
 run conformance 180 "$B/cuda.test" -test.v -test.run Conformance
 run bench 240 "$B/cuda.test" -test.run '^$' -test.bench Ops -test.benchtime 20x
+run crossenc 240 "$B/cuda.test" -test.run '^$' -test.bench CrossEncoder -test.benchtime 5x
 for be in cuda cpu; do
   run "eval-$be" 120 "$G" --backend "$be" eval --index "$B/demo/index" --method vector,re2,gar,fastinsight --columns recall@10,ndcg@10
   run "seeder-$be" 120 "$G" --backend "$be" eval --index "$B/pq2h" --queries "$B/pq2h-corpus/queries.jsonl" --method seeder \
     --columns hit@1,recall@20 --cutoffs 1,20 --concurrency 16
+done
+# FastInsight end to end at b_max 100 with an XLM-R-large-shaped random cross-encoder (bge-reranker-v2-m3's
+# shape, 24 × 1024, FFN 4096; made there, 1.2 GB, not carried), its GEMMs in fp32 and in bfloat16.
+X=${TMPDIR:-/tmp}/gleaner-xlmr-large
+run xlmr-model 300 "$G" --log-level error model random --kind xlm-roberta --hidden 1024 --layers 24 --heads 16 --intermediate 4096 \
+  --corpus "$B/demo/corpus" -o "$X" --force
+for p in fp32 bf16; do
+  run "fastinsight-xlmr-$p" 240 "$G" --backend cuda eval --index "$B/demo/index" --model "$X" --precision "$p" --method fastinsight \
+    --bmax 100 --limit 20 --columns recall@10
 done
 # FuseRAG's time to first token (issue 14) on the GPU: a Llama-3.2-1B-shaped random decoder made there
 # (4.9 GB, not carried) with random adapters over the demo index, four questions in text and fuserag mode.

@@ -205,3 +205,24 @@ func TestTransformerModels(t *testing.T) {
 		t.Errorf("vector search on a bi-encoder index without --bi-encoder: %v", err)
 	}
 }
+
+// TestDeviceAndPrecisionFlags: --device only with --backend cuda and ≥ 0;
+// --precision parsed, and refused without a --model cross-encoder; each
+// error names its flag before any index is read.
+func TestDeviceAndPrecisionFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-index")
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--device", "1", "query", "--index", missing, "q"}, "--device"},
+		{[]string{"--device", "-1", "--backend", "cuda", "query", "--index", missing, "q"}, "--device"},
+		{[]string{"query", "--index", missing, "--precision", "fp16", "q"}, "--precision"},
+		{[]string{"query", "--index", missing, "--precision", "bf16", "q"}, "--precision"},
+	} {
+		out, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%v: %v, want an error naming %s\n%s", c.args, err, c.flag, out)
+		}
+	}
+}

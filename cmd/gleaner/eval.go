@@ -125,6 +125,10 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	case f.trMaxHops < 0:
 		return nil, fmt.Errorf("--tr-max-hops must be ≥ 0, got %d", f.trMaxHops)
 	}
+	mo, err := f.m.options(f.m.o.FastInsight.BMax) // every method flag before the index is read
+	if err != nil {
+		return nil, err
+	}
 	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return nil, err
@@ -152,10 +156,6 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, err
 	}
 	if err := checkColumns(f.columns, opt); err != nil {
-		return nil, err
-	}
-	mo, err := f.m.options(f.m.o.FastInsight.BMax)
-	if err != nil {
 		return nil, err
 	}
 	if err := f.m.refuseUnused(names); err != nil {

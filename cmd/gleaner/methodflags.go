@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -15,12 +16,13 @@ import (
 // they start from retrieve.DefaultOptions, so a flag left alone keeps the
 // library's default and a flag set to 0 means 0.
 type methodFlags struct {
-	o      retrieve.Options
-	kinds  string
-	quotas string
-	preset string
-	fl     *pflag.FlagSet
-	g      *globals
+	o         retrieve.Options
+	kinds     string
+	quotas    string
+	preset    string
+	precision string
+	fl        *pflag.FlagSet
+	g         *globals
 }
 
 func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
@@ -38,6 +40,7 @@ func addMethodFlags(fl *pflag.FlagSet, g *globals) *methodFlags {
 	fl.Float64Var(&f.o.PPR.Damping, "damping", d.PPR.Damping, "ppr: probability of following an edge, in (0,1)")
 	fl.StringVar(&f.o.Model, "model", "", "cross-encoder folder for re2, gar and fastinsight (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder")
 	fl.StringVar(&f.o.Runtime, "runtime", "", "runtime for --model: native or ort (default: native when model.safetensors exists)")
+	fl.StringVar(&f.precision, "precision", "fp32", "GEMM precision --model's native runtime may use: fp32, tf32 or bf16 (tensor cores on a GPU; the cpu backend computes fp32)")
 	fl.IntVar(&f.o.FastInsight.BMax, "bmax", d.FastInsight.BMax, "FastInsight b_max; also GAR's budget and re2's rerank depth")
 	fl.IntVar(&f.o.FastInsight.Batch, "batch", d.FastInsight.Batch, "FastInsight BATCH; also GAR's batch")
 	fl.Float64Var(&f.o.FastInsight.Alpha, "alpha", d.FastInsight.Alpha, "FastInsight GRanker smoothing α in [0,1] (0 disables)")
@@ -151,13 +154,19 @@ func (f *methodFlags) options(bmax int) (retrieve.Options, error) {
 	if bmax < 1 {
 		return o, fmt.Errorf("--bmax must be ≥ 1, got %d", bmax)
 	}
+	var err error
+	if o.Precision, err = engine.ParsePrecision(f.precision); err != nil {
+		return o, fmt.Errorf("--precision: %w", err)
+	}
+	if o.Precision != engine.PrecisionF32 && o.Model == "" {
+		return o, fmt.Errorf("--precision %s applies to a --model cross-encoder", f.precision)
+	}
 	if err := f.applyPreset(&o); err != nil {
 		return o, err
 	}
 	if err := checkKETRAGFlags(o.KETRAG); err != nil {
 		return o, err
 	}
-	var err error
 	if o.KG.KHop.Quotas, err = parseQuotas(f.quotas); err != nil {
 		return o, err
 	}

@@ -61,6 +61,7 @@ transformer states (--evidence transformer).`,
 				case "fuserag":
 					summary, err = writeRandomAdapters(dir, dec)
 				default:
+					o.Intermediate = dec.intermediate
 					summary, err = writeRandomEncoder(g, dir, corpusDir, o)
 				}
 				return err
@@ -87,8 +88,26 @@ transformer states (--evidence transformer).`,
 	return cmd
 }
 
-// writeRandomEncoder writes a tiny bert or xlm-roberta model into dir.
+// maxEncoderParams bounds a random encoder's layer weights (2³¹ floats,
+// 8 GiB), so a mistyped size is an error, not an exhausted machine;
+// XLM-R-large's shape needs 3·10⁸.
+const maxEncoderParams = 1 << 31
+
+// writeRandomEncoder writes a bert or xlm-roberta model into dir (tiny by
+// default; --hidden, --layers, --heads, --intermediate make any shape).
 func writeRandomEncoder(g *globals, dir, corpusDir string, o testmodel.Options) (string, error) {
+	for name, v := range map[string]int{"hidden": o.Hidden, "layers": o.Layers, "heads": o.Heads, "intermediate": o.Intermediate} {
+		if v < 0 || (v == 0 && name != "intermediate") {
+			return "", fmt.Errorf("--%s must be ≥ 1, got %d", name, v)
+		}
+	}
+	inter := o.Intermediate
+	if inter == 0 {
+		inter = 2 * o.Hidden
+	}
+	if p := float64(o.Layers) * (4*float64(o.Hidden)*float64(o.Hidden) + 2*float64(o.Hidden)*float64(inter)); p > maxEncoderParams {
+		return "", fmt.Errorf("--layers %d × (--hidden %d, --intermediate %d) is %.3g weights; at most %d", o.Layers, o.Hidden, inter, p, maxEncoderParams)
+	}
 	texts, err := corpusTexts(g, corpusDir)
 	if err != nil {
 		return "", err
@@ -114,8 +133,8 @@ func corpusTexts(g *globals, dir string) ([]string, error) {
 
 // modelKindFlags lists the flags each kind reads (besides -o, --seed, --force).
 var modelKindFlags = map[string][]string{
-	"bert":        {"corpus", "cross", "hidden", "layers", "heads"},
-	"xlm-roberta": {"corpus", "cross", "hidden", "layers", "heads"},
+	"bert":        {"corpus", "cross", "hidden", "layers", "heads", "intermediate"},
+	"xlm-roberta": {"corpus", "cross", "hidden", "layers", "heads", "intermediate"},
 	"llama":       {"corpus", "shape", "hidden", "layers", "heads", "kv-heads", "intermediate"},
 	"fuserag":     {"decoder", "index", "evidence", "evidence-dim", "rank", "pool-dim", "gat-layers", "memory-count", "memory-layers"},
 }

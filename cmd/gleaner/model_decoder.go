@@ -30,7 +30,7 @@ func addDecoderFlags(fl *pflag.FlagSet, d *decoderFlags, o *testmodel.Options) {
 	d.fl, d.o = fl, o
 	fl.StringVar(&d.shape, "shape", testmodel.ShapeTiny, "llama: tiny or llama-3.2-1b")
 	fl.IntVar(&d.kvHeads, "kv-heads", 0, "llama: key/value heads (default: the shape's)")
-	fl.IntVar(&d.intermediate, "intermediate", 0, "llama: feed-forward width (default: the shape's)")
+	fl.IntVar(&d.intermediate, "intermediate", 0, "feed-forward width (llama default: the shape's; bert, xlm-roberta: 2 × --hidden)")
 	fl.StringVar(&d.decoder, "decoder", "", "fuserag: the decoder folder the adapters project into")
 	fl.StringVar(&d.index, "index", "", "fuserag: the index whose LSA term vectors are the evidence states")
 	fl.StringVar(&d.evidence, "evidence", fuseattn.EncoderLSA, "fuserag: evidence encoder, lsa or transformer")

@@ -38,15 +38,15 @@ func newQuery(g *globals) *cobra.Command {
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive, got %d", k)
 			}
+			mo, err := mf.options(mf.o.FastInsight.BMax) // every flag before the index is read
+			if err != nil {
+				return err
+			}
 			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
 			defer ix.Close()
-			mo, err := mf.options(mf.o.FastInsight.BMax)
-			if err != nil {
-				return err
-			}
 			var allow []string
 			if withContext {
 				allow = []string{"budget"} // the context's size, for every method

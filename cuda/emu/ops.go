@@ -215,7 +215,7 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 		return err
 	}
 	d := op.Heads * op.HeadDim
-	if op.Heads <= 0 || op.HeadDim <= 0 {
+	if op.Heads <= 0 || op.HeadDim <= 0 || op.HeadDim > math.MaxInt32/op.Heads {
 		return shapeErr("edge attention")
 	}
 	nnz, err := engine.CheckEdges(Name+": edge attention", op.N, ptr, src)
@@ -301,8 +301,8 @@ func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC i
 	}
 	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
 		A: a, LDA: op.LDA, B: bm, LDB: op.LDB, C: c, LDC: op.LDC, Bias: bias, Act: op.Act}
-	if batch < 1 || strideA < 0 || strideB < 0 || strideC < 0 {
-		return fmt.Errorf("%s: gemm: batch %d and strides must be positive", Name, batch)
+	if err := engine.CheckBatch(op, batch, strideA, strideB, strideC); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	last := g
 	last.A, last.B, last.C = a[min((batch-1)*strideA, len(a)):], bm[min((batch-1)*strideB, len(bm)):], c[min((batch-1)*strideC, len(c)):]
@@ -405,8 +405,8 @@ func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	if op.Cols <= 0 {
-		return shapeErr("copy rows")
+	if op.Cols <= 0 || (op.X != nil && op.X == op.Out) {
+		return shapeErr("copy rows (Out must not be X)")
 	}
 	if err := engine.CheckCopyRows(op.N, op.Cols, src, dst, len(x)/op.Cols, len(out)/op.Cols); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)

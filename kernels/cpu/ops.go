@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -66,6 +67,9 @@ func gemmArgs(op engine.GemmOp) (kernels.GemmArgs, error) {
 
 // BatchedGemm implements engine.Ops.
 func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
+	if err := engine.CheckBatch(op, batch, strideA, strideB, strideC); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	g, err := gemmArgs(op)
 	if err != nil {
 		return err
@@ -315,6 +319,9 @@ func (*Backend) Mul(op engine.MulOp) error {
 
 // CopyRows implements engine.EncoderOps.
 func (*Backend) CopyRows(op engine.CopyRowsOp) error {
+	if op.X != nil && op.X == op.Out {
+		return fmt.Errorf("cpu: copy rows: Out is X (rows must move between buffers)")
+	}
 	var u unwrap
 	a := kernels.CopyRowsArgs{N: op.N, Cols: op.Cols, X: u.f(op.X, 0), Out: u.f(op.Out, 0), Src: u.oi(op.Src), Dst: u.oi(op.Dst), Add: op.Add}
 	if u.err != nil {

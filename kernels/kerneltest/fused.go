@@ -260,6 +260,18 @@ func testBadInputs(h *H) {
 		{"edge feature row range", func() error {
 			return h.B.EdgeAttention(engine.EdgeAttentionOp{N: 2, Heads: 1, HeadDim: 1, Ptr: h.UpI64([]int64{0, 1, 2}), Src: i, ERow: h.UpI32([]int32{0, 4}), K: f, Q: f, V: f, E: f, Out: f})
 		}},
+		{"batched gemm overlapping outputs", func() error {
+			return h.B.BatchedGemm(engine.GemmOp{M: 2, N: 1, K: 1, Alpha: 1, A: f, B: f, C: f}, 2, 1, 0, 1)
+		}},
+		{"batched gemm stride overflow", func() error {
+			return h.B.BatchedGemm(engine.GemmOp{M: 1, N: 1, K: 1, Alpha: 1, A: f, B: f, C: f}, 4, math.MaxInt/3+1, 0, 1)
+		}},
+		{"edge attention width overflow", func() error {
+			return h.B.EdgeAttention(engine.EdgeAttentionOp{N: 1, Heads: 1 << 16, HeadDim: 1 << 16, Ptr: h.UpI64([]int64{0, 0}), Src: i, K: f, Q: f, V: f, E: f, Out: f})
+		}},
+		{"copy rows in place", func() error {
+			return h.B.CopyRows(engine.CopyRowsOp{N: 1, Cols: 1, X: f, Out: f, Src: h.UpI32([]int32{1}), Dst: h.UpI32([]int32{0})})
+		}},
 		{"mul short", func() error { return h.B.Mul(engine.MulOp{N: 5, X: f, Y: f, Out: f}) }},
 		{"copy rows source range", func() error {
 			return h.B.CopyRows(engine.CopyRowsOp{N: 1, Cols: 2, X: f, Out: f, Src: h.UpI32([]int32{2})})

@@ -23,8 +23,10 @@ type Options struct {
 	Hidden int    // default 32
 	Layers int    // default 2
 	Heads  int    // default 4
-	Vocab  int    // word pieces kept from the texts (default 500)
-	Seed   uint64 // default 1
+	// Intermediate is the feed-forward width (default 2·Hidden).
+	Intermediate int
+	Vocab        int    // word pieces kept from the texts (default 500)
+	Seed         uint64 // default 1
 }
 
 // Write creates the model folder at dir, with a vocabulary of the most
@@ -34,7 +36,7 @@ func Write(dir string, texts []string, o Options) (bert.Config, error) {
 	fill(&o)
 	pieces := vocabulary(texts, o.Vocab)
 	cfg := bert.Config{ModelType: o.Kind, VocabSize: 5 + len(pieces), Hidden: o.Hidden, Layers: o.Layers, Heads: o.Heads,
-		Intermediate: 2 * o.Hidden, MaxPositions: 520, TypeVocabSize: 2, LayerNormEps: 1e-12, PadTokenID: 0, HiddenAct: "gelu", NumLabels: 1}
+		Intermediate: o.Intermediate, MaxPositions: 520, TypeVocabSize: 2, LayerNormEps: 1e-12, PadTokenID: 0, HiddenAct: "gelu", NumLabels: 1}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cfg, err
 	}
@@ -80,6 +82,7 @@ func fill(o *Options) {
 	def(&o.Hidden, 32)
 	def(&o.Layers, 2)
 	def(&o.Heads, 4)
+	def(&o.Intermediate, 2*o.Hidden)
 	def(&o.Vocab, 500)
 	if o.Seed == 0 {
 		o.Seed = 1

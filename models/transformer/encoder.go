@@ -153,6 +153,20 @@ func (e *Encoder) open(dir, runtime string, b engine.Backend) (*models.Head, err
 }
 
 // Close releases an ONNX Runtime session.
+// SetPrecision sets what the native runtime's GEMMs may use (before the
+// encoder is used); ONNX Runtime computes in float32 only.
+func (e *Encoder) SetPrecision(p engine.Precision) error {
+	switch {
+	case p > engine.PrecisionBF16:
+		return fmt.Errorf("transformer: unknown precision %d", p)
+	case e.native != nil:
+		e.native.Precision = p
+	case p != engine.PrecisionF32:
+		return fmt.Errorf("transformer: precision %s needs the native runtime (ONNX Runtime computes in fp32)", p)
+	}
+	return nil
+}
+
 func (e *Encoder) Close() error {
 	if e.native != nil {
 		e.native.Close()
