@@ -33,8 +33,11 @@ func (b *Backend) CopyRows(op engine.CopyRowsOp) error {
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	if op.N < 0 || op.Cols <= 0 || (op.Src != nil && ns < op.N) || (op.Dst != nil && nd < op.N) || (op.X != nil && op.X == op.Out) {
-		return shapeErr("copy rows (Out must not be X)")
+	if op.X != nil && op.X == op.Out {
+		return fmt.Errorf("cuda: copy rows: Out is X (rows must move between buffers)")
+	}
+	if op.N < 0 || op.Cols <= 0 || (op.Src != nil && ns < op.N) || (op.Dst != nil && nd < op.N) {
+		return shapeErr("copy rows")
 	}
 	hs, err := b.optIndices(op.Src, op.N)
 	if err != nil {

@@ -118,14 +118,22 @@ func (s *seederMethod) Retrieve(ctx context.Context, q Query, k int) ([]kernels.
 	return hits, nil
 }
 
-// Close stops the scheduler, then frees the encoder's weights.
+// errSeederClosed is returned by a seeder method used after Close.
+var errSeederClosed = errors.New("retrieve: seeder: method closed")
+
+// Close stops the scheduler (it returns once its batches have ended), then
+// frees the encoder's weights. A Close that overlaps the first Retrieve
+// waits for its start; a Retrieve after Close returns an error.
 func (s *seederMethod) Close(ctx context.Context) error {
+	s.once.Do(func() { s.err = errSeederClosed })
 	var err error
 	if s.sched != nil {
 		err = s.sched.Close(ctx)
+		s.sched = nil
 	}
-	if s.enc != nil && err == nil {
+	if s.enc != nil {
 		s.enc.Close()
+		s.enc = nil
 	}
 	return err
 }

@@ -405,8 +405,11 @@ func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	if op.Cols <= 0 || (op.X != nil && op.X == op.Out) {
-		return shapeErr("copy rows (Out must not be X)")
+	if op.Cols <= 0 {
+		return shapeErr("copy rows")
+	}
+	if op.X != nil && op.X == op.Out {
+		return fmt.Errorf("%s: copy rows: Out is X (rows must move between buffers)", Name)
 	}
 	if err := engine.CheckCopyRows(op.N, op.Cols, src, dst, len(x)/op.Cols, len(out)/op.Cols); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)

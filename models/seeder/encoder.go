@@ -104,33 +104,42 @@ func (e *Encoder) Close() {
 func (e *Encoder) Backend() engine.Backend { return e.b }
 
 // probeEncoderOps refuses a backend that lacks one of the encoder's
-// optional ops, naming it.
+// optional ops (engine.ErrNotImplemented), naming it; any other failure
+// of the tiny probe is returned as it is.
 func probeEncoderOps(b engine.Backend) error {
-	x, err := engine.Upload(b, []float32{1, 1})
-	if err != nil {
-		return err
+	var bufs []engine.Buffer
+	defer func() {
+		for _, x := range bufs {
+			b.Free(x)
+		}
+	}()
+	up := func(x any) (engine.Buffer, error) {
+		buf, err := b.Bind(x)
+		if err == nil {
+			bufs = append(bufs, buf)
+		}
+		return buf, err
 	}
-	defer b.Free(x)
-	ptr, err := engine.Upload(b, []int64{0, 0})
-	if err != nil {
-		return err
+	x, err1 := up([]float32{1, 1})
+	out, err2 := up([]float32{0, 0})
+	ptr, err3 := up([]int64{0, 0})
+	idx, err4 := up([]int32{0})
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("seeder: probing backend %s: %w", b.Name(), err)
 	}
-	defer b.Free(ptr)
-	idx, err := engine.Upload(b, []int32{0})
-	if err != nil {
-		return err
-	}
-	defer b.Free(idx)
 	for _, p := range []struct {
 		name string
 		err  error
 	}{
-		{"Mul", b.Mul(engine.MulOp{N: 1, X: x, Y: x, Out: x})},
-		{"CopyRows", b.CopyRows(engine.CopyRowsOp{N: 1, Cols: 1, X: x, Out: x})},
-		{"EdgeMessage", b.EdgeMessage(engine.EdgeMessageOp{N: 1, D: 1, Rows: 1, Ptr: ptr, Src: idx, ERow: idx, M: x, F: x, Out: x})},
+		{"Mul", b.Mul(engine.MulOp{N: 1, X: x, Y: x, Out: out})},
+		{"CopyRows", b.CopyRows(engine.CopyRowsOp{N: 1, Cols: 1, X: x, Out: out})},
+		{"EdgeMessage", b.EdgeMessage(engine.EdgeMessageOp{N: 1, D: 1, Rows: 1, Ptr: ptr, Src: idx, ERow: idx, M: x, F: x, Out: out})},
 	} {
-		if p.err != nil {
+		switch {
+		case errors.Is(p.err, engine.ErrNotImplemented):
 			return fmt.Errorf("seeder: backend %s cannot run the encoder: %s: %w", b.Name(), p.name, p.err)
+		case p.err != nil:
+			return fmt.Errorf("seeder: probing backend %s: %s: %w", b.Name(), p.name, p.err)
 		}
 	}
 	return nil

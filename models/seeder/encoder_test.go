@@ -2,9 +2,12 @@ package seeder
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -20,7 +23,8 @@ func widenWeights(c Config, w *Weights[float32]) *Weights[float64] {
 	return out
 }
 
-// encoderConfigs turn each optional part off in turn.
+// encoderConfigs turn each optional part off in turn, and in some
+// combinations.
 func encoderConfigs() map[string]Config {
 	all := DefaultConfig()
 	all.In, all.Words, all.Relations = 8, 5, 4
@@ -29,6 +33,11 @@ func encoderConfigs() map[string]Config {
 		"no local": func(c *Config) { c.Local = false }, "no virtual": func(c *Config) { c.Virtual = false },
 		"no hop gate": func(c *Config) { c.HopGate = false }, "no cycles": func(c *Config) { c.Cycles = 0 },
 		"paper inputs": func(c *Config) { c.Words, c.Relations = 0, 0 },
+		"words only":   func(c *Config) { c.Relations = 0 }, "relation ids only": func(c *Config) { c.Words = 0 },
+		"no virtual, no cycles": func(c *Config) { c.Virtual, c.Cycles = false, 0 },
+		"everything off": func(c *Config) {
+			c.Local, c.Virtual, c.HopGate, c.Cycles, c.Words, c.Relations = false, false, false, 0, 0, 0
+		},
 	} {
 		c := all
 		off(&c)
@@ -39,8 +48,11 @@ func encoderConfigs() map[string]Config {
 
 // encoderGraphs mixes sizes: one node, a graph without relations, edges
 // or words, and graphs of up to `largest` nodes (stage 2's cap is 500).
+// One relation has no learned id (−1), as a relation past the model's
+// table does in production.
 func encoderGraphs(c Config, rng *rand.Rand, largest int) []*Graph {
 	gs := []*Graph{randomGraph(c, 1, 0, 1, rng), randomGraph(c, 40, 120, 6, rng), randomGraph(c, largest, 3*largest, 8, rng)}
+	gs[1].Rels[2].ID = -1
 	bare := randomGraph(c, 9, 0, 0, rng)
 	bare.Words = nil
 	return append(gs, bare)
@@ -94,12 +106,15 @@ func checkEncoder(t *testing.T, b engine.Backend, largest int, only ...string) {
 	}
 }
 
-// encoderTol bounds the float32 forward's error against float64,
-// relative to 1 + |value|: the recursive-sum bound 2·n·eps32 for the
-// widest product (n = 2·Hidden = 64), 1.5e-5, rounded up. The float32
-// host forward errs by < 1e-6 on these graphs (TestEncoderTolerance keeps
-// it 10× inside), the engine forward by as little.
-const encoderTol = 2e-5
+// encoderTol bounds the float32 forwards' error against float64, relative
+// to 1 + |value|. It is empirical: a worst-case bound through three
+// layers of LayerNorm (whose 1/σ amplifies) and 500-edge sums is orders
+// looser than what float32 does here, and a loose bound hides real bugs
+// (a LayerNorm epsilon of 1e-6 instead of 1e-5 moves outputs by ~5e-6).
+// The worst errors measured on these graphs: 9.4e-7 (the CUDA kernels
+// under emulation), 6.3e-7 (cpu), 6.1e-7 (the float32 host forward,
+// which TestEncoderTolerance keeps under half the bound).
+const encoderTol = 3e-6
 
 func TestEncoderMatchesReference(t *testing.T) { checkEncoder(t, cpu.New(), 500) }
 
@@ -118,7 +133,61 @@ func TestEncoderTolerance(t *testing.T) {
 		worst = max(worst, math.Abs(float64(f32.P[i])-f64.P[i])/(1+math.Abs(f64.P[i])), math.Abs(float64(f32.S[i])-f64.S[i])/(1+math.Abs(f64.S[i])))
 	}
 	t.Logf("float32 host forward: worst relative error %.3g (bound %.3g)", worst, encoderTol)
-	if worst > encoderTol/10 {
-		t.Errorf("float32 host forward errs by %.3g, within 10× of the bound %.3g", worst, encoderTol)
+	if worst > encoderTol/2 {
+		t.Errorf("float32 host forward errs by %.3g, more than half the bound %.3g", worst, encoderTol)
 	}
 }
+
+// TestEncoderEdgeCases: no graphs, a graph of no nodes, concurrent
+// Forward calls on one Encoder, and a backend without the encoder's ops.
+func TestEncoderEdgeCases(t *testing.T) {
+	c := encoderConfigs()["all"]
+	w32, _ := NewWeights[float32](c)
+	m := &Model{Config: c, W: w32}
+	enc, err := m.Bind(cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	ctx := context.Background()
+	if out, err := enc.Forward(ctx, nil); err != nil || len(out) != 0 {
+		t.Fatalf("no graphs: %v, %v", out, err)
+	}
+	empty := &Graph{Query: randVec(c.In, rand.New(rand.NewPCG(1, 1)))}
+	if out, err := enc.Forward(ctx, []*Graph{empty}); err != nil || len(out) != 1 || len(out[0].Policy) != 0 {
+		t.Fatalf("a graph of no nodes: %v, %v", out, err)
+	}
+	gs := encoderGraphs(c, rand.New(rand.NewPCG(11, 12)), 60)
+	want, err := enc.Forward(ctx, gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			got, err := enc.Forward(ctx, gs)
+			if err == nil && !slices.Equal(got[2].Score, want[2].Score) {
+				err = fmt.Errorf("a concurrent Forward gave other scores")
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := enc.Forward(cancelled, gs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Forward: %v", err)
+	}
+	if _, err := m.Bind(unfused{cpu.New()}); err == nil || !strings.Contains(err.Error(), "cannot run the encoder") {
+		t.Fatalf("a backend without the encoder's ops: %v", err)
+	}
+}
+
+// unfused is the cpu backend without its optional ops.
+type unfused struct{ *cpu.Backend }
+
+func (unfused) Mul(engine.MulOp) error { return engine.ErrNotImplemented }
