@@ -48,13 +48,31 @@ func (u *unwrap) l(x engine.Buffer) []int64 {
 	return s
 }
 
-// Gemm implements engine.Ops.
+// Gemm implements engine.Ops. A plain product of a narrow weight (no
+// transposes, alpha 1, beta 0, packed, N ≤ 256 and K ≤ 1024: a graph
+// encoder's layers over many nodes) runs kernels.NarrowGemm, which beats a
+// BLAS call's packing and threading there; the rest goes through
+// kernels.Gemm.
 func (*Backend) Gemm(op engine.GemmOp) error {
 	g, err := gemmArgs(op)
 	if err != nil {
 		return err
 	}
+	if narrow(g) {
+		if err := g.Check(); err != nil {
+			return err
+		}
+		if err := kernels.NarrowGemm(g.A, g.B, g.C, g.M, g.N, g.K); err != nil || (g.Bias == nil && g.Act == engine.ActNone) {
+			return err
+		}
+		return kernels.BiasAct(g.C, g.M, g.N, g.N, g.Bias, g.Act)
+	}
 	return kernels.Gemm(g)
+}
+
+func narrow(g kernels.GemmArgs) bool {
+	packed := (g.LDA == 0 || g.LDA == g.K) && (g.LDB == 0 || g.LDB == g.N) && (g.LDC == 0 || g.LDC == g.N)
+	return !g.TransA && !g.TransB && g.Alpha == 1 && g.Beta == 0 && packed && g.K > 0 && g.N <= 256 && g.K <= 1024
 }
 
 func gemmArgs(op engine.GemmOp) (kernels.GemmArgs, error) {
