@@ -58,6 +58,7 @@ func BenchmarkOps(b *testing.B) {
 		k.Close()
 	}
 	for _, be := range []engine.Backend{gpu, cpu.New()} {
+		b.Run("axpby-64M/"+be.Name(), func(b *testing.B) { benchAxpby(b, be, 64<<20) })
 		b.Run("gemm-1024/"+be.Name(), func(b *testing.B) { benchGemm(b, be, 1024, engine.PrecisionF32) })
 		b.Run("flatip-100k×256-b16/"+be.Name(), func(b *testing.B) { benchFlatIP(b, be, 100_000, 256, 16) })
 		for _, q := range []int{1, 64} {
@@ -256,4 +257,18 @@ func benchJointAttention(b *testing.B, be engine.Backend, n, lm, lt, d int) {
 	}
 	op := engine.JointAttentionOp{N: n, Lm: lm, Lt: lt, D: d, Dv: d, Q: q, KMem: km, VMem: vm, KText: kt, VText: vt, Out: out, Causal: true}
 	timed(b, be, func() error { return engine.JointAttention(be, op) })
+}
+
+// benchAxpby streams n floats in twice and out once (STREAM's triad): the
+// device's attainable copy bandwidth, beside which the sparse kernels'
+// GB/s are read.
+func benchAxpby(b *testing.B, be engine.Backend, n int) {
+	x, y := upload(b, be, n, 24), upload(b, be, n, 25)
+	out, err := be.Alloc(engine.F32, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := engine.AxpbyOp{N: n, Alpha: 1, X: x, Beta: 2, Y: y, Out: out}
+	timed(b, be, func() error { return be.Axpby(op) })
+	b.ReportMetric(float64(12*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
