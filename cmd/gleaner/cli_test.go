@@ -207,8 +207,9 @@ func TestTransformerModels(t *testing.T) {
 }
 
 // TestDeviceAndPrecisionFlags: --device only with --backend cuda and ≥ 0;
-// --precision parsed, and refused without a --model cross-encoder; each
-// error names its flag before any index is read.
+// --precision parsed, and refused without a --model cross-encoder;
+// encoder shapes of model random bounded; each error names its flag
+// before any index is read or folder written.
 func TestDeviceAndPrecisionFlags(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-index")
 	for _, c := range []struct {
@@ -219,6 +220,9 @@ func TestDeviceAndPrecisionFlags(t *testing.T) {
 		{[]string{"--device", "-1", "--backend", "cuda", "query", "--index", missing, "q"}, "--device"},
 		{[]string{"query", "--index", missing, "--precision", "fp16", "q"}, "--precision"},
 		{[]string{"query", "--index", missing, "--precision", "bf16", "q"}, "--precision"},
+		{[]string{"model", "random", "-o", missing, "--intermediate", "0"}, "--intermediate"},
+		{[]string{"model", "random", "-o", missing, "--intermediate", "99999999999"}, "--intermediate"},
+		{[]string{"model", "random", "-o", missing, "--hidden", "-4"}, "--hidden"},
 	} {
 		out, err := run(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.flag) {

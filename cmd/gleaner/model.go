@@ -61,7 +61,9 @@ transformer states (--evidence transformer).`,
 				case "fuserag":
 					summary, err = writeRandomAdapters(dir, dec)
 				default:
-					o.Intermediate = dec.intermediate
+					if o.Intermediate = dec.intermediate; dec.fl.Changed("intermediate") && o.Intermediate < 1 {
+						return fmt.Errorf("--intermediate must be ≥ 1, got %d", o.Intermediate)
+					}
 					summary, err = writeRandomEncoder(g, dir, corpusDir, o)
 				}
 				return err
