@@ -2,8 +2,8 @@ package retrieve_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/synth"
@@ -89,7 +89,15 @@ func TestCrossEncoderPrecision(t *testing.T) {
 		}
 		return hits
 	}
-	if f32, bf16 := rank(engine.PrecisionF32), rank(engine.PrecisionBF16); !slices.Equal(f32, bf16) {
+	// the same ranking; scores equal up to float32 rounding (the
+	// scheduler's batches, and so the padded GEMM shapes, may differ
+	// between two runs)
+	f32, bf16 := rank(engine.PrecisionF32), rank(engine.PrecisionBF16)
+	same := len(f32) == len(bf16)
+	for i := 0; same && i < len(f32); i++ {
+		same = f32[i].Index == bf16[i].Index && math.Abs(float64(f32[i].Score-bf16[i].Score)) <= 1e-5*(1+math.Abs(float64(f32[i].Score)))
+	}
+	if !same {
 		t.Fatalf("cpu with bf16 allowed ranks %v, fp32 %v", bf16, f32)
 	}
 	o := retrieve.DefaultOptions()
