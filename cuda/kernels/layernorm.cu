@@ -7,19 +7,6 @@
 
 __global__ void layer_norm(int rows, int cols, const float* x, const float* gamma, const float* beta, float eps, float* out) {
 	__shared__ double red[ROW_THREADS];
-	for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-		const float* xr = x + (long long)r * cols;
-		float* o = out + (long long)r * cols;
-		double s = 0.0;
-		for (int c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
-		double mean = block_sum_d(red, s) / cols;
-		double ss = 0.0;
-		for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-			double d = xr[c] - mean;
-			ss += d * d;
-		}
-		double inv = 1.0 / sqrt(block_sum_d(red, ss) / cols + (double)eps);
-		for (int c = threadIdx.x; c < cols; c += blockDim.x)
-			o[c] = (float)((xr[c] - mean) * inv) * gamma[c] + beta[c];
-	}
+	for (int r = blockIdx.x; r < rows; r += gridDim.x)
+		layer_norm_row(red, x + (long long)r * cols, cols, gamma, beta, eps, out + (long long)r * cols);
 }

@@ -17,16 +17,7 @@ __global__ void low_rank(int l, int de, int r, int dkv, const float* m, const fl
 		const float* x = m + (long long)i * de;
 		float* ln = scratch + (long long)i * (de + r);
 		float* mid = ln + de;
-		double s = 0.0;
-		for (int c = threadIdx.x; c < de; c += blockDim.x) s += x[c];
-		double mean = block_sum_d(red, s) / de;
-		double ss = 0.0;
-		for (int c = threadIdx.x; c < de; c += blockDim.x) {
-			double dlt = x[c] - mean;
-			ss += dlt * dlt;
-		}
-		double inv = 1.0 / sqrt(block_sum_d(red, ss) / de + (double)eps);
-		for (int c = threadIdx.x; c < de; c += blockDim.x) ln[c] = (float)((x[c] - mean) * inv) * gamma[c] + beta[c];
+		layer_norm_row(red, x, de, gamma, beta, eps, ln);
 		__syncthreads(); // the whole normalised row before any projection reads it
 		for (int j = threadIdx.x; j < r; j += blockDim.x) {
 			float acc = 0.0f;

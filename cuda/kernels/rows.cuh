@@ -1,6 +1,7 @@
 // Block-wide reductions for the row kernels: a shared-memory tree over
 // ROW_THREADS threads (the launch's block size, cuda/launch.go). Every
-// thread gets the result; the trailing barrier lets red be reused.
+// thread gets the result; the trailing barrier lets red be reused. Then a
+// LayerNorm of one row built on them.
 #pragma once
 #define ROW_THREADS 32
 
@@ -28,3 +29,21 @@ __device__ __forceinline__ T block_reduce(T* red, T v, Op op) {
 __device__ __forceinline__ float block_max(float* red, float v) { return block_reduce(red, v, RedMax()); }
 __device__ __forceinline__ float block_sum(float* red, float v) { return block_reduce(red, v, RedSum()); }
 __device__ __forceinline__ double block_sum_d(double* red, double v) { return block_reduce(red, v, RedSum()); }
+
+// layer_norm_row normalises one row of cols values into out (which may be
+// x): (x − mean)/√(var + eps)·gamma + beta with the biased variance, mean
+// and variance accumulated in double; the block's threads stride over the
+// row. LayerNorm and the fused low-rank projection share it.
+__device__ __forceinline__ void layer_norm_row(double* red, const float* x, int cols, const float* gamma, const float* beta,
+                                               float eps, float* out) {
+	double s = 0.0;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[c];
+	const double mean = block_sum_d(red, s) / cols;
+	double ss = 0.0;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		const double d = x[c] - mean;
+		ss += d * d;
+	}
+	const double inv = 1.0 / sqrt(block_sum_d(red, ss) / cols + (double)eps);
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = (float)((x[c] - mean) * inv) * gamma[c] + beta[c];
+}
