@@ -187,16 +187,15 @@ func (b *Backend) blasGemm(op engine.GemmOp, r rowMajor, a, bm, c, a16, b16 devA
 	})
 }
 
-// toBF16 rounds n floats at x into a fresh bfloat16 buffer (bf16.cu); the
-// caller frees it.
+// toBF16 rounds n floats at x into a fresh bfloat16 scratch buffer
+// (bf16.cu); the caller frees it.
 func (b *Backend) toBF16(x devArg, n int) (*buffer, error) {
-	buf, err := b.Alloc(engine.F32, (n+1)/2) // two bfloat16 per float32 slot
+	y, err := b.scratch(engine.F32, (n+1)/2) // two bfloat16 per float32 slot, all written by bf16.cu
 	if err != nil {
 		return nil, err
 	}
-	y := buf.(*buffer)
 	if err := b.launch("bf16", rows(Elementwise(n)), int64(n), x, devArg(y.ptr)); err != nil {
-		b.Free(buf)
+		b.Free(y)
 		return nil, err
 	}
 	return y, nil

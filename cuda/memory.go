@@ -33,6 +33,20 @@ func elemSize(dt engine.DType) int64 {
 
 // Alloc returns n zeroed elements of dt.
 func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
+	x, err := b.scratch(dt, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.call(func() error { b.ctx.MemsetD8(x.ptr, 0, x.class); return b.ctx.Error() }); err != nil {
+		b.pool.Put(x.ptr, x.class)
+		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", x.class, err)
+	}
+	return x, nil
+}
+
+// scratch returns n elements of dt that the caller overwrites before
+// reading them, so they are not zeroed (Alloc zeroes).
+func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
 	if err := engine.CheckAlloc(Name, dt, n); err != nil {
 		return nil, err
 	}
@@ -40,10 +54,6 @@ func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	ptr, class, err := b.pool.Get(bytes)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: alloc of %d bytes: %w", bytes, err)
-	}
-	if err := b.call(func() error { b.ctx.MemsetD8(ptr, 0, class); return b.ctx.Error() }); err != nil {
-		b.pool.Put(ptr, class)
-		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", class, err)
 	}
 	return &buffer{dt: dt, n: n, ptr: ptr, class: class}, nil
 }

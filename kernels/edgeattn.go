@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // EdgeAttentionArgs describes Exphormer's sparse attention (docs/methods.md
@@ -41,20 +43,18 @@ const edgeClamp = 5
 // scatter-sum needs no atomics). Nodes without incoming edges get zeros.
 func EdgeAttention(a EdgeAttentionArgs) error {
 	d := a.Heads * a.HeadDim
-	if a.N < 0 || a.Heads <= 0 || a.HeadDim <= 0 || len(a.Ptr) != a.N+1 || a.Ptr[0] != 0 {
+	if a.Heads <= 0 || a.HeadDim <= 0 {
 		return fmt.Errorf("kernels: edge attention: bad shape or pointers")
 	}
-	nnz := int(a.Ptr[a.N])
+	nnz, err := engine.CheckEdges("kernels: edge attention", a.N, a.Ptr, a.Src)
+	if err != nil {
+		return err
+	}
 	if err := a.checkRows(nnz, d); err != nil {
 		return err
 	}
-	if len(a.Src) < nnz || len(a.K) < a.N*d || len(a.Q) < a.N*d || len(a.V) < a.N*d || len(a.Out) < a.N*d {
+	if len(a.K) < a.N*d || len(a.Q) < a.N*d || len(a.V) < a.N*d || len(a.Out) < a.N*d {
 		return fmt.Errorf("kernels: edge attention: buffers too short for %d nodes, %d edges", a.N, nnz)
-	}
-	for _, s := range a.Src[:nnz] {
-		if s < 0 || int(s) >= a.N {
-			return fmt.Errorf("kernels: edge attention: source %d outside %d nodes", s, a.N)
-		}
 	}
 	scale := float32(1 / math.Sqrt(float64(a.HeadDim)))
 	parallelRows(a.N, nnz/max(a.N, 1)*d+d, func(lo, hi int) {
@@ -109,13 +109,5 @@ func (a *EdgeAttentionArgs) checkRows(nnz, d int) error {
 		}
 		return nil
 	}
-	if len(a.ERow) < nnz {
-		return fmt.Errorf("kernels: edge attention: %d feature rows for %d edges", len(a.ERow), nnz)
-	}
-	for p, r := range a.ERow[:nnz] {
-		if r < 0 || (int(r)+1)*d > len(a.E) {
-			return fmt.Errorf("kernels: edge attention: edge %d uses feature row %d outside a table of %d rows", p, r, len(a.E)/d)
-		}
-	}
-	return nil
+	return engine.CheckFeatureRows("kernels: edge attention", a.ERow, nnz, len(a.E)/d, false)
 }

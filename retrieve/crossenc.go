@@ -1,10 +1,7 @@
 package retrieve
 
 import (
-	"fmt"
-
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/transformer"
@@ -14,10 +11,10 @@ import (
 // folder in o.Model, else the index's lexical cross-encoder. closer, when
 // not nil, releases the model.
 func crossEncoder(ix *index.Index, o Options) (ce *models.CrossEncoder, closer interface{ Close() error }, err error) {
+	if err := o.validatePrecision(); err != nil {
+		return nil, nil, err
+	}
 	if o.Model == "" {
-		if o.Precision != engine.PrecisionF32 {
-			return nil, nil, fmt.Errorf("retrieve: precision %s applies to a Model cross-encoder (the lexical one has no GEMMs)", o.Precision)
-		}
 		ce, err = ix.CrossEncoder()
 		return ce, nil, err
 	}

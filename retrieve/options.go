@@ -189,15 +189,24 @@ func (o Options) Validate() error {
 	if o.RerankDepth < 1 {
 		errs = append(errs, fmt.Errorf("retrieve: rerank depth %d: want ≥ 1", o.RerankDepth))
 	}
-	if o.Precision > engine.PrecisionBF16 || (o.Precision != engine.PrecisionF32 && o.Model == "") {
-		errs = append(errs, fmt.Errorf("retrieve: precision %s applies to a Model cross-encoder (the lexical one has no GEMMs)", o.Precision))
-	}
-	for _, err := range []error{o.validateStage(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate(), o.FuseRAG.validate()} {
+	for _, err := range []error{o.validateStage(), o.validatePrecision(), o.PPR.validate(), o.FastInsight.validate(), o.GAR.validate(), o.TriGraph.validate(), o.KETRAG.validate(), o.KG.validate(), o.Seeder.validate(), o.FuseRAG.validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validatePrecision: a known precision, and below float32 only for a
+// Model cross-encoder.
+func (o Options) validatePrecision() error {
+	switch {
+	case o.Precision > engine.PrecisionBF16:
+		return fmt.Errorf("retrieve: unknown precision %s", o.Precision)
+	case o.Precision != engine.PrecisionF32 && o.Model == "":
+		return fmt.Errorf("retrieve: precision %s applies to a Model cross-encoder (the lexical one has no GEMMs)", o.Precision)
+	}
+	return nil
 }
 
 // errNoBackend is returned by methods that run engine ops without one.

@@ -14,15 +14,23 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-// TestRe2WithTransformerNativeAndORT reranks with a generated random
-// cross-encoder on both runtimes: the rankings must agree.
-func TestRe2WithTransformerNativeAndORT(t *testing.T) {
-	ix, qs := openSynth(t)
+// writeCrossEncoder writes a random cross-encoder over the synthetic
+// corpus's words and returns its folder.
+func writeCrossEncoder(t *testing.T) string {
+	t.Helper()
 	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
 	dir := filepath.Join(t.TempDir(), "model")
 	if _, err := testmodel.Write(dir, testmodel.NodeTexts(c), testmodel.Options{Cross: true}); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestRe2WithTransformerNativeAndORT reranks with a generated random
+// cross-encoder on both runtimes: the rankings must agree.
+func TestRe2WithTransformerNativeAndORT(t *testing.T) {
+	ix, qs := openSynth(t)
+	dir := writeCrossEncoder(t)
 	runtimes := []string{"native"}
 	if _, err := ort.LibraryPath(); err == nil {
 		runtimes = append(runtimes, "ort")
@@ -70,11 +78,7 @@ func TestRe2WithTransformerNativeAndORT(t *testing.T) {
 // is unchanged); ONNX Runtime and the lexical encoder refuse it.
 func TestCrossEncoderPrecision(t *testing.T) {
 	ix, qs := openSynth(t)
-	c := synth.Generate(synth.Options{People: 120, Cities: 20, Countries: 5, Bands: 30, Queries: 40, Seed: 4})
-	dir := filepath.Join(t.TempDir(), "model")
-	if _, err := testmodel.Write(dir, testmodel.NodeTexts(c), testmodel.Options{Cross: true}); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeCrossEncoder(t)
 	rank := func(p engine.Precision) []kernels.Hit {
 		o := retrieve.DefaultOptions()
 		o.Model, o.Runtime, o.Precision = dir, "native", p

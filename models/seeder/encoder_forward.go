@@ -21,9 +21,6 @@ type run struct {
 // steps runs ops in order, stopping at the first error.
 func steps(ops ...func() error) error {
 	for _, op := range ops {
-		if op == nil {
-			continue
-		}
 		if err := op(); err != nil {
 			return err
 		}
