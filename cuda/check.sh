@@ -84,12 +84,13 @@ for p in cuda/ptx/*.ptx; do
   [ -f "cuda/kernels/$k.cu" ] || { echo "cuda-check: $p has no kernel source any more" >&2; $update && rm "$p" || status=1; }
 done
 # The GPU backend (cuda/backend.go, behind the cuda tag): vet the whole tree with the tag, and link
-# the backend's test binary and the CLI against the driver stub (they cannot run without a GPU:
+# the backend's and the benchmarks' test binaries and the CLI against the driver stub (they cannot run without a GPU:
 # gorgonia.org/cu exits at init).
 export CGO_LDFLAGS="-L/usr/lib/x86_64-linux-gnu/stubs"
-if ! go vet -tags cuda ./... || ! go test -c -tags cuda -o "$tmp/cuda.test" ./cuda/ || ! go build -tags cuda -o "$tmp/gleaner" ./cmd/gleaner; then
+if ! go vet -tags cuda ./... || ! go test -c -tags cuda -o "$tmp/cuda.test" ./cuda/ ||
+  ! go test -c -tags cuda -o "$tmp/benchmarks.test" ./benchmarks/ || ! go build -tags cuda -o "$tmp/gleaner" ./cmd/gleaner; then
   echo "cuda-check: the cuda build (-tags cuda) fails" >&2
   status=1
 fi
-[ $status = 0 ] && echo "cuda-check: the -tags cuda build (backend, CLI) vets and links; every kernel compiles for $(echo $ARCHS | sed 's/\([0-9]*\)/sm_\1/g'); cuda/ptx matches the sources ($(nvcc --version | grep -o 'release [0-9.]*'))"
+[ $status = 0 ] && echo "cuda-check: the -tags cuda build (backend, benchmarks, CLI) vets and links; every kernel compiles for $(echo $ARCHS | sed 's/\([0-9]*\)/sm_\1/g'); cuda/ptx matches the sources ($(nvcc --version | grep -o 'release [0-9.]*'))"
 exit $status

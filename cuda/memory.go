@@ -12,12 +12,16 @@ import (
 )
 
 // buffer is device memory from the pool: n elements of dt at ptr, in a
-// block of class bytes.
+// block of class bytes. An index buffer (I32, I64) has a host mirror
+// (*Mirror[int32] or *Mirror[int64]) for the ops' host-side checks; a
+// bound one (Bind) is read-only.
 type buffer struct {
-	dt    engine.DType
-	n     int
-	ptr   cu.DevicePtr
-	class int64
+	dt     engine.DType
+	n      int
+	ptr    cu.DevicePtr
+	class  int64
+	mirror any
+	bound  bool
 }
 
 func (x *buffer) DType() engine.DType { return x.dt }
@@ -37,6 +41,7 @@ func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
+	x.mirror = newMirror(dt, n, true)
 	if err := b.call(func() error { b.ctx.MemsetD8(x.ptr, 0, x.class); return b.ctx.Error() }); err != nil {
 		b.pool.Put(x.ptr, x.class)
 		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", x.class, err)
@@ -55,7 +60,18 @@ func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: alloc of %d bytes: %w", bytes, err)
 	}
-	return &buffer{dt: dt, n: n, ptr: ptr, class: class}, nil
+	return &buffer{dt: dt, n: n, ptr: ptr, class: class, mirror: newMirror(dt, n, false)}, nil
+}
+
+// newMirror is an index buffer's host mirror (nil for F32).
+func newMirror(dt engine.DType, n int, zeroed bool) any {
+	switch dt {
+	case engine.I32:
+		return NewMirror[int32](n, zeroed)
+	case engine.I64:
+		return NewMirror[int64](n, zeroed)
+	}
+	return nil
 }
 
 // Free returns a buffer's block to the pool (the default stream orders
@@ -63,29 +79,58 @@ func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
 func (b *Backend) Free(x engine.Buffer) {
 	if d, ok := x.(*buffer); ok && d != nil && d.class > 0 {
 		b.pool.Put(d.ptr, d.class)
-		d.class, d.ptr, d.n = 0, 0, 0 // a later use is an error, never a write into a reused block
+		d.class, d.ptr, d.n, d.mirror = 0, 0, 0, nil // a later use is an error, never a write into a reused block
 	}
 }
 
 // PoolStats are the allocator's counters.
 func (b *Backend) PoolStats() PoolStats { return b.pool.Stats() }
 
-// Bind uploads src into a new buffer.
+// Bind uploads src into a new read-only buffer (Upload into it, or an op
+// writing it, is an error); an index buffer's mirror aliases src, which
+// the engine's contract keeps unchanged.
 func (b *Backend) Bind(src any) (engine.Buffer, error) {
+	var dt engine.DType
+	var n int
+	var m any
 	switch s := src.(type) {
 	case []float32:
-		return engine.Upload(b, s)
+		dt, n = engine.F32, len(s)
 	case []int32:
-		return engine.Upload(b, s)
+		dt, n, m = engine.I32, len(s), BoundMirror(s)
 	case []int64:
-		return engine.Upload(b, s)
+		dt, n, m = engine.I64, len(s), BoundMirror(s)
+	default:
+		return nil, fmt.Errorf("cuda: cannot bind %T", src)
 	}
-	return nil, fmt.Errorf("cuda: cannot bind %T", src)
+	x, err := b.scratch(dt, n) // every element uploaded below
+	if err != nil {
+		return nil, err
+	}
+	if err := b.transfer(x, 0, src, true); err != nil {
+		b.Free(x)
+		return nil, err
+	}
+	x.bound, x.mirror = true, m
+	return x, nil
 }
 
-// Upload copies host data into dst from element off.
+// Upload copies host data into dst from element off (and into its
+// mirror).
 func (b *Backend) Upload(dst engine.Buffer, off int, src any) error {
-	return b.transfer(dst, off, src, true)
+	if d, ok := dst.(*buffer); ok && d != nil && d.bound {
+		return fmt.Errorf("cuda: upload: %w", engine.ErrReadOnly)
+	}
+	if err := b.transfer(dst, off, src, true); err != nil {
+		return err
+	}
+	switch m := dst.(*buffer).mirror.(type) { // transfer checked dst, src and the range
+	case *Mirror[int32]:
+		m.Write(off, src.([]int32))
+	case *Mirror[int64]:
+		m.Write(off, src.([]int64))
+	}
+	return nil
 }
 
 // Download copies src from element off into host data.
@@ -181,9 +226,35 @@ func arg(x engine.Buffer, dt engine.DType, off int) (devArg, int, error) {
 	return devArg(d.ptr + cu.DevicePtr(int64(off)*elemSize(dt))), d.n - off, nil
 }
 
-// hostCopy downloads an I64 or I32 buffer for the host-side structure
-// checks the emulation also makes (CSR pointers, source ids).
+// outArg is arg for an op's output: a bound (read-only) buffer is refused,
+// and an index buffer's mirror forgets what it held (the kernel writes it).
+func outArg(x engine.Buffer, dt engine.DType, off int) (devArg, int, error) {
+	p, n, err := arg(x, dt, off)
+	if err != nil || x == nil {
+		return p, n, err
+	}
+	d := x.(*buffer)
+	if d.bound {
+		return 0, 0, fmt.Errorf("cuda: an op's output: %w", engine.ErrReadOnly)
+	}
+	if f, ok := d.mirror.(interface{ Forget() }); ok {
+		f.Forget()
+	}
+	return p, n, nil
+}
+
+// hostCopy returns the first n elements of an I64 or I32 buffer for the
+// host-side structure checks the emulation also makes (CSR pointers,
+// source ids): from its mirror, or, when a kernel wrote it, by a
+// download. The caller only reads them.
 func hostCopy[T int32 | int64](b *Backend, x engine.Buffer, n int) ([]T, error) {
+	if d, ok := x.(*buffer); ok && d != nil {
+		if m, ok := d.mirror.(*Mirror[T]); ok {
+			if v, ok := m.Read(n); ok {
+				return v, nil
+			}
+		}
+	}
 	out := make([]T, n)
 	if n == 0 {
 		return out, nil

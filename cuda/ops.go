@@ -24,7 +24,7 @@ const maxGridYZ = 65535
 func (b *Backend) Axpby(op engine.AxpbyOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
 	y, ny, err2 := arg(op.Y, engine.F32, 0)
-	out, no, err3 := arg(op.Out, engine.F32, 0)
+	out, no, err3 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (b *Backend) Axpby(op engine.AxpbyOp) error {
 // Activate launches activate.cu.
 func (b *Backend) Activate(op engine.ActivateOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
-	out, no, err2 := arg(op.Out, engine.F32, 0)
+	out, no, err2 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (b *Backend) Activate(op engine.ActivateOp) error {
 
 // BiasAct launches biasact.cu.
 func (b *Backend) BiasAct(op engine.BiasActOp) error {
-	x, nx, err1 := arg(op.X, engine.F32, op.Off)
+	x, nx, err1 := outArg(op.X, engine.F32, op.Off)
 	bias, nb, err2 := arg(op.Bias, engine.F32, 0)
 	if err := errors.Join(err1, err2); err != nil {
 		return err
@@ -68,7 +68,7 @@ func (b *Backend) BiasAct(op engine.BiasActOp) error {
 func (b *Backend) Softmax(op engine.SoftmaxOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
 	m, nm, err2 := arg(op.Mask, engine.F32, 0)
-	out, no, err3 := arg(op.Out, engine.F32, 0)
+	out, no, err3 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (b *Backend) LayerNorm(op engine.LayerNormOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
 	g, ng, err2 := arg(op.Gamma, engine.F32, 0)
 	be, nb, err3 := arg(op.Beta, engine.F32, 0)
-	out, no, err4 := arg(op.Out, engine.F32, 0)
+	out, no, err4 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (b *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	q, nq, err4 := arg(op.Q, engine.F32, 0)
 	v, nv, err5 := arg(op.V, engine.F32, 0)
 	e, ne, err6 := arg(op.E, engine.F32, 0)
-	out, no, err7 := arg(op.Out, engine.F32, 0)
+	out, no, err7 := outArg(op.Out, engine.F32, 0)
 	erow, nr, err8 := arg(op.ERow, engine.I32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
@@ -168,7 +168,7 @@ func (b *Backend) checkRows(what string, buf engine.Buffer, nr, nnz, rows int, b
 // subgraph first (engine.PropagationMatrix checks it).
 func (b *Backend) Smooth(op engine.SmoothOp) error {
 	h, nh, err1 := arg(op.H, engine.F32, 0)
-	out, no, err2 := arg(op.Out, engine.F32, 0)
+	out, no, err2 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (b *Backend) SpMM(op engine.SpMMOp) error {
 	idxA, ni, err2 := arg(op.Idx, engine.I32, 0)
 	val, nv, err3 := arg(op.Val, engine.F32, 0)
 	x, nx, err4 := arg(op.X, engine.F32, 0)
-	y, ny, err5 := arg(op.Y, engine.F32, 0)
+	y, ny, err5 := outArg(op.Y, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (b *Backend) Gemm(op engine.GemmOp) error { return b.BatchedGemm(op, 1, 0, 
 func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
 	a, na, err1 := arg(op.A, engine.F32, op.OffA)
 	bm, nb, err2 := arg(op.B, engine.F32, op.OffB)
-	c, nc, err3 := arg(op.C, engine.F32, op.OffC)
+	c, nc, err3 := outArg(op.C, engine.F32, op.OffC)
 	bias, nbias, err4 := arg(op.Bias, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
@@ -284,7 +284,7 @@ func (b *Backend) Attention(op engine.AttentionOp) error {
 	q, nq, err1 := arg(op.Q, engine.F32, 0)
 	k, nk, err2 := arg(op.K, engine.F32, 0)
 	v, nv, err3 := arg(op.V, engine.F32, 0)
-	out, no, err4 := arg(op.Out, engine.F32, 0)
+	out, no, err4 := outArg(op.Out, engine.F32, 0)
 	lengthsA, nl, err5 := arg(op.Lengths, engine.I32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return err
@@ -314,8 +314,8 @@ func (b *Backend) Attention(op engine.AttentionOp) error {
 // TopK launches topk.cu.
 func (b *Backend) TopK(op engine.TopKOp) error {
 	s, ns, err1 := arg(op.Scores, engine.F32, 0)
-	idx, ni, err2 := arg(op.OutIdx, engine.I32, 0)
-	sc, nsc, err3 := arg(op.OutScore, engine.F32, 0)
+	idx, ni, err2 := outArg(op.OutIdx, engine.I32, 0)
+	sc, nsc, err3 := outArg(op.OutScore, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 func (b *Backend) RMSNorm(op engine.RMSNormOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
 	g, ng, err2 := arg(op.Gamma, engine.F32, 0)
-	out, no, err3 := arg(op.Out, engine.F32, 0)
+	out, no, err3 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func (b *Backend) RMSNorm(op engine.RMSNormOp) error {
 // RoPE launches rope.cu, uploading the inverse frequencies (head_dim/2
 // values) first.
 func (b *Backend) RoPE(op engine.RoPEOp) error {
-	x, nx, err := arg(op.X, engine.F32, op.Off)
+	x, nx, err := outArg(op.X, engine.F32, op.Off)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (b *Backend) RoPE(op engine.RoPEOp) error {
 // SwiGLU launches swiglu.cu.
 func (b *Backend) SwiGLU(op engine.SwiGLUOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
-	out, no, err2 := arg(op.Out, engine.F32, 0)
+	out, no, err2 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (b *Backend) JointAttention(op engine.JointAttentionOp) error {
 	vm, nvm, err3 := arg(op.VMem, engine.F32, op.OffVMem)
 	kt, nkt, err4 := arg(op.KText, engine.F32, op.OffKText)
 	vt, nvt, err5 := arg(op.VText, engine.F32, op.OffVText)
-	out, no, err6 := arg(op.Out, engine.F32, op.OffOut)
+	out, no, err6 := outArg(op.Out, engine.F32, op.OffOut)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (b *Backend) LowRankProject(op engine.LowRankOp) error {
 	be, nb, err3 := arg(op.Beta, engine.F32, 0)
 	a, na, err4 := arg(op.A, engine.F32, 0)
 	bm, nbm, err5 := arg(op.B, engine.F32, 0)
-	out, no, err6 := arg(op.Out, engine.F32, 0)
+	out, no, err6 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 func (b *Backend) Mul(op engine.MulOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
 	y, ny, err2 := arg(op.Y, engine.F32, 0)
-	out, no, err3 := arg(op.Out, engine.F32, 0)
+	out, no, err3 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (b *Backend) Mul(op engine.MulOp) error {
 // (N values each) on the host.
 func (b *Backend) CopyRows(op engine.CopyRowsOp) error {
 	x, nx, err1 := arg(op.X, engine.F32, 0)
-	out, no, err2 := arg(op.Out, engine.F32, 0)
+	out, no, err2 := outArg(op.Out, engine.F32, 0)
 	src, ns, err3 := arg(op.Src, engine.I32, 0)
 	dst, nd, err4 := arg(op.Dst, engine.I32, 0)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
@@ -71,7 +71,7 @@ func (b *Backend) EdgeMessage(op engine.EdgeMessageOp) error {
 	erow, nr, err3 := arg(op.ERow, engine.I32, 0)
 	m, nm, err4 := arg(op.M, engine.F32, 0)
 	f, nf, err5 := arg(op.F, engine.F32, 0)
-	out, no, err6 := arg(op.Out, engine.F32, 0)
+	out, no, err6 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}

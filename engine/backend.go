@@ -51,6 +51,10 @@ type Caps struct {
 // Unfused to start a backend without them.
 var ErrNotImplemented = errors.New("engine: op not implemented by this backend")
 
+// ErrReadOnly is the error of an Upload into a bound buffer (Memory.Bind)
+// or of an op whose output is one.
+var ErrReadOnly = errors.New("engine: the buffer is read-only (made by Bind)")
+
 // Memory is a backend's buffer management. Upload and Download take
 // []float32, []int32 or []int64 matching the buffer's DType; off is in
 // elements.
@@ -61,8 +65,10 @@ type Memory interface {
 	Download(dst any, src Buffer, off int) error
 	// Bind returns a read-only buffer holding src ([]float32, []int32 or
 	// []int64): a host backend may alias src (no copy, so a memory-mapped
-	// index matrix is not duplicated), a device backend uploads it. src
-	// must not change while the buffer is in use.
+	// index matrix is not duplicated), a device backend uploads it (and
+	// may keep what it derives from it, such as a bfloat16 copy of a
+	// weight). src must not change while the buffer is in use. Upload into
+	// it, or an op writing it, fails with ErrReadOnly.
 	Bind(src any) (Buffer, error)
 	// Sync waits for all submitted work (a no-op for synchronous backends).
 	Sync(ctx context.Context) error

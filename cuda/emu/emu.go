@@ -51,6 +51,7 @@ type buffer struct {
 	i32   []int32
 	i64   []int64
 	freed bool // a use after Free is an error here too, as on the GPU it would corrupt a reused block
+	bound bool // Bind: read-only, as on the GPU (which keeps what it derives from it)
 }
 
 func (b *buffer) DType() engine.DType { return b.dt }
@@ -86,22 +87,22 @@ func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	return nil, fmt.Errorf("%s: unknown dtype %v", Name, dt)
 }
 
+// Bind copies src into a read-only buffer (a device gets its own copy, as
+// the GPU would).
 func (b *Backend) Bind(src any) (engine.Buffer, error) {
+	var buf *buffer
 	switch x := src.(type) {
 	case []float32:
-		buf, _ := b.Alloc(engine.F32, len(x))
-		copy(buf.(*buffer).f32, x) // a device gets its own copy, as the GPU would
-		return buf, nil
+		buf = &buffer{dt: engine.F32, f32: append([]float32(nil), x...)}
 	case []int32:
-		buf, _ := b.Alloc(engine.I32, len(x))
-		copy(buf.(*buffer).i32, x)
-		return buf, nil
+		buf = &buffer{dt: engine.I32, i32: append([]int32(nil), x...)}
 	case []int64:
-		buf, _ := b.Alloc(engine.I64, len(x))
-		copy(buf.(*buffer).i64, x)
-		return buf, nil
+		buf = &buffer{dt: engine.I64, i64: append([]int64(nil), x...)}
+	default:
+		return nil, fmt.Errorf("%s: cannot bind %T", Name, src)
 	}
-	return nil, fmt.Errorf("%s: cannot bind %T", Name, src)
+	buf.bound = true
+	return buf, nil
 }
 
 func (*Backend) Free(x engine.Buffer) {
@@ -115,6 +116,9 @@ func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
 	b, err := own(dst)
 	if err != nil || b == nil {
 		return fmt.Errorf("%s: upload: %v", Name, err)
+	}
+	if b.bound {
+		return fmt.Errorf("%s: upload: %w", Name, engine.ErrReadOnly)
 	}
 	return transfer(b, off, src, true)
 }
@@ -171,6 +175,29 @@ func f32(x engine.Buffer, off int) ([]float32, error) {
 		return nil, fmt.Errorf("%s: offset %d outside %d elements", Name, off, len(b.f32))
 	}
 	return b.f32[off:], nil
+}
+
+// out32 is f32 for an op's output: a bound buffer is read-only.
+func out32(x engine.Buffer, off int) ([]float32, error) {
+	if err := writable(x); err != nil {
+		return nil, err
+	}
+	return f32(x, off)
+}
+
+// outI32 is i32 for an op's output.
+func outI32(x engine.Buffer) ([]int32, error) {
+	if err := writable(x); err != nil {
+		return nil, err
+	}
+	return i32(x)
+}
+
+func writable(x engine.Buffer) error {
+	if b, ok := x.(*buffer); ok && b != nil && b.bound {
+		return fmt.Errorf("%s: an op's output: %w", Name, engine.ErrReadOnly)
+	}
+	return nil
 }
 
 func i32(x engine.Buffer) ([]int32, error) {

@@ -21,7 +21,7 @@ import (
 func (*Backend) Axpby(op engine.AxpbyOp) error {
 	x, err1 := f32(op.X, 0)
 	y, err2 := f32(op.Y, 0)
-	out, err3 := f32(op.Out, 0)
+	out, err3 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (*Backend) Axpby(op engine.AxpbyOp) error {
 // Activate launches activate.cu.
 func (*Backend) Activate(op engine.ActivateOp) error {
 	x, err1 := f32(op.X, 0)
-	out, err2 := f32(op.Out, 0)
+	out, err2 := out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (*Backend) Activate(op engine.ActivateOp) error {
 
 // BiasAct launches biasact.cu.
 func (*Backend) BiasAct(op engine.BiasActOp) error {
-	x, err1 := f32(op.X, op.Off)
+	x, err1 := out32(op.X, op.Off)
 	bias, err2 := f32(op.Bias, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
@@ -71,7 +71,7 @@ func (*Backend) BiasAct(op engine.BiasActOp) error {
 func (*Backend) Softmax(op engine.SoftmaxOp) error {
 	x, err1 := f32(op.X, 0)
 	m, err2 := f32(op.Mask, 0)
-	out, err3 := f32(op.Out, 0)
+	out, err3 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 	x, err1 := f32(op.X, 0)
 	g, err2 := f32(op.Gamma, 0)
 	b, err3 := f32(op.Beta, 0)
-	out, err4 := f32(op.Out, 0)
+	out, err4 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 	vm, err3 := f32(op.VMem, op.OffVMem)
 	kt, err4 := f32(op.KText, op.OffKText)
 	vt, err5 := f32(op.VText, op.OffVText)
-	out, err6 := f32(op.Out, op.OffOut)
+	out, err6 := out32(op.Out, op.OffOut)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 	be, err3 := f32(op.Beta, 0)
 	a, err4 := f32(op.A, 0)
 	bm, err5 := f32(op.B, 0)
-	out, err6 := f32(op.Out, 0)
+	out, err6 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 	x, err1 := f32(op.X, 0)
 	g, err2 := f32(op.Gamma, 0)
-	out, err3 := f32(op.Out, 0)
+	out, err3 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 
 // RoPE launches rope.cu.
 func (*Backend) RoPE(op engine.RoPEOp) error {
-	x, err := f32(op.X, op.Off)
+	x, err := out32(op.X, op.Off)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (*Backend) RoPE(op engine.RoPEOp) error {
 // SwiGLU launches swiglu.cu.
 func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 	x, err1 := f32(op.X, 0)
-	out, err2 := f32(op.Out, 0)
+	out, err2 := out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	q, err4 := f32(op.Q, 0)
 	v, err5 := f32(op.V, 0)
 	e, err6 := f32(op.E, 0)
-	out, err7 := f32(op.Out, 0)
+	out, err7 := out32(op.Out, 0)
 	erow, err8 := optI32(op.ERow)
 	if err := firstErr(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
@@ -244,7 +244,7 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 // degrees where there are neighbours).
 func (*Backend) Smooth(op engine.SmoothOp) error {
 	h, err1 := f32(op.H, 0)
-	out, err2 := f32(op.Out, 0)
+	out, err2 := out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (*Backend) SpMM(op engine.SpMMOp) error {
 	idx, err2 := i32(op.Idx)
 	val, err3 := f32(op.Val, 0)
 	x, err4 := f32(op.X, 0)
-	y, err5 := f32(op.Y, 0)
+	y, err5 := out32(op.Y, 0)
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (b *Backend) Gemm(op engine.GemmOp) error { return b.BatchedGemm(op, 1, 0, 
 func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
 	a, err1 := f32(op.A, op.OffA)
 	bm, err2 := f32(op.B, op.OffB)
-	c, err3 := f32(op.C, op.OffC)
+	c, err3 := out32(op.C, op.OffC)
 	bias, err4 := f32(op.Bias, 0)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
@@ -331,7 +331,7 @@ func (*Backend) Attention(op engine.AttentionOp) error {
 	q, err1 := f32(op.Q, 0)
 	k, err2 := f32(op.K, 0)
 	v, err3 := f32(op.V, 0)
-	out, err4 := f32(op.Out, 0)
+	out, err4 := out32(op.Out, 0)
 	lengths, err5 := i32(op.Lengths)
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
@@ -351,8 +351,8 @@ func (*Backend) Attention(op engine.AttentionOp) error {
 // TopK launches topk.cu.
 func (*Backend) TopK(op engine.TopKOp) error {
 	s, err1 := f32(op.Scores, 0)
-	idx, err2 := i32(op.OutIdx)
-	sc, err3 := f32(op.OutScore, 0)
+	idx, err2 := outI32(op.OutIdx)
+	sc, err3 := out32(op.OutScore, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func firstErr(errs ...error) error {
 func (*Backend) Mul(op engine.MulOp) error {
 	x, err1 := f32(op.X, 0)
 	y, err2 := f32(op.Y, 0)
-	out, err3 := f32(op.Out, 0)
+	out, err3 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -399,7 +399,7 @@ func (*Backend) Mul(op engine.MulOp) error {
 // CopyRows launches copyrows.cu after checking every index on the host.
 func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 	x, err1 := f32(op.X, 0)
-	out, err2 := f32(op.Out, 0)
+	out, err2 := out32(op.Out, 0)
 	src, err3 := optI32(op.Src)
 	dst, err4 := optI32(op.Dst)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
@@ -429,7 +429,7 @@ func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
 	erow, err3 := i32(op.ERow)
 	m, err4 := f32(op.M, 0)
 	f, err5 := f32(op.F, 0)
-	out, err6 := f32(op.Out, 0)
+	out, err6 := out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}

@@ -37,10 +37,11 @@ func (*Backend) Caps() engine.Caps {
 
 // buffer is host memory holding exactly one of the slices.
 type buffer struct {
-	f32 []float32
-	i32 []int32
-	i64 []int64
-	dt  engine.DType
+	f32   []float32
+	i32   []int32
+	i64   []int64
+	dt    engine.DType
+	bound bool // Bind: read-only (it may alias the caller's slice)
 }
 
 func (b *buffer) DType() engine.DType { return b.dt }
@@ -78,11 +79,11 @@ func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 func (*Backend) Bind(src any) (engine.Buffer, error) {
 	switch x := src.(type) {
 	case []float32:
-		return &buffer{dt: engine.F32, f32: x}, nil
+		return &buffer{dt: engine.F32, f32: x, bound: true}, nil
 	case []int32:
-		return &buffer{dt: engine.I32, i32: x}, nil
+		return &buffer{dt: engine.I32, i32: x, bound: true}, nil
 	case []int64:
-		return &buffer{dt: engine.I64, i64: x}, nil
+		return &buffer{dt: engine.I64, i64: x, bound: true}, nil
 	}
 	return nil, fmt.Errorf("cpu: cannot bind %T", src)
 }
@@ -98,6 +99,9 @@ func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
 	b, err := own(dst)
 	if err != nil {
 		return err
+	}
+	if b.bound {
+		return fmt.Errorf("cpu: upload: %w", engine.ErrReadOnly)
 	}
 	return transfer(b, off, src, true)
 }

@@ -31,6 +31,24 @@ func (u *unwrap) i(x engine.Buffer) []int32 {
 	return s
 }
 
+// w is f for an op's output: a bound buffer (Bind) is read-only.
+func (u *unwrap) w(x engine.Buffer, off int) []float32 {
+	u.writable(x)
+	return u.f(x, off)
+}
+
+// wi is i for an op's output.
+func (u *unwrap) wi(x engine.Buffer) []int32 {
+	u.writable(x)
+	return u.i(x)
+}
+
+func (u *unwrap) writable(x engine.Buffer) {
+	if b, ok := x.(*buffer); ok && b != nil && b.bound && u.err == nil {
+		u.err = errReadOnly
+	}
+}
+
 // oi is i for an optional index buffer: nil stays nil.
 func (u *unwrap) oi(x engine.Buffer) []int32 {
 	if x == nil {
@@ -78,7 +96,7 @@ func narrow(g kernels.GemmArgs) bool {
 func gemmArgs(op engine.GemmOp) (kernels.GemmArgs, error) {
 	var u unwrap
 	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
-		A: u.f(op.A, op.OffA), LDA: op.LDA, B: u.f(op.B, op.OffB), LDB: op.LDB, C: u.f(op.C, op.OffC), LDC: op.LDC,
+		A: u.f(op.A, op.OffA), LDA: op.LDA, B: u.f(op.B, op.OffB), LDB: op.LDB, C: u.w(op.C, op.OffC), LDC: op.LDC,
 		Bias: u.f(op.Bias, 0), Act: op.Act}
 	return g, u.err
 }
@@ -98,7 +116,7 @@ func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC i
 // BiasAct implements engine.Ops.
 func (*Backend) BiasAct(op engine.BiasActOp) error {
 	var u unwrap
-	x, bias := u.f(op.X, op.Off), u.f(op.Bias, 0)
+	x, bias := u.w(op.X, op.Off), u.f(op.Bias, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -108,7 +126,7 @@ func (*Backend) BiasAct(op engine.BiasActOp) error {
 // LayerNorm implements engine.Ops.
 func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 	var u unwrap
-	x, g, b, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Beta, 0), u.f(op.Out, 0)
+	x, g, b, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Beta, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -122,7 +140,7 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 // Activate implements engine.Ops.
 func (*Backend) Activate(op engine.ActivateOp) error {
 	var u unwrap
-	x, out := u.f(op.X, 0), u.f(op.Out, 0)
+	x, out := u.f(op.X, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -136,7 +154,7 @@ func (*Backend) Activate(op engine.ActivateOp) error {
 // Softmax implements engine.Ops.
 func (*Backend) Softmax(op engine.SoftmaxOp) error {
 	var u unwrap
-	x, m, out := u.f(op.X, 0), u.f(op.Mask, 0), u.f(op.Out, 0)
+	x, m, out := u.f(op.X, 0), u.f(op.Mask, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -152,7 +170,7 @@ func (*Backend) Softmax(op engine.SoftmaxOp) error {
 func (*Backend) Attention(op engine.AttentionOp) error {
 	var u unwrap
 	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim,
-		Q: u.f(op.Q, 0), K: u.f(op.K, 0), V: u.f(op.V, 0), Out: u.f(op.Out, 0), Lengths: u.i(op.Lengths)}
+		Q: u.f(op.Q, 0), K: u.f(op.K, 0), V: u.f(op.V, 0), Out: u.w(op.Out, 0), Lengths: u.i(op.Lengths)}
 	if u.err != nil {
 		return u.err
 	}
@@ -163,7 +181,7 @@ func (*Backend) Attention(op engine.AttentionOp) error {
 func (*Backend) SpMM(op engine.SpMMOp) error {
 	var u unwrap
 	a := kernels.CSRMatrix{Rows: op.Rows, Cols: op.Cols, Ptr: u.l(op.Ptr), Idx: u.i(op.Idx), Val: u.f(op.Val, 0)}
-	x, y := u.f(op.X, 0), u.f(op.Y, 0)
+	x, y := u.f(op.X, 0), u.w(op.Y, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -173,7 +191,7 @@ func (*Backend) SpMM(op engine.SpMMOp) error {
 // Axpby implements engine.Ops.
 func (*Backend) Axpby(op engine.AxpbyOp) error {
 	var u unwrap
-	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.f(op.Out, 0)
+	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -190,7 +208,7 @@ func (*Backend) Axpby(op engine.AxpbyOp) error {
 func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	var u unwrap
 	a := kernels.EdgeAttentionArgs{N: op.N, Heads: op.Heads, HeadDim: op.HeadDim, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.oi(op.ERow),
-		K: u.f(op.K, 0), Q: u.f(op.Q, 0), V: u.f(op.V, 0), E: u.f(op.E, 0), Out: u.f(op.Out, 0)}
+		K: u.f(op.K, 0), Q: u.f(op.Q, 0), V: u.f(op.V, 0), E: u.f(op.E, 0), Out: u.w(op.Out, 0)}
 	if u.err != nil {
 		return u.err
 	}
@@ -200,7 +218,7 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 // TopK implements engine.Ops.
 func (*Backend) TopK(op engine.TopKOp) error {
 	var u unwrap
-	s, idx, sc := u.f(op.Scores, 0), u.i(op.OutIdx), u.f(op.OutScore, 0)
+	s, idx, sc := u.f(op.Scores, 0), u.wi(op.OutIdx), u.w(op.OutScore, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -221,7 +239,7 @@ func (*Backend) TopK(op engine.TopKOp) error {
 // FlatIP implements engine.Ops with the batched AVX top-k scan.
 func (*Backend) FlatIP(op engine.FlatIPOp) error {
 	var u unwrap
-	x, q, idx, sc := u.f(op.X, 0), u.f(op.Q, 0), u.i(op.OutIdx), u.f(op.OutScore, 0)
+	x, q, idx, sc := u.f(op.X, 0), u.f(op.Q, 0), u.wi(op.OutIdx), u.w(op.OutScore, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -246,7 +264,7 @@ func (*Backend) FlatIP(op engine.FlatIPOp) error {
 // Smooth implements engine.Smoother.
 func (*Backend) Smooth(op engine.SmoothOp) error {
 	var u unwrap
-	h, out := u.f(op.H, 0), u.f(op.Out, 0)
+	h, out := u.f(op.H, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -258,7 +276,7 @@ func (*Backend) Smooth(op engine.SmoothOp) error {
 func (*Backend) LowRankProject(op engine.LowRankOp) error {
 	var u unwrap
 	a := kernels.LowRankArgs{L: op.L, De: op.De, R: op.R, Dkv: op.Dkv, M: u.f(op.M, 0), Gamma: u.f(op.Gamma, 0), Beta: u.f(op.Beta, 0),
-		A: u.f(op.A, 0), B: u.f(op.B, 0), Out: u.f(op.Out, 0), Eps: op.Eps}
+		A: u.f(op.A, 0), B: u.f(op.B, 0), Out: u.w(op.Out, 0), Eps: op.Eps}
 	if u.err != nil {
 		return u.err
 	}
@@ -269,7 +287,7 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 	var u unwrap
 	a := kernels.JointAttentionArgs{N: op.N, Lm: op.Lm, Lt: op.Lt, D: op.D, Dv: op.Dv, Q: u.f(op.Q, op.OffQ), KMem: u.f(op.KMem, op.OffKMem),
-		VMem: u.f(op.VMem, op.OffVMem), KText: u.f(op.KText, op.OffKText), VText: u.f(op.VText, op.OffVText), Out: u.f(op.Out, op.OffOut), Causal: op.Causal,
+		VMem: u.f(op.VMem, op.OffVMem), KText: u.f(op.KText, op.OffKText), VText: u.f(op.VText, op.OffVText), Out: u.w(op.Out, op.OffOut), Causal: op.Causal,
 		LDQ: op.LDQ, LDKMem: op.LDKMem, LDVMem: op.LDVMem, LDKText: op.LDKText, LDVText: op.LDVText, LDOut: op.LDOut}
 	if u.err != nil {
 		return u.err
@@ -280,7 +298,7 @@ func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 // RMSNorm implements engine.DecoderOps.
 func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 	var u unwrap
-	x, g, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Out, 0)
+	x, g, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -294,7 +312,7 @@ func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 // RoPE implements engine.DecoderOps.
 func (*Backend) RoPE(op engine.RoPEOp) error {
 	var u unwrap
-	x := u.f(op.X, op.Off)
+	x := u.w(op.X, op.Off)
 	if u.err != nil {
 		return u.err
 	}
@@ -304,7 +322,7 @@ func (*Backend) RoPE(op engine.RoPEOp) error {
 // SwiGLU implements engine.DecoderOps.
 func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 	var u unwrap
-	x, out := u.f(op.X, 0), u.f(op.Out, 0)
+	x, out := u.f(op.X, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -318,7 +336,7 @@ func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 // GAT implements engine.Fused.
 func (*Backend) GAT(op engine.GATOp) error {
 	var u unwrap
-	h, s, out := u.f(op.H, 0), u.f(op.S, 0), u.f(op.Out, 0)
+	h, s, out := u.f(op.H, 0), u.f(op.S, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -328,7 +346,7 @@ func (*Backend) GAT(op engine.GATOp) error {
 // Mul implements engine.EncoderOps.
 func (*Backend) Mul(op engine.MulOp) error {
 	var u unwrap
-	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.f(op.Out, 0)
+	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
 	}
@@ -341,7 +359,7 @@ func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 		return fmt.Errorf("cpu: copy rows: Out is X (rows must move between buffers)")
 	}
 	var u unwrap
-	a := kernels.CopyRowsArgs{N: op.N, Cols: op.Cols, X: u.f(op.X, 0), Out: u.f(op.Out, 0), Src: u.oi(op.Src), Dst: u.oi(op.Dst), Add: op.Add}
+	a := kernels.CopyRowsArgs{N: op.N, Cols: op.Cols, X: u.f(op.X, 0), Out: u.w(op.Out, 0), Src: u.oi(op.Src), Dst: u.oi(op.Dst), Add: op.Add}
 	if u.err != nil {
 		return u.err
 	}
@@ -352,7 +370,7 @@ func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
 	var u unwrap
 	a := kernels.EdgeMessageArgs{N: op.N, D: op.D, Rows: op.Rows, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.i(op.ERow),
-		M: u.f(op.M, 0), F: u.f(op.F, 0), Out: u.f(op.Out, 0)}
+		M: u.f(op.M, 0), F: u.f(op.F, 0), Out: u.w(op.Out, 0)}
 	if u.err != nil {
 		return u.err
 	}

@@ -121,7 +121,10 @@ func probeEncoderOps(b engine.Backend) error {
 		return buf, err
 	}
 	x, err1 := up([]float32{1, 1})
-	out, err2 := up([]float32{0, 0})
+	out, err2 := b.Alloc(engine.F32, 2) // written by the probe: not a (read-only) bound buffer
+	if err2 == nil {
+		bufs = append(bufs, out)
+	}
 	ptr, err3 := up([]int64{0, 0})
 	idx, err4 := up([]int32{0})
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
