@@ -201,6 +201,48 @@ func (b *Backend) toBF16(x devArg, n int) (*buffer, error) {
 	return y, nil
 }
 
+// rounded is a bfloat16 copy of a GEMM operand: kept with a bound
+// operand, scratch otherwise.
+type rounded struct {
+	buf  *buffer
+	kept bool
+}
+
+// done frees a scratch copy once the GEMM is submitted (the default
+// stream orders the block's reuse after it).
+func (r rounded) done(b *Backend) {
+	if !r.kept {
+		b.Free(r.buf)
+	}
+}
+
+// bf16Of rounds n floats of operand x from element off (at p) to
+// bfloat16. A bound operand (a weight: read-only, so its rounding cannot
+// go stale) is rounded once and the copy kept until x is freed; any other
+// is rounded into scratch for this GEMM.
+func (b *Backend) bf16Of(x engine.Buffer, off int, p devArg, n int) (rounded, error) {
+	d, _ := x.(*buffer) // checked by arg
+	if d == nil || !d.bound {
+		y, err := b.toBF16(p, n)
+		return rounded{buf: y}, err
+	}
+	d.derived.mu.Lock()
+	defer d.derived.mu.Unlock()
+	key := [2]int{off, n}
+	if y, ok := d.derived.bf16[key]; ok {
+		return rounded{buf: y, kept: true}, nil
+	}
+	y, err := b.toBF16(p, n)
+	if err != nil {
+		return rounded{}, err
+	}
+	if d.derived.bf16 == nil {
+		d.derived.bf16 = map[[2]int]*buffer{}
+	}
+	d.derived.bf16[key] = y
+	return rounded{buf: y, kept: true}, nil
+}
+
 // useBLAS says whether op (batch matrices, leading dimensions resolved)
 // goes to cuBLAS: not without a handle, not for K = 0 (cuBLAS wants
 // leading dimensions ≥ 1), not for a batch with an epilogue (gemm.cu
@@ -228,17 +270,17 @@ func (b *Backend) gemmCuBLAS(op engine.GemmOp, lda, ldb, ldc int, a, bm, c, bias
 		if op.TransB {
 			br, bc = bc, br
 		}
-		x, err := b.toBF16(a, (ar-1)*lda+ac)
+		x, err := b.bf16Of(op.A, op.OffA, a, (ar-1)*lda+ac)
 		if err != nil {
 			return err
 		}
-		defer b.Free(x)
-		y, err := b.toBF16(bm, (br-1)*ldb+bc)
+		defer x.done(b)
+		y, err := b.bf16Of(op.B, op.OffB, bm, (br-1)*ldb+bc)
 		if err != nil {
 			return err
 		}
-		defer b.Free(y)
-		a16, b16 = devArg(x.ptr), devArg(y.ptr)
+		defer y.done(b)
+		a16, b16 = devArg(x.buf.ptr), devArg(y.buf.ptr)
 	}
 	if err := b.blasGemm(op, gemmShape(op, lda, ldb, ldc), a, bm, c, a16, b16, batch, sa, sb, sc); err != nil {
 		return err

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -22,6 +23,14 @@ type buffer struct {
 	class  int64
 	mirror any
 	bound  bool
+	// derived is what the backend made of a bound buffer (bfloat16
+	// copies for GEMMs), freed with it.
+	derived *derived
+}
+
+type derived struct {
+	mu   sync.Mutex
+	bf16 map[[2]int]*buffer // (offset, elements) → the rounded copy
 }
 
 func (x *buffer) DType() engine.DType { return x.dt }
@@ -79,6 +88,14 @@ func newMirror(dt engine.DType, n int, zeroed bool) any {
 func (b *Backend) Free(x engine.Buffer) {
 	if d, ok := x.(*buffer); ok && d != nil && d.class > 0 {
 		b.pool.Put(d.ptr, d.class)
+		if d.derived != nil {
+			d.derived.mu.Lock()
+			for _, y := range d.derived.bf16 {
+				b.Free(y)
+			}
+			d.derived.bf16 = nil
+			d.derived.mu.Unlock()
+		}
 		d.class, d.ptr, d.n, d.mirror = 0, 0, 0, nil // a later use is an error, never a write into a reused block
 	}
 }
@@ -111,7 +128,7 @@ func (b *Backend) Bind(src any) (engine.Buffer, error) {
 		b.Free(x)
 		return nil, err
 	}
-	x.bound, x.mirror = true, m
+	x.bound, x.mirror, x.derived = true, m, &derived{}
 	return x, nil
 }
 

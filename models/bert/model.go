@@ -36,7 +36,8 @@ func Load(dir string, b engine.Backend) (*Model, error) {
 	return New(cfg, t, b)
 }
 
-// New builds a model from a config and its tensors, uploading the weights.
+// New builds a model from a config and its tensors, binding the weights on
+// b (they must not change while the model is in use).
 func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -72,8 +73,11 @@ func (m *Model) Close() {
 	clear(m.dev)
 }
 
+// upload binds a weight: a host backend aliases it (the model is not held
+// twice), a device backend copies it, and the buffer being read-only lets
+// it keep a bfloat16 copy for Precision bf16.
 func (m *Model) upload(x []float32) error {
-	buf, err := engine.Upload(m.b, x)
+	buf, err := m.b.Bind(x)
 	if err != nil {
 		return err
 	}
