@@ -32,28 +32,42 @@ func Open(ordinal int) (engine.Backend, error) {
 
 // Backend runs gleaner's kernels (cuda/kernels, loaded from the embedded
 // PTX of cuda/ptx) on one GPU through the driver API (gorgonia.org/cu).
-// All work goes through one context whose calls run on a locked OS thread
-// (cu.Ctx) and its default stream — kernels, cuBLAS calls and the
-// asynchronous copies through pinned staging — so ops run in submission
-// order and Sync waits for them; one stream per device keeps the caching
-// allocator's reuse safe without events. Buffers come from a caching
-// allocator (Pool). It is safe for concurrent use.
+// Every call runs on the context's locked OS thread (cu.Ctx) under one
+// mutex. The backend's own work — kernels, cuBLAS calls and the
+// asynchronous copies through pinned staging — runs on the default
+// stream, in submission order; Queue (engine.Queuer) hands out views
+// whose work runs on streams of their own (Options.Streams of them), so
+// concurrent batches overlap on the device. The streams are blocking
+// ones: the default stream's work is ordered with theirs, which makes
+// what the backend itself allocated or bound safe for every view to read.
+// Buffers come from a caching allocator (Pool) whose free lists are per
+// stream, so a freed block is reused only in its stream's order. It is
+// safe for concurrent use.
 //
 // Status: compile-checked by make cuda-check; not yet run on a GPU (no
 // device was available when it was written). The kernels themselves are
-// tested by the cuda-emu host emulation; cuBLAS and the staging only run
-// on a GPU (benchmarks/device/run.sh).
+// tested by the cuda-emu host emulation; cuBLAS, the staging and the
+// streams only run on a GPU (benchmarks/device/run.sh).
 type Backend struct {
 	engine.Unfused // GAT: on the host (tens of nodes)
-	ctx            *cu.Ctx
-	dev            cu.Device
-	caps           engine.Caps
-	fns            map[string]cu.Function // kernel file → its entry
-	pool           *Pool[cu.DevicePtr]
-	blas           *blasHandle // nil: GEMMs run gemm.cu
-	stage          *staging    // nil: transfers copy from pageable memory, synchronously
-	mu             sync.Mutex  // serialises context calls: cu.Ctx records each call's error in one field
-	closed         bool
+	*device
+	q       int    // the stream: 0 the default one, i > 0 device.streams[i-1]
+	release func() // a view's (Queue); nil for the backend itself
+}
+
+// device is what a backend and its views share.
+type device struct {
+	ctx     *cu.Ctx
+	dev     cu.Device
+	caps    engine.Caps
+	fns     map[string]cu.Function // kernel file → its entry
+	pool    *Pool[cu.DevicePtr]
+	blas    *blasHandle // nil: GEMMs run gemm.cu
+	stage   *staging    // nil: transfers copy from pageable memory, synchronously
+	queues  *Queues
+	streams []cu.Stream // the views' streams (queue i+1 is streams[i]); under mu
+	mu      sync.Mutex  // serialises context calls: cu.Ctx records each call's error in one field
+	closed  bool
 }
 
 // ErrClosed is returned by every call after Close.
@@ -69,6 +83,42 @@ func (b *Backend) call(f func() error) error {
 	}
 	return f()
 }
+
+// stream is b's stream. Call under b.mu.
+func (b *Backend) stream() cu.Stream {
+	if b.q == 0 {
+		return cu.NoStream
+	}
+	return b.streams[b.q-1]
+}
+
+// Queue returns a view of the backend whose work runs on a stream of its
+// own (engine.Queuer); release returns the stream. Close on the view also
+// releases it.
+func (b *Backend) Queue() (engine.Backend, func(), error) {
+	if err := b.call(func() error { return nil }); err != nil {
+		return nil, nil, err
+	}
+	id, err := b.queues.Acquire(func() error {
+		return b.call(func() error {
+			s, err := b.ctx.MakeStream(cu.DefaultStream) // blocking: ordered with the default stream
+			if err == nil {
+				b.streams = append(b.streams, s)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cuda: a stream for a queue: %w", err)
+	}
+	var once sync.Once
+	v := &Backend{device: b.device, q: id}
+	v.release = func() { once.Do(func() { b.queues.Release(id) }) }
+	return v, v.release, nil
+}
+
+// Queues is how many streams the views spread over (Options.Streams).
+func (b *Backend) Queues() int { return b.queues.Max() }
 
 // GEMMPath picks what runs the backend's GEMMs.
 type GEMMPath uint8
@@ -88,6 +138,9 @@ type Options struct {
 	// Pageable turns the pinned staging of transfers off: each upload and
 	// download then copies from Go memory synchronously.
 	Pageable bool
+	// Streams is how many streams the views of Queue spread over (0:
+	// DefaultStreams; 1: every view shares one, beside the default).
+	Streams int
 }
 
 // New opens device ordinal with the default options.
@@ -98,6 +151,13 @@ func New(ordinal int) (*Backend, error) { return NewWith(ordinal, Options{}) }
 func NewWith(ordinal int, o Options) (b *Backend, err error) {
 	if o.GEMM > GEMMCuBLAS {
 		return nil, fmt.Errorf("cuda: unknown GEMM path %d", o.GEMM)
+	}
+	if o.Streams == 0 {
+		o.Streams = DefaultStreams
+	}
+	queues, err := NewQueues(o.Streams)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { // cu panics on context creation failures
 		if r := recover(); r != nil {
@@ -119,8 +179,8 @@ func NewWith(ordinal int, o Options) (b *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b = &Backend{ctx: cu.NewContext(dev, cu.SchedAuto), dev: dev, fns: map[string]cu.Function{},
-		caps: engine.Caps{Device: fmt.Sprintf("cuda: %s (sm_%d), PTX compute_%d", name, arch, ptxArch(arch))}}
+	b = &Backend{device: &device{ctx: cu.NewContext(dev, cu.SchedAuto), dev: dev, fns: map[string]cu.Function{}, queues: queues,
+		caps: engine.Caps{Device: fmt.Sprintf("cuda: %s (sm_%d), PTX compute_%d", name, arch, ptxArch(arch))}}}
 	b.pool = NewPool(b.memAlloc, b.memFree)
 	if err := b.loadKernels(ptxArch(arch)); err != nil {
 		b.ctx.Close()
@@ -227,20 +287,34 @@ func (b *Backend) loadKernels(arch int) error {
 func (b *Backend) Name() string      { return Name }
 func (b *Backend) Caps() engine.Caps { return b.caps }
 
-// Sync waits for every submitted op.
+// Sync waits for every op submitted through b: on a view, its stream's;
+// on the backend itself, every stream's.
 func (b *Backend) Sync(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() }); err != nil {
+	err := b.call(func() error {
+		if b.q == 0 {
+			b.ctx.Synchronize()
+		} else {
+			b.ctx.SynchronizeStream(b.stream())
+		}
+		return b.ctx.Error()
+	})
+	if err != nil {
 		return fmt.Errorf("cuda: sync: %w", err)
 	}
 	return nil
 }
 
-// Close waits for submitted work, frees the cached blocks and destroys the
-// context; later calls return ErrClosed.
+// Close waits for submitted work, frees the cached blocks, destroys the
+// views' streams and the context; later calls return ErrClosed. On a view
+// it only releases the view (engine.Queuer).
 func (b *Backend) Close() error {
+	if b.release != nil {
+		b.release()
+		return nil
+	}
 	err := b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() })
 	b.pool.Trim()
 	b.mu.Lock()
@@ -254,6 +328,9 @@ func (b *Backend) Close() error {
 	}
 	if b.stage != nil {
 		b.stage.close(b)
+	}
+	for i := range b.streams {
+		b.ctx.DestroyStream(&b.streams[i]) // after the Synchronize above; a failure leaves it to the context's end
 	}
 	return errors.Join(err, b.ctx.Close())
 }
@@ -286,7 +363,7 @@ func (b *Backend) launch(k string, g grid, args ...any) error {
 	}
 	by := max(g.by, 1)
 	err := b.call(func() error {
-		b.ctx.LaunchKernel(fn, int(g.gx), int(g.gy), int(g.gz), int(g.bx), int(by), 1, 0, cu.NoStream, params)
+		b.ctx.LaunchKernel(fn, int(g.gx), int(g.gy), int(g.gz), int(g.bx), int(by), 1, 0, b.stream(), params)
 		return b.ctx.Error()
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ package cuda
 
 typedef int (*gl_create_t)(void**);
 typedef int (*gl_destroy_t)(void*);
+typedef int (*gl_set_stream_t)(void*, void*);
 typedef int (*gl_sgemm_t)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int, const float*,
                           float*, int);
 typedef int (*gl_sgemm_batched_t)(void*, int, int, int, int, int, const float*, const float*, int, long long, const float*,
@@ -24,6 +25,7 @@ typedef int (*gl_gemm_ex_t)(void*, int, int, int, int, int, const void*, const v
 static void* gl_lib;
 static gl_create_t gl_create;
 static gl_destroy_t gl_destroy;
+static gl_set_stream_t gl_set_stream_fn;
 static gl_sgemm_t gl_sgemm_fn;
 static gl_sgemm_batched_t gl_sgemm_batched_fn;
 static gl_gemm_ex_t gl_gemm_ex_fn;
@@ -37,10 +39,11 @@ static const char* gl_cublas_open(void) {
 	if (!gl_lib) return "libcublas.so.12/.11 not found";
 	gl_create = (gl_create_t)dlsym(gl_lib, "cublasCreate_v2");
 	gl_destroy = (gl_destroy_t)dlsym(gl_lib, "cublasDestroy_v2");
+	gl_set_stream_fn = (gl_set_stream_t)dlsym(gl_lib, "cublasSetStream_v2");
 	gl_sgemm_fn = (gl_sgemm_t)dlsym(gl_lib, "cublasSgemm_v2");
 	gl_sgemm_batched_fn = (gl_sgemm_batched_t)dlsym(gl_lib, "cublasSgemmStridedBatched");
 	gl_gemm_ex_fn = (gl_gemm_ex_t)dlsym(gl_lib, "cublasGemmEx");
-	if (!gl_create || !gl_destroy || !gl_sgemm_fn || !gl_sgemm_batched_fn || !gl_gemm_ex_fn) {
+	if (!gl_create || !gl_destroy || !gl_set_stream_fn || !gl_sgemm_fn || !gl_sgemm_batched_fn || !gl_gemm_ex_fn) {
 		dlclose(gl_lib);
 		gl_lib = 0;
 		return "libcublas lacks an entry point gleaner uses";
@@ -56,6 +59,8 @@ static int gl_cublas_create(uintptr_t* h) {
 }
 
 static int gl_cublas_destroy(uintptr_t h) { return gl_destroy((void*)h); }
+
+static int gl_cublas_set_stream(uintptr_t h, uintptr_t stream) { return gl_set_stream_fn((void*)h, (void*)stream); }
 
 static int gl_sgemm(uintptr_t h, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda, uint64_t b, int ldb,
                     float beta, uint64_t c, int ldc) {
@@ -81,6 +86,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -112,8 +118,9 @@ func loadCuBLAS() error {
 }
 
 // blasHandle is a cuBLAS handle created on the backend's context; every
-// call runs on the context's thread (cu.Ctx.Do) and the default stream,
-// in order with the kernels.
+// call runs on the context's thread (cu.Ctx.Do), under the backend's
+// mutex, with the handle set to the caller's stream (the default one or a
+// view's) just before, in order with that stream's kernels.
 type blasHandle struct{ h C.uintptr_t }
 
 // openCuBLAS loads cuBLAS and creates a handle on b's context.
@@ -164,6 +171,9 @@ func gemmShape(op engine.GemmOp, lda, ldb, ldc int) rowMajor {
 func (b *Backend) blasGemm(op engine.GemmOp, r rowMajor, a, bm, c, a16, b16 devArg, batch, sa, sb, sc int) error {
 	return b.call(func() error {
 		return b.ctx.Do(func() error {
+			if st := C.gl_cublas_set_stream(b.blas.h, C.uintptr_t(uintptr(unsafe.Pointer(b.stream().C())))); st != 0 {
+				return fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
+			}
 			var st C.int
 			al, be := C.float(op.Alpha), C.float(op.Beta)
 			switch {
@@ -233,9 +243,18 @@ func (b *Backend) bf16Of(x engine.Buffer, off int, p devArg, n int) (rounded, er
 		return rounded{buf: y, kept: true}, nil
 	}
 	y, err := b.toBF16(p, n)
+	if err == nil && b.q != 0 { // other streams will read the copy: let it land first
+		err = b.call(func() error { b.ctx.SynchronizeStream(b.stream()); return b.ctx.Error() })
+	}
 	if err != nil {
+		if y != nil {
+			b.Free(y)
+		}
 		return rounded{}, err
 	}
+	// Freed with the weight, maybe while other streams still read it: the
+	// default stream's free list reuses it only after every stream's work.
+	y.q = 0
 	if d.derived.bf16 == nil {
 		d.derived.bf16 = map[[2]int]*buffer{}
 	}

@@ -21,6 +21,7 @@ type buffer struct {
 	n      int
 	ptr    cu.DevicePtr
 	class  int64
+	q      int // the stream whose free list takes the block back
 	mirror any
 	bound  bool
 	// derived is what the backend made of a bound buffer (bfloat16
@@ -51,8 +52,8 @@ func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 		return nil, err
 	}
 	x.mirror = newMirror(dt, n, true)
-	if err := b.call(func() error { b.ctx.MemsetD8(x.ptr, 0, x.class); return b.ctx.Error() }); err != nil {
-		b.pool.Put(x.ptr, x.class)
+	if err := b.call(func() error { b.ctx.MemsetD8Async(x.ptr, 0, x.class, b.stream()); return b.ctx.Error() }); err != nil {
+		b.pool.Put(x.q, x.ptr, x.class)
 		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", x.class, err)
 	}
 	return x, nil
@@ -65,11 +66,11 @@ func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
 		return nil, err
 	}
 	bytes := int64(n) * elemSize(dt)
-	ptr, class, err := b.pool.Get(bytes)
+	ptr, class, err := b.pool.Get(b.q, bytes)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: alloc of %d bytes: %w", bytes, err)
 	}
-	return &buffer{dt: dt, n: n, ptr: ptr, class: class, mirror: newMirror(dt, n, false)}, nil
+	return &buffer{dt: dt, n: n, ptr: ptr, class: class, q: b.q, mirror: newMirror(dt, n, false)}, nil
 }
 
 // newMirror is an index buffer's host mirror (nil for F32).
@@ -83,11 +84,11 @@ func newMirror(dt engine.DType, n int, zeroed bool) any {
 	return nil
 }
 
-// Free returns a buffer's block to the pool (the default stream orders
-// its reuse after every op already submitted).
+// Free returns a buffer's block to its stream's free list (the stream
+// orders its reuse after every op already submitted there).
 func (b *Backend) Free(x engine.Buffer) {
 	if d, ok := x.(*buffer); ok && d != nil && d.class > 0 {
-		b.pool.Put(d.ptr, d.class)
+		b.pool.Put(d.q, d.ptr, d.class)
 		if d.derived != nil {
 			d.derived.mu.Lock()
 			for _, y := range d.derived.bf16 {
@@ -169,11 +170,15 @@ func (b *Backend) transfer(x engine.Buffer, off int, host any, up bool) error {
 			return b.stage.upload(b, dev, unsafe.Slice((*byte)(p), bytes))
 		case b.stage != nil:
 			return b.stage.download(b, unsafe.Slice((*byte)(p), bytes), dev)
-		case up:
-			b.ctx.MemcpyHtoD(dev, p, bytes)
+		case up: // from pageable memory: the driver stages it; wait, as the caller may reuse it
+			b.ctx.MemcpyHtoDAsync(dev, p, bytes, b.stream())
 		default:
-			b.ctx.MemcpyDtoH(p, dev, bytes)
+			b.ctx.MemcpyDtoHAsync(p, dev, bytes, b.stream())
 		}
+		if err := b.ctx.Error(); err != nil {
+			return err
+		}
+		b.ctx.SynchronizeStream(b.stream())
 		return b.ctx.Error()
 	})
 	if err != nil {

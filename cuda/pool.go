@@ -9,14 +9,17 @@ import (
 // back to a free list of its size class (the next power of two, at least
 // MinBlock bytes) and the next request of that class reuses it, so the
 // per-query buffers of a retrieval loop stop calling the driver after the
-// first queries. Blocks are returned to the driver only by Trim. It is
-// safe for concurrent use and device-agnostic (alloc and free are the
-// driver's), so it is tested on the CPU.
+// first queries. Free lists are per queue (stream): a block freed on one
+// is reused only by later work on the same queue, which the stream orders
+// after the block's last use, so no event is needed. Blocks are returned
+// to the driver only by Trim (of every queue: freeing device memory waits
+// for the device). It is safe for concurrent use and device-agnostic
+// (alloc and free are the driver's), so it is tested on the CPU.
 type Pool[P comparable] struct {
 	mu    sync.Mutex
 	alloc func(bytes int64) (P, error)
 	free  func(P)
-	lists map[int64][]P // size class → free blocks
+	lists map[poolKey][]P // (queue, size class) → free blocks
 	stats PoolStats
 }
 
@@ -26,12 +29,17 @@ type PoolStats struct {
 	InUse, Cached                int64 // bytes handed out, bytes held in free lists
 }
 
+type poolKey struct {
+	queue int
+	class int64
+}
+
 // MinBlock is the smallest size class, in bytes.
 const MinBlock = 256
 
 // NewPool returns a pool over a driver's alloc and free.
 func NewPool[P comparable](alloc func(bytes int64) (P, error), free func(P)) *Pool[P] {
-	return &Pool[P]{alloc: alloc, free: free, lists: map[int64][]P{}}
+	return &Pool[P]{alloc: alloc, free: free, lists: map[poolKey][]P{}}
 }
 
 // Class is the size class of a request: the next power of two ≥ bytes, at
@@ -53,14 +61,16 @@ const (
 	LargeStep  = 2 << 20
 )
 
-// Get returns a block of at least bytes (its class size) and that size.
-func (p *Pool[P]) Get(bytes int64) (P, int64, error) {
+// Get returns a block of at least bytes (its class size) for work on
+// queue, and that size.
+func (p *Pool[P]) Get(queue int, bytes int64) (P, int64, error) {
 	c := Class(bytes)
+	k := poolKey{queue, c}
 	p.mu.Lock()
 	p.stats.Allocs++
-	if l := p.lists[c]; len(l) > 0 {
+	if l := p.lists[k]; len(l) > 0 {
 		b := l[len(l)-1]
-		p.lists[c] = l[:len(l)-1]
+		p.lists[k] = l[:len(l)-1]
 		p.stats.Reuses++
 		p.stats.InUse += c
 		p.stats.Cached -= c
@@ -83,11 +93,13 @@ func (p *Pool[P]) Get(bytes int64) (P, int64, error) {
 	return b, c, nil
 }
 
-// Put returns a block of class size c (as Get returned it) to its free list.
-func (p *Pool[P]) Put(b P, c int64) {
+// Put returns a block of class size c (as Get returned it) to queue's free
+// list.
+func (p *Pool[P]) Put(queue int, b P, c int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lists[c] = append(p.lists[c], b)
+	k := poolKey{queue, c}
+	p.lists[k] = append(p.lists[k], b)
 	p.stats.InUse -= c
 	p.stats.Cached += c
 }
@@ -96,7 +108,7 @@ func (p *Pool[P]) Put(b P, c int64) {
 func (p *Pool[P]) Trim() {
 	p.mu.Lock()
 	lists := p.lists
-	p.lists = map[int64][]P{}
+	p.lists = map[poolKey][]P{}
 	p.stats.Cached = 0
 	p.mu.Unlock()
 	for _, l := range lists {

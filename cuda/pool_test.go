@@ -37,15 +37,15 @@ func TestPoolReusesBySizeClass(t *testing.T) {
 			t.Errorf("Class(%d) = %d, want %d", bytes, c, want)
 		}
 	}
-	a, ca, _ := p.Get(1000)
-	b, cb, _ := p.Get(300)
-	p.Put(a, ca)
-	a2, _, _ := p.Get(700) // same class as 1000: reused
+	a, ca, _ := p.Get(0, 1000)
+	b, cb, _ := p.Get(0, 300)
+	p.Put(0, a, ca)
+	a2, _, _ := p.Get(0, 700) // same class as 1000: reused
 	if a2 != a || d.sizes[a] != 1024 {
 		t.Fatalf("700 bytes got block %d (%d bytes), want the freed block %d", a2, d.sizes[a2], a)
 	}
-	p.Put(b, cb)
-	p.Put(a2, ca)
+	p.Put(0, b, cb)
+	p.Put(0, a2, ca)
 	s := p.Stats()
 	if s.Allocs != 3 || s.Reuses != 1 || s.DriverAllocs != 2 || s.InUse != 0 || s.Cached != 1024+512 {
 		t.Fatalf("stats %+v", s)
@@ -55,8 +55,35 @@ func TestPoolReusesBySizeClass(t *testing.T) {
 		t.Fatalf("Trim freed %v, stats %+v", d.freed, p.Stats())
 	}
 	d.fail = true
-	if _, _, err := p.Get(10); err == nil {
+	if _, _, err := p.Get(0, 10); err == nil {
 		t.Fatal("a driver error was lost")
+	}
+}
+
+// TestPoolQueues: a block freed on one queue is reused by that queue only
+// (its stream orders the reuse after the last use); Trim frees every
+// queue's blocks.
+func TestPoolQueues(t *testing.T) {
+	d := &fakeDriver{sizes: map[int]int64{}, freed: map[int]bool{}}
+	p := NewPool(d.alloc, d.free)
+	a, c, _ := p.Get(1, 1000)
+	p.Put(1, a, c)
+	if b, _, _ := p.Get(2, 1000); b == a {
+		t.Fatalf("queue 2 reused block %d freed on queue 1", a)
+	}
+	if b, _, _ := p.Get(0, 1000); b == a {
+		t.Fatalf("queue 0 reused block %d freed on queue 1", a)
+	}
+	b, _, _ := p.Get(1, 1000)
+	if b != a {
+		t.Fatalf("queue 1 got block %d, want its freed block %d", b, a)
+	}
+	p.Put(1, b, c)
+	e, ce, _ := p.Get(2, 300)
+	p.Put(2, e, ce)
+	p.Trim()
+	if !d.freed[a] || !d.freed[e] || p.Stats().Cached != 0 {
+		t.Fatalf("Trim freed %v, stats %+v", d.freed, p.Stats())
 	}
 }
 
@@ -72,9 +99,9 @@ func TestPoolTrimsOnOutOfMemory(t *testing.T) {
 		}
 		return d.alloc(n)
 	}, d.free)
-	small, c, _ := p.Get(100)
-	p.Put(small, c)
-	big, _, err := p.Get(5000)
+	small, c, _ := p.Get(0, 100)
+	p.Put(0, small, c)
+	big, _, err := p.Get(0, 5000)
 	if err != nil || !d.freed[small] || big == 0 {
 		t.Fatalf("retry after trim: block %d, err %v, freed %v", big, err, d.freed)
 	}
@@ -93,7 +120,7 @@ func TestPoolConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
-				b, c, err := p.Get(int64(100 * (i%5 + 1)))
+				b, c, err := p.Get(g%3, int64(100*(i%5+1)))
 				if err != nil {
 					t.Error(err)
 					return
@@ -107,7 +134,7 @@ func TestPoolConcurrent(t *testing.T) {
 				mu.Lock()
 				delete(held, b)
 				mu.Unlock()
-				p.Put(b, c)
+				p.Put(g%3, b, c)
 			}
 		}()
 	}

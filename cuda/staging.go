@@ -29,8 +29,9 @@ const StagingBytes = 8 << 20
 // through the driver's own bounce buffer and blocks), and an upload
 // returns once its last chunk is queued: the caller's slice is already
 // copied, so it may change at once. Each half has an event recorded after
-// its copy; the half is reused only after that event. Guarded by the
-// backend's mutex (transfers run one at a time).
+// its copy (on the stream of the backend or view that made it); the half
+// is reused only after that event, whichever stream the next copy is on.
+// Guarded by the backend's mutex (transfers run one at a time).
 type staging struct {
 	half [2]unsafe.Pointer
 	ev   [2]cu.Event
@@ -84,7 +85,7 @@ func (s *staging) pinned(h int) []byte { return unsafe.Slice((*byte)(s.half[h]),
 
 // upload queues host's bytes to dev in chunks through the halves; it
 // returns with the copies queued on the default stream (ordered before
-// any later kernel). Call under b.mu.
+// any later kernel of b's stream). Call under b.mu.
 func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
 	for i, off := 0, 0; off < len(host); i, off = i+1, off+int(s.n) {
 		h, chunk := i%2, host[off:min(off+int(s.n), len(host))]
@@ -93,8 +94,8 @@ func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
 			return err
 		}
 		copy(s.pinned(h), chunk)
-		b.ctx.MemcpyHtoDAsync(dev+cu.DevicePtr(off), s.half[h], int64(len(chunk)), cu.NoStream)
-		b.ctx.Record(s.ev[h], cu.NoStream)
+		b.ctx.MemcpyHtoDAsync(dev+cu.DevicePtr(off), s.half[h], int64(len(chunk)), b.stream())
+		b.ctx.Record(s.ev[h], b.stream())
 		if err := b.ctx.Error(); err != nil {
 			return err
 		}
@@ -109,8 +110,8 @@ func (s *staging) download(b *Backend, host []byte, dev cu.DevicePtr) error {
 	queue := func(i int) {
 		off := i * int(s.n)
 		n := min(int(s.n), len(host)-off)
-		b.ctx.MemcpyDtoHAsync(s.half[i%2], dev+cu.DevicePtr(off), int64(n), cu.NoStream)
-		b.ctx.Record(s.ev[i%2], cu.NoStream)
+		b.ctx.MemcpyDtoHAsync(s.half[i%2], dev+cu.DevicePtr(off), int64(n), b.stream())
+		b.ctx.Record(s.ev[i%2], b.stream())
 	}
 	chunks := (len(host) + int(s.n) - 1) / int(s.n)
 	if chunks > 0 {

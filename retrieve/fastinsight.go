@@ -94,7 +94,7 @@ func newFastInsight(name string, ix *index.Index, o Options, fo FastInsightOptio
 	if be == nil {
 		return nil, errNoBackend
 	}
-	return &fastInsight{name: name, ix: ix, o: fo, st: st, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &fastInsight{name: name, ix: ix, o: fo, st: st, kinds: o.GraphKinds, be: be, reranker: reranker{ce: ce, enc: closer, workers: engine.QueueWorkers(o.Backend)}}, nil
 }
 
 func (m *fastInsight) Name() string { return m.name }
@@ -203,26 +203,32 @@ func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]kernels.Hit, 
 	return hits, nil
 }
 
-// smooth computes H' = (1−α)H + αPH on the engine.
+// smooth computes H' = (1−α)H + αPH on the engine (on a queue of its
+// own, where the backend has them: queries smooth concurrently).
 func (m *fastInsight) smooth(nodes []int32, H []float32) ([]float32, error) {
 	sub := graphops.InducedAdj(m.adj, nodes)
 	d := m.ce.Enc.Dim()
-	hb, err := engine.Upload(m.be, H)
+	be, release, err := engine.OnQueue(m.be)
 	if err != nil {
 		return nil, err
 	}
-	defer m.be.Free(hb)
-	out, err := m.be.Alloc(engine.F32, len(H))
+	defer release()
+	hb, err := engine.Upload(be, H)
 	if err != nil {
 		return nil, err
 	}
-	defer m.be.Free(out)
-	err = engine.Smooth(m.be, engine.SmoothOp{M: len(nodes), D: d, AdjPtr: sub.Ptr, AdjIdx: sub.Idx, Deg: sub.Deg,
+	defer be.Free(hb)
+	out, err := be.Alloc(engine.F32, len(H))
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(out)
+	err = engine.Smooth(be, engine.SmoothOp{M: len(nodes), D: d, AdjPtr: sub.Ptr, AdjIdx: sub.Idx, Deg: sub.Deg,
 		H: hb, Out: out, Alpha: float32(m.o.Alpha), KeepIsolated: m.o.KeepIsolated})
 	if err != nil {
 		return nil, err
 	}
-	return engine.Download[float32](m.be, out)
+	return engine.Download[float32](be, out)
 }
 
 // expand adds the next batch: STeX candidates, refilled from the vector

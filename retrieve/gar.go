@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
@@ -57,7 +58,7 @@ func newGAR(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gar{ix: ix, st: st, o: g, kinds: o.GraphKinds, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &gar{ix: ix, st: st, o: g, kinds: o.GraphKinds, reranker: reranker{ce: ce, enc: closer, workers: engine.QueueWorkers(o.Backend)}}, nil
 }
 
 func (m *gar) Name() string { return "gar" }

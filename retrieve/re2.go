@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models"
@@ -47,7 +48,7 @@ func newRe2(ix *index.Index, o Options) (Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &re2{name: "re2", st: st, depth: o.RerankDepth, reranker: reranker{ce: ce, enc: closer}}, nil
+	return &re2{name: "re2", st: st, depth: o.RerankDepth, reranker: reranker{ce: ce, enc: closer, workers: engine.QueueWorkers(o.Backend)}}, nil
 }
 
 func (m *re2) Name() string { return m.name }

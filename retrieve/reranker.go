@@ -12,16 +12,17 @@ import (
 // reranker is what every cross-encoder method holds: the model, the
 // latent service (started on first use) and what to release on Close.
 type reranker struct {
-	ce   *models.CrossEncoder
-	enc  interface{ Close() error } // a transformer encoder to release, if any
-	once sync.Once
-	svc  *models.LatentService
-	err  error
+	ce      *models.CrossEncoder
+	enc     interface{ Close() error } // a transformer encoder to release, if any
+	workers int                        // the latent scheduler's (engine.QueueWorkers of the backend)
+	once    sync.Once
+	svc     *models.LatentService
+	err     error
 }
 
 // service starts the latent service once.
 func (r *reranker) service() (*models.LatentService, error) {
-	r.once.Do(func() { r.svc, r.err = models.NewLatentService(r.ce.Enc, engine.SchedulerOptions{}) })
+	r.once.Do(func() { r.svc, r.err = models.NewLatentService(r.ce.Enc, engine.SchedulerOptions{Workers: r.workers}) })
 	return r.svc, r.err
 }
 

@@ -87,7 +87,7 @@ func (s *seederMethod) start(ctx context.Context) error {
 		if s.enc, s.err = s.f.Model.Bind(s.be); s.err != nil {
 			return
 		}
-		if s.sched, s.err = engine.NewScheduler(s.enc.Forward, engine.SchedulerOptions{MaxBatch: 16}); s.err != nil {
+		if s.sched, s.err = engine.NewScheduler(s.enc.Forward, engine.SchedulerOptions{MaxBatch: 16, Workers: engine.QueueWorkers(s.be)}); s.err != nil {
 			s.enc.Close()
 			s.enc = nil
 		}

@@ -18,7 +18,9 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -31,16 +33,48 @@ func init() { engine.Register(Name, func() (engine.Backend, error) { return New(
 
 // Backend runs the kernels by host emulation. It is safe for concurrent
 // use (launches are serialised).
+//
+// Like the GPU backend it hands out queue views (engine.Queuer); their
+// work runs at once, as all of it does here, but the emulation enforces
+// the contract the GPU's streams rely on: a buffer allocated through a
+// view is used only through that view or the backend itself, and not
+// after the view is released; a released view refuses work.
 type Backend struct {
-	engine.Unfused // GAT runs on the host (tens of nodes)
+	engine.Unfused       // GAT runs on the host (tens of nodes)
+	view           *view // nil for the backend itself
+}
+
+// view is a queue handed out by Queue.
+type view struct{ released atomic.Bool }
+
+// Queue returns a view of the backend on a queue of its own
+// (engine.Queuer).
+func (e *Backend) Queue() (engine.Backend, func(), error) {
+	if err := e.live(); err != nil {
+		return nil, nil, err
+	}
+	v := &Backend{view: &view{}}
+	return v, func() { v.view.released.Store(true) }, nil
+}
+
+// Queues is how many queues the views spread over: 2, so that callers
+// run concurrent batches here as they would on a GPU.
+func (e *Backend) Queues() int { return 2 }
+
+// live refuses work through a released view.
+func (e *Backend) live() error {
+	if e.view != nil && e.view.released.Load() {
+		return fmt.Errorf("%s: use of a released queue view", Name)
+	}
+	return nil
 }
 
 // New returns the emulated CUDA backend.
 func New() *Backend { return &Backend{} }
 
-func (*Backend) Name() string { return Name }
+func (e *Backend) Name() string { return Name }
 
-func (*Backend) Caps() engine.Caps {
+func (e *Backend) Caps() engine.Caps {
 	return engine.Caps{Device: "cuda-emu: CUDA kernels on host threads"}
 }
 
@@ -50,15 +84,16 @@ type buffer struct {
 	f32   []float32
 	i32   []int32
 	i64   []int64
-	freed bool // a use after Free is an error here too, as on the GPU it would corrupt a reused block
-	bound bool // Bind: read-only, as on the GPU (which keeps what it derives from it)
+	freed bool  // a use after Free is an error here too, as on the GPU it would corrupt a reused block
+	bound bool  // Bind: read-only, as on the GPU (which keeps what it derives from it)
+	owner *view // the queue view it was allocated through (nil: the backend itself)
 }
 
 func (b *buffer) DType() engine.DType { return b.dt }
 func (b *buffer) Backend() string     { return Name }
 func (b *buffer) Len() int            { return max(len(b.f32), len(b.i32), len(b.i64)) }
 
-func own(x engine.Buffer) (*buffer, error) {
+func (e *Backend) own(x engine.Buffer) (*buffer, error) {
 	if x == nil {
 		return nil, nil
 	}
@@ -66,30 +101,41 @@ func own(x engine.Buffer) (*buffer, error) {
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("%s: buffer from backend %q", Name, x.Backend())
-	case b != nil && b.freed:
+	case b == nil:
+		return nil, nil
+	case b.freed:
 		return nil, fmt.Errorf("%s: use of a freed buffer", Name)
+	case e.live() != nil:
+		return nil, e.live()
+	case b.owner != nil && b.owner.released.Load():
+		return nil, fmt.Errorf("%s: use of a buffer of a released queue view (free a view's buffers before releasing it)", Name)
+	case b.owner != nil && e.view != nil && b.owner != e.view:
+		return nil, fmt.Errorf("%s: a buffer of another queue view (on a GPU, its stream is not ordered with this one)", Name)
 	}
 	return b, nil
 }
 
-func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
-	if err := engine.CheckAlloc(Name, dt, n); err != nil {
+func (e *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
+	if err := errors.Join(engine.CheckAlloc(Name, dt, n), e.live()); err != nil {
 		return nil, err
 	}
 	switch dt {
 	case engine.F32:
-		return &buffer{dt: dt, f32: make([]float32, n)}, nil
+		return &buffer{dt: dt, f32: make([]float32, n), owner: e.view}, nil
 	case engine.I32:
-		return &buffer{dt: dt, i32: make([]int32, n)}, nil
+		return &buffer{dt: dt, i32: make([]int32, n), owner: e.view}, nil
 	case engine.I64:
-		return &buffer{dt: dt, i64: make([]int64, n)}, nil
+		return &buffer{dt: dt, i64: make([]int64, n), owner: e.view}, nil
 	}
 	return nil, fmt.Errorf("%s: unknown dtype %v", Name, dt)
 }
 
 // Bind copies src into a read-only buffer (a device gets its own copy, as
 // the GPU would).
-func (b *Backend) Bind(src any) (engine.Buffer, error) {
+func (e *Backend) Bind(src any) (engine.Buffer, error) {
+	if err := e.live(); err != nil {
+		return nil, err
+	}
 	var buf *buffer
 	switch x := src.(type) {
 	case []float32:
@@ -101,19 +147,19 @@ func (b *Backend) Bind(src any) (engine.Buffer, error) {
 	default:
 		return nil, fmt.Errorf("%s: cannot bind %T", Name, src)
 	}
-	buf.bound = true
+	buf.bound, buf.owner = true, e.view
 	return buf, nil
 }
 
-func (*Backend) Free(x engine.Buffer) {
+func (e *Backend) Free(x engine.Buffer) {
 	if b, ok := x.(*buffer); ok && b != nil {
 		b.freed = true
 	}
 }
-func (*Backend) Sync(ctx context.Context) error { return ctx.Err() }
+func (e *Backend) Sync(ctx context.Context) error { return errors.Join(ctx.Err(), e.live()) }
 
-func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
-	b, err := own(dst)
+func (e *Backend) Upload(dst engine.Buffer, off int, src any) error {
+	b, err := e.own(dst)
 	if err != nil || b == nil {
 		return fmt.Errorf("%s: upload: %v", Name, err)
 	}
@@ -123,8 +169,8 @@ func (*Backend) Upload(dst engine.Buffer, off int, src any) error {
 	return transfer(b, off, src, true)
 }
 
-func (*Backend) Download(dst any, src engine.Buffer, off int) error {
-	b, err := own(src)
+func (e *Backend) Download(dst any, src engine.Buffer, off int) error {
+	b, err := e.own(src)
 	if err != nil || b == nil {
 		return fmt.Errorf("%s: download: %v", Name, err)
 	}
@@ -162,8 +208,8 @@ func move[T any](b *buffer, want engine.DType, dev []T, off int, host []T, up bo
 }
 
 // f32 returns a buffer's floats from element off (nil for a nil buffer).
-func f32(x engine.Buffer, off int) ([]float32, error) {
-	b, err := own(x)
+func (e *Backend) f32(x engine.Buffer, off int) ([]float32, error) {
+	b, err := e.own(x)
 	switch {
 	case err != nil:
 		return nil, err
@@ -178,38 +224,38 @@ func f32(x engine.Buffer, off int) ([]float32, error) {
 }
 
 // out32 is f32 for an op's output: a bound buffer is read-only.
-func out32(x engine.Buffer, off int) ([]float32, error) {
-	if err := writable(x); err != nil {
+func (e *Backend) out32(x engine.Buffer, off int) ([]float32, error) {
+	if err := e.writable(x); err != nil {
 		return nil, err
 	}
-	return f32(x, off)
+	return e.f32(x, off)
 }
 
 // outI32 is i32 for an op's output.
-func outI32(x engine.Buffer) ([]int32, error) {
-	if err := writable(x); err != nil {
+func (e *Backend) outI32(x engine.Buffer) ([]int32, error) {
+	if err := e.writable(x); err != nil {
 		return nil, err
 	}
-	return i32(x)
+	return e.i32(x)
 }
 
-func writable(x engine.Buffer) error {
+func (e *Backend) writable(x engine.Buffer) error {
 	if b, ok := x.(*buffer); ok && b != nil && b.bound {
 		return fmt.Errorf("%s: an op's output: %w", Name, engine.ErrReadOnly)
 	}
 	return nil
 }
 
-func i32(x engine.Buffer) ([]int32, error) {
-	b, err := own(x)
+func (e *Backend) i32(x engine.Buffer) ([]int32, error) {
+	b, err := e.own(x)
 	if err != nil || b == nil || b.dt != engine.I32 {
 		return nil, fmt.Errorf("%s: want an i32 buffer (%v)", Name, err)
 	}
 	return b.i32, nil
 }
 
-func i64(x engine.Buffer) ([]int64, error) {
-	b, err := own(x)
+func (e *Backend) i64(x engine.Buffer) ([]int64, error) {
+	b, err := e.own(x)
 	if err != nil || b == nil || b.dt != engine.I64 {
 		return nil, fmt.Errorf("%s: want an i64 buffer (%v)", Name, err)
 	}

@@ -3,11 +3,14 @@
 package emu_test
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/cuda/emu"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels/kerneltest"
 )
 
@@ -56,4 +59,47 @@ func nearestBF16(v float32) uint16 {
 		return lo
 	}
 	return hi
+}
+
+// TestQueueContract: the emulation refuses what a GPU's streams would get
+// wrong — a buffer of one queue view used through another, a view used
+// after its release, a view's buffer used after the view's release — and
+// allows the backend's own buffers on every view.
+func TestQueueContract(t *testing.T) {
+	be := emu.New()
+	shared, _ := be.Bind([]float32{1, 2, 3})
+	v1, release1, err := be.Queue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, release2, _ := be.Queue()
+	defer release2()
+	x1, _ := engine.Upload(v1, []float32{4, 5, 6})
+	out1, _ := v1.Alloc(engine.F32, 3)
+	axpby := func(v engine.Backend, x, out engine.Buffer) error {
+		return v.Axpby(engine.AxpbyOp{N: 3, Alpha: 1, X: x, Beta: 1, Y: shared, Out: out})
+	}
+	if err := axpby(v1, x1, out1); err != nil {
+		t.Fatalf("a view with its own buffers and the backend's: %v", err)
+	}
+	if err := axpby(be, x1, out1); err != nil {
+		t.Fatalf("the backend itself with a view's buffers: %v", err)
+	}
+	out2, _ := v2.Alloc(engine.F32, 3)
+	if err := axpby(v2, x1, out2); err == nil || !strings.Contains(err.Error(), "another queue") {
+		t.Fatalf("a buffer of view 1 on view 2: %v", err)
+	}
+	release1()
+	if err := axpby(v1, x1, out1); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Fatalf("a released view: %v", err)
+	}
+	if _, err := v1.Alloc(engine.F32, 1); err == nil {
+		t.Fatal("Alloc through a released view: no error")
+	}
+	if err := v1.Sync(context.Background()); err == nil {
+		t.Fatal("Sync through a released view: no error")
+	}
+	if err := axpby(be, x1, out2); err == nil || !strings.Contains(err.Error(), "released queue view") {
+		t.Fatalf("a released view's buffer on the backend: %v", err)
+	}
 }

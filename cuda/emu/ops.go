@@ -18,10 +18,10 @@ import (
 )
 
 // Axpby launches axpby.cu.
-func (*Backend) Axpby(op engine.AxpbyOp) error {
-	x, err1 := f32(op.X, 0)
-	y, err2 := f32(op.Y, 0)
-	out, err3 := out32(op.Out, 0)
+func (e *Backend) Axpby(op engine.AxpbyOp) error {
+	x, err1 := e.f32(op.X, 0)
+	y, err2 := e.f32(op.Y, 0)
+	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -34,9 +34,9 @@ func (*Backend) Axpby(op engine.AxpbyOp) error {
 }
 
 // Activate launches activate.cu.
-func (*Backend) Activate(op engine.ActivateOp) error {
-	x, err1 := f32(op.X, 0)
-	out, err2 := out32(op.Out, 0)
+func (e *Backend) Activate(op engine.ActivateOp) error {
+	x, err1 := e.f32(op.X, 0)
+	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -49,9 +49,9 @@ func (*Backend) Activate(op engine.ActivateOp) error {
 }
 
 // BiasAct launches biasact.cu.
-func (*Backend) BiasAct(op engine.BiasActOp) error {
-	x, err1 := out32(op.X, op.Off)
-	bias, err2 := f32(op.Bias, 0)
+func (e *Backend) BiasAct(op engine.BiasActOp) error {
+	x, err1 := e.out32(op.X, op.Off)
+	bias, err2 := e.f32(op.Bias, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -68,10 +68,10 @@ func (*Backend) BiasAct(op engine.BiasActOp) error {
 }
 
 // Softmax launches softmax.cu.
-func (*Backend) Softmax(op engine.SoftmaxOp) error {
-	x, err1 := f32(op.X, 0)
-	m, err2 := f32(op.Mask, 0)
-	out, err3 := out32(op.Out, 0)
+func (e *Backend) Softmax(op engine.SoftmaxOp) error {
+	x, err1 := e.f32(op.X, 0)
+	m, err2 := e.f32(op.Mask, 0)
+	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -85,11 +85,11 @@ func (*Backend) Softmax(op engine.SoftmaxOp) error {
 }
 
 // LayerNorm launches layernorm.cu.
-func (*Backend) LayerNorm(op engine.LayerNormOp) error {
-	x, err1 := f32(op.X, 0)
-	g, err2 := f32(op.Gamma, 0)
-	b, err3 := f32(op.Beta, 0)
-	out, err4 := out32(op.Out, 0)
+func (e *Backend) LayerNorm(op engine.LayerNormOp) error {
+	x, err1 := e.f32(op.X, 0)
+	g, err2 := e.f32(op.Gamma, 0)
+	b, err3 := e.f32(op.Beta, 0)
+	out, err4 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
@@ -103,13 +103,13 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 
 // JointAttention launches the fused jointattn.cu, with an N × (Lm+Lt)
 // scratch for the scores.
-func (*Backend) JointAttention(op engine.JointAttentionOp) error {
-	q, err1 := f32(op.Q, op.OffQ)
-	km, err2 := f32(op.KMem, op.OffKMem)
-	vm, err3 := f32(op.VMem, op.OffVMem)
-	kt, err4 := f32(op.KText, op.OffKText)
-	vt, err5 := f32(op.VText, op.OffVText)
-	out, err6 := out32(op.Out, op.OffOut)
+func (e *Backend) JointAttention(op engine.JointAttentionOp) error {
+	q, err1 := e.f32(op.Q, op.OffQ)
+	km, err2 := e.f32(op.KMem, op.OffKMem)
+	vm, err3 := e.f32(op.VMem, op.OffVMem)
+	kt, err4 := e.f32(op.KText, op.OffKText)
+	vt, err5 := e.f32(op.VText, op.OffVText)
+	out, err6 := e.out32(op.Out, op.OffOut)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -134,13 +134,13 @@ func b2i(b bool) int {
 
 // LowRankProject launches the fused lowrank.cu, with an L × (De+R)
 // scratch.
-func (*Backend) LowRankProject(op engine.LowRankOp) error {
-	m, err1 := f32(op.M, 0)
-	g, err2 := f32(op.Gamma, 0)
-	be, err3 := f32(op.Beta, 0)
-	a, err4 := f32(op.A, 0)
-	bm, err5 := f32(op.B, 0)
-	out, err6 := out32(op.Out, 0)
+func (e *Backend) LowRankProject(op engine.LowRankOp) error {
+	m, err1 := e.f32(op.M, 0)
+	g, err2 := e.f32(op.Gamma, 0)
+	be, err3 := e.f32(op.Beta, 0)
+	a, err4 := e.f32(op.A, 0)
+	bm, err5 := e.f32(op.B, 0)
+	out, err6 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -155,10 +155,10 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 }
 
 // RMSNorm launches rmsnorm.cu.
-func (*Backend) RMSNorm(op engine.RMSNormOp) error {
-	x, err1 := f32(op.X, 0)
-	g, err2 := f32(op.Gamma, 0)
-	out, err3 := out32(op.Out, 0)
+func (e *Backend) RMSNorm(op engine.RMSNormOp) error {
+	x, err1 := e.f32(op.X, 0)
+	g, err2 := e.f32(op.Gamma, 0)
+	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -171,8 +171,8 @@ func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 }
 
 // RoPE launches rope.cu.
-func (*Backend) RoPE(op engine.RoPEOp) error {
-	x, err := out32(op.X, op.Off)
+func (e *Backend) RoPE(op engine.RoPEOp) error {
+	x, err := e.out32(op.X, op.Off)
 	if err != nil {
 		return err
 	}
@@ -186,9 +186,9 @@ func (*Backend) RoPE(op engine.RoPEOp) error {
 }
 
 // SwiGLU launches swiglu.cu.
-func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
-	x, err1 := f32(op.X, 0)
-	out, err2 := out32(op.Out, 0)
+func (e *Backend) SwiGLU(op engine.SwiGLUOp) error {
+	x, err1 := e.f32(op.X, 0)
+	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -202,15 +202,15 @@ func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 
 // EdgeAttention launches edgeattn.cu after checking shapes, sources and
 // feature rows on the host.
-func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
-	ptr, err1 := i64(op.Ptr)
-	src, err2 := i32(op.Src)
-	k, err3 := f32(op.K, 0)
-	q, err4 := f32(op.Q, 0)
-	v, err5 := f32(op.V, 0)
-	e, err6 := f32(op.E, 0)
-	out, err7 := out32(op.Out, 0)
-	erow, err8 := optI32(op.ERow)
+func (e *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
+	ptr, err1 := e.i64(op.Ptr)
+	src, err2 := e.i32(op.Src)
+	k, err3 := e.f32(op.K, 0)
+	q, err4 := e.f32(op.Q, 0)
+	v, err5 := e.f32(op.V, 0)
+	ef, err6 := e.f32(op.E, 0)
+	out, err7 := e.out32(op.Out, 0)
+	erow, err8 := e.optI32(op.ERow)
 	if err := firstErr(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
 	}
@@ -222,11 +222,11 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	if err != nil {
 		return err
 	}
-	if len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d || (erow == nil && len(e) < nnz*d) {
+	if len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d || (erow == nil && len(ef) < nnz*d) {
 		return shapeErr("edge attention")
 	}
 	if erow != nil {
-		if err := engine.CheckFeatureRows(Name+": edge attention", erow, nnz, len(e)/d, false); err != nil {
+		if err := engine.CheckFeatureRows(Name+": edge attention", erow, nnz, len(ef)/d, false); err != nil {
 			return err
 		}
 	}
@@ -235,16 +235,16 @@ func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	}
 	l := cuda.Rows(op.N)
 	C.emu_edge_attention(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.int(op.Heads), C.int(op.HeadDim),
-		lp(ptr), ip(src), ip(erow), fp(k), fp(q), fp(v), fp(e), fp(out))
+		lp(ptr), ip(src), ip(erow), fp(k), fp(q), fp(v), fp(ef), fp(out))
 	return nil
 }
 
 // Smooth launches the fused smooth.cu (GRanker). The subgraph is checked
 // on the host first (engine.PropagationMatrix: CSR structure, positive
 // degrees where there are neighbours).
-func (*Backend) Smooth(op engine.SmoothOp) error {
-	h, err1 := f32(op.H, 0)
-	out, err2 := out32(op.Out, 0)
+func (e *Backend) Smooth(op engine.SmoothOp) error {
+	h, err1 := e.f32(op.H, 0)
+	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
 	}
@@ -265,12 +265,12 @@ func (*Backend) Smooth(op engine.SmoothOp) error {
 }
 
 // SpMM launches spmm.cu after checking the CSR structure on the host.
-func (*Backend) SpMM(op engine.SpMMOp) error {
-	ptr, err1 := i64(op.Ptr)
-	idx, err2 := i32(op.Idx)
-	val, err3 := f32(op.Val, 0)
-	x, err4 := f32(op.X, 0)
-	y, err5 := out32(op.Y, 0)
+func (e *Backend) SpMM(op engine.SpMMOp) error {
+	ptr, err1 := e.i64(op.Ptr)
+	idx, err2 := e.i32(op.Idx)
+	val, err3 := e.f32(op.Val, 0)
+	x, err4 := e.f32(op.X, 0)
+	y, err5 := e.out32(op.Y, 0)
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
@@ -288,14 +288,14 @@ func (*Backend) SpMM(op engine.SpMMOp) error {
 }
 
 // Gemm launches gemm.cu (with its bias/activation epilogue).
-func (b *Backend) Gemm(op engine.GemmOp) error { return b.BatchedGemm(op, 1, 0, 0, 0) }
+func (e *Backend) Gemm(op engine.GemmOp) error { return e.BatchedGemm(op, 1, 0, 0, 0) }
 
 // BatchedGemm launches gemm.cu over batch matrices (z dimension).
-func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
-	a, err1 := f32(op.A, op.OffA)
-	bm, err2 := f32(op.B, op.OffB)
-	c, err3 := out32(op.C, op.OffC)
-	bias, err4 := f32(op.Bias, 0)
+func (e *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
+	a, err1 := e.f32(op.A, op.OffA)
+	bm, err2 := e.f32(op.B, op.OffB)
+	c, err3 := e.out32(op.C, op.OffC)
+	bias, err4 := e.f32(op.Bias, 0)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
@@ -327,12 +327,12 @@ func cbool(b bool) C.int {
 }
 
 // Attention launches attention.cu after checking shapes and lengths.
-func (*Backend) Attention(op engine.AttentionOp) error {
-	q, err1 := f32(op.Q, 0)
-	k, err2 := f32(op.K, 0)
-	v, err3 := f32(op.V, 0)
-	out, err4 := out32(op.Out, 0)
-	lengths, err5 := i32(op.Lengths)
+func (e *Backend) Attention(op engine.AttentionOp) error {
+	q, err1 := e.f32(op.Q, 0)
+	k, err2 := e.f32(op.K, 0)
+	v, err3 := e.f32(op.V, 0)
+	out, err4 := e.out32(op.Out, 0)
+	lengths, err5 := e.i32(op.Lengths)
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
@@ -349,10 +349,10 @@ func (*Backend) Attention(op engine.AttentionOp) error {
 }
 
 // TopK launches topk.cu.
-func (*Backend) TopK(op engine.TopKOp) error {
-	s, err1 := f32(op.Scores, 0)
-	idx, err2 := outI32(op.OutIdx)
-	sc, err3 := out32(op.OutScore, 0)
+func (e *Backend) TopK(op engine.TopKOp) error {
+	s, err1 := e.f32(op.Scores, 0)
+	idx, err2 := e.outI32(op.OutIdx)
+	sc, err3 := e.out32(op.OutScore, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -369,7 +369,7 @@ func (*Backend) TopK(op engine.TopKOp) error {
 }
 
 // FlatIP is a GEMM (Q·Xᵀ) into scratch scores, then the top-k kernel.
-func (b *Backend) FlatIP(op engine.FlatIPOp) error { return engine.FlatIPByGemm(b, op) }
+func (e *Backend) FlatIP(op engine.FlatIPOp) error { return engine.FlatIPByGemm(e, op) }
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {
@@ -381,10 +381,10 @@ func firstErr(errs ...error) error {
 }
 
 // Mul launches mul.cu.
-func (*Backend) Mul(op engine.MulOp) error {
-	x, err1 := f32(op.X, 0)
-	y, err2 := f32(op.Y, 0)
-	out, err3 := out32(op.Out, 0)
+func (e *Backend) Mul(op engine.MulOp) error {
+	x, err1 := e.f32(op.X, 0)
+	y, err2 := e.f32(op.Y, 0)
+	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -397,11 +397,11 @@ func (*Backend) Mul(op engine.MulOp) error {
 }
 
 // CopyRows launches copyrows.cu after checking every index on the host.
-func (*Backend) CopyRows(op engine.CopyRowsOp) error {
-	x, err1 := f32(op.X, 0)
-	out, err2 := out32(op.Out, 0)
-	src, err3 := optI32(op.Src)
-	dst, err4 := optI32(op.Dst)
+func (e *Backend) CopyRows(op engine.CopyRowsOp) error {
+	x, err1 := e.f32(op.X, 0)
+	out, err2 := e.out32(op.Out, 0)
+	src, err3 := e.optI32(op.Src)
+	dst, err4 := e.optI32(op.Dst)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
@@ -423,13 +423,13 @@ func (*Backend) CopyRows(op engine.CopyRowsOp) error {
 }
 
 // EdgeMessage launches edgemsg.cu after checking the edges on the host.
-func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
-	ptr, err1 := i64(op.Ptr)
-	src, err2 := i32(op.Src)
-	erow, err3 := i32(op.ERow)
-	m, err4 := f32(op.M, 0)
-	f, err5 := f32(op.F, 0)
-	out, err6 := out32(op.Out, 0)
+func (e *Backend) EdgeMessage(op engine.EdgeMessageOp) error {
+	ptr, err1 := e.i64(op.Ptr)
+	src, err2 := e.i32(op.Src)
+	erow, err3 := e.i32(op.ERow)
+	m, err4 := e.f32(op.M, 0)
+	f, err5 := e.f32(op.F, 0)
+	out, err6 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
@@ -455,11 +455,11 @@ func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
 }
 
 // optI32 is i32 for an optional index buffer: nil stays nil.
-func optI32(x engine.Buffer) ([]int32, error) {
+func (e *Backend) optI32(x engine.Buffer) ([]int32, error) {
 	if x == nil {
 		return nil, nil
 	}
-	return i32(x)
+	return e.i32(x)
 }
 
 func ip(s []int32) *C.int {

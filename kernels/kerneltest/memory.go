@@ -2,6 +2,7 @@ package kerneltest
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -134,4 +135,93 @@ func gathered(x []float32, src []int32, cols int) []float64 {
 		}
 	}
 	return out
+}
+
+// testQueues: a backend with queues (engine.Queuer) runs the work of
+// several views at once — each with its own buffers, all reading a weight
+// and an index bound on the backend itself — with every view's results
+// those of its own inputs. A backend without queues passes.
+func testQueues(h *H) {
+	if _, ok := h.B.(engine.Queuer); !ok {
+		h.Logf("%s has no queues (engine.Queuer): nothing to check", h.B.Name())
+		return
+	}
+	m, n, k := 17, 33, 64
+	w := h.Rand(k * n)
+	wb := h.bind(w)
+	ptr, idx := h.bind([]int64{0, 2, 3}), h.bind([]int32{5, 1, 16})
+	const views = 4
+	inputs := make([][]float32, views)
+	for i := range inputs {
+		inputs[i] = h.Rand(m * k)
+	}
+	errs := make(chan error, views)
+	results := make([][2][]float32, views)
+	for i := range views {
+		go func() { errs <- queueWork(h.B, inputs[i], wb, ptr, idx, m, n, k, &results[i]) }()
+	}
+	for range views {
+		if err := <-errs; err != nil {
+			h.Fatal(err)
+		}
+	}
+	for i, a := range inputs {
+		want, mag := refGemm(false, false, m, n, k, 1, a, k, w, n, 0, nil, n)
+		tol := make([]float64, len(mag))
+		for j := range mag {
+			tol[j] = Tol(k+1, mag[j])
+		}
+		h.Close(name("gemm on queue view ", i), results[i][0], want, tol...)
+		// The SpMM sums rows 5 and 1 of the view's product, then takes row 16.
+		c := results[i][0]
+		want2, mag2 := make([]float64, 2*n), make([]float64, 2*n)
+		for j := range n {
+			x, y := float64(c[5*n+j]), float64(c[1*n+j])
+			want2[j], mag2[j] = x+y, math.Abs(x)+math.Abs(y)
+			want2[n+j], mag2[n+j] = float64(c[16*n+j]), math.Abs(float64(c[16*n+j]))
+		}
+		tol2 := make([]float64, len(mag2))
+		for j, v := range mag2 {
+			tol2[j] = Tol(2, v)
+		}
+		h.Close(name("spmm on queue view ", i), results[i][1], want2, tol2...)
+	}
+}
+
+// queueWork runs a GEMM with the bound weight and an SpMM with the bound
+// index on a view of b, and downloads both results.
+func queueWork(b engine.Backend, a []float32, w, ptr, idx engine.Buffer, m, n, k int, out *[2][]float32) (err error) {
+	v, release, err := engine.OnQueue(b)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var bufs []engine.Buffer
+	defer func() {
+		for _, x := range bufs {
+			v.Free(x)
+		}
+	}()
+	ab, err := engine.Upload(v, a)
+	if err != nil {
+		return err
+	}
+	bufs = append(bufs, ab)
+	c, err1 := v.Alloc(engine.F32, m*n)
+	y, err2 := v.Alloc(engine.F32, 2*n)
+	bufs = append(bufs, c, y)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if err := v.Gemm(engine.GemmOp{M: m, N: n, K: k, Alpha: 1, A: ab, B: w, C: c}); err != nil {
+		return err
+	}
+	if err := v.SpMM(engine.SpMMOp{Rows: 2, Cols: m, D: n, Ptr: ptr, Idx: idx, X: c, Y: y}); err != nil {
+		return err
+	}
+	if out[0], err = engine.Download[float32](v, c); err != nil {
+		return err
+	}
+	out[1], err = engine.Download[float32](v, y)
+	return err
 }

@@ -4,38 +4,40 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 )
 
-// acts are one forward pass's device activations.
+// acts are one forward pass's device activations, on the backend (or
+// queue view) be that runs the pass.
 type acts struct {
+	be              engine.Backend
 	n, s, b         int // tokens (b·s), sequence length, batch
 	x, x1, q, k, v  engine.Buffer
 	ctx, tmp, inter engine.Buffer
 	lengths         engine.Buffer
 }
 
-func (m *Model) newActs(batch, s int) (*acts, error) {
-	a := &acts{n: batch * s, s: s, b: batch}
+func (m *Model) newActs(be engine.Backend, batch, s int) (*acts, error) {
+	a := &acts{be: be, n: batch * s, s: s, b: batch}
 	h, in := m.Cfg.Hidden, m.Cfg.Intermediate
 	for _, p := range []*engine.Buffer{&a.x, &a.x1, &a.q, &a.k, &a.v, &a.ctx, &a.tmp} {
-		buf, err := m.b.Alloc(engine.F32, a.n*h)
+		buf, err := a.be.Alloc(engine.F32, a.n*h)
 		if err != nil {
-			a.free(m.b)
+			a.free()
 			return nil, err
 		}
 		*p = buf
 	}
-	buf, err := m.b.Alloc(engine.F32, a.n*in)
+	buf, err := a.be.Alloc(engine.F32, a.n*in)
 	if err != nil {
-		a.free(m.b)
+		a.free()
 		return nil, err
 	}
 	a.inter = buf
 	return a, nil
 }
 
-func (a *acts) free(b engine.Backend) {
+func (a *acts) free() {
 	for _, x := range []engine.Buffer{a.x, a.x1, a.q, a.k, a.v, a.ctx, a.tmp, a.inter, a.lengths} {
 		if x != nil {
-			b.Free(x)
+			a.be.Free(x)
 		}
 	}
 }
@@ -61,19 +63,19 @@ func (m *Model) embed(in Batch, s int, a *acts) error {
 		}
 	}
 	var err error
-	if err = m.b.Upload(a.x, 0, x); err != nil {
+	if err = a.be.Upload(a.x, 0, x); err != nil {
 		return err
 	}
-	if a.lengths, err = engine.Upload(m.b, lengths); err != nil {
+	if a.lengths, err = engine.Upload(a.be, lengths); err != nil {
 		return err
 	}
-	return m.b.LayerNorm(engine.LayerNormOp{X: a.x, Gamma: m.d(m.w.embG), Beta: m.d(m.w.embB), Out: a.x, Rows: a.n, Cols: h, Eps: float32(m.Cfg.LayerNormEps)})
+	return a.be.LayerNorm(engine.LayerNormOp{X: a.x, Gamma: m.d(m.w.embG), Beta: m.d(m.w.embB), Out: a.x, Rows: a.n, Cols: h, Eps: float32(m.Cfg.LayerNormEps)})
 }
 
 // linear is out = in · Wᵀ + bias (HuggingFace weights are out × in), with
 // an optional activation.
-func (m *Model) linear(in, out engine.Buffer, rows, inDim, outDim int, w, bias []float32, act engine.Activation) error {
-	return engine.GemmFused(m.b, engine.GemmOp{TransB: true, M: rows, N: outDim, K: inDim, Alpha: 1,
+func (m *Model) linear(a *acts, in, out engine.Buffer, rows, inDim, outDim int, w, bias []float32, act engine.Activation) error {
+	return engine.GemmFused(a.be, engine.GemmOp{TransB: true, M: rows, N: outDim, K: inDim, Alpha: 1,
 		A: in, B: m.d(w), C: out, Bias: m.d(bias), Act: act, Precision: m.Precision})
 }
 
@@ -82,27 +84,27 @@ func (m *Model) linear(in, out engine.Buffer, rows, inDim, outDim int, w, bias [
 func (m *Model) layer(l *layer, a *acts) error {
 	h, in, eps := m.Cfg.Hidden, m.Cfg.Intermediate, float32(m.Cfg.LayerNormEps)
 	steps := []func() error{
-		func() error { return m.linear(a.x, a.q, a.n, h, h, l.q, l.qb, engine.ActNone) },
-		func() error { return m.linear(a.x, a.k, a.n, h, h, l.k, l.kb, engine.ActNone) },
-		func() error { return m.linear(a.x, a.v, a.n, h, h, l.v, l.vb, engine.ActNone) },
+		func() error { return m.linear(a, a.x, a.q, a.n, h, h, l.q, l.qb, engine.ActNone) },
+		func() error { return m.linear(a, a.x, a.k, a.n, h, h, l.k, l.kb, engine.ActNone) },
+		func() error { return m.linear(a, a.x, a.v, a.n, h, h, l.v, l.vb, engine.ActNone) },
 		func() error {
-			return m.b.Attention(engine.AttentionOp{Batch: a.b, Seq: a.s, Heads: m.Cfg.Heads, HeadDim: h / m.Cfg.Heads,
+			return a.be.Attention(engine.AttentionOp{Batch: a.b, Seq: a.s, Heads: m.Cfg.Heads, HeadDim: h / m.Cfg.Heads,
 				Q: a.q, K: a.k, V: a.v, Out: a.ctx, Lengths: a.lengths})
 		},
-		func() error { return m.linear(a.ctx, a.tmp, a.n, h, h, l.o, l.ob, engine.ActNone) },
+		func() error { return m.linear(a, a.ctx, a.tmp, a.n, h, h, l.o, l.ob, engine.ActNone) },
 		func() error {
-			return m.b.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x, Out: a.tmp})
+			return a.be.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x, Out: a.tmp})
 		},
 		func() error {
-			return m.b.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln1g), Beta: m.d(l.ln1b), Out: a.x1, Rows: a.n, Cols: h, Eps: eps})
+			return a.be.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln1g), Beta: m.d(l.ln1b), Out: a.x1, Rows: a.n, Cols: h, Eps: eps})
 		},
-		func() error { return m.linear(a.x1, a.inter, a.n, h, in, l.f1, l.f1b, engine.ActGELU) },
-		func() error { return m.linear(a.inter, a.tmp, a.n, in, h, l.f2, l.f2b, engine.ActNone) },
+		func() error { return m.linear(a, a.x1, a.inter, a.n, h, in, l.f1, l.f1b, engine.ActGELU) },
+		func() error { return m.linear(a, a.inter, a.tmp, a.n, in, h, l.f2, l.f2b, engine.ActNone) },
 		func() error {
-			return m.b.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x1, Out: a.tmp})
+			return a.be.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x1, Out: a.tmp})
 		},
 		func() error {
-			return m.b.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln2g), Beta: m.d(l.ln2b), Out: a.x, Rows: a.n, Cols: h, Eps: eps})
+			return a.be.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln2g), Beta: m.d(l.ln2b), Out: a.x, Rows: a.n, Cols: h, Eps: eps})
 		},
 	}
 	for _, step := range steps {

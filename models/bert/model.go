@@ -101,11 +101,16 @@ func (m *Model) Forward(ctx context.Context, in Batch) ([]float32, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	a, err := m.newActs(len(in.IDs), s)
+	be, release, err := engine.OnQueue(m.b) // concurrent batches overlap on a device with queues
 	if err != nil {
 		return nil, 0, err
 	}
-	defer a.free(m.b)
+	defer release()
+	a, err := m.newActs(be, len(in.IDs), s)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer a.free()
 	if err := m.embed(in, s, a); err != nil {
 		return nil, 0, err
 	}
@@ -117,7 +122,7 @@ func (m *Model) Forward(ctx context.Context, in Batch) ([]float32, int, error) {
 			return nil, 0, fmt.Errorf("bert: layer %d: %w", i, err)
 		}
 	}
-	out, err := engine.Download[float32](m.b, a.x)
+	out, err := engine.Download[float32](a.be, a.x)
 	return out, s, err
 }
 

@@ -160,7 +160,12 @@ func (e *Encoder) Forward(ctx context.Context, gs []*Graph) ([]Output, error) {
 	if bt.n == 0 {
 		return out, nil
 	}
-	r := &run{e: e, bt: bt, a: arena{b: e.b}}
+	be, release, err := engine.OnQueue(e.b) // concurrent batches overlap on a device with queues
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	r := &run{e: e, b: be, bt: bt, a: arena{b: be}}
 	defer r.a.free()
 	p, s, err := r.forward(ctx)
 	if err != nil {

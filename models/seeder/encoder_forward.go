@@ -10,6 +10,7 @@ import (
 // indices on the backend, and the edge table every layer projects.
 type run struct {
 	e  *Encoder
+	b  engine.Backend // e's backend, or a queue view of it, for this pass
 	bt *batch[float32]
 	a  arena
 
@@ -35,18 +36,18 @@ func (r *run) linear(x engine.Buffer, rows, in int, w engine.Buffer, wOff int, b
 		if rows == 0 {
 			return nil
 		}
-		return engine.GemmFused(r.e.b, engine.GemmOp{M: rows, N: out, K: in, Alpha: 1, Beta: beta, A: x, B: w, OffB: wOff, C: c, Bias: bias, Act: act})
+		return engine.GemmFused(r.b, engine.GemmOp{M: rows, N: out, K: in, Alpha: 1, Beta: beta, A: x, B: w, OffB: wOff, C: c, Bias: bias, Act: act})
 	}
 }
 
 // add is out = x + y over n values.
 func (r *run) add(n int, x, y, out engine.Buffer) func() error {
-	return func() error { return r.e.b.Axpby(engine.AxpbyOp{N: n, Alpha: 1, X: x, Beta: 1, Y: y, Out: out}) }
+	return func() error { return r.b.Axpby(engine.AxpbyOp{N: n, Alpha: 1, X: x, Beta: 1, Y: y, Out: out}) }
 }
 
 func (r *run) norm(rows int, x, g, b, out engine.Buffer) func() error {
 	return func() error {
-		return r.e.b.LayerNorm(engine.LayerNormOp{X: x, Gamma: g, Beta: b, Out: out, Rows: rows, Cols: r.e.c.Hidden, Eps: lnEps})
+		return r.b.LayerNorm(engine.LayerNormOp{X: x, Gamma: g, Beta: b, Out: out, Rows: rows, Cols: r.e.c.Hidden, Eps: lnEps})
 	}
 }
 
@@ -78,7 +79,7 @@ func (r *run) forward(ctx context.Context) (p, s []float32, err error) {
 // embedding, the virtual nodes' query state and the question's words.
 func (r *run) embed() (engine.Buffer, error) {
 	c, bt, w, a, d := r.e.c, r.bt, &r.e.w, &r.a, r.e.c.Hidden
-	b, n, graphs := r.e.b, bt.n, len(bt.first)
+	b, n, graphs := r.b, bt.n, len(bt.first)
 	h := a.f32(n * d)
 	ops := []func() error{r.linear(upload(a, bt.xn), n, c.nodeIn(), w.inW, 0, w.inB, d, engine.ActNone, h, 0)}
 	if c.HopGate { // h += σ([h0; hop]·W_g + b_g) ⊙ hop, the gate's two halves accumulated
@@ -125,10 +126,10 @@ func (r *run) words(h engine.Buffer) func() error {
 	return func() error {
 		return steps(
 			func() error {
-				return r.e.b.SpMM(engine.SpMMOp{Rows: graphs, Cols: r.e.c.Words, D: d, Ptr: pb, Idx: ib, Val: vb, X: r.e.w.wordEmb, Y: u})
+				return r.b.SpMM(engine.SpMMOp{Rows: graphs, Cols: r.e.c.Words, D: d, Ptr: pb, Idx: ib, Val: vb, X: r.e.w.wordEmb, Y: u})
 			},
 			func() error {
-				return r.e.b.CopyRows(engine.CopyRowsOp{N: bt.n, Cols: d, X: u, Out: h, Src: rg, Add: true})
+				return r.b.CopyRows(engine.CopyRowsOp{N: bt.n, Cols: d, X: u, Out: h, Src: rg, Add: true})
 			})
 	}
 }
@@ -137,7 +138,7 @@ func (r *run) words(h engine.Buffer) func() error {
 // their learned embeddings, then the expander's and virtual node's rows.
 func (r *run) edgeTable() error {
 	c, bt, w, a, d := r.e.c, r.bt, &r.e.w, &r.a, r.e.c.Hidden
-	b, nRel := r.e.b, bt.nRel
+	b, nRel := r.b, bt.nRel
 	r.e0 = a.f32((nRel + extraRows) * d)
 	ops := []func() error{r.linear(upload(a, bt.xr), nRel, c.relIn(), w.relW, 0, w.relB, d, engine.ActNone, r.e0, 0)}
 	if c.Relations > 0 && nRel > 0 {
@@ -161,7 +162,7 @@ func (r *run) edgeTable() error {
 // attention output.
 func (r *run) layer(lw *boundLayer, h engine.Buffer) (engine.Buffer, error) {
 	c, bt, a, d := r.e.c, r.bt, &r.a, r.e.c.Hidden
-	b, n, rowsE := r.e.b, bt.n, bt.nRel+extraRows
+	b, n, rowsE := r.b, bt.n, bt.nRel+extraRows
 	q, k, v, att, u, h1, f1, f2, h2 := a.f32(n*d), a.f32(n*d), a.f32(n*d), a.f32(n*d), a.f32(n*d), a.f32(n*d), a.f32(2*n*d), a.f32(n*d), a.f32(n*d)
 	etab := a.f32(rowsE * d)
 	ops := []func() error{
@@ -198,7 +199,7 @@ func (r *run) layer(lw *boundLayer, h engine.Buffer) (engine.Buffer, error) {
 // local is GraphGPS's local block: h1 += LN(h + Σ_j (h_j·W_m)⊙(e_ji·W_e')).
 func (r *run) local(lw *boundLayer, h, h1 engine.Buffer) func() error {
 	bt, a, d := r.bt, &r.a, r.e.c.Hidden
-	b, n, nRel := r.e.b, bt.n, bt.nRel
+	b, n, nRel := r.b, bt.n, bt.nRel
 	m, f, loc, u, hl := a.f32(n*d), a.f32(nRel*d), a.f32(n*d), a.f32(n*d), a.f32(n*d)
 	return func() error {
 		return steps(
@@ -226,8 +227,8 @@ func (r *run) heads(h engine.Buffer) (p, s []float32, err error) {
 		r.linear(pz, n, d, w.polW2, 0, w.polB2, 1, engine.ActNone, pb, 0),
 		r.linear(h, n, d, w.scW1, 0, w.scB1, d, engine.ActReLU, sz, 0),
 		r.linear(sz, n, d, w.scW2, 0, w.scB2, 1, engine.ActNone, sb, 0),
-		func() (err error) { p, err = engine.Download[float32](r.e.b, pb); return err },
-		func() (err error) { s, err = engine.Download[float32](r.e.b, sb); return err })
+		func() (err error) { p, err = engine.Download[float32](r.b, pb); return err },
+		func() (err error) { s, err = engine.Download[float32](r.b, sb); return err })
 	return p, s, err
 }
 
