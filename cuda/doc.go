@@ -5,5 +5,7 @@
 // runs them on a GPU through gorgonia.org/cu (backend.go, memory.go, ops.go)
 // is behind the `cuda` build tag, because gorgonia.org/cu exits the process
 // at init on machines without a GPU. launch.go holds the launch
-// configurations both use; pool.go the caching device allocator.
+// configurations both use; pool.go the caching device allocator (a free
+// list per stream), queues.go the streams handed to queue views, mirror.go
+// the host mirror of index buffers — device-agnostic, so tested on the CPU.
 package cuda
