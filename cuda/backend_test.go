@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 			defer b.Close()
 			t.Logf("%s", b.Caps().Device)
 			skipped := kerneltest.RunAll(t, b)
-			t.Logf("skipped (composed by the engine): %v; allocator %+v", skipped, b.PoolStats())
+			t.Logf("skipped (composed by the engine): %v; allocator %+v", skipped, b.MemoryStats())
 		})
 	}
 }

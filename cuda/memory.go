@@ -101,8 +101,9 @@ func (b *Backend) Free(x engine.Buffer) {
 	}
 }
 
-// PoolStats are the allocator's counters.
-func (b *Backend) PoolStats() PoolStats { return b.pool.Stats() }
+// MemoryStats are the allocator's counters (engine.MemoryStater), over
+// every stream.
+func (b *Backend) MemoryStats() engine.MemoryStats { return b.pool.Stats() }
 
 // Bind uploads src into a new read-only buffer (Upload into it, or an op
 // writing it, is an error); an index buffer's mirror aliases src, which

@@ -3,6 +3,8 @@ package cuda
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // Pool is the cuda backend's caching device allocator: a freed block goes
@@ -23,11 +25,8 @@ type Pool[P comparable] struct {
 	stats PoolStats
 }
 
-// PoolStats are a pool's counters (engine.Memory statistics).
-type PoolStats struct {
-	Allocs, Reuses, DriverAllocs int64 // requests, requests served from a free list, driver allocations
-	InUse, Cached                int64 // bytes handed out, bytes held in free lists
-}
+// PoolStats are a pool's counters (the backend's engine.MemoryStats).
+type PoolStats = engine.MemoryStats
 
 type poolKey struct {
 	queue int

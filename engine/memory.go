@@ -70,3 +70,15 @@ func FlatIPByGemm(b Backend, op FlatIPOp) error {
 	}
 	return b.TopK(TopKOp{Scores: scores, Rows: op.B, Cols: op.N, K: op.K, OutIdx: op.OutIdx, OutScore: op.OutScore})
 }
+
+// MemoryStats are a device backend's allocator counters.
+type MemoryStats struct {
+	Allocs, Reuses, DriverAllocs int64 // requests, requests served from cached blocks, driver allocations
+	InUse, Cached                int64 // bytes handed out, bytes held for reuse
+}
+
+// MemoryStater is an optional capability of a backend with a caching
+// allocator (cuda): its counters, for metrics. Safe for concurrent use.
+type MemoryStater interface {
+	MemoryStats() MemoryStats
+}

@@ -87,3 +87,36 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(sum.Dropped))
 	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(sum.Rejected))
 }
+
+// memoryCollector reports, at each scrape, the device allocator of a
+// backend that has one (engine.MemoryStater: cuda).
+type memoryCollector struct {
+	be                                     engine.MemoryStater
+	inUse, cached, allocs, reuses, drivers *prometheus.Desc
+}
+
+func newMemoryCollector(be engine.MemoryStater) *memoryCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &memoryCollector{be: be,
+		inUse:   d("gleaner_device_memory_in_use_bytes", "Device memory handed out by the backend's caching allocator."),
+		cached:  d("gleaner_device_memory_cached_bytes", "Device memory the allocator holds for reuse."),
+		allocs:  d("gleaner_device_allocs_total", "Buffer allocations on the device."),
+		reuses:  d("gleaner_device_alloc_reuses_total", "Allocations served from cached blocks."),
+		drivers: d("gleaner_device_driver_allocs_total", "Allocations that went to the driver."),
+	}
+}
+
+func (c *memoryCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.inUse, c.cached, c.allocs, c.reuses, c.drivers} {
+		ch <- d
+	}
+}
+
+func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.be.MemoryStats()
+	ch <- prometheus.MustNewConstMetric(c.inUse, prometheus.GaugeValue, float64(st.InUse))
+	ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(st.Cached))
+	ch <- prometheus.MustNewConstMetric(c.allocs, prometheus.CounterValue, float64(st.Allocs))
+	ch <- prometheus.MustNewConstMetric(c.reuses, prometheus.CounterValue, float64(st.Reuses))
+	ch <- prometheus.MustNewConstMetric(c.drivers, prometheus.CounterValue, float64(st.DriverAllocs))
+}

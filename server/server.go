@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -104,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
 	s.set.Store(set)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
+	if ms, ok := cfg.Options.Backend.(engine.MemoryStater); ok {
+		s.metrics.reg.MustRegister(newMemoryCollector(ms))
+	}
 	s.ready.Store(true)
 	return s, nil
 }

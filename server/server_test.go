@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -360,5 +361,39 @@ func TestSchedulerMetrics(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^gleaner_scheduler_items_total (\d+)`).FindStringSubmatch(b.String())
 	if m == nil || m[1] == "0" {
 		t.Errorf("no scheduler items in /metrics after a re2 query:\n%.400s", b.String())
+	}
+}
+
+// counted is a backend with a device allocator's counters.
+type counted struct{ engine.Backend }
+
+func (counted) MemoryStats() engine.MemoryStats {
+	return engine.MemoryStats{Allocs: 7, Reuses: 5, DriverAllocs: 2, InUse: 4096, Cached: 512}
+}
+
+// /metrics reports a backend's device allocator when it has one, and no
+// such series for the cpu backend.
+func TestDeviceMemoryMetrics(t *testing.T) {
+	scrape := func(hs *httptest.Server) string {
+		resp, err := http.Get(hs.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return b.String()
+	}
+	_, hs, _ := newServer(t, nil)
+	if body := scrape(hs); strings.Contains(body, "gleaner_device_") {
+		t.Errorf("the cpu backend reported device memory")
+	}
+	_, hs, _ = newServer(t, func(c *server.Config) { c.Options.Backend = counted{c.Options.Backend} })
+	body := scrape(hs)
+	for _, want := range []string{"gleaner_device_memory_in_use_bytes 4096", "gleaner_device_memory_cached_bytes 512",
+		"gleaner_device_allocs_total 7", "gleaner_device_alloc_reuses_total 5", "gleaner_device_driver_allocs_total 2"} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
