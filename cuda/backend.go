@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -62,8 +64,8 @@ type device struct {
 	caps    engine.Caps
 	fns     map[string]cu.Function // kernel file → its entry
 	pool    *Pool[cu.DevicePtr]
-	blas    *blasHandle // nil: GEMMs run gemm.cu
-	stage   *staging    // nil: transfers copy from pageable memory, synchronously
+	blas    map[int]*blasHandle // per stream (cuBLAS picks its workspace per handle); nil: GEMMs run gemm.cu
+	stages  map[int]*staging    // per stream, made on its first transfer; nil: pageable transfers
 	queues  *Queues
 	streams []cu.Stream // the views' streams (queue i+1 is streams[i]); under mu
 	mu      sync.Mutex  // serialises context calls: cu.Ctx records each call's error in one field
@@ -91,6 +93,50 @@ func (b *Backend) stream() cu.Stream {
 	}
 	return b.streams[b.q-1]
 }
+
+// staging returns b's stream's staging, made on first use; nil when the
+// backend copies from pageable memory (Options.Pageable).
+func (b *Backend) staging() (*staging, error) {
+	var st *staging
+	err := b.call(func() error {
+		if b.stages == nil {
+			return nil
+		}
+		if st = b.stages[b.q]; st != nil {
+			return nil
+		}
+		var err error
+		if st, err = openStaging(b); err == nil {
+			b.stages[b.q] = st
+		}
+		return err
+	})
+	return st, err
+}
+
+// poll runs query (a QueryEvent or QueryStream) until the work it watches
+// has finished, taking b.mu only for each query: a blocking synchronise
+// would hold the context's one thread, and with it every other stream's
+// launches, until this stream drained.
+func (b *Backend) poll(query func()) error {
+	for i := 0; ; i++ {
+		err := b.call(func() error { query(); return b.ctx.Error() })
+		if !errors.Is(err, cu.NotReady) {
+			return err // nil: done
+		}
+		if i < 16 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(min(time.Duration(i-15)*5*time.Microsecond, 100*time.Microsecond))
+		}
+	}
+}
+
+// waitEvent waits for ev (an event never recorded is complete).
+func (b *Backend) waitEvent(ev cu.Event) error { return b.poll(func() { b.ctx.QueryEvent(ev) }) }
+
+// waitStream waits for every op submitted on b's stream.
+func (b *Backend) waitStream() error { return b.poll(func() { b.ctx.QueryStream(b.stream()) }) }
 
 // Queue returns a view of the backend whose work runs on a stream of its
 // own (engine.Queuer); release returns the stream. Close on the view also
@@ -190,8 +236,9 @@ func NewWith(ordinal int, o Options) (b *Backend, err error) {
 		b.ctx.Close()
 		return nil, err
 	}
-	if !o.Pageable {
-		if b.stage, err = openStaging(b); err != nil {
+	if !o.Pageable { // the default stream's staging now, so that a failure shows at once
+		b.stages = map[int]*staging{}
+		if _, err = b.staging(); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -208,7 +255,7 @@ func (b *Backend) loadBLAS(path GEMMPath) error {
 	bh, err := openCuBLAS(b)
 	switch {
 	case err == nil:
-		b.blas = bh
+		b.blas = map[int]*blasHandle{0: bh}
 		b.caps.Device += ", GEMM: cuBLAS"
 	case path == GEMMCuBLAS:
 		return err
@@ -293,14 +340,12 @@ func (b *Backend) Sync(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := b.call(func() error {
-		if b.q == 0 {
-			b.ctx.Synchronize()
-		} else {
-			b.ctx.SynchronizeStream(b.stream())
-		}
-		return b.ctx.Error()
-	})
+	var err error
+	if b.q == 0 { // every stream: the context's synchronise (the backend's own Sync is rare: benchmarks, Close)
+		err = b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() })
+	} else {
+		err = b.waitStream()
+	}
 	if err != nil {
 		return fmt.Errorf("cuda: sync: %w", err)
 	}
@@ -323,11 +368,11 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.blas != nil {
-		b.blas.close(b)
+	for _, bh := range b.blas {
+		bh.close(b)
 	}
-	if b.stage != nil {
-		b.stage.close(b)
+	for _, st := range b.stages {
+		st.close(b)
 	}
 	for i := range b.streams {
 		b.ctx.DestroyStream(&b.streams[i]) // after the Synchronize above; a failure leaves it to the context's end

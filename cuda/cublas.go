@@ -117,10 +117,9 @@ func loadCuBLAS() error {
 	return cublasErr
 }
 
-// blasHandle is a cuBLAS handle created on the backend's context; every
-// call runs on the context's thread (cu.Ctx.Do), under the backend's
-// mutex, with the handle set to the caller's stream (the default one or a
-// view's) just before, in order with that stream's kernels.
+// blasHandle is a cuBLAS handle created on the backend's context for one
+// stream (blasFor); every call runs on the context's thread (cu.Ctx.Do),
+// under the backend's mutex, in order with that stream's kernels.
 type blasHandle struct{ h C.uintptr_t }
 
 // openCuBLAS loads cuBLAS and creates a handle on b's context.
@@ -138,6 +137,33 @@ func openCuBLAS(b *Backend) (*blasHandle, error) {
 		return nil
 	})
 	return bh, err
+}
+
+// blasFor returns b's stream's cuBLAS handle, made and bound to the
+// stream on first use (a handle per stream: cuBLAS picks its workspace per
+// handle, and one shared by streams can give bitwise different results).
+// Call under b.mu.
+func (b *Backend) blasFor() (*blasHandle, error) {
+	if bh := b.blas[b.q]; bh != nil {
+		return bh, nil
+	}
+	bh, err := openCuBLAS(b)
+	if err != nil {
+		return nil, err
+	}
+	stream := C.uintptr_t(uintptr(unsafe.Pointer(b.stream().C())))
+	err = b.ctx.Do(func() error {
+		if st := C.gl_cublas_set_stream(bh.h, stream); st != 0 {
+			return fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
+		}
+		return nil
+	})
+	if err != nil {
+		bh.close(b)
+		return nil, err
+	}
+	b.blas[b.q] = bh
+	return bh, nil
 }
 
 func (bh *blasHandle) close(b *Backend) {
@@ -170,24 +196,25 @@ func gemmShape(op engine.GemmOp, lda, ldb, ldc int) rowMajor {
 // bfloat16, accumulating in float32 in every case.
 func (b *Backend) blasGemm(op engine.GemmOp, r rowMajor, a, bm, c, a16, b16 devArg, batch, sa, sb, sc int) error {
 	return b.call(func() error {
+		bh, err := b.blasFor()
+		if err != nil {
+			return err
+		}
 		return b.ctx.Do(func() error {
-			if st := C.gl_cublas_set_stream(b.blas.h, C.uintptr_t(uintptr(unsafe.Pointer(b.stream().C())))); st != 0 {
-				return fmt.Errorf("cuda: cublasSetStream: status %d", int(st))
-			}
 			var st C.int
 			al, be := C.float(op.Alpha), C.float(op.Beta)
 			switch {
 			case batch > 1:
-				st = C.gl_sgemm_batched(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.longlong(sb),
+				st = C.gl_sgemm_batched(bh.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.longlong(sb),
 					C.uint64_t(a), r.lda, C.longlong(sa), be, C.uint64_t(c), r.ldc, C.longlong(sc), C.int(batch))
 			case op.Precision == engine.PrecisionTF32:
-				st = C.gl_gemm_ex(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), cudaR32F, r.ldb,
+				st = C.gl_gemm_ex(bh.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), cudaR32F, r.ldb,
 					C.uint64_t(a), cudaR32F, r.lda, be, C.uint64_t(c), r.ldc, cublasCompute32FTF32)
 			case op.Precision == engine.PrecisionBF16:
-				st = C.gl_gemm_ex(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(b16), cudaR16BF, r.ldb,
+				st = C.gl_gemm_ex(bh.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(b16), cudaR16BF, r.ldb,
 					C.uint64_t(a16), cudaR16BF, r.lda, be, C.uint64_t(c), r.ldc, cublasCompute32F)
 			default:
-				st = C.gl_sgemm(b.blas.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.uint64_t(a), r.lda, be, C.uint64_t(c), r.ldc)
+				st = C.gl_sgemm(bh.h, r.opB, r.opA, r.n, r.m, r.k, al, C.uint64_t(bm), r.ldb, C.uint64_t(a), r.lda, be, C.uint64_t(c), r.ldc)
 			}
 			if st != 0 {
 				return fmt.Errorf("cuda: cuBLAS gemm (%s, batch %d): status %d", op.Precision, batch, int(st))
@@ -244,7 +271,7 @@ func (b *Backend) bf16Of(x engine.Buffer, off int, p devArg, n int) (rounded, er
 	}
 	y, err := b.toBF16(p, n)
 	if err == nil && b.q != 0 { // other streams will read the copy: let it land first
-		err = b.call(func() error { b.ctx.SynchronizeStream(b.stream()); return b.ctx.Error() })
+		err = b.waitStream()
 	}
 	if err != nil {
 		if y != nil {

@@ -141,6 +141,11 @@ func (b *Backend) Upload(dst engine.Buffer, off int, src any) error {
 		return fmt.Errorf("cuda: upload: %w", engine.ErrReadOnly)
 	}
 	if err := b.transfer(dst, off, src, true); err != nil {
+		if d, ok := dst.(*buffer); ok && d != nil { // some chunks may have landed
+			if f, ok := d.mirror.(interface{ Forget() }); ok {
+				f.Forget()
+			}
+		}
 		return err
 	}
 	switch m := dst.(*buffer).mirror.(type) { // transfer checked dst, src and the range
@@ -165,23 +170,26 @@ func (b *Backend) transfer(x engine.Buffer, off int, host any, up bool) error {
 		return err
 	}
 	dev, bytes := d.ptr+cu.DevicePtr(int64(off)*elemSize(d.dt)), int64(n)*elemSize(d.dt)
-	err = b.call(func() error {
-		switch {
-		case b.stage != nil && up:
-			return b.stage.upload(b, dev, unsafe.Slice((*byte)(p), bytes))
-		case b.stage != nil:
-			return b.stage.download(b, unsafe.Slice((*byte)(p), bytes), dev)
-		case up: // from pageable memory: the driver stages it; wait, as the caller may reuse it
-			b.ctx.MemcpyHtoDAsync(dev, p, bytes, b.stream())
-		default:
-			b.ctx.MemcpyDtoHAsync(p, dev, bytes, b.stream())
+	st, err := b.staging()
+	switch {
+	case err != nil:
+	case st != nil && up:
+		err = st.upload(b, dev, unsafe.Slice((*byte)(p), bytes))
+	case st != nil:
+		err = st.download(b, unsafe.Slice((*byte)(p), bytes), dev)
+	default: // from pageable memory: the driver stages it; wait, as the caller may reuse it
+		err = b.call(func() error {
+			if up {
+				b.ctx.MemcpyHtoDAsync(dev, p, bytes, b.stream())
+			} else {
+				b.ctx.MemcpyDtoHAsync(p, dev, bytes, b.stream())
+			}
+			return b.ctx.Error()
+		})
+		if err == nil {
+			err = b.waitStream()
 		}
-		if err := b.ctx.Error(); err != nil {
-			return err
-		}
-		b.ctx.SynchronizeStream(b.stream())
-		return b.ctx.Error()
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("cuda: transfer of %d elements (upload %v): %w", n, up, err)
 	}

@@ -14,6 +14,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -24,22 +25,25 @@ import (
 // other is filled or emptied.
 const StagingBytes = 8 << 20
 
-// staging is page-locked host memory for uploads and downloads. The DMA
-// engine reads and writes it directly (a copy from pageable Go memory goes
-// through the driver's own bounce buffer and blocks), and an upload
-// returns once its last chunk is queued: the caller's slice is already
-// copied, so it may change at once. Each half has an event recorded after
-// its copy (on the stream of the backend or view that made it); the half
-// is reused only after that event, whichever stream the next copy is on.
-// Guarded by the backend's mutex (transfers run one at a time).
+// staging is page-locked host memory for one stream's uploads and
+// downloads (each stream has its own, made on its first transfer, so a
+// transfer waits only for its own stream's copies). The DMA engine reads
+// and writes it directly (a copy from pageable Go memory goes through the
+// driver's own bounce buffer and blocks), and an upload returns once its
+// last chunk is queued: the caller's slice is already copied, so it may
+// change at once. Each half has an event recorded after its copy; the half
+// is refilled only after that event. mu serialises the stream's transfers;
+// the backend's mutex is taken only for each driver call, and waits poll
+// (Backend.poll), so other streams keep launching meanwhile.
 type staging struct {
+	mu   sync.Mutex
 	half [2]unsafe.Pointer
 	ev   [2]cu.Event
 	n    int64 // bytes per half
 }
 
 // openStaging allocates the pinned halves and their events on b's
-// context.
+// context. Call under b.mu.
 func openStaging(b *Backend) (*staging, error) {
 	s := &staging{n: StagingBytes / 2}
 	err := b.ctx.Do(func() error {
@@ -63,6 +67,8 @@ func openStaging(b *Backend) (*staging, error) {
 	return s, nil
 }
 
+// close frees the halves and events. Call under b.mu, after the stream's
+// work.
 func (s *staging) close(b *Backend) {
 	b.ctx.Do(func() error { // at Close: a failure leaves the pages locked until exit
 		for h, p := range s.half {
@@ -83,20 +89,36 @@ func (s *staging) close(b *Backend) {
 // pinned is half h as a byte slice.
 func (s *staging) pinned(h int) []byte { return unsafe.Slice((*byte)(s.half[h]), s.n) }
 
-// upload queues host's bytes to dev in chunks through the halves; it
-// returns with the copies queued on the default stream (ordered before
-// any later kernel of b's stream). Call under b.mu.
-func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
-	for i, off := 0, 0; off < len(host); i, off = i+1, off+int(s.n) {
-		h, chunk := i%2, host[off:min(off+int(s.n), len(host))]
-		b.ctx.SynchronizeEvent(s.ev[h]) // the half's previous copy has left it
+// copyAsync queues one chunk's copy on b's stream (host→device when up)
+// and records half h's event after it.
+func (s *staging) copyAsync(b *Backend, h int, dev cu.DevicePtr, bytes int64, up bool) error {
+	return b.call(func() error {
+		if up {
+			b.ctx.MemcpyHtoDAsync(dev, s.half[h], bytes, b.stream())
+		} else {
+			b.ctx.MemcpyDtoHAsync(s.half[h], dev, bytes, b.stream())
+		}
 		if err := b.ctx.Error(); err != nil {
 			return err
 		}
-		copy(s.pinned(h), chunk)
-		b.ctx.MemcpyHtoDAsync(dev+cu.DevicePtr(off), s.half[h], int64(len(chunk)), b.stream())
 		b.ctx.Record(s.ev[h], b.stream())
-		if err := b.ctx.Error(); err != nil {
+		return b.ctx.Error()
+	})
+}
+
+// upload queues host's bytes to dev in chunks through the halves; it
+// returns with the copies queued on b's stream (ordered before any later
+// kernel there).
+func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, off := 0, 0; off < len(host); i, off = i+1, off+int(s.n) {
+		h, chunk := i%2, host[off:min(off+int(s.n), len(host))]
+		if err := b.waitEvent(s.ev[h]); err != nil { // the half's previous copy has left it
+			return err
+		}
+		copy(s.pinned(h), chunk)
+		if err := s.copyAsync(b, h, dev+cu.DevicePtr(off), int64(len(chunk)), true); err != nil {
 			return err
 		}
 	}
@@ -105,24 +127,29 @@ func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
 
 // download copies dev's bytes into host through the halves: chunk i+1's
 // copy is queued before chunk i is emptied. It returns when host is full.
-// Call under b.mu.
 func (s *staging) download(b *Backend, host []byte, dev cu.DevicePtr) error {
-	queue := func(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	queue := func(i int) error {
+		if err := b.waitEvent(s.ev[i%2]); err != nil { // an upload's copy may still read the half
+			return err
+		}
 		off := i * int(s.n)
-		n := min(int(s.n), len(host)-off)
-		b.ctx.MemcpyDtoHAsync(s.half[i%2], dev+cu.DevicePtr(off), int64(n), b.stream())
-		b.ctx.Record(s.ev[i%2], b.stream())
+		return s.copyAsync(b, i%2, dev+cu.DevicePtr(off), int64(min(int(s.n), len(host)-off)), false)
 	}
 	chunks := (len(host) + int(s.n) - 1) / int(s.n)
 	if chunks > 0 {
-		queue(0)
+		if err := queue(0); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < chunks; i++ {
 		if i+1 < chunks {
-			queue(i + 1)
+			if err := queue(i + 1); err != nil {
+				return err
+			}
 		}
-		b.ctx.SynchronizeEvent(s.ev[i%2])
-		if err := b.ctx.Error(); err != nil {
+		if err := b.waitEvent(s.ev[i%2]); err != nil {
 			return err
 		}
 		off := i * int(s.n)

@@ -85,33 +85,34 @@ func denseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []floa
 	if k <= 0 || nq == 0 {
 		return out, nil
 	}
-	x, qb, err := onBackend(be, ix, q)
+	r, err := startDense(be, ix, q)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Free(qb)
-	idx, err := be.Alloc(engine.I32, nq*k)
+	defer r.close()
+	v := r.v
+	idx, err := v.Alloc(engine.I32, nq*k)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Free(idx)
-	sc, err := be.Alloc(engine.F32, nq*k)
+	defer v.Free(idx)
+	sc, err := v.Alloc(engine.F32, nq*k)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Free(sc)
-	op := engine.FlatIPOp{X: x, Q: qb, N: ix.N(), D: ix.Meta.Dims, B: nq, K: k, OutIdx: idx, OutScore: sc}
-	if err := be.FlatIP(op); err != nil {
+	defer v.Free(sc)
+	op := engine.FlatIPOp{X: r.x, Q: r.qb, N: ix.N(), D: ix.Meta.Dims, B: nq, K: k, OutIdx: idx, OutScore: sc}
+	if err := v.FlatIP(op); err != nil {
 		return nil, err
 	}
-	if err := be.Sync(ctx); err != nil {
+	if err := v.Sync(ctx); err != nil {
 		return nil, err
 	}
-	ids, err := engine.Download[int32](be, idx)
+	ids, err := engine.Download[int32](v, idx)
 	if err != nil {
 		return nil, err
 	}
-	scores, err := engine.Download[float32](be, sc)
+	scores, err := engine.Download[float32](v, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -126,32 +127,55 @@ func denseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []floa
 // denseScores is every node's dot product with q, computed on the backend
 // (one GEMM against the index's matrix).
 func denseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []float32) ([]float32, error) {
-	x, qb, err := onBackend(be, ix, q)
+	r, err := startDense(be, ix, q)
 	if err != nil {
 		return nil, err
 	}
-	defer be.Free(qb)
-	out, err := be.Alloc(engine.F32, ix.N())
+	defer r.close()
+	out, err := r.v.Alloc(engine.F32, ix.N())
 	if err != nil {
 		return nil, err
 	}
-	defer be.Free(out)
-	op := engine.GemmOp{TransB: true, M: 1, N: ix.N(), K: ix.Meta.Dims, Alpha: 1, A: qb, B: x, C: out}
-	if err := be.Gemm(op); err != nil {
+	defer r.v.Free(out)
+	op := engine.GemmOp{TransB: true, M: 1, N: ix.N(), K: ix.Meta.Dims, Alpha: 1, A: r.qb, B: r.x, C: out}
+	if err := r.v.Gemm(op); err != nil {
 		return nil, err
 	}
-	if err := be.Sync(ctx); err != nil {
+	if err := r.v.Sync(ctx); err != nil {
 		return nil, err
 	}
-	return engine.Download[float32](be, out)
+	return engine.Download[float32](r.v, out)
 }
 
-// onBackend returns the index's matrix and the queries q as buffers of be;
-// the caller frees the queries' buffer.
-func onBackend(be engine.Backend, ix *index.Index, q []float32) (x, qb engine.Buffer, err error) {
-	if x, err = ix.VectorsOn(be); err != nil {
-		return nil, nil, err
+// denseRun is one dense search: the index's matrix x (bound on the
+// backend itself, once per index) and the queries qb on a queue view v of
+// it (engine.OnQueue), so concurrent searches and rerankers overlap on a
+// device.
+type denseRun struct {
+	v       engine.Backend
+	release func()
+	x, qb   engine.Buffer
+}
+
+func startDense(be engine.Backend, ix *index.Index, q []float32) (*denseRun, error) {
+	x, err := ix.VectorsOn(be)
+	if err != nil {
+		return nil, err
 	}
-	qb, err = engine.Upload(be, q)
-	return x, qb, err
+	v, release, err := engine.OnQueue(be)
+	if err != nil {
+		return nil, err
+	}
+	qb, err := engine.Upload(v, q)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &denseRun{v: v, release: release, x: x, qb: qb}, nil
+}
+
+// close frees the queries and releases the view.
+func (r *denseRun) close() {
+	r.v.Free(r.qb)
+	r.release()
 }
