@@ -53,8 +53,9 @@ func Open(ordinal int) (engine.Backend, error) {
 type Backend struct {
 	engine.Unfused // GAT: on the host (tens of nodes)
 	*device
-	q       int    // the stream: 0 the default one, i > 0 device.streams[i-1]
-	release func() // a view's (Queue); nil for the backend itself
+	q       int      // the stream: 0 the default one, i > 0 device.streams[i-1]
+	release func()   // a view's (Queue); nil for the backend itself
+	root    *Backend // a view's backend; nil for the backend itself
 }
 
 // device is what a backend and its views share.
@@ -95,48 +96,65 @@ func (b *Backend) stream() cu.Stream {
 }
 
 // staging returns b's stream's staging, made on first use; nil when the
-// backend copies from pageable memory (Options.Pageable).
+// backend copies from pageable memory (Options.Pageable) or when pinned
+// memory for this stream could not be had (remembered: its transfers then
+// copy from pageable memory, slower but correct).
 func (b *Backend) staging() (*staging, error) {
 	var st *staging
 	err := b.call(func() error {
 		if b.stages == nil {
 			return nil
 		}
-		if st = b.stages[b.q]; st != nil {
+		var ok bool
+		if st, ok = b.stages[b.q]; ok {
 			return nil
 		}
-		var err error
-		if st, err = openStaging(b); err == nil {
-			b.stages[b.q] = st
-		}
-		return err
+		st, _ = openStaging(b) // nil on failure
+		b.stages[b.q] = st
+		return nil
 	})
 	return st, err
 }
 
 // poll runs query (a QueryEvent or QueryStream) until the work it watches
-// has finished, taking b.mu only for each query: a blocking synchronise
-// would hold the context's one thread, and with it every other stream's
-// launches, until this stream drained.
-func (b *Backend) poll(query func()) error {
+// has finished or ctx ends, taking b.mu only for each query: a blocking
+// synchronise would hold the context's one thread, and with it every
+// other stream's launches, until this stream drained.
+func (b *Backend) poll(ctx context.Context, query func()) error {
 	for i := 0; ; i++ {
 		err := b.call(func() error { query(); return b.ctx.Error() })
 		if !errors.Is(err, cu.NotReady) {
 			return err // nil: done
 		}
-		if i < 16 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i < 4 {
 			runtime.Gosched()
 		} else {
-			time.Sleep(min(time.Duration(i-15)*5*time.Microsecond, 100*time.Microsecond))
+			time.Sleep(min(time.Duration(i-3)*10*time.Microsecond, 200*time.Microsecond))
 		}
 	}
 }
 
 // waitEvent waits for ev (an event never recorded is complete).
-func (b *Backend) waitEvent(ev cu.Event) error { return b.poll(func() { b.ctx.QueryEvent(ev) }) }
+func (b *Backend) waitEvent(ev cu.Event) error {
+	return b.poll(context.Background(), func() { b.ctx.QueryEvent(ev) })
+}
 
-// waitStream waits for every op submitted on b's stream.
-func (b *Backend) waitStream() error { return b.poll(func() { b.ctx.QueryStream(b.stream()) }) }
+// waitStream waits for every op submitted on b's stream, or for ctx.
+func (b *Backend) waitStream(ctx context.Context) error {
+	return b.poll(ctx, func() { b.ctx.QueryStream(b.stream()) })
+}
+
+// Root is the backend a view belongs to (b itself for the backend):
+// caches of bound buffers key on it (engine.Root).
+func (b *Backend) Root() engine.Backend {
+	if b.root != nil {
+		return b.root
+	}
+	return b
+}
 
 // Queue returns a view of the backend whose work runs on a stream of its
 // own (engine.Queuer); release returns the stream. Close on the view also
@@ -158,7 +176,7 @@ func (b *Backend) Queue() (engine.Backend, func(), error) {
 		return nil, nil, fmt.Errorf("cuda: a stream for a queue: %w", err)
 	}
 	var once sync.Once
-	v := &Backend{device: b.device, q: id}
+	v := &Backend{device: b.device, q: id, root: b.Root().(*Backend)}
 	v.release = func() { once.Do(func() { b.queues.Release(id) }) }
 	return v, v.release, nil
 }
@@ -237,11 +255,12 @@ func NewWith(ordinal int, o Options) (b *Backend, err error) {
 		return nil, err
 	}
 	if !o.Pageable { // the default stream's staging now, so that a failure shows at once
-		b.stages = map[int]*staging{}
-		if _, err = b.staging(); err != nil {
+		st, err := openStaging(b)
+		if err != nil {
 			b.Close()
 			return nil, err
 		}
+		b.stages = map[int]*staging{0: st}
 	}
 	return b, nil
 }
@@ -344,7 +363,7 @@ func (b *Backend) Sync(ctx context.Context) error {
 	if b.q == 0 { // every stream: the context's synchronise (the backend's own Sync is rare: benchmarks, Close)
 		err = b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() })
 	} else {
-		err = b.waitStream()
+		err = b.waitStream(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("cuda: sync: %w", err)
@@ -363,19 +382,35 @@ func (b *Backend) Close() error {
 	err := b.call(func() error { b.ctx.Synchronize(); return b.ctx.Error() })
 	b.pool.Trim()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil
 	}
-	b.closed = true
-	for _, bh := range b.blas {
-		bh.close(b)
-	}
+	b.closed = true // every later call, a transfer's next chunk or poll included, gets ErrClosed
+	var stages []*staging
 	for _, st := range b.stages {
+		if st != nil {
+			stages = append(stages, st)
+		}
+	}
+	b.mu.Unlock()
+	for _, st := range stages { // a transfer in flight holds its staging: let it stop before the pages go
+		st.mu.Lock()
+		defer st.mu.Unlock()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ctx.Synchronize() // copies queued before closed was set
+	for _, bh := range b.blas {
+		if bh != nil {
+			bh.close(b)
+		}
+	}
+	for _, st := range stages {
 		st.close(b)
 	}
 	for i := range b.streams {
-		b.ctx.DestroyStream(&b.streams[i]) // after the Synchronize above; a failure leaves it to the context's end
+		b.ctx.DestroyStream(&b.streams[i]) // a failure leaves it to the context's end
 	}
 	return errors.Join(err, b.ctx.Close())
 }

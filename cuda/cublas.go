@@ -83,6 +83,8 @@ static int gl_gemm_ex(uintptr_t h, int ta, int tb, int m, int n, int k, float al
 import "C"
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -144,11 +146,15 @@ func openCuBLAS(b *Backend) (*blasHandle, error) {
 // handle, and one shared by streams can give bitwise different results).
 // Call under b.mu.
 func (b *Backend) blasFor() (*blasHandle, error) {
-	if bh := b.blas[b.q]; bh != nil {
+	if bh, ok := b.blas[b.q]; ok {
+		if bh == nil {
+			return nil, errNoHandle
+		}
 		return bh, nil
 	}
 	bh, err := openCuBLAS(b)
 	if err != nil {
+		b.blas[b.q] = nil // remembered: this stream's GEMMs run gemm.cu
 		return nil, err
 	}
 	stream := C.uintptr_t(uintptr(unsafe.Pointer(b.stream().C())))
@@ -160,10 +166,19 @@ func (b *Backend) blasFor() (*blasHandle, error) {
 	})
 	if err != nil {
 		bh.close(b)
+		b.blas[b.q] = nil
 		return nil, err
 	}
 	b.blas[b.q] = bh
 	return bh, nil
+}
+
+// errNoHandle: a stream whose cuBLAS handle could not be made.
+var errNoHandle = errors.New("cuda: no cuBLAS handle for this stream")
+
+// streamHasBLAS says whether b's stream has (or can make) a cuBLAS handle.
+func (b *Backend) streamHasBLAS() bool {
+	return b.call(func() error { _, err := b.blasFor(); return err }) == nil
 }
 
 func (bh *blasHandle) close(b *Backend) {
@@ -271,7 +286,7 @@ func (b *Backend) bf16Of(x engine.Buffer, off int, p devArg, n int) (rounded, er
 	}
 	y, err := b.toBF16(p, n)
 	if err == nil && b.q != 0 { // other streams will read the copy: let it land first
-		err = b.waitStream()
+		err = b.waitStream(context.Background())
 	}
 	if err != nil {
 		if y != nil {

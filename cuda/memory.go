@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -187,7 +188,7 @@ func (b *Backend) transfer(x engine.Buffer, off int, host any, up bool) error {
 			return b.ctx.Error()
 		})
 		if err == nil {
-			err = b.waitStream()
+			err = b.waitStream(context.Background())
 		}
 	}
 	if err != nil {

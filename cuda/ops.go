@@ -268,7 +268,7 @@ func (b *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 	if op.M == 0 || op.N == 0 {
 		return nil
 	}
-	if b.useBLAS(op, batch, g.LDA, g.LDB, g.LDC) {
+	if b.useBLAS(op, batch, g.LDA, g.LDB, g.LDC) && b.streamHasBLAS() { // else gemm.cu
 		return b.gemmCuBLAS(op, g.LDA, g.LDB, g.LDC, a, bm, c, bias, batch, strideA, strideB, strideC)
 	}
 	l := Gemm(op.M, op.N, batch)

@@ -41,3 +41,13 @@ func OnQueue(b Backend) (Backend, func(), error) {
 	}
 	return b, func() {}, nil
 }
+
+// Root is the backend a queue view belongs to (a view says so with a
+// Root method), else b itself: a cache of bound buffers keys on it, as
+// every view reads what its backend bound.
+func Root(b Backend) Backend {
+	if r, ok := b.(interface{ Root() Backend }); ok {
+		return r.Root()
+	}
+	return b
+}

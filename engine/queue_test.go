@@ -41,6 +41,9 @@ func TestOnQueue(t *testing.T) {
 	if n := engine.QueueWorkers(be); n != 1 {
 		t.Fatalf("QueueWorkers(cpu) = %d, want 1", n)
 	}
+	if engine.Root(be) != engine.Backend(be) || engine.Root(q) != engine.Backend(q) {
+		t.Fatal("Root of a backend without a Root method is itself")
+	}
 	if n := engine.QueueWorkers(nil); n != 1 {
 		t.Fatalf("QueueWorkers(nil) = %d, want 1", n)
 	}

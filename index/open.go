@@ -49,10 +49,11 @@ type Index struct {
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once
 // per backend: the CPU uses the mapped matrix in place, a device gets one
-// upload). The buffer lives as long as the index. Pass the backend
-// itself, not a queue view of it (engine.OnQueue): every view may read
-// what the backend bound, and a view would get a copy of its own.
+// upload). The buffer lives as long as the index. A queue view
+// (engine.OnQueue) gets its backend's buffer (engine.Root), which every
+// view may read.
 func (ix *Index) VectorsOn(b engine.Backend) (engine.Buffer, error) {
+	b = engine.Root(b)
 	ix.devMu.Lock()
 	defer ix.devMu.Unlock()
 	if buf, ok := ix.devVecs[b]; ok {

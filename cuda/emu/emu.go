@@ -40,8 +40,17 @@ func init() { engine.Register(Name, func() (engine.Backend, error) { return New(
 // view is used only through that view or the backend itself, and not
 // after the view is released; a released view refuses work.
 type Backend struct {
-	engine.Unfused       // GAT runs on the host (tens of nodes)
-	view           *view // nil for the backend itself
+	engine.Unfused          // GAT runs on the host (tens of nodes)
+	view           *view    // nil for the backend itself
+	root           *Backend // a view's backend
+}
+
+// Root is the backend a view belongs to (engine.Root).
+func (e *Backend) Root() engine.Backend {
+	if e.root != nil {
+		return e.root
+	}
+	return e
 }
 
 // view is a queue handed out by Queue.
@@ -53,7 +62,7 @@ func (e *Backend) Queue() (engine.Backend, func(), error) {
 	if err := e.live(); err != nil {
 		return nil, nil, err
 	}
-	v := &Backend{view: &view{}}
+	v := &Backend{view: &view{}, root: e.Root().(*Backend)}
 	return v, func() { v.view.released.Store(true) }, nil
 }
 

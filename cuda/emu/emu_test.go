@@ -103,3 +103,16 @@ func TestQueueContract(t *testing.T) {
 		t.Fatalf("a released view's buffer on the backend: %v", err)
 	}
 }
+
+// TestQueueRoot: a view names its backend (engine.Root), which caches of
+// bound buffers key on, and a view of a view has the same root.
+func TestQueueRoot(t *testing.T) {
+	be := emu.New()
+	v, release, _ := be.Queue()
+	defer release()
+	vv, release2, _ := v.(engine.Queuer).Queue()
+	defer release2()
+	if engine.Root(v) != engine.Backend(be) || engine.Root(vv) != engine.Backend(be) || engine.Root(be) != engine.Backend(be) {
+		t.Fatalf("roots: %p %p %p, want %p", engine.Root(v), engine.Root(vv), engine.Root(be), be)
+	}
+}
