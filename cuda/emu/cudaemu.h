@@ -4,10 +4,18 @@
 // the blocks one after another (a barrier between them, so a block's
 // shared memory is never overwritten while in use); __shared__ variables
 // as static storage (launches are therefore serialised); __syncthreads as
-// a std::barrier over the block's threads.
+// a std::barrier over the block's threads. Warps are the block's threads
+// 32 by 32 in linear order: a warp shuffle writes each lane's value to
+// its warp's slots, meets the warp's other lanes at a barrier, reads the
+// source lane's slot and meets them again (so, as on the GPU with a full
+// mask, every lane of the warp must take part); __syncwarp is that
+// barrier. Atomics run under one mutex, so they are atomic with respect
+// to each other, as on the GPU.
 #pragma once
 #include <barrier>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,10 +26,40 @@ struct dim3 {
 };
 
 namespace cudaemu {
+constexpr int kWarp = 32;
+
+// warp is one warp's exchange: a slot per lane and a barrier over its
+// lanes (fewer than 32 in a block's last, partial warp).
+struct warp {
+	unsigned long long slot[kWarp];
+	int lanes;
+	std::barrier<> bar;
+	explicit warp(int n) : lanes(n), bar(n) {}
+};
+
 inline thread_local dim3 tIdx, bIdx;
 inline dim3 bDim, gDim;
 inline thread_local std::barrier<>* bar = nullptr;
-inline std::mutex launchMu;
+inline thread_local warp* myWarp = nullptr;
+inline thread_local int lane = 0;
+inline std::mutex launchMu, atomicMu;
+
+// shuffle returns lane src's v (the caller's own for a lane outside the
+// warp's), every lane of the warp calling it together.
+template <class T>
+T shuffle(T v, int src) {
+	static_assert(sizeof(T) <= sizeof(unsigned long long), "shuffle of a value wider than 8 bytes");
+	warp& w = *myWarp;
+	std::memcpy(&w.slot[lane], &v, sizeof(T));
+	w.bar.arrive_and_wait();
+	T out = v;
+	if (src >= 0 && src < w.lanes) std::memcpy(&out, &w.slot[src], sizeof(T));
+	w.bar.arrive_and_wait();  // every lane has read before any slot is written again
+	return out;
+}
+
+// group is the first lane of the caller's group of width lanes.
+inline int group(int width) { return lane & ~(width - 1); }
 
 // launch runs body as the kernel of a grid × block launch.
 template <class F>
@@ -31,12 +69,16 @@ void launch(dim3 grid, dim3 block, F body) {
 	bDim = block;
 	const unsigned nt = block.x * block.y * block.z;
 	std::barrier<> b(nt);
+	std::vector<std::unique_ptr<warp>> warps;
+	for (unsigned w = 0; w < nt; w += kWarp) warps.push_back(std::make_unique<warp>(int(std::min<unsigned>(kWarp, nt - w))));
 	std::vector<std::thread> threads;
 	threads.reserve(nt);
 	for (unsigned t = 0; t < nt; t++)
 		threads.emplace_back([&, t] {
 			tIdx = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
 			bar = &b;
+			myWarp = warps[t / kWarp].get();
+			lane = int(t % kWarp);
 			for (unsigned bz = 0; bz < grid.z; bz++)
 				for (unsigned by = 0; by < grid.y; by++)
 					for (unsigned bx = 0; bx < grid.x; bx++) {
@@ -58,3 +100,63 @@ void launch(dim3 grid, dim3 block, F body) {
 #define __forceinline__ inline
 #define __shared__ static
 #define __syncthreads() (cudaemu::bar->arrive_and_wait())
+#define warpSize (cudaemu::kWarp)
+#define __syncwarp(...) (cudaemu::myWarp->bar.arrive_and_wait())
+
+// Warp shuffles (the mask is taken as full: every lane of the warp calls).
+template <class T>
+T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
+	return cudaemu::shuffle(v, cudaemu::group(width) + (src & (width - 1)));
+}
+template <class T>
+T __shfl_down_sync(unsigned, T v, unsigned delta, int width = warpSize) {
+	const int in = (cudaemu::lane & (width - 1)) + int(delta);
+	return cudaemu::shuffle(v, in < width ? cudaemu::lane + int(delta) : cudaemu::lane);
+}
+template <class T>
+T __shfl_up_sync(unsigned, T v, unsigned delta, int width = warpSize) {
+	const int in = (cudaemu::lane & (width - 1)) - int(delta);
+	return cudaemu::shuffle(v, in >= 0 ? cudaemu::lane - int(delta) : cudaemu::lane);
+}
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int mask, int width = warpSize) {
+	const int src = cudaemu::lane ^ mask;  // a later group's lane gives the caller its own value
+	return cudaemu::shuffle(v, (src & ~(width - 1)) > cudaemu::group(width) ? cudaemu::lane : src);
+}
+
+// Atomics: the old value, as CUDA's.
+template <class T>
+T atomicAdd(T* p, T v) {
+	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
+	T old = *p;
+	*p = old + v;
+	return old;
+}
+template <class T>
+T atomicMax(T* p, T v) {
+	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
+	T old = *p;
+	if (v > old) *p = v;
+	return old;
+}
+template <class T>
+T atomicMin(T* p, T v) {
+	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
+	T old = *p;
+	if (v < old) *p = v;
+	return old;
+}
+template <class T>
+T atomicExch(T* p, T v) {
+	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
+	T old = *p;
+	*p = v;
+	return old;
+}
+template <class T>
+T atomicCAS(T* p, T compare, T v) {
+	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
+	T old = *p;
+	if (old == compare) *p = v;
+	return old;
+}

@@ -1,7 +1,9 @@
-// Block-wide reductions for the row kernels: a shared-memory tree over
-// ROW_THREADS threads (the launch's block size, cuda/launch.go). Every
-// thread gets the result; the trailing barrier lets red be reused. Then a
-// LayerNorm of one row built on them.
+// Block-wide reductions for the row kernels over ROW_THREADS threads (the
+// launch's block size, cuda/launch.go): one warp, so a butterfly of warp
+// shuffles, with no shared memory or barrier; a shared-memory tree if the
+// block were ever wider. Every thread gets the result, bit for bit the
+// tree's (lane i meets lane i^s, the tree's pair t, t+s, and the ops
+// commute). Then a LayerNorm of one row built on them.
 #pragma once
 #define ROW_THREADS 32
 
@@ -15,6 +17,11 @@ struct RedSum {
 
 template <class T, class Op>
 __device__ __forceinline__ T block_reduce(T* red, T v, Op op) {
+#if ROW_THREADS == 32
+	(void)red;
+	for (int s = ROW_THREADS / 2; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
+	return v;
+#else
 	red[threadIdx.x] = v;
 	__syncthreads();
 	for (int s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -24,6 +31,7 @@ __device__ __forceinline__ T block_reduce(T* red, T v, Op op) {
 	T out = red[0];
 	__syncthreads();
 	return out;
+#endif
 }
 
 __device__ __forceinline__ float block_max(float* red, float v) { return block_reduce(red, v, RedMax()); }
