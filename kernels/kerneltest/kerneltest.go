@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -55,6 +56,13 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 			tc.fn(&H{T: t, B: b, rng: rand.New(rand.NewPCG(uint64(i)+1, 42))})
 		})
 	}
+	names := make([]string, 0, len(tests))
+	for _, tc := range tests {
+		if !slices.Contains(skipped, tc.name) {
+			names = append(names, tc.name)
+		}
+	}
+	t.Logf("%s: %d of %d conformance tests ran: %v", b.Name(), len(names), len(tests), names)
 	if len(skipped) > 0 {
 		t.Logf("%s: not implemented, skipped: %v", b.Name(), skipped)
 	}
