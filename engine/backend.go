@@ -70,7 +70,9 @@ type Memory interface {
 	// weight). src must not change while the buffer is in use. Upload into
 	// it, or an op writing it, fails with ErrReadOnly.
 	Bind(src any) (Buffer, error)
-	// Sync waits for all submitted work (a no-op for synchronous backends).
+	// Sync waits for all work submitted through this backend, or through
+	// this queue view only for a view (engine.Queuer); a no-op for
+	// synchronous backends.
 	Sync(ctx context.Context) error
 }
 

@@ -6,7 +6,8 @@ import (
 )
 
 // The index checks every backend makes on the host before a sparse or
-// gather op runs (a device backend downloads the indices first): one
+// gather op runs (the cuda backend reads them from its host mirror of
+// the index buffer, downloading only what a kernel wrote): one
 // place, so the cpu kernels, cuda and its emulation refuse the same
 // inputs with the same words.
 

@@ -13,10 +13,11 @@
 # There it runs the conformance suite on the GPU (kerneltest.RunAll on the cuda backend, every op
 # against its float64 reference; GEMMs through cuBLAS and through gemm.cu), the op benchmarks on cuda and
 # on cpu (cuda's BenchmarkOps: the same binary, so the ratio is one run's), the cross-encoder's latents at
-# three shapes and three GEMM precisions, gleaner eval on the demo index and of SeedER on PQ-2H with --backend
-# cuda and cpu (the same hits either way; the p50 column is the comparison), and
-# FuseRAG's TTFT with a Llama-3.2-1B-shaped random decoder on cuda, each under its own timeout so one
-# failure still leaves the others' results. (A -tags cuda build
+# three shapes and three GEMM precisions, FastInsight at b_max 100 with an XLM-R-large-shaped random
+# cross-encoder in fp32 and bf16, gleaner eval on the demo index and of SeedER on PQ-2H with --backend
+# cuda and cpu (the same hits either way; the p50 column is the comparison), and FuseRAG's TTFT with a
+# Llama-3.2-1B-shaped random decoder on cuda, most important first, each under its own timeout cut to
+# what is left of BUDGET, so one failure still leaves the others' results. (A -tags cuda build
 # cannot train heads, gorgonia needing cuDNN under that tag: the demo index is made here.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."

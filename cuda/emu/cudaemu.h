@@ -7,14 +7,21 @@
 // a std::barrier over the block's threads. Warps are the block's threads
 // 32 by 32 in linear order: a warp shuffle writes each lane's value to
 // its warp's slots, meets the warp's other lanes at a barrier, reads the
-// source lane's slot and meets them again (so, as on the GPU with a full
-// mask, every lane of the warp must take part); __syncwarp is that
-// barrier. Atomics run under one mutex, so they are atomic with respect
-// to each other, as on the GPU.
+// source lane's slot and meets them again, so every lane of the warp must
+// take part: the mask must be full (anything else aborts), and a lane that
+// has returned must not be waited for (CUDA lets exited lanes drop out;
+// here the others would wait for ever — no gleaner kernel shuffles after
+// an early return). __syncwarp is that barrier. Atomics run under one
+// mutex, so they are atomic with respect to each other, as on the GPU;
+// they take the types CUDA's do.
 #pragma once
+#define CUDAEMU 1
 #include <barrier>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -43,6 +50,18 @@ inline thread_local std::barrier<>* bar = nullptr;
 inline thread_local warp* myWarp = nullptr;
 inline thread_local int lane = 0;
 inline std::mutex launchMu, atomicMu;
+
+// fail reports a kernel's misuse of the emulated device and aborts (a
+// GPU would give undefined results).
+[[noreturn]] inline void fail(const char* why) {
+	std::fprintf(stderr, "cudaemu: %s\n", why);
+	std::abort();
+}
+
+// fullMask refuses a shuffle mask that leaves lanes out.
+inline void fullMask(unsigned mask) {
+	if (mask != 0xffffffffu) fail("a warp shuffle with a partial mask (the emulation runs full warps only)");
+}
 
 // shuffle returns lane src's v (the caller's own for a lane outside the
 // warp's), every lane of the warp calling it together.
@@ -103,58 +122,73 @@ void launch(dim3 grid, dim3 block, F body) {
 #define warpSize (cudaemu::kWarp)
 #define __syncwarp(...) (cudaemu::myWarp->bar.arrive_and_wait())
 
-// Warp shuffles (the mask is taken as full: every lane of the warp calls).
+// Warp shuffles (full mask only; lane offsets use their low five bits, as
+// the hardware's shfl does).
 template <class T>
-T __shfl_sync(unsigned, T v, int src, int width = warpSize) {
+T __shfl_sync(unsigned mask, T v, int src, int width = warpSize) {
+	cudaemu::fullMask(mask);
 	return cudaemu::shuffle(v, cudaemu::group(width) + (src & (width - 1)));
 }
 template <class T>
-T __shfl_down_sync(unsigned, T v, unsigned delta, int width = warpSize) {
-	const int in = (cudaemu::lane & (width - 1)) + int(delta);
-	return cudaemu::shuffle(v, in < width ? cudaemu::lane + int(delta) : cudaemu::lane);
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+	cudaemu::fullMask(mask);
+	const int d = int(delta & 31), in = (cudaemu::lane & (width - 1)) + d;
+	return cudaemu::shuffle(v, in < width ? cudaemu::lane + d : cudaemu::lane);
 }
 template <class T>
-T __shfl_up_sync(unsigned, T v, unsigned delta, int width = warpSize) {
-	const int in = (cudaemu::lane & (width - 1)) - int(delta);
-	return cudaemu::shuffle(v, in >= 0 ? cudaemu::lane - int(delta) : cudaemu::lane);
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+	cudaemu::fullMask(mask);
+	const int d = int(delta & 31), in = (cudaemu::lane & (width - 1)) - d;
+	return cudaemu::shuffle(v, in >= 0 ? cudaemu::lane - d : cudaemu::lane);
 }
 template <class T>
-T __shfl_xor_sync(unsigned, T v, int mask, int width = warpSize) {
-	const int src = cudaemu::lane ^ mask;  // a later group's lane gives the caller its own value
+T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = warpSize) {
+	cudaemu::fullMask(mask);
+	const int src = cudaemu::lane ^ (laneMask & 31);  // a later group's lane gives the caller its own value
 	return cudaemu::shuffle(v, (src & ~(width - 1)) > cudaemu::group(width) ? cudaemu::lane : src);
 }
 
-// Atomics: the old value, as CUDA's.
+// Atomics: the old value, as CUDA's, for the types CUDA has each one for.
+namespace cudaemu {
+template <class T, class... U>
+constexpr bool oneOf = (std::is_same_v<T, U> || ...);
+}  // namespace cudaemu
+
 template <class T>
-T atomicAdd(T* p, T v) {
+T atomicAdd(T* p, std::type_identity_t<T> v) {
+	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, float, double>, "atomicAdd: no such CUDA overload");
 	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
 	T old = *p;
 	*p = old + v;
 	return old;
 }
 template <class T>
-T atomicMax(T* p, T v) {
+T atomicMax(T* p, std::type_identity_t<T> v) {
+	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, long long>, "atomicMax: no such CUDA overload");
 	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
 	T old = *p;
 	if (v > old) *p = v;
 	return old;
 }
 template <class T>
-T atomicMin(T* p, T v) {
+T atomicMin(T* p, std::type_identity_t<T> v) {
+	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, long long>, "atomicMin: no such CUDA overload");
 	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
 	T old = *p;
 	if (v < old) *p = v;
 	return old;
 }
 template <class T>
-T atomicExch(T* p, T v) {
+T atomicExch(T* p, std::type_identity_t<T> v) {
+	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, float>, "atomicExch: no such CUDA overload");
 	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
 	T old = *p;
 	*p = v;
 	return old;
 }
 template <class T>
-T atomicCAS(T* p, T compare, T v) {
+T atomicCAS(T* p, std::type_identity_t<T> compare, std::type_identity_t<T> v) {
+	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, unsigned short>, "atomicCAS: no such CUDA overload");
 	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
 	T old = *p;
 	if (old == compare) *p = v;

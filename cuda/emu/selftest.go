@@ -3,17 +3,23 @@
 package emu
 
 /*
-void emu_warp_selftest(unsigned grid, int* out, int* counters, float* fsum, float* xsum);
+void emu_warp_selftest(unsigned grid, unsigned bx, unsigned by, int* out, int* counters, float* fsum, double* xsum);
 */
 import "C"
 
-// warpSelfTest runs selftest.cc's kernel over grid blocks of 64 threads:
-// block 0's six shuffle results per thread, the atomics' counters
-// (adds, max id, CAS winners, the CAS word) and float sum, and each
+// selfTestShuffles is how many shuffle results selftest.cc's kernel
+// writes per thread.
+const selfTestShuffles = 8
+
+// warpSelfTest runs selftest.cc's kernel over grid blocks of bx × by
+// threads: every thread's shuffle results, the atomics' counters (adds,
+// max id, CAS winners, the CAS word), the float atomic sum and every
 // thread's butterfly sum.
-func warpSelfTest(grid int) (shuffles []int32, counters [4]int32, fsum float32, xsum []float32) {
-	shuffles, xsum = make([]int32, 64*6), make([]float32, 64)
+func warpSelfTest(grid, bx, by int) (shuffles []int32, counters [4]int32, fsum float32, xsum []float64) {
+	n := grid * bx * by
+	shuffles, xsum = make([]int32, n*selfTestShuffles), make([]float64, n)
 	counters = [4]int32{0, -1, 0, -1}
-	C.emu_warp_selftest(C.unsigned(grid), (*C.int)(&shuffles[0]), (*C.int)(&counters[0]), (*C.float)(&fsum), (*C.float)(&xsum[0]))
+	C.emu_warp_selftest(C.unsigned(grid), C.unsigned(bx), C.unsigned(by), (*C.int)(&shuffles[0]), (*C.int)(&counters[0]),
+		(*C.float)(&fsum), (*C.double)(&xsum[0]))
 	return shuffles, counters, fsum, xsum
 }

@@ -7,7 +7,7 @@
 // stride, so one call reads one head of a [positions, heads·d] KV cache.
 // A block per query row (grid-stride over rows): each thread scores keys
 // into the row's scratch (n × (lm + lt)), the max and the sum are
-// shared-memory tree reductions (the sum in double), then each thread owns
+// block reductions (rows.cuh; the sum in double), then each thread owns
 // output columns: one writer per value, no atomics.
 //
 // Reference loop: for each query, scores over all visible keys, float64
@@ -54,6 +54,5 @@ __global__ void joint_attention(int n, int lm, int lt, int d, int dv, const floa
 			}
 			o[c] = acc * inv;
 		}
-		__syncthreads(); // the next row reuses red and redd
 	}
 }

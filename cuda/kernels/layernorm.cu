@@ -1,6 +1,6 @@
 // layer_norm: out = (x − mean)/√(var + eps)·gamma + beta per row of cols
 // values, biased variance (engine.LayerNormOp). A block per row; mean and
-// variance accumulated in double by shared-memory reductions.
+// variance accumulated in double by block reductions (rows.cuh).
 //
 // Reference loop: mean and variance in float64 over the row, then the map.
 #include "rows.cuh"

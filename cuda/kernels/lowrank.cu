@@ -2,7 +2,7 @@
 // out row i = (LN(m_i)·A)·B with m (l × de), LayerNorm parameters gamma and
 // beta (de, biased variance, eps inside the square root), A (de × r) and B
 // (r × dkv), through the rank-r bottleneck. A block per row (grid-stride
-// over rows): mean and variance by double shared-memory reductions, the
+// over rows): mean and variance by double block reductions (rows.cuh), the
 // normalised row and its r projections kept in the row's scratch
 // (de + r values), then each thread owns output columns: one writer per
 // value.
@@ -31,6 +31,5 @@ __global__ void low_rank(int l, int de, int r, int dkv, const float* m, const fl
 			for (int j = 0; j < r; j++) acc += mid[j] * b[(long long)j * dkv + k];
 			o[k] = acc;
 		}
-		__syncthreads(); // the next row reuses red
 	}
 }

@@ -1,6 +1,6 @@
 // rms_norm: out = x/√(mean(x²) + eps)·gamma per row of cols values
 // (engine.RMSNormOp, Llama's RMSNorm). A block per row; the mean of squares
-// accumulated in double by a shared-memory reduction. out may alias x.
+// accumulated in double by a block reduction (rows.cuh). out may alias x.
 //
 // Reference loop: the mean of squares in float64 over the row, then the
 // scale.

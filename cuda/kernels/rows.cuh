@@ -3,7 +3,9 @@
 // shuffles, with no shared memory or barrier; a shared-memory tree if the
 // block were ever wider. Every thread gets the result, bit for bit the
 // tree's (lane i meets lane i^s, the tree's pair t, t+s, and the ops
-// commute). Then a LayerNorm of one row built on them.
+// commute; for max, up to the sign of a zero, which no caller can see:
+// they use it as x − m and m == −∞). Then a LayerNorm of one row built on
+// them.
 #pragma once
 #define ROW_THREADS 32
 
@@ -19,6 +21,9 @@ template <class T, class Op>
 __device__ __forceinline__ T block_reduce(T* red, T v, Op op) {
 #if ROW_THREADS == 32
 	(void)red;
+#ifdef CUDAEMU
+	if (blockDim.x != ROW_THREADS) cudaemu::fail("block_reduce: a row kernel launched with a block other than ROW_THREADS");
+#endif
 	for (int s = ROW_THREADS / 2; s > 0; s >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, s));
 	return v;
 #else

@@ -1,7 +1,7 @@
 // softmax: each row of x (rows × cols) normalised into out, entries with
 // mask 0 excluded (probability 0); a fully masked row becomes zeros
-// (engine.SoftmaxOp). A block per row; max and sum by a shared-memory tree
-// reduction (blockDim.x must be ROW_THREADS, a power of two).
+// (engine.SoftmaxOp). A block per row; max and sum by block reductions
+// (rows.cuh: warp shuffles; blockDim.x must be ROW_THREADS).
 //
 // Reference loop: m = max over unmasked; e_j = exp(x_j − m); out_j = e_j/Σe.
 #include "rows.cuh"
