@@ -53,6 +53,7 @@ gunzip -c "$B/gleaner.gz" > "$G" && chmod +x "$G"
 # timeout is cut to what is left, and a step with under 10 s left is skipped and says so.
 BUDGET=${BUDGET:-460}
 start=$SECONDS
+[ "$mode" = "--dry-run" ] && echo "plan: the steps below, in order, within a ${BUDGET}s budget (each timeout cut to what is left)"
 run() { # name timeout-seconds command…
   local name=$1 t=$2; shift 2
   if [ "$mode" = "--dry-run" ]; then echo "plan: $name (at most $t s, output in \$OUT/$name.txt): $*"; return; fi
