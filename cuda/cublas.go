@@ -260,8 +260,8 @@ type rounded struct {
 	kept bool
 }
 
-// done frees a scratch copy once the GEMM is submitted (the default
-// stream orders the block's reuse after it).
+// done frees a scratch copy once the GEMM is submitted (its stream
+// orders the block's reuse after it).
 func (r rounded) done(b *Backend) {
 	if !r.kept {
 		b.Free(r.buf)

@@ -48,11 +48,10 @@ func elemSize(dt engine.DType) int64 {
 
 // Alloc returns n zeroed elements of dt.
 func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
-	x, err := b.scratch(dt, n)
+	x, err := b.alloc(dt, n, true)
 	if err != nil {
 		return nil, err
 	}
-	x.mirror = newMirror(dt, n, true)
 	if err := b.call(func() error { b.ctx.MemsetD8Async(x.ptr, 0, x.class, b.stream()); return b.ctx.Error() }); err != nil {
 		b.pool.Put(x.q, x.ptr, x.class)
 		return nil, fmt.Errorf("cuda: zeroing %d bytes: %w", x.class, err)
@@ -62,7 +61,11 @@ func (b *Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 
 // scratch returns n elements of dt that the caller overwrites before
 // reading them, so they are not zeroed (Alloc zeroes).
-func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
+func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) { return b.alloc(dt, n, false) }
+
+// alloc takes n elements of dt from the pool for b's stream, with a host
+// mirror that knows them as zeros when the caller zeroes them.
+func (b *Backend) alloc(dt engine.DType, n int, zeroed bool) (*buffer, error) {
 	if err := engine.CheckAlloc(Name, dt, n); err != nil {
 		return nil, err
 	}
@@ -71,7 +74,7 @@ func (b *Backend) scratch(dt engine.DType, n int) (*buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: alloc of %d bytes: %w", bytes, err)
 	}
-	return &buffer{dt: dt, n: n, ptr: ptr, class: class, q: b.q, mirror: newMirror(dt, n, false)}, nil
+	return &buffer{dt: dt, n: n, ptr: ptr, class: class, q: b.q, mirror: newMirror(dt, n, zeroed)}, nil
 }
 
 // newMirror is an index buffer's host mirror (nil for F32).
@@ -83,6 +86,14 @@ func newMirror(dt engine.DType, n int, zeroed bool) any {
 		return NewMirror[int64](n, zeroed)
 	}
 	return nil
+}
+
+// forget makes an index buffer's mirror unknown (a kernel, or a failed
+// upload, wrote the buffer).
+func (x *buffer) forget() {
+	if m, ok := x.mirror.(interface{ Forget() }); ok {
+		m.Forget()
+	}
 }
 
 // Free returns a buffer's block to its stream's free list (the stream
@@ -138,18 +149,17 @@ func (b *Backend) Bind(src any) (engine.Buffer, error) {
 // Upload copies host data into dst from element off (and into its
 // mirror).
 func (b *Backend) Upload(dst engine.Buffer, off int, src any) error {
-	if d, ok := dst.(*buffer); ok && d != nil && d.bound {
+	d, _ := dst.(*buffer)
+	if d != nil && d.bound {
 		return fmt.Errorf("cuda: upload: %w", engine.ErrReadOnly)
 	}
 	if err := b.transfer(dst, off, src, true); err != nil {
-		if d, ok := dst.(*buffer); ok && d != nil { // some chunks may have landed
-			if f, ok := d.mirror.(interface{ Forget() }); ok {
-				f.Forget()
-			}
+		if d != nil { // some chunks may have landed
+			d.forget()
 		}
 		return err
 	}
-	switch m := dst.(*buffer).mirror.(type) { // transfer checked dst, src and the range
+	switch m := d.mirror.(type) { // transfer checked dst, src and the range
 	case *Mirror[int32]:
 		m.Write(off, src.([]int32))
 	case *Mirror[int64]:
@@ -269,9 +279,7 @@ func outArg(x engine.Buffer, dt engine.DType, off int) (devArg, int, error) {
 	if d.bound {
 		return 0, 0, fmt.Errorf("cuda: an op's output: %w", engine.ErrReadOnly)
 	}
-	if f, ok := d.mirror.(interface{ Forget() }); ok {
-		f.Forget()
-	}
+	d.forget()
 	return p, n, nil
 }
 

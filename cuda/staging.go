@@ -130,10 +130,10 @@ func (s *staging) upload(b *Backend, dev cu.DevicePtr, host []byte) error {
 func (s *staging) download(b *Backend, host []byte, dev cu.DevicePtr) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Half i%2 is free for chunk i: an upload's earlier copy out of it is
+	// before this one on the stream (staging is per stream), and chunk i−2
+	// has been emptied.
 	queue := func(i int) error {
-		if err := b.waitEvent(s.ev[i%2]); err != nil { // an upload's copy may still read the half
-			return err
-		}
 		off := i * int(s.n)
 		return s.copyAsync(b, i%2, dev+cu.DevicePtr(off), int64(min(int(s.n), len(host)-off)), false)
 	}

@@ -52,6 +52,7 @@ gunzip -c "$B/gleaner.gz" > "$G" && chmod +x "$G"
 # The whole run keeps within BUDGET seconds (the 8 minutes, less a margin): each step's
 # timeout is cut to what is left, and a step with under 10 s left is skipped and says so.
 BUDGET=${BUDGET:-460}
+[[ "$BUDGET" =~ ^[0-9]+$ ]] && [ "${#BUDGET}" -le 6 ] || { echo "BUDGET: want whole seconds (at most 6 digits), got '$BUDGET'" >&2; exit 2; }
 start=$SECONDS
 [ "$mode" = "--dry-run" ] && echo "plan: the steps below, in order, within a ${BUDGET}s budget (each timeout cut to what is left)"
 run() { # name timeout-seconds command…

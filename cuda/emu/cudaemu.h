@@ -152,45 +152,40 @@ T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = warpSize) {
 namespace cudaemu {
 template <class T, class... U>
 constexpr bool oneOf = (std::is_same_v<T, U> || ...);
+
+// atomically replaces *p by next(*p) under the atomics' lock and returns
+// the old value.
+template <class T, class F>
+T atomically(T* p, F next) {
+	std::lock_guard<std::mutex> hold(atomicMu);
+	T old = *p;
+	*p = next(old);
+	return old;
+}
 }  // namespace cudaemu
 
 template <class T>
 T atomicAdd(T* p, std::type_identity_t<T> v) {
 	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, float, double>, "atomicAdd: no such CUDA overload");
-	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
-	T old = *p;
-	*p = old + v;
-	return old;
+	return cudaemu::atomically(p, [&](T old) { return T(old + v); });
 }
 template <class T>
 T atomicMax(T* p, std::type_identity_t<T> v) {
 	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, long long>, "atomicMax: no such CUDA overload");
-	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
-	T old = *p;
-	if (v > old) *p = v;
-	return old;
+	return cudaemu::atomically(p, [&](T old) { return v > old ? v : old; });
 }
 template <class T>
 T atomicMin(T* p, std::type_identity_t<T> v) {
 	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, long long>, "atomicMin: no such CUDA overload");
-	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
-	T old = *p;
-	if (v < old) *p = v;
-	return old;
+	return cudaemu::atomically(p, [&](T old) { return v < old ? v : old; });
 }
 template <class T>
 T atomicExch(T* p, std::type_identity_t<T> v) {
 	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, float>, "atomicExch: no such CUDA overload");
-	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
-	T old = *p;
-	*p = v;
-	return old;
+	return cudaemu::atomically(p, [&](T) { return v; });
 }
 template <class T>
 T atomicCAS(T* p, std::type_identity_t<T> compare, std::type_identity_t<T> v) {
 	static_assert(cudaemu::oneOf<T, int, unsigned, unsigned long long, unsigned short>, "atomicCAS: no such CUDA overload");
-	std::lock_guard<std::mutex> hold(cudaemu::atomicMu);
-	T old = *p;
-	if (old == compare) *p = v;
-	return old;
+	return cudaemu::atomically(p, [&](T old) { return old == compare ? v : old; });
 }
