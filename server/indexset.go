@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -92,13 +91,17 @@ func (s *indexSet) close() {
 	}
 }
 
+// optionsKey identifies a method and its option set. It prints the options
+// with fmt, which never fails: json.Marshal refused FuseRAG's −Inf default,
+// and its dropped error made every option set share one key.
+func optionsKey(name string, o retrieve.Options) string {
+	o.Backend = nil // the server's one backend: not part of the set
+	return fmt.Sprintf("%s\x00%+v", name, o)
+}
+
 // method returns the method for name with o, made once per option set.
 func (e *entry) method(name string, o retrieve.Options) (retrieve.Method, error) {
-	be := o.Backend
-	o.Backend = nil
-	key, _ := json.Marshal(o)
-	k := name + "\x00" + string(key)
-	o.Backend = be
+	k := optionsKey(name, o)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if m, ok := e.methods[k]; ok {

@@ -136,7 +136,7 @@ func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []kernels.
 func statusOf(err error) int {
 	var fe *FieldError
 	switch {
-	case errors.As(err, &fe), errors.Is(err, retrieve.ErrEmptyQuery), errors.Is(err, retrieve.ErrNoGraph), errors.Is(err, retrieve.ErrNoTriGraph), errors.Is(err, retrieve.ErrNoKETRAG), errors.Is(err, index.ErrNoHead):
+	case errors.As(err, &fe), errors.Is(err, retrieve.ErrEmptyQuery), errors.Is(err, retrieve.ErrNoGraph), errors.Is(err, retrieve.ErrNoTriGraph), errors.Is(err, retrieve.ErrNoKETRAG), errors.Is(err, retrieve.ErrNoSeeder), errors.Is(err, index.ErrNoHead):
 		return http.StatusBadRequest
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout

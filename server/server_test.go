@@ -397,3 +397,34 @@ func TestDeviceMemoryMetrics(t *testing.T) {
 		}
 	}
 }
+
+// Each request's options make their own method: the cache key once dropped
+// json.Marshal's error (FuseRAG's default Stop is −Inf), so every request
+// ran with the first request's options.
+func TestOptionsPerRequest(t *testing.T) {
+	_, _, c := newServer(t, nil)
+	for _, bmax := range []int{30, 10, 20} { // rounds of 10 nodes each on this index
+		rounds := 0
+		err := c.Stream(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "fastinsight",
+			Options: &server.Options{BMax: k(bmax)}}, func(r *server.RetrieveResponse) bool {
+			if !r.Done {
+				rounds++
+			}
+			return true
+		})
+		if want := bmax / 10; err != nil || rounds != want {
+			t.Errorf("b_max %d: %d rounds, %v; want %d (batch 10)", bmax, rounds, err, want)
+		}
+	}
+}
+
+// A method the index cannot run (no trained SeedER encoder) is the
+// caller's mistake: 400, not 500.
+func TestNoSeederIsBadRequest(t *testing.T) {
+	_, _, c := newServer(t, nil)
+	_, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "seeder"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Errorf("seeder without an encoder: %v, want 400", err)
+	}
+}
