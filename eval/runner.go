@@ -19,7 +19,6 @@ import (
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
-	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -115,7 +114,7 @@ type outcome struct {
 }
 
 func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retrieve.Method, rep *Report, o *Options) (*MethodReport, error) {
-	start, pairs0 := time.Now(), retrieve.EncodedPairs(m)
+	start, pairs0 := time.Now(), encodedPairs(m)
 	outs, err := runQueries(ctx, ix, qs, m, rep.Depth, o)
 	if err != nil {
 		return nil, err
@@ -140,7 +139,7 @@ func evalMethod(ctx context.Context, ix *index.Index, qs []corpus.Query, m retri
 	mr.average()
 	mr.Latency = Summarize(lat)
 	mr.QPS = float64(len(qs)) / wall
-	mr.EncoderPairs = float64(retrieve.EncodedPairs(m)-pairs0) / float64(len(qs))
+	mr.EncoderPairs = float64(encodedPairs(m)-pairs0) / float64(len(qs))
 	if o.RunDir != "" {
 		mr.RunFile = filepath.Join(o.RunDir, m.Name()+".trec")
 		if err := writeRunFile(mr.RunFile, run, m.Name()); err != nil {
@@ -265,7 +264,7 @@ const ContextDepth = 1000
 
 // scoreContexts builds the method's context at every budget and scores
 // whether it holds a gold answer.
-func scoreContexts(ctx context.Context, ix *index.Index, q corpus.Query, rq retrieve.Query, m retrieve.Method, hits []kernels.Hit, budgets []int) (map[string]float64, error) {
+func scoreContexts(ctx context.Context, ix *index.Index, q corpus.Query, rq retrieve.Query, m retrieve.Method, hits []retrieve.Hit, budgets []int) (map[string]float64, error) {
 	out := map[string]float64{}
 	nodes := make([]int32, len(hits))
 	for i, h := range hits {
@@ -358,4 +357,12 @@ func (mr *MethodReport) average() {
 func (o *Options) trGraph(ix *index.Index) Graph {
 	o.trOnce.Do(func() { o.trAdj = ix.View(o.GraphKinds...) })
 	return o.trAdj
+}
+
+// encodedPairs is a reranking method's encoder pairs so far (0 for others).
+func encodedPairs(m retrieve.Method) int {
+	if pc, ok := m.(retrieve.PairCounter); ok {
+		return pc.EncodedPairs()
+	}
+	return 0
 }

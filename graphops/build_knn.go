@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/gleaner-rag/gleaner/kernels"
-	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
 // KNNOptions configures KET-RAG's chunk graph (docs/methods.md §5.2, §4.2).
@@ -22,6 +21,14 @@ type KNNOptions struct {
 // DefaultKNNOptions are KET-RAG's: one lexical and one semantic neighbour.
 func DefaultKNNOptions() KNNOptions { return KNNOptions{Lexical: 1, Semantic: 1, MaxDFRatio: 0.1} }
 
+// TermDocs are postings without frequencies: term t occurs in the documents
+// Doc[Ptr[t]:Ptr[t+1]] (ascending), of N documents in all.
+type TermDocs struct {
+	N   int
+	Ptr []int64
+	Doc []uint32
+}
+
 // KNNEdges builds the undirected kNN chunk graph: for each node its top-k1
 // lexical neighbours (the most shared distinct index terms, counted from
 // the BM25 postings) and its top-k2 semantic neighbours (exact inner
@@ -31,8 +38,8 @@ func DefaultKNNOptions() KNNOptions { return KNNOptions{Lexical: 1, Semantic: 1,
 //
 // KET-RAG counts lowercased alphabetic tokens of a 2000-term bag; gleaner
 // counts its analyzer's stemmed terms, dropping terms above MaxDFRatio.
-func KNNEdges(ctx context.Context, p *lexical.Postings, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
-	n := p.NumDocs()
+func KNNEdges(ctx context.Context, p TermDocs, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
+	n := p.N
 	switch {
 	case o.Lexical < 0 || o.Semantic < 0 || (o.Lexical == 0 && o.Semantic == 0):
 		return nil, fmt.Errorf("graphops: knn: lexical and semantic neighbours must be ≥ 0 and not both 0, got %d and %d", o.Lexical, o.Semantic)
@@ -77,8 +84,8 @@ func addPair(pairs map[[2]int32]bool, a, b int32) {
 
 // lexicalNeighbours counts, for every document, the terms it shares with
 // every other document reachable through the postings of its terms.
-func lexicalNeighbours(ctx context.Context, p *lexical.Postings, o KNNOptions, pairs map[[2]int32]bool) error {
-	n := p.NumDocs()
+func lexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions, pairs map[[2]int32]bool) error {
+	n := p.N
 	maxDF := int64(o.MaxDFRatio * float64(n))
 	fwd := forwardIndex(p, maxDF)
 	shared := make([]int32, n)
@@ -113,9 +120,9 @@ func lexicalNeighbours(ctx context.Context, p *lexical.Postings, o KNNOptions, p
 }
 
 // forwardIndex lists each document's terms with df ≤ maxDF.
-func forwardIndex(p *lexical.Postings, maxDF int64) [][]int32 {
-	fwd := make([][]int32, p.NumDocs())
-	for t := 0; t < p.Terms.Len(); t++ {
+func forwardIndex(p TermDocs, maxDF int64) [][]int32 {
+	fwd := make([][]int32, p.N)
+	for t := 0; t+1 < len(p.Ptr); t++ {
 		if p.Ptr[t+1]-p.Ptr[t] > max(maxDF, 1) {
 			continue
 		}

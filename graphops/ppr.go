@@ -144,3 +144,15 @@ func (a *Adjacency) rowSum(v int, t []float64) float64 {
 	}
 	return s
 }
+
+// MaxPPRIter bounds the iterations PPRIterations allows for any damping.
+const MaxPPRIter = 1_000_000
+
+// PPRIterations allows twice the iterations a damping d close to 1 needs to
+// reach tol (the error shrinks by d per iteration), capped at MaxPPRIter so
+// that a damping of 1−1e-12 ends in ErrNoConvergence rather than running
+// on.
+func PPRIterations(d, tol float64) int {
+	need := 2*math.Log(tol)/math.Log(d) + 100
+	return int(min(need, MaxPPRIter))
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,12 +47,7 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 		return err
 	}
 	prev := previousMeta(dir)
-	if prev != nil && prev.TriGraph != nil { // a rebuild does not keep it
-		cfg.log.Warn("the index being replaced has a Tri-Graph; build it again (gleaner graph build --kind trigraph, or index.SetTriGraph)", "dir", dir)
-	}
-	if prev != nil && prev.KETRAG != nil {
-		cfg.log.Warn("the index being replaced has KET-RAG structures; build them again (gleaner graph build --kind ketrag, or index.SetKETRAG)", "dir", dir)
-	}
+	warnDroppedSections(cfg.log, dir, prev)
 	if lost := droppedKinds(prev, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}
@@ -112,6 +109,27 @@ func previousMeta(dir string) *Meta {
 		return nil
 	}
 	return &m.Meta.Index
+}
+
+// warnDroppedSections names the sections of the index being replaced: a
+// build from a corpus starts the index afresh, and sections whose policy
+// is to be rebuilt must be built again (the head is trained anew by
+// default).
+func warnDroppedSections(log *slog.Logger, dir string, prev *Meta) {
+	if prev == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(prev.Sections)) {
+		if name == headSection {
+			continue
+		}
+		hint := "build it again"
+		if t, ok := LookupSection(name); ok {
+			hint = t.Hint
+		}
+		log.Warn("the index being replaced has a section this build does not carry over", "dir", dir, "section", name,
+			"update", prev.Sections[name].Update, "rebuild", hint)
+	}
 }
 
 // droppedKinds lists the graph kinds of the replaced index that the

@@ -25,6 +25,11 @@ const (
 	fRelations   = "relations.json"
 )
 
+// coreFiles are the index's own files; sections add theirs, named
+// "<section>.<file>".
+var coreFiles = []string{fNodeStrings, fNodeOff, fOutPtr, fOutIdx, fOutW, fOutRel, fInPtr, fInIdx, fInW, fInRel,
+	fTermBlob, fTermOff, fPostPtr, fPostDoc, fPostTF, fDocLen, fVectors, fLSARow, fLSAIDF, fLSAV, fRelations}
+
 // nodeFields is the number of strings stored per node: id, title, text,
 // type, aliases (joined by aliasSep).
 const (
@@ -58,10 +63,9 @@ type Meta struct {
 	GraphKinds []string       `json:"graph_kinds,omitempty"`
 	Relations  int            `json:"relations"`
 	Source     string         `json:"source,omitempty"`
-	Head       string         `json:"head,omitempty"`      // encoder of the trained head, if any
-	Tokenizer  string         `json:"tokenizer,omitempty"` // sha256 of the tokenizer.json whose ids are stored
-	TriGraph   *TriGraphMeta  `json:"trigraph,omitempty"`  // NexusRAG's Tri-Graph, when built (SetTriGraph)
-	KETRAG     *KETRAGMeta    `json:"ketrag,omitempty"`    // KET-RAG's structures, when built (SetKETRAG)
+	// Sections are the structures built into the index beside its own
+	// files (a Tri-Graph, a trained head), by name.
+	Sections map[string]SectionRecord `json:"sections,omitempty"`
 }
 
 // relationTable names relation ids and edge kinds.

@@ -81,13 +81,13 @@ func (ix *Index) rewriteGraph(dir string, b *built) error {
 	meta.Edges = len(b.graph.Out.Idx)
 	meta.Relations = len(b.rels.Relations)
 	meta.GraphKinds = b.rels.kindList()
-	return ix.rewrite(dir, graphFiles, b.writeGraph, meta)
+	return ix.rewrite(dir, graphFiles, b.writeGraph, &meta)
 }
 
 // rewrite writes a copy of the index at dir without the files in drop,
-// plus whatever add writes, under meta; the copy replaces the index
-// atomically.
-func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) error, meta Meta) error {
+// plus whatever add writes, under meta (read after add, which may complete
+// it); the copy replaces the index atomically.
+func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) error, meta *Meta) error {
 	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
 		return fmt.Errorf("index %s is read-only (mode %v): refusing to replace it; make it writable first", dir, st.Mode().Perm())
 	}
@@ -107,7 +107,7 @@ func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) erro
 		if err := ix.unchanged(dir); err != nil {
 			return nil, err
 		}
-		return map[string]any{"index": meta}, nil
+		return map[string]any{"index": *meta}, nil
 	})
 }
 
@@ -166,4 +166,10 @@ func (ix *Index) Adjacency(weighted bool, kinds ...string) *graphops.Adjacency {
 		keep = func(r int32) bool { return slices.Contains(kinds, ix.rels.Kinds[r]) }
 	}
 	return graphops.Undirected(ix.Graph, weighted, keep)
+}
+
+// TermDocs are the index's postings as graphops reads them (the lexical
+// neighbours of the knn graph).
+func (ix *Index) TermDocs() graphops.TermDocs {
+	return graphops.TermDocs{N: ix.N(), Ptr: ix.Postings.Ptr, Doc: ix.Postings.Doc}
 }

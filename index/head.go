@@ -10,13 +10,23 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
+// The head section: the trained head of the embedded lexical
+// cross-encoder, and the one it replaced (for RestorePreviousHead).
 const (
-	fHead     = "head.json"
-	fHeadPrev = "head.previous.json" // the head SetHead replaced, for RestorePreviousHead
+	headSection  = "head"
+	fHead        = "current.json"
+	fHeadPrev    = "previous.json"
+	headVersion  = 1
+	headHintText = "train one with `gleaner train head --index <dir>` (index.TrainHead and SetHead), or rebuild with `gleaner index` (it trains one by default)"
 )
 
+func init() {
+	MustRegisterSection(SectionType{Name: headSection, Version: headVersion, Update: Rebuild,
+		Summary: "trained cross-encoder head", Hint: headHintText, Load: loadHead})
+}
+
 // HeadFile is a trained head of the embedded lexical cross-encoder, with
-// the feature standardisation it was trained on, stored as head.json.
+// the feature standardisation it was trained on.
 type HeadFile struct {
 	Encoder  string         `json:"encoder"`
 	Features []string       `json:"features"`
@@ -58,25 +68,52 @@ func (h *HeadFile) validate() error {
 
 // ErrNoHead is returned when a method needs the lexical cross-encoder and
 // the index has no trained head.
-var ErrNoHead = errors.New("index: no trained cross-encoder head (index.Build trains one unless WithoutHead; TrainHead and SetHead add one to an index)")
+var ErrNoHead = &MissingError{What: "trained cross-encoder head", Hint: headHintText}
 
-func (ix *Index) loadHead() error {
-	if !ix.r.Has(fHead) {
-		return nil
+// heads is the loaded head section.
+type heads struct{ cur, prev *HeadFile }
+
+func loadHead(_ *Index, r *SectionReader) (any, error) {
+	var h heads
+	for _, f := range []struct {
+		name string
+		dst  **HeadFile
+	}{{fHead, &h.cur}, {fHeadPrev, &h.prev}} {
+		if !r.Has(f.name) {
+			continue
+		}
+		var hf HeadFile
+		if err := r.JSON(f.name, &hf); err != nil {
+			return nil, err
+		}
+		if err := hf.validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = &hf
 	}
-	var h HeadFile
-	if err := ix.r.JSON(fHead, &h); err != nil {
-		return err
+	if h.cur == nil {
+		return nil, fmt.Errorf("no %s", fHead)
 	}
-	if err := h.validate(); err != nil {
-		return err
+	return &h, nil
+}
+
+// heads returns the loaded head section (nil when there is none).
+func (ix *Index) heads() (*heads, error) {
+	v, err := ix.Section(headSection)
+	if err != nil {
+		return nil, err
 	}
-	ix.head = &h
-	return nil
+	return v.(*heads), nil
 }
 
 // HeadFile returns the stored head, or nil.
-func (ix *Index) HeadFile() *HeadFile { return ix.head }
+func (ix *Index) HeadFile() *HeadFile {
+	h, err := ix.heads()
+	if err != nil {
+		return nil
+	}
+	return h.cur
+}
 
 // InteractionModel returns the lexical feature model over this index.
 func (ix *Index) InteractionModel() *lexical.InteractionModel {
@@ -94,13 +131,14 @@ func (ix *Index) InteractionModel() *lexical.InteractionModel {
 }
 
 // CrossEncoder returns the embedded lexical cross-encoder with the stored
-// head, or ErrNoHead.
+// head, or ErrNoHead (or why the stored head cannot be used).
 func (ix *Index) CrossEncoder() (*models.CrossEncoder, error) {
-	if ix.head == nil {
-		return nil, ErrNoHead
+	h, err := ix.heads()
+	if err != nil {
+		return nil, err
 	}
-	enc := &lexical.Encoder{M: ix.InteractionModel(), Mean: ix.head.Mean, Std: ix.head.Std}
-	return &models.CrossEncoder{Enc: enc, Head: ix.head.Head()}, nil
+	enc := &lexical.Encoder{M: ix.InteractionModel(), Mean: h.cur.Mean, Std: h.cur.Std}
+	return &models.CrossEncoder{Enc: enc, Head: h.cur.Head()}, nil
 }
 
 // SetHead stores a trained head in the index at dir, by an atomic rewrite.
@@ -115,20 +153,15 @@ func SetHead(ctx context.Context, dir string, h *HeadFile) (replaced *HeadFile, 
 		return nil, err
 	}
 	defer ix.Close()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	meta := ix.Meta
-	meta.Head = h.Encoder
-	prev := ix.head
-	return prev, ix.rewrite(dir, []string{fHead, fHeadPrev}, func(w *store.Writer) error {
+	prev := ix.HeadFile()
+	return prev, ix.StoreSection(ctx, dir, headSection, map[string]string{"encoder": h.Encoder}, func(w *SectionWriter) error {
 		if prev != nil {
 			if err := w.JSON(fHeadPrev, prev); err != nil {
 				return err
 			}
 		}
 		return w.JSON(fHead, h)
-	}, meta)
+	})
 }
 
 // ErrNoPreviousHead is returned by RestorePreviousHead when SetHead never
@@ -142,16 +175,14 @@ func RestorePreviousHead(ctx context.Context, dir string) (*HeadFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ix.r.Has(fHeadPrev) {
-		ix.Close()
+	h, err := ix.heads()
+	ix.Close()
+	if errors.Is(err, ErrNotBuilt) || (err == nil && h.prev == nil) {
 		return nil, ErrNoPreviousHead
 	}
-	var prev HeadFile
-	err = ix.r.JSON(fHeadPrev, &prev)
-	ix.Close()
 	if err != nil {
 		return nil, err
 	}
-	_, err = SetHead(ctx, dir, &prev)
-	return &prev, err
+	_, err = SetHead(ctx, dir, h.prev)
+	return h.prev, err
 }

@@ -18,23 +18,17 @@ import (
 // Index is an opened, memory-mapped index. It is immutable and safe for
 // concurrent use; arrays it hands out are valid until Close.
 type Index struct {
-	Dir       string
-	Meta      Meta
-	Manifest  store.Manifest
-	Graph     *graphops.Graph
-	Postings  *lexical.Postings
-	BM25      *lexical.BM25
-	LSA       *lexical.LSA    // nil unless the embedder is lsa
-	Vectors   []float32       // Meta.Nodes × Meta.Dims, row-major
-	Embedder  models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
-	TriGraph  *TriGraph       // NexusRAG's Tri-Graph; nil unless built (SetTriGraph)
-	KETRAG    *KETRAG         // KET-RAG's structures; nil unless built (SetKETRAG)
-	Seeder    *SeederFile     // SeedER's trained encoder; nil unless trained (SetSeeder)
-	rels      relationTable
-	head      *HeadFile
-	seederErr error
-	tokIDs    []int32
-	tokOff    []int64
+	Dir      string
+	Meta     Meta
+	Manifest store.Manifest
+	Graph    *graphops.Graph
+	Postings *lexical.Postings
+	BM25     *lexical.BM25
+	LSA      *lexical.LSA    // nil unless the embedder is lsa
+	Vectors  []float32       // Meta.Nodes × Meta.Dims, row-major
+	Embedder models.Embedder // embeds query text; nil for an external embedder not supplied to OpenWith
+	rels     relationTable
+	sections map[string]loaded
 
 	r       *store.Reader
 	strs    []byte
@@ -44,7 +38,7 @@ type Index struct {
 	viewMu  sync.Mutex
 	views   map[string]*graphops.Adjacency
 	devMu   sync.Mutex
-	devVecs map[engine.Backend]engine.Buffer
+	devBufs map[boundKey]engine.Buffer
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once
@@ -53,21 +47,35 @@ type Index struct {
 // (engine.OnQueue) gets its backend's buffer (engine.Root), which every
 // view may read.
 func (ix *Index) VectorsOn(b engine.Backend) (engine.Buffer, error) {
+	return ix.BindOn(b, "vectors", ix.Vectors)
+}
+
+// BindOn returns data (an array of the index or of one of its sections,
+// named by key) as a read-only buffer of backend b, bound once per backend
+// and key and freed when the index closes; see VectorsOn.
+func (ix *Index) BindOn(b engine.Backend, key string, data []float32) (engine.Buffer, error) {
 	b = engine.Root(b)
 	ix.devMu.Lock()
 	defer ix.devMu.Unlock()
-	if buf, ok := ix.devVecs[b]; ok {
+	k := boundKey{b, key}
+	if buf, ok := ix.devBufs[k]; ok {
 		return buf, nil
 	}
-	buf, err := b.Bind(ix.Vectors)
+	buf, err := b.Bind(data)
 	if err != nil {
-		return nil, fmt.Errorf("index: vectors on %s: %w", b.Name(), err)
+		return nil, fmt.Errorf("index: %s on %s: %w", key, b.Name(), err)
 	}
-	if ix.devVecs == nil {
-		ix.devVecs = map[engine.Backend]engine.Buffer{}
+	if ix.devBufs == nil {
+		ix.devBufs = map[boundKey]engine.Buffer{}
 	}
-	ix.devVecs[b] = buf
+	ix.devBufs[k] = buf
 	return buf, nil
+}
+
+// boundKey names a buffer BindOn made.
+type boundKey struct {
+	b   engine.Backend
+	key string
 }
 
 // Open maps the index at dir, verifying format version, sizes and
@@ -87,7 +95,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadHead, ix.loadTokens, ix.loadTriGraph, ix.loadKETRAG, ix.loadSeeder} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadSections} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}
@@ -109,10 +117,10 @@ func (ix *Index) readMeta() error {
 // Close unmaps the index.
 func (ix *Index) Close() error {
 	ix.devMu.Lock()
-	for b, buf := range ix.devVecs {
-		b.Free(buf)
+	for k, buf := range ix.devBufs {
+		k.b.Free(buf)
 	}
-	ix.devVecs = nil
+	ix.devBufs = nil
 	ix.devMu.Unlock()
 	return ix.r.Close()
 }
@@ -310,4 +318,17 @@ func (ix *Index) LSAFingerprint() string {
 	}
 	f := ix.Manifest.Files
 	return fmt.Sprintf("lsa:crc32c:%08x.%08x.%08x", f[fLSARow].CRC32C, f[fLSAIDF].CRC32C, f[fLSAV].CRC32C)
+}
+
+// Names lists every node's title and aliases (copies: they outlive the
+// index), the gazetteer of the "titles" entity extractors.
+func (ix *Index) Names() []string {
+	var out []string
+	for i := 0; i < ix.N(); i++ {
+		out = append(out, strings.Clone(ix.Title(i)))
+		for _, a := range ix.Aliases(i) {
+			out = append(out, strings.Clone(a))
+		}
+	}
+	return out
 }

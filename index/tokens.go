@@ -10,10 +10,19 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 )
 
+// The tokens section: every node's token ids (title + text, no special
+// tokens) from one tokenizer, so a transformer reranker only tokenizes the
+// query.
 const (
-	fTokIDs = "tok_ids.i32"
-	fTokOff = "tok_off.i64"
+	tokensSection = "tokens"
+	fTokIDs       = "ids.i32"
+	fTokOff       = "off.i64"
 )
+
+func init() {
+	MustRegisterSection(SectionType{Name: tokensSection, Version: 1, Update: Rebuild,
+		Summary: "stored token ids", Hint: "index with `gleaner index <corpus> -o <dir> --tokenizer <tokenizer.json>` (index.SetTokens)", Load: loadTokens})
+}
 
 // TokenizerHash identifies a tokenizer.json by its content.
 func TokenizerHash(path string) (string, error) {
@@ -25,9 +34,15 @@ func TokenizerHash(path string) (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
-// SetTokens stores every node's token ids (title + text, no special
-// tokens) made by the tokenizer whose TokenizerHash is hash, so a
-// transformer reranker only tokenizes the query. ids[i] belongs to node i.
+// tokens is the loaded tokens section.
+type tokens struct {
+	Tokenizer string `json:"tokenizer"`
+	ids       []int32
+	off       []int64
+}
+
+// SetTokens stores every node's token ids made by the tokenizer whose
+// TokenizerHash is hash. ids[i] belongs to node i.
 func SetTokens(ctx context.Context, dir, hash string, ids [][]int32) error {
 	ix, err := Open(dir, store.OpenOptions{})
 	if err != nil {
@@ -43,45 +58,45 @@ func SetTokens(ctx context.Context, dir, hash string, ids [][]int32) error {
 		flat = append(flat, x...)
 		off = append(off, int64(len(flat)))
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	meta := ix.Meta
-	meta.Tokenizer = hash
-	return ix.rewrite(dir, []string{fTokIDs, fTokOff}, func(w *store.Writer) error {
+	return ix.StoreSection(ctx, dir, tokensSection, tokens{Tokenizer: hash}, func(w *SectionWriter) error {
 		if err := w.I32(fTokIDs, flat); err != nil {
 			return err
 		}
 		return w.I64(fTokOff, off)
-	}, meta)
+	})
 }
 
-func (ix *Index) loadTokens() (err error) {
-	if !ix.r.Has(fTokIDs) {
-		return nil
+func loadTokens(ix *Index, r *SectionReader) (any, error) {
+	t := &tokens{}
+	if err := r.Meta(t); err != nil {
+		return nil, err
 	}
-	if ix.tokIDs, err = ix.r.I32(fTokIDs); err != nil {
-		return err
+	var err error
+	if t.ids, err = r.I32(fTokIDs); err != nil {
+		return nil, err
 	}
-	if ix.tokOff, err = ix.r.I64(fTokOff); err != nil {
-		return err
+	if t.off, err = r.I64(fTokOff); err != nil {
+		return nil, err
 	}
-	if len(ix.tokOff) != ix.N()+1 || ix.tokOff[0] != 0 || ix.tokOff[ix.N()] != int64(len(ix.tokIDs)) {
-		return fmt.Errorf("token offsets do not cover %d nodes", ix.N())
+	n := ix.N()
+	if len(t.off) != n+1 || t.off[0] != 0 || t.off[n] != int64(len(t.ids)) {
+		return nil, fmt.Errorf("token offsets do not cover %d nodes", n)
 	}
-	for i := 0; i < ix.N(); i++ {
-		if ix.tokOff[i] > ix.tokOff[i+1] {
-			return fmt.Errorf("token offsets decrease at node %d", i)
+	for i := 0; i < n; i++ {
+		if t.off[i] > t.off[i+1] {
+			return nil, fmt.Errorf("token offsets decrease at node %d", i)
 		}
 	}
-	return nil
+	return t, nil
 }
 
 // Tokens returns node i's stored token ids and the hash of the tokenizer
 // that made them; ok is false when the index stores none.
 func (ix *Index) Tokens(i int) (ids []int32, tokenizer string, ok bool) {
-	if ix.tokOff == nil {
+	v, err := ix.Section(tokensSection)
+	if err != nil {
 		return nil, "", false
 	}
-	return ix.tokIDs[ix.tokOff[i]:ix.tokOff[i+1]], ix.Meta.Tokenizer, true
+	t := v.(*tokens)
+	return t.ids[t.off[i]:t.off[i+1]], t.Tokenizer, true
 }

@@ -5,19 +5,20 @@ import (
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
-func init() { mustRegister("bm25", newBM25) }
+func init() {
+	Must(Register(Def[NoOptions]{Name: "bm25", Summary: "BM25 over the index's postings",
+		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params,
+		New: func(ix *index.Index, _ Env, _ NoOptions) (Method, error) { return bm25{ix}, nil }}))
+}
 
 // bm25 ranks by the index's BM25 postings.
 type bm25 struct{ ix *index.Index }
 
-func newBM25(ix *index.Index, _ Options) (Method, error) { return &bm25{ix}, nil }
+func (m bm25) Name() string { return "bm25" }
 
-func (m *bm25) Name() string { return "bm25" }
-
-func (m *bm25) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+func (m bm25) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, ErrEmptyQuery
 	}

@@ -8,12 +8,64 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
-// stage is a first stage bound to an index: it scores every node for a
+// First stages: the ranking a method starts from (StageOptions.Kind).
+const (
+	StageBM25   = "bm25"   // BM25 over the index's postings
+	StageVector = "vector" // exact dense search over the index's vectors
+	StageHybrid = "hybrid" // BM25 and vector search fused (StageOptions.Hybrid)
+)
+
+// Stages lists the first stages.
+func Stages() []string { return []string{StageBM25, StageVector, StageHybrid} }
+
+// Fusions of the hybrid first stage (HybridOptions.Fusion).
+const (
+	FusionConvex = "convex" // Weight·BM25/max(BM25) + (1−Weight)·minmax(vector)
+	FusionRRF    = "rrf"    // Σ 1/(RRFK + rank) over the two rankings
+)
+
+// HybridOptions configure the hybrid first stage.
+type HybridOptions struct {
+	Fusion string  // hybrid-fusion: FusionConvex or FusionRRF
+	Weight float64 // hybrid-weight: convex: BM25's weight in [0, 1]; vector search gets 1 − Weight
+	RRFK   int     // rrf-k: rrf: the constant k of 1/(k + rank), ≥ 1
+	Depth  int     // rrf-depth: rrf: how many results of each ranking count, ≥ 1
+}
+
+// DefaultHybrid is convex fusion with BM25 at 0.8 (chosen on the declared
+// dev questions, benchmarks/RESULTS.md).
+func DefaultHybrid() HybridOptions {
+	return HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000}
+}
+
+// Params binds the hybrid settings.
+func (o *HybridOptions) Params(p *Params) {
+	p.String(&o.Fusion, "hybrid-fusion", "hybrid first stage: convex (weighted normalised scores) or rrf (reciprocal-rank fusion)", OneOf(FusionConvex, FusionRRF))
+	p.Float(&o.Weight, "hybrid-weight", "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight", Within(0.0, 1.0))
+	p.Int(&o.RRFK, "rrf-k", "rrf hybrid: k in 1/(k + rank)", AtLeast(1))
+	p.Int(&o.Depth, "rrf-depth", "rrf hybrid: results of each ranking that count", AtLeast(1))
+}
+
+// StageOptions choose and configure a method's first stage.
+type StageOptions struct {
+	Kind   string // first-stage: StageBM25, StageVector or StageHybrid
+	Hybrid HybridOptions
+}
+
+// DefaultStage is BM25, every method's default first stage.
+func DefaultStage() StageOptions { return StageOptions{Kind: StageBM25, Hybrid: DefaultHybrid()} }
+
+// Params binds the first-stage settings (first-stage and the hybrid ones).
+func (o *StageOptions) Params(p *Params) {
+	p.String(&o.Kind, "first-stage", "the ranking the method starts from: "+strings.Join(Stages(), ", "), OneOf(Stages()...))
+	o.Hybrid.Params(p)
+}
+
+// Stage is a first stage bound to an index: it scores every node for a
 // query, as the similarity the graph methods need (STeX's I_sim, PPR's
-// reset), and ranks nodes by that score.
+// reset), and ranks nodes by that score. It is safe for concurrent use.
 //
 // The scores, by stage:
 //   - bm25: BM25 / max BM25 of the query, in [0, 1] (0 when a node matches
@@ -22,26 +74,30 @@ import (
 //   - hybrid convex: w·BM25/max + (1−w)·minmax(vector), in [0, 1];
 //   - hybrid rrf: Σ 1/(k + rank) over BM25's and vector search's top Depth,
 //     divided by 2/(k+1) so that a node first in both scores 1.
-type stage struct {
+type Stage struct {
 	ix   *index.Index
 	be   engine.Backend
 	kind string
 	h    HybridOptions
 }
 
-func newStage(ix *index.Index, o Options) (*stage, error) {
-	if err := o.validateStage(); err != nil {
+// NewStage binds a first stage to ix; vector and hybrid run on be.
+func NewStage(ix *index.Index, be engine.Backend, o StageOptions) (*Stage, error) {
+	if err := Validate(&o, (*StageOptions).Params); err != nil {
 		return nil, err
 	}
-	if o.Backend == nil && o.FirstStage != StageBM25 {
-		return nil, errNoBackend
+	if be == nil && o.Kind != StageBM25 {
+		return nil, ErrNoBackend
 	}
-	return &stage{ix: ix, be: o.Backend, kind: o.FirstStage, h: o.Hybrid}, nil
+	return &Stage{ix: ix, be: be, kind: o.Kind, h: o.Hybrid}, nil
 }
 
-// scores returns every node's first-stage score for q, or nil when q
+// Kind is the stage's kind (StageBM25, StageVector or StageHybrid).
+func (s *Stage) Kind() string { return s.kind }
+
+// Scores returns every node's first-stage score for q, or nil when q
 // matches nothing (no BM25 term and no embeddable text).
-func (s *stage) scores(ctx context.Context, q Query) ([]float32, error) {
+func (s *Stage) Scores(ctx context.Context, q Query) ([]float32, error) {
 	if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
 		return nil, ErrEmptyQuery
 	}
@@ -71,7 +127,7 @@ func (s *stage) scores(ctx context.Context, q Query) ([]float32, error) {
 }
 
 // bm25 is BM25 divided by the query's best score; nil when nothing matches.
-func (s *stage) bm25(q Query) ([]float32, error) {
+func (s *Stage) bm25(q Query) ([]float32, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, nil
 	}
@@ -92,15 +148,15 @@ func (s *stage) bm25(q Query) ([]float32, error) {
 
 // vector is the query's dot product with every node vector; nil when the
 // query has no embeddable term.
-func (s *stage) vector(ctx context.Context, q Query) ([]float32, error) {
-	v, err := (&vector{ix: s.ix}).embed(ctx, q)
+func (s *Stage) vector(ctx context.Context, q Query) ([]float32, error) {
+	v, err := EmbedQuery(ctx, s.ix, q)
 	if errors.Is(err, index.ErrEmptyEmbedding) || errors.Is(err, ErrEmptyQuery) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return denseScores(ctx, s.be, s.ix, v)
+	return DenseScores(ctx, s.be, s.ix, v)
 }
 
 // convex fuses max-normalised BM25 and min–max-normalised vector scores;
@@ -144,18 +200,18 @@ func rrf(lex, vec []float32, k, depth int) []float32 {
 	return out
 }
 
-// ranking is the stage's top depth nodes by score, best first, ties by
+// Ranking is the stage's top depth nodes by score, best first, ties by
 // lower node number. Under bm25 and hybrid a node scoring 0 matched
 // nothing (or is the least similar node of all) and is left out.
-func (s *stage) ranking(sc []float32, depth int) []kernels.Hit {
+func (s *Stage) Ranking(sc []float32, depth int) []Hit {
 	if sc == nil {
 		return nil
 	}
 	return topPositive(sc, depth, s.kind != StageVector)
 }
 
-func topPositive(sc []float32, depth int, positiveOnly bool) []kernels.Hit {
-	top := kernels.NewTopK(min(depth, len(sc)))
+func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
+	top := engine.NewTopK(min(depth, len(sc)))
 	for i, x := range sc {
 		if x > 0 || !positiveOnly {
 			top.Push(int32(i), x)
@@ -164,11 +220,11 @@ func topPositive(sc []float32, depth int, positiveOnly bool) []kernels.Hit {
 	return top.Results()
 }
 
-// run scores q and returns its top depth: the first stage as a ranking.
-func (s *stage) run(ctx context.Context, q Query, depth int) ([]kernels.Hit, error) {
-	sc, err := s.scores(ctx, q)
+// Run scores q and returns its top depth: the first stage as a ranking.
+func (s *Stage) Run(ctx context.Context, q Query, depth int) ([]Hit, error) {
+	sc, err := s.Scores(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return s.ranking(sc, depth), nil
+	return s.Ranking(sc, depth), nil
 }

@@ -4,26 +4,26 @@ import (
 	"context"
 
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
-func init() { mustRegister("hybrid", newHybrid) }
-
-// hybrid ranks by the hybrid first stage alone (Options.Hybrid), so the
-// fusion every graph method can start from is evaluated on its own.
-type hybrid struct{ st *stage }
-
-func newHybrid(ix *index.Index, o Options) (Method, error) {
-	o.FirstStage = StageHybrid
-	st, err := newStage(ix, o)
-	if err != nil {
-		return nil, err
-	}
-	return &hybrid{st}, nil
+func init() {
+	Must(Register(Def[HybridOptions]{Name: "hybrid", Summary: "the hybrid first stage on its own: BM25 and vector search fused",
+		Defaults: DefaultHybrid, Params: (*HybridOptions).Params,
+		New: func(ix *index.Index, env Env, o HybridOptions) (Method, error) {
+			st, err := NewStage(ix, env.Backend, StageOptions{Kind: StageHybrid, Hybrid: o})
+			if err != nil {
+				return nil, err
+			}
+			return hybrid{st}, nil
+		}}))
 }
 
-func (m *hybrid) Name() string { return "hybrid" }
+// hybrid ranks by the hybrid first stage alone, so the fusion every graph
+// method can start from is evaluated on its own.
+type hybrid struct{ st *Stage }
 
-func (m *hybrid) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
-	return m.st.run(ctx, q, k)
+func (m hybrid) Name() string { return "hybrid" }
+
+func (m hybrid) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
+	return m.st.Run(ctx, q, k)
 }

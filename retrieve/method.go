@@ -1,6 +1,9 @@
-// Package retrieve holds gleaner's retrieval methods, composed from the
-// operators below it, behind one Method interface and a registry by name.
-// One file per method.
+// Package retrieve holds what gleaner's retrieval methods share: the
+// Method interfaces, the registry every method, build step and report
+// joins (Register, with settings bound by Params), the first stages (bm25,
+// vector, hybrid, which are methods too), dense search on the engine, the
+// cross-encoder reranker and LLM contexts. The methods themselves live in
+// methods/<name>, one folder each.
 package retrieve
 
 import (
@@ -8,15 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
-	"github.com/gleaner-rag/gleaner/models"
 )
+
+// Hit is one ranked node: Index is its number in the index.
+type Hit = engine.Hit
 
 // Query is one request. Vector, when set, replaces embedding Text (for
 // indexes built on precomputed vectors).
@@ -31,7 +33,7 @@ type Query struct {
 type Method interface {
 	Name() string
 	// Retrieve returns up to k hits (node numbers and scores), best first.
-	Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error)
+	Retrieve(ctx context.Context, q Query, k int) ([]Hit, error)
 }
 
 // StreamingMethod emits a ranked list each time it improves (e.g. after
@@ -39,20 +41,34 @@ type Method interface {
 // early by returning false from emit. The last list emitted is the result.
 type StreamingMethod interface {
 	Method
-	RetrieveStream(ctx context.Context, q Query, k int, emit func([]kernels.Hit) bool) error
+	RetrieveStream(ctx context.Context, q Query, k int, emit func([]Hit) bool) error
 }
 
 // BatchMethod is implemented by methods that run many queries faster
 // together than one by one.
 type BatchMethod interface {
 	Method
-	RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kernels.Hit, error)
+	RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit, error)
 }
 
 // Closer is implemented by methods that hold resources (a scheduler);
 // callers close methods when done with them.
 type Closer interface {
 	Close(ctx context.Context) error
+}
+
+// SchedulerReporter is implemented by methods whose engine work goes
+// through a scheduler: its metrics (batches, items, queue wait), false
+// before the first query started it.
+type SchedulerReporter interface {
+	SchedulerMetrics() (engine.SchedulerMetrics, bool)
+}
+
+// PairCounter is implemented by reranking methods: the (query, node) pairs
+// their encoder has computed so far (the "encoder calls" FastInsight's
+// paper counts).
+type PairCounter interface {
+	EncodedPairs() int
 }
 
 // CloseAll closes every method that implements Closer.
@@ -66,71 +82,27 @@ func CloseAll(ctx context.Context, ms ...Method) error {
 	return errors.Join(errs...)
 }
 
-// ErrNoGraph is returned when a method needs edges the index lacks: add
-// them with index.SetGraph (graphops builds mentions and knn graphs).
-var ErrNoGraph = errors.New("no such edges in the index")
-
-// requireGraph refuses a graph method over an index without edges of the
-// chosen kinds: it would silently return its first stage's ranking.
-func requireGraph(ix *index.Index, o Options, method string) error {
-	if v := ix.View(o.GraphKinds...); v.Ptr[v.N()] == 0 {
-		kinds := "any kind"
-		if len(o.GraphKinds) > 0 {
-			kinds = fmt.Sprintf("the kinds %v", o.GraphKinds)
-		}
-		return fmt.Errorf("retrieve: %s walks the graph, and the index has no edges of %s: %w", method, kinds, ErrNoGraph)
-	}
-	return nil
-}
-
 // ErrEmptyQuery is returned for a query with no text and no vector.
-var ErrEmptyQuery = errors.New("retrieve: empty query")
+var ErrEmptyQuery = fmt.Errorf("retrieve: empty query: %w", ErrInvalid)
 
-// Factory makes a method over an opened index.
-type Factory func(ix *index.Index, o Options) (Method, error)
+// ErrNoBackend is returned by methods that run engine ops without one.
+var ErrNoBackend = errors.New("retrieve: Env.Backend is nil (open one with engine.Open, after importing kernels/cpu)")
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]Factory{}
-)
+// ErrNoGraph is returned when a method needs edges the index lacks.
+var ErrNoGraph = &index.MissingError{What: "edges of the kinds a graph method walks",
+	Hint: "build the edges with `gleaner graph build --kind mentions|knn --index <dir>` (index.SetGraph), or pick another --graph-kind"}
 
-// Register adds a method factory under name; registering a name twice is an
-// error.
-func Register(name string, f Factory) error {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[name]; dup {
-		return fmt.Errorf("retrieve: method %q registered twice", name)
-	}
-	registry[name] = f
-	return nil
+// GraphKinds binds the graph-kind setting: the edge kinds a graph method
+// walks (empty: every kind in the index).
+func GraphKinds(p *Params, kinds *[]string) {
+	p.Strings(kinds, "graph-kind", "comma-separated edge kinds the method walks (default: all)")
 }
 
-func mustRegister(name string, f Factory) {
-	if err := Register(name, f); err != nil {
-		panic(err) // programming error at init time
-	}
-}
-
-// Names lists the registered methods, sorted.
-func Names() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// New makes the method called name over ix with DefaultOptions.
-func New(name string, ix *index.Index) (Method, error) { return NewWith(name, ix, DefaultOptions()) }
-
-// NewWith makes the method called name over ix with o. Unknown graph kinds
-// are an error.
-func NewWith(name string, ix *index.Index, o Options) (Method, error) {
-	for _, k := range o.GraphKinds {
+// RequireGraph checks that ix has edges of every kind in kinds (none: any
+// kind), so a graph method does not silently return its first stage's
+// ranking; method names the caller in errors.
+func RequireGraph(ix *index.Index, kinds []string, method string) error {
+	for _, k := range kinds {
 		if !slices.Contains(ix.Meta.GraphKinds, k) {
 			hint := ""
 			for _, have := range ix.Meta.GraphKinds {
@@ -138,52 +110,15 @@ func NewWith(name string, ix *index.Index, o Options) (Method, error) {
 					hint = fmt.Sprintf("; did you mean %q?", have)
 				}
 			}
-			return nil, fmt.Errorf("retrieve: the index has no %q edges (it has %v%s): %w", k, ix.Meta.GraphKinds, hint, ErrNoGraph)
+			return fmt.Errorf("retrieve: %s: the index has no %q edges (it has %v%s): %w", method, k, ix.Meta.GraphKinds, hint, ErrNoGraph)
 		}
 	}
-	regMu.RLock()
-	f, ok := registry[name]
-	regMu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("retrieve: unknown method %q (have: %s)", name, strings.Join(Names(), ", "))
+	if v := ix.View(kinds...); v.Ptr[v.N()] == 0 {
+		what := "any kind"
+		if len(kinds) > 0 {
+			what = fmt.Sprintf("the kinds %v", kinds)
+		}
+		return fmt.Errorf("retrieve: %s walks the graph, and the index has no edges of %s: %w", method, what, ErrNoGraph)
 	}
-	return f(ix, o)
-}
-
-// SchedulerMetrics returns the engine scheduler's metrics of a reranking
-// method (batches, items, queue wait); false for methods without one or
-// before its first query.
-func SchedulerMetrics(m Method) (engine.SchedulerMetrics, bool) {
-	var r *reranker
-	switch x := m.(type) {
-	case *fastInsight:
-		r = &x.reranker
-	case *gar:
-		r = &x.reranker
-	case *re2:
-		r = &x.reranker
-	}
-	if r == nil || r.svc == nil {
-		return engine.SchedulerMetrics{}, false
-	}
-	return r.svc.Metrics(), true
-}
-
-// EncodedPairs is the number of (query, node) pairs a reranking method's
-// encoder has computed so far (0 for other methods): the "encoder calls"
-// FastInsight's paper counts.
-func EncodedPairs(m Method) int {
-	var svc *models.LatentService
-	switch x := m.(type) {
-	case *fastInsight:
-		svc = x.svc
-	case *gar:
-		svc = x.svc
-	case *re2:
-		svc = x.svc
-	}
-	if svc == nil {
-		return 0
-	}
-	return int(svc.Metrics().Items)
+	return nil
 }

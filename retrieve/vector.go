@@ -4,32 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
-func init() { mustRegister("vector", newVector) }
+// NoOptions are the options of a method without settings.
+type NoOptions struct{}
 
-// vector is exact dense search (O_vs) over the index's vector matrix, on
+// Params binds nothing.
+func (*NoOptions) Params(*Params) {}
+
+func init() {
+	Must(Register(Def[NoOptions]{Name: "vector", Summary: "exact dense search over the index's vectors (on the backend)",
+		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params,
+		New: func(ix *index.Index, env Env, _ NoOptions) (Method, error) { return NewVector(ix, env.Backend) }}))
+}
+
+// Vector is exact dense search (O_vs) over the index's vector matrix, on
 // the backend (engine.FlatIPOp).
-type vector struct {
+type Vector struct {
 	ix *index.Index
 	be engine.Backend
 }
 
-func newVector(ix *index.Index, o Options) (Method, error) {
-	if o.Backend == nil {
-		return nil, errNoBackend
+// NewVector is method "vector" over ix on be.
+func NewVector(ix *index.Index, be engine.Backend) (*Vector, error) {
+	if be == nil {
+		return nil, ErrNoBackend
 	}
-	return &vector{ix, o.Backend}, nil
+	return &Vector{ix, be}, nil
 }
 
-func (m *vector) Name() string { return "vector" }
+// Name implements Method.
+func (m *Vector) Name() string { return "vector" }
 
-func (m *vector) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, error) {
+// Retrieve implements Method.
+func (m *Vector) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 	res, err := m.RetrieveBatch(ctx, []Query{q}, k)
 	if err != nil {
 		return nil, err
@@ -39,12 +50,12 @@ func (m *vector) Retrieve(ctx context.Context, q Query, k int) ([]kernels.Hit, e
 
 // RetrieveBatch embeds the queries and scans the matrix once for all of
 // them. A query whose terms are all outside the LSA vocabulary gets no hits.
-func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kernels.Hit, error) {
+func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit, error) {
 	d := m.ix.Meta.Dims
 	batch := make([]float32, 0, len(qs)*d)
 	empty := make([]bool, len(qs))
 	for i, q := range qs {
-		v, err := m.embed(ctx, q)
+		v, err := EmbedQuery(ctx, m.ix, q)
 		switch {
 		case errors.Is(err, index.ErrEmptyEmbedding):
 			empty[i] = true
@@ -56,7 +67,7 @@ func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kern
 		}
 		batch = append(batch, v...)
 	}
-	hits, err := denseTopK(ctx, m.be, m.ix, batch, len(qs), k)
+	hits, err := DenseTopK(ctx, m.be, m.ix, batch, len(qs), k)
 	if err != nil {
 		return nil, err
 	}
@@ -66,116 +77,4 @@ func (m *vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]kern
 		}
 	}
 	return hits, nil
-}
-
-func (m *vector) embed(ctx context.Context, q Query) ([]float32, error) {
-	if q.Vector != nil {
-		return m.ix.PrepareQueryVector(q.Vector)
-	}
-	if strings.TrimSpace(q.Text) == "" {
-		return nil, ErrEmptyQuery
-	}
-	return m.ix.EmbedQuery(ctx, q.Text)
-}
-
-// denseTopK runs the backend's exact top-k for nq queries (row-major in q).
-func denseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []float32, nq, k int) ([][]kernels.Hit, error) {
-	k = min(k, ix.N())
-	out := make([][]kernels.Hit, nq)
-	if k <= 0 || nq == 0 {
-		return out, nil
-	}
-	r, err := startDense(be, ix, q)
-	if err != nil {
-		return nil, err
-	}
-	defer r.close()
-	v := r.v
-	idx, err := v.Alloc(engine.I32, nq*k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(idx)
-	sc, err := v.Alloc(engine.F32, nq*k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(sc)
-	op := engine.FlatIPOp{X: r.x, Q: r.qb, N: ix.N(), D: ix.Meta.Dims, B: nq, K: k, OutIdx: idx, OutScore: sc}
-	if err := v.FlatIP(op); err != nil {
-		return nil, err
-	}
-	if err := v.Sync(ctx); err != nil {
-		return nil, err
-	}
-	ids, err := engine.Download[int32](v, idx)
-	if err != nil {
-		return nil, err
-	}
-	scores, err := engine.Download[float32](v, sc)
-	if err != nil {
-		return nil, err
-	}
-	for r := range out {
-		for j := 0; j < k && ids[r*k+j] >= 0; j++ {
-			out[r] = append(out[r], kernels.Hit{Index: ids[r*k+j], Score: scores[r*k+j]})
-		}
-	}
-	return out, nil
-}
-
-// denseScores is every node's dot product with q, computed on the backend
-// (one GEMM against the index's matrix).
-func denseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []float32) ([]float32, error) {
-	r, err := startDense(be, ix, q)
-	if err != nil {
-		return nil, err
-	}
-	defer r.close()
-	out, err := r.v.Alloc(engine.F32, ix.N())
-	if err != nil {
-		return nil, err
-	}
-	defer r.v.Free(out)
-	op := engine.GemmOp{TransB: true, M: 1, N: ix.N(), K: ix.Meta.Dims, Alpha: 1, A: r.qb, B: r.x, C: out}
-	if err := r.v.Gemm(op); err != nil {
-		return nil, err
-	}
-	if err := r.v.Sync(ctx); err != nil {
-		return nil, err
-	}
-	return engine.Download[float32](r.v, out)
-}
-
-// denseRun is one dense search: the index's matrix x (bound on the
-// backend itself, once per index) and the queries qb on a queue view v of
-// it (engine.OnQueue), so concurrent searches and rerankers overlap on a
-// device.
-type denseRun struct {
-	v       engine.Backend
-	release func()
-	x, qb   engine.Buffer
-}
-
-func startDense(be engine.Backend, ix *index.Index, q []float32) (*denseRun, error) {
-	x, err := ix.VectorsOn(be)
-	if err != nil {
-		return nil, err
-	}
-	v, release, err := engine.OnQueue(be)
-	if err != nil {
-		return nil, err
-	}
-	qb, err := engine.Upload(v, q)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return &denseRun{v: v, release: release, x: x, qb: qb}, nil
-}
-
-// close frees the queries and releases the view.
-func (r *denseRun) close() {
-	r.v.Free(r.qb)
-	r.release()
 }

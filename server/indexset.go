@@ -22,8 +22,10 @@ type indexSet struct {
 
 type entry struct {
 	ix      *index.Index
+	env     retrieve.Env
 	mu      sync.Mutex
-	methods map[string]retrieve.Method // by method name and option set
+	methods map[string]retrieve.Method // by configuration (retrieve.Config.Key)
+	counts  map[string]int             // option sets kept per method name
 	limit   int
 }
 
@@ -35,7 +37,8 @@ func openSet(cfg Config) (*indexSet, error) {
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
 		}
-		set.entries[name] = &entry{ix: ix, methods: map[string]retrieve.Method{}, limit: cfg.MaxOptionSets}
+		set.entries[name] = &entry{ix: ix, env: retrieve.Env{Backend: cfg.Backend, Logger: cfg.Logger},
+			methods: map[string]retrieve.Method{}, counts: map[string]int{}, limit: cfg.MaxOptionSets}
 	}
 	return set, nil
 }
@@ -91,29 +94,22 @@ func (s *indexSet) close() {
 	}
 }
 
-// optionsKey identifies a method and its option set. It prints the options
-// with fmt, which never fails: json.Marshal refused FuseRAG's −Inf default,
-// and its dropped error made every option set share one key.
-func optionsKey(name string, o retrieve.Options) string {
-	o.Backend = nil // the server's one backend: not part of the set
-	return fmt.Sprintf("%s\x00%+v", name, o)
-}
-
-// method returns the method for name with o, made once per option set.
-func (e *entry) method(name string, o retrieve.Options) (retrieve.Method, error) {
-	k := optionsKey(name, o)
+// method returns the method cfg configures, made once per configuration.
+func (e *entry) method(cfg *retrieve.Config) (retrieve.Method, error) {
+	k := cfg.Key()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if m, ok := e.methods[k]; ok {
 		return m, nil
 	}
-	if len(e.methods) >= e.limit*len(retrieve.Names()) {
+	if e.counts[cfg.Name()] >= e.limit {
 		return nil, &FieldError{Field: "options", Msg: fmt.Sprintf("the server keeps at most %d option sets per method; use the defaults or fewer variants", e.limit)}
 	}
-	m, err := retrieve.NewWith(name, e.ix, o)
+	m, err := retrieve.New(e.ix, e.env, cfg)
 	if err != nil {
 		return nil, err
 	}
 	e.methods[k] = m
+	e.counts[cfg.Name()]++
 	return m, nil
 }

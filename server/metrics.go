@@ -68,7 +68,11 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, e := range set.entries {
 			e.mu.Lock()
 			for _, m := range e.methods {
-				if sm, ok := retrieve.SchedulerMetrics(m); ok {
+				if sr, ok := m.(retrieve.SchedulerReporter); ok {
+					sm, started := sr.SchedulerMetrics()
+					if !started {
+						continue
+					}
 					sum.Batches += sm.Batches
 					sum.Items += sm.Items
 					sum.WaitTotal += sm.WaitTotal

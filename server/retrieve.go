@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -42,7 +44,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	method = req.Method
 	if !slices.Contains(retrieve.Names(), method) {
 		method, code = "?", http.StatusBadRequest
-		writeError(w, code, &FieldError{"method", "unknown method " + strconv.Quote(req.Method)})
+		writeError(w, code, &FieldError{"method", "unknown method " + strconv.Quote(req.Method) + " (GET /v1/methods lists them)"})
 		return
 	}
 	set, release := s.acquire()
@@ -58,13 +60,13 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"index", "unknown index " + strconv.Quote(req.Index)})
 		return
 	}
-	o, err := s.options(req)
+	cfg, err := s.config(req)
 	if err != nil {
 		code = http.StatusBadRequest
 		writeError(w, code, err)
 		return
 	}
-	m, err := e.method(req.Method, o)
+	m, err := e.method(cfg)
 	if err != nil {
 		code = statusOf(err)
 		writeError(w, code, err)
@@ -99,8 +101,10 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.In
 	flusher, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	round := 0
-	err := sm.RetrieveStream(ctx, q, *req.K, func(hits []kernels.Hit) bool {
+	var last []retrieve.Hit
+	err := sm.RetrieveStream(ctx, q, *req.K, func(hits []retrieve.Hit) bool {
 		round++
+		last = hits
 		if enc.Encode(s.response(ix, req, hits, start, round, false)) != nil {
 			return false // the client is gone
 		}
@@ -114,12 +118,11 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.In
 		enc.Encode(Error{Error: err.Error()})
 		return statusOf(err)
 	}
-	enc.Encode(RetrieveResponse{Index: req.Index, Method: req.Method, Round: round, Done: true,
-		TookMS: float64(time.Since(start).Microseconds()) / 1000, Hits: []Hit{}})
+	enc.Encode(s.response(ix, req, last, start, round, true)) // the final ranking again, marked done
 	return http.StatusOK
 }
 
-func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []kernels.Hit, start time.Time, round int, done bool) RetrieveResponse {
+func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []retrieve.Hit, start time.Time, round int, done bool) RetrieveResponse {
 	out := RetrieveResponse{Index: req.Index, Method: req.Method, Round: round, Done: done,
 		TookMS: float64(time.Since(start).Microseconds()) / 1000, Hits: make([]Hit, len(hits))}
 	for i, h := range hits {
@@ -132,11 +135,12 @@ func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []kernels.
 	return out
 }
 
-// statusOf maps a method's error to an HTTP status.
+// statusOf maps a method's error to an HTTP status: the caller's mistakes
+// (a bad setting or query, a structure the index lacks) are 400.
 func statusOf(err error) int {
 	var fe *FieldError
 	switch {
-	case errors.As(err, &fe), errors.Is(err, retrieve.ErrEmptyQuery), errors.Is(err, retrieve.ErrNoGraph), errors.Is(err, retrieve.ErrNoTriGraph), errors.Is(err, retrieve.ErrNoKETRAG), errors.Is(err, retrieve.ErrNoSeeder), errors.Is(err, index.ErrNoHead):
+	case errors.As(err, &fe), errors.Is(err, retrieve.ErrInvalid), errors.Is(err, index.ErrNotBuilt):
 		return http.StatusBadRequest
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
@@ -146,37 +150,76 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// options applies a request's settings to the server's.
-func (s *Server) options(req *RetrieveRequest) (retrieve.Options, error) {
-	o := s.cfg.Options
+// config is the request's method configuration: the method's defaults,
+// the operator's settings, then the request's (first_stage, graph_kinds
+// and options), each checked by the rules the method declares.
+func (s *Server) config(req *RetrieveRequest) (*retrieve.Config, error) {
+	cfg, err := s.cfg.methodConfig(req.Method)
+	if err != nil {
+		return nil, err
+	}
 	if req.FirstStage != "" {
-		o.FirstStage = req.FirstStage
+		if err := setOption(cfg, "first_stage", "first-stage", json.RawMessage(strconv.Quote(req.FirstStage))); err != nil {
+			return nil, err
+		}
 	}
 	if req.GraphKinds != nil {
-		o.GraphKinds = req.GraphKinds
+		raw, _ := json.Marshal(req.GraphKinds) // strings always marshal
+		if err := setOption(cfg, "graph_kinds", "graph-kind", raw); err != nil {
+			return nil, err
+		}
 	}
-	if p := req.Options; p != nil {
-		set(&o.FastInsight.BMax, p.BMax)
-		set(&o.FastInsight.Batch, p.Batch)
-		set(&o.FastInsight.Alpha, p.Alpha)
-		set(&o.FastInsight.Beta, p.Beta)
-		set(&o.PPR.Seeds, p.PPRSeeds)
-		set(&o.PPR.Reset, p.PPRReset)
-		set(&o.PPR.SeedWeight, p.PPRSeedWeight)
-		set(&o.PPR.Damping, p.Damping)
-		set(&o.Hybrid.Weight, p.HybridWeight)
-		set(&o.Hybrid.Fusion, p.HybridFusion)
-		o.GAR = retrieve.GAROptions{Budget: o.FastInsight.BMax, Batch: o.FastInsight.Batch, NoBackfill: o.GAR.NoBackfill}
-		o.RerankDepth = o.FastInsight.BMax
+	names := slices.Sorted(maps.Keys(req.Options)) // the same error for the same request
+	for _, first := range []bool{true, false} {    // presets before the settings they set
+		for _, n := range names {
+			p := cfg.Param(strings.ReplaceAll(n, "_", "-"))
+			if p == nil || p.IsFirst() != first {
+				continue
+			}
+			raw, err := json.Marshal(req.Options[n])
+			if err != nil {
+				return nil, &FieldError{"options." + n, err.Error()}
+			}
+			if err := setOption(cfg, "options."+n, p.Name(), raw); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if err := o.Validate(); err != nil {
-		return o, &FieldError{Field: "options", Msg: err.Error()}
+	for _, n := range names {
+		if cfg.Param(strings.ReplaceAll(n, "_", "-")) == nil || strings.Contains(n, "-") {
+			return nil, &FieldError{"options." + n, fmt.Sprintf("method %s has no such setting (GET /v1/methods lists its settings)", req.Method)}
+		}
 	}
-	return o, nil
+	if err := cfg.Validate(); err != nil {
+		return nil, optionError(err)
+	}
+	return cfg, nil
 }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
+// setOption sets one setting from a request's JSON; field names it.
+func setOption(cfg *retrieve.Config, field, name string, raw json.RawMessage) error {
+	p := cfg.Param(name)
+	switch {
+	case p == nil:
+		return &FieldError{field, fmt.Sprintf("method %s has no such setting (GET /v1/methods lists its settings)", cfg.Name())}
+	case p.IsLocal():
+		return &FieldError{field, "a setting of the server's configuration; a request may not change it"}
 	}
+	if err := p.SetJSON(raw); err != nil {
+		var pe *retrieve.ParamError
+		if errors.As(err, &pe) {
+			return &FieldError{field, pe.Value + ": " + pe.Msg}
+		}
+		return &FieldError{field, err.Error()}
+	}
+	return nil
+}
+
+// optionError names the request field of a setting that broke a rule.
+func optionError(err error) error {
+	var pe *retrieve.ParamError
+	if errors.As(err, &pe) && pe.Name != "" {
+		return &FieldError{"options." + strings.ReplaceAll(pe.Name, "-", "_"), pe.Value + ": " + pe.Msg}
+	}
+	return &FieldError{"options", err.Error()}
 }

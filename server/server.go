@@ -20,6 +20,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/server/api"
 )
 
 // Config configures a Server. Start from DefaultConfig: every field is used
@@ -27,10 +28,14 @@ import (
 type Config struct {
 	// Indexes maps names (letters, digits, '-', '_', '.') to index folders.
 	Indexes map[string]string
-	// Options are the method settings requests start from; Backend runs
-	// the engine ops.
-	Options retrieve.Options
-	Limits  Limits
+	// Backend runs the engine ops (engine.Open); required.
+	Backend engine.Backend
+	// Settings are the operator's method settings by name (the CLI's
+	// flags): every request starts from each method's defaults with these
+	// applied, and may change any of them but the local ones (a model
+	// folder). A setting no method has is an error.
+	Settings retrieve.Overrides
+	Limits   Limits
 	// MaxInFlight bounds the requests being served; more get 503 with
 	// Retry-After at once (fail fast), never a growing queue.
 	MaxInFlight int
@@ -44,10 +49,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig serves with retrieve's defaults, 256 requests in flight,
-// a 10 s timeout and 1 MiB bodies.
+// DefaultConfig serves with the methods' defaults, 256 requests in
+// flight, a 10 s timeout and 1 MiB bodies; set Indexes and Backend.
 func DefaultConfig() Config {
-	return Config{Options: retrieve.DefaultOptions(), MaxInFlight: 256, Timeout: 10 * time.Second, MaxOptionSets: 16,
+	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, MaxOptionSets: 16,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default()}
 }
 
@@ -61,13 +66,45 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: limits %+v must be positive (start from DefaultConfig)", c.Limits)
 	case c.Logger == nil:
 		return errors.New("server: nil logger")
+	case c.Backend == nil:
+		return errors.New("server: Config.Backend is nil (open one with engine.Open, after importing kernels/cpu)")
 	}
 	for name := range c.Indexes {
 		if !validName(name) {
 			return fmt.Errorf("server: index name %q: use letters, digits, '-', '_' and '.' (a name, not a path)", name)
 		}
 	}
-	return c.Options.Validate()
+	return c.validateSettings()
+}
+
+// validateSettings applies the operator's settings to every method, so a
+// bad or unknown one fails at start rather than on some request.
+func (c Config) validateSettings() error {
+	var cfgs []*retrieve.Config
+	for _, name := range retrieve.Names() {
+		cfg, err := c.methodConfig(name)
+		if err != nil {
+			return fmt.Errorf("server: settings: %w", err)
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("server: settings: %w", err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	if unused := c.Settings.Unused(cfgs...); len(unused) > 0 {
+		return fmt.Errorf("server: settings %v: no method has them", unused)
+	}
+	return nil
+}
+
+// methodConfig is a method's configuration before a request's options:
+// its defaults with the operator's settings.
+func (c Config) methodConfig(name string) (*retrieve.Config, error) {
+	cfg, err := retrieve.NewConfig(name)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, c.Settings.Apply(cfg)
 }
 
 func validName(s string) bool {
@@ -105,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
 	s.set.Store(set)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
-	if ms, ok := cfg.Options.Backend.(engine.MemoryStater); ok {
+	if ms, ok := cfg.Backend.(engine.MemoryStater); ok {
 		s.metrics.reg.MustRegister(newMemoryCollector(ms))
 	}
 	s.ready.Store(true)
@@ -217,24 +254,36 @@ func (s *Server) indexes(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	defer release()
-	type info struct {
-		Name       string   `json:"name"`
-		Nodes      int      `json:"nodes"`
-		Edges      int      `json:"edges"`
-		GraphKinds []string `json:"graph_kinds"`
-		Head       bool     `json:"head"`
-	}
-	var out []info
+	out := []api.Index{}
 	for name, e := range set.entries {
 		m := e.ix.Meta
-		out = append(out, info{name, m.Nodes, m.Edges, m.GraphKinds, e.ix.HeadFile() != nil})
+		sections := []string{}
+		for _, st := range e.ix.Sections() {
+			if st.Err == nil {
+				sections = append(sections, st.Name)
+			}
+		}
+		out = append(out, api.Index{Name: name, Nodes: m.Nodes, Edges: m.Edges, GraphKinds: m.GraphKinds, Head: e.ix.HeadFile() != nil, Sections: sections})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) methods(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"methods": retrieve.Names(), "first_stages": retrieve.Stages()})
+	writeJSON(w, http.StatusOK, methodList())
+}
+
+// methodList describes every method and the settings a request may give.
+func methodList() api.Methods {
+	out := api.Methods{Methods: []api.Method{}, FirstStages: retrieve.Stages()}
+	for _, in := range retrieve.Methods() {
+		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads}
+		for _, p := range in.Params {
+			m.Settings = append(m.Settings, api.Setting{Name: p.JSONName(), Type: string(p.Kind()), Default: p.Value(), Usage: p.Usage(), Local: p.IsLocal()})
+		}
+		out.Methods = append(out.Methods, m)
+	}
+	return out
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {

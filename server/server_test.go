@@ -20,10 +20,12 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
+	_ "github.com/gleaner-rag/gleaner/methods"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
 	"github.com/gleaner-rag/gleaner/server/client"
 )
 
@@ -39,14 +41,14 @@ var gate struct {
 type blocking struct{}
 
 func (blocking) Name() string { return "test-block" }
-func (blocking) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]kernels.Hit, error) {
+func (blocking) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
 	gate.Lock()
 	rel, st := gate.release, gate.started
 	gate.Unlock()
 	st <- struct{}{}
 	select {
 	case <-rel:
-		return []kernels.Hit{{Index: 0, Score: 1}}, nil
+		return []retrieve.Hit{{Index: 0, Score: 1}}, nil
 	case <-ctx.Done():
 		gate.canceled.Add(1)
 		return nil, ctx.Err()
@@ -54,7 +56,9 @@ func (blocking) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]kernel
 }
 
 func init() {
-	retrieve.Register("test-block", func(*index.Index, retrieve.Options) (retrieve.Method, error) { return blocking{}, nil })
+	retrieve.Must(retrieve.Register(retrieve.Def[retrieve.NoOptions]{Name: "test-block", Summary: "blocks until released",
+		Defaults: func() retrieve.NoOptions { return retrieve.NoOptions{} }, Params: (*retrieve.NoOptions).Params,
+		New: func(*index.Index, retrieve.Env, retrieve.NoOptions) (retrieve.Method, error) { return blocking{}, nil }}))
 }
 
 func armGate() (release func()) {
@@ -107,6 +111,7 @@ func newServer(t *testing.T, mutate func(*server.Config)) (*server.Server, *http
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	cfg.Backend = cpu.New()
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -123,18 +128,16 @@ func newServer(t *testing.T, mutate func(*server.Config)) (*server.Server, *http
 	return s, hs, c
 }
 
-func k(n int) *int { return &n }
-
 func TestRetrieveAndStream(t *testing.T) {
 	_, _, c := newServer(t, nil)
 	ctx := context.Background()
-	resp, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", K: k(3), Text: true})
+	resp, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", K: api.K(3), Text: true})
 	if err != nil || len(resp.Hits) != 3 || resp.Hits[0].ID == "" || resp.Hits[0].Text == "" || !resp.Done {
 		t.Fatalf("retrieve: %+v %v", resp, err)
 	}
 	var rounds []int
-	err = c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "fastinsight", K: k(5),
-		Options: &server.Options{BMax: k(30)}}, func(r *server.RetrieveResponse) bool {
+	err = c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "fastinsight", K: api.K(5),
+		Options: map[string]any{"bmax": 30}}, func(r *server.RetrieveResponse) bool {
 		if !r.Done {
 			rounds = append(rounds, len(r.Hits))
 		}
@@ -144,7 +147,7 @@ func TestRetrieveAndStream(t *testing.T) {
 		t.Fatalf("stream: rounds %v, %v (want 3 rounds at b_max 30, batch 10)", rounds, err)
 	}
 	n := 0
-	if err := c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band", Method: "fastinsight", Options: &server.Options{BMax: k(30)}},
+	if err := c.Stream(ctx, server.RetrieveRequest{Index: "synth", Query: "band", Method: "fastinsight", Options: map[string]any{"bmax": 30}},
 		func(*server.RetrieveResponse) bool { n++; return false }); err != nil || n != 1 {
 		t.Errorf("stopping a stream early: %d lines, %v", n, err)
 	}
@@ -162,8 +165,17 @@ func TestBadRequests(t *testing.T) {
 		{`{"index":"../../etc","query":"x"}`, "index"},
 		{`{"index":"synth","query":"x","methd":"bm25"}`, "methd"},
 		{`{"index":"synth","query":"x","k":"ten"}`, "k"},
-		{`{"index":"synth","query":"x","options":{"alpha":2}}`, "options"},
-		{`{"index":"synth","query":"x","first_stage":"garbage"}`, "options"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"alpha":2}}`, "options.alpha"},
+		{`{"index":"synth","query":"x","method":"fastinsight","first_stage":"garbage"}`, "first_stage"},
+		{`{"index":"synth","query":"x","first_stage":"bm25"}`, "first_stage"},                 // bm25 has no first stage
+		{`{"index":"synth","query":"x","method":"ppr","options":{"bmax":5}}`, "options.bmax"}, // ppr has no bmax
+		{`{"index":"synth","query":"x","method":"re2","options":{"model":"/etc"}}`, "options.model"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":1.5}}`, "options.bmax"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":"7"}}`, "options.bmax"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":null}}`, "options.bmax"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"b-max":1}}`, "options.b-max"},
+		{`{"index":"synth","query":"x","method":"kg-khop","options":{"khop_quotas":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65]}}`, "options.khop_quotas"},
+		{`{"index":"synth","query":"x","method":"fuserag","options":{"fuserag_stop":"nan"}}`, "options.fuserag_stop"},
 		{`{"index":"synth","query":"x","method":"nexusrag"}`, ""}, // no Tri-Graph in this index
 		{`{"index":"synth","query":"x"} {"more":1}`, ""},
 		{`{"index":"synth","query":"` + strings.Repeat("x", 5000) + `"}`, ""},
@@ -260,6 +272,7 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestDrain(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	cfg.Backend = cpu.New()
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +401,7 @@ func TestDeviceMemoryMetrics(t *testing.T) {
 	if body := scrape(hs); strings.Contains(body, "gleaner_device_") {
 		t.Errorf("the cpu backend reported device memory")
 	}
-	_, hs, _ = newServer(t, func(c *server.Config) { c.Options.Backend = counted{c.Options.Backend} })
+	_, hs, _ = newServer(t, func(c *server.Config) { c.Backend = counted{c.Backend} })
 	body := scrape(hs)
 	for _, want := range []string{"gleaner_device_memory_in_use_bytes 4096", "gleaner_device_memory_cached_bytes 512",
 		"gleaner_device_allocs_total 7", "gleaner_device_alloc_reuses_total 5", "gleaner_device_driver_allocs_total 2"} {
@@ -406,7 +419,7 @@ func TestOptionsPerRequest(t *testing.T) {
 	for _, bmax := range []int{30, 10, 20} { // rounds of 10 nodes each on this index
 		rounds := 0
 		err := c.Stream(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "fastinsight",
-			Options: &server.Options{BMax: k(bmax)}}, func(r *server.RetrieveResponse) bool {
+			Options: map[string]any{"bmax": bmax}}, func(r *server.RetrieveResponse) bool {
 			if !r.Done {
 				rounds++
 			}

@@ -27,6 +27,9 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
+	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
+	_ "github.com/gleaner-rag/gleaner/methods"
 	"github.com/gleaner-rag/gleaner/server"
 )
 
@@ -49,8 +52,13 @@ func main() {
 	cfg.Indexes = map[string]string{"ix": *ixDir}
 	cfg.MaxInFlight = *inFlight
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	be, err := engine.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.Backend = be
 	if *kinds != "" {
-		cfg.Options.GraphKinds = strings.Split(*kinds, ",")
+		cfg.Settings.Set("graph-kind", *kinds)
 	}
 	s, err := server.New(cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-rag/gleaner/fuseattn"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/methods/fuserag"
 	"github.com/gleaner-rag/gleaner/models/llama"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -34,7 +35,7 @@ type answerFlags struct {
 
 func newAnswer(g *globals) *cobra.Command {
 	var f answerFlags
-	var mf *methodFlags
+	var sf *settingFlags
 	cmd := &cobra.Command{
 		Use: "answer --index <dir> --decoder <dir> [--fuserag <adapters>] [--mode fuserag|text] <question...>",
 		Example: `  gleaner model random --kind llama -o llm --corpus data/2wiki
@@ -67,11 +68,8 @@ memory projections. gleaner cannot train them (the paper's training objective is
 				return err
 			}
 			if f.queries != "" {
-				mo, err := mf.options(mf.o.FastInsight.BMax)
+				mo, err := fuseragOptions(sf)
 				if err != nil {
-					return err
-				}
-				if err := mf.refuseUnused([]string{"fuserag"}); err != nil {
 					return err
 				}
 				return runAnswerBatch(cmd, g, f, mo)
@@ -79,11 +77,8 @@ memory projections. gleaner cannot train them (the paper's training objective is
 			if strings.Contains(f.mode, ",") || f.warm || f.out != "" || f.limit != 0 || f.skip != 0 {
 				return fmt.Errorf("a list of --mode values, --warm, --out, --limit and --skip apply with --queries")
 			}
-			mo, err := mf.options(mf.o.FastInsight.BMax)
+			mo, err := fuseragOptions(sf)
 			if err != nil {
-				return err
-			}
-			if err := mf.refuseUnused([]string{"fuserag"}); err != nil {
 				return err
 			}
 			return runAnswer(cmd, g, f, mo, strings.Join(args, " "))
@@ -107,7 +102,7 @@ memory projections. gleaner cannot train them (the paper's training objective is
 	fl.IntVar(&f.limit, "limit", 0, "--queries: answer only the first N (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "--queries: leave out the first N questions")
 	fl.BoolVar(&f.warm, "warm", false, "--queries, fuserag: answer each question twice and report the second, with cached evidence states, as mode fuserag-warm")
-	mf = addMethodFlags(fl, g)
+	sf = addSettingFlags(fl, fuseragInfo(), "--method")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd
@@ -165,13 +160,13 @@ func (f answerFlags) check() error {
 // answerSetup is everything an answer needs, loaded once.
 type answerSetup struct {
 	ix     *index.Index
-	method retrieve.EvidenceMethod
+	method fuserag.EvidenceMethod
 	a      *fuseattn.Answerer
 	zq     func(ctx context.Context, q string) ([]float32, error)
 	close  func()
 }
 
-func loadAnswerSetup(g *globals, f answerFlags, mo retrieve.Options) (*answerSetup, error) {
+func loadAnswerSetup(g *globals, f answerFlags, mo fuserag.Options) (*answerSetup, error) {
 	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
 	if err != nil {
 		return nil, err
@@ -185,12 +180,12 @@ func loadAnswerSetup(g *globals, f answerFlags, mo retrieve.Options) (*answerSet
 	}
 	closers = append(closers, func() { ix.Close() })
 	fail := func(err error) (*answerSetup, error) { s.close(); return nil, err }
-	m, err := retrieve.NewWith("fuserag", ix, mo)
+	m, err := fuserag.New(ix, retrieve.Env{Backend: g.be, Logger: g.log}, mo)
 	if err != nil {
 		return fail(err)
 	}
 	closers = append(closers, func() { retrieve.CloseAll(context.Background(), m) })
-	s.method = m.(retrieve.EvidenceMethod)
+	s.method = m
 	dec, err := llama.Load(f.decoder, g.be)
 	if err != nil {
 		return fail(err)
@@ -200,7 +195,7 @@ func loadAnswerSetup(g *globals, f answerFlags, mo retrieve.Options) (*answerSet
 	if err != nil {
 		return fail(err)
 	}
-	anchors := mo.FuseRAG.Anchors
+	anchors := mo.Anchors
 	anchors.Budget = f.tau
 	s.a = &fuseattn.Answerer{Decoder: dec, Tok: tok, Anchors: anchors}
 	if slices.Contains(f.modes(), fuseattn.ModeFuseRAG) {
@@ -253,7 +248,7 @@ func loadFuser(g *globals, f answerFlags, ix *index.Index) (*fuseattn.Fuser, fun
 	}
 }
 
-func runAnswer(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.Options, question string) error {
+func runAnswer(cmd *cobra.Command, g *globals, f answerFlags, mo fuserag.Options, question string) error {
 	s, err := loadAnswerSetup(g, f, mo)
 	if err != nil {
 		return err
@@ -350,4 +345,26 @@ func edgeCount(g *graphops.Subgraph) int {
 		return 0
 	}
 	return len(g.Idx) / 2
+}
+
+// fuseragInfo describes method fuserag, whose settings answer takes.
+func fuseragInfo() []retrieve.Info {
+	for _, in := range retrieve.Methods() {
+		if in.Name == fuseragName {
+			return []retrieve.Info{in}
+		}
+	}
+	return nil
+}
+
+// fuseragName is the method answer retrieves with (FuseRAG's retrieval).
+const fuseragName = "fuserag"
+
+// fuseragOptions are fuserag's options with the flags given.
+func fuseragOptions(sf *settingFlags) (fuserag.Options, error) {
+	cfgs, err := sf.configs(retrieve.NewConfig, []string{fuseragName})
+	if err != nil {
+		return fuserag.Options{}, err
+	}
+	return *cfgs[0].Value().(*fuserag.Options), nil
 }

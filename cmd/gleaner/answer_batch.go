@@ -13,8 +13,8 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/fuseattn"
+	"github.com/gleaner-rag/gleaner/methods/fuserag"
 	"github.com/gleaner-rag/gleaner/models/llama"
-	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // answerRow is one question answered in one mode (the JSONL --queries
@@ -44,7 +44,7 @@ func millis(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // runAnswerBatch answers every question of --queries in every --mode, the
 // same evidence for each mode, and prints timing medians.
-func runAnswerBatch(cmd *cobra.Command, g *globals, f answerFlags, mo retrieve.Options) error {
+func runAnswerBatch(cmd *cobra.Command, g *globals, f answerFlags, mo fuserag.Options) error {
 	qs, err := corpus.ReadQueries(f.queries, nil, corpus.ReadOptions{Logger: g.log})
 	if err != nil {
 		return err

@@ -7,9 +7,10 @@ import (
 	"github.com/gleaner-rag/gleaner/cuda" // registers "cuda" (an explanatory error without -tags cuda)
 	"github.com/gleaner-rag/gleaner/engine"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu" // registers "cpu"
+	_ "github.com/gleaner-rag/gleaner/methods"     // registers every method, section, build step and report
 )
 
-// The one place that registers compute backends. The library never reads
+// The one place that registers compute backends and methods. The library never reads
 // the environment: the CLI resolves the backend's name and passes the
 // opened backend down (retrieve.Options.Backend and the model loaders).
 

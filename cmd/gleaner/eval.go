@@ -27,7 +27,7 @@ type evalFlags struct {
 	biEncoder, pooling                                           string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit, skip                       int
-	m                                                            *methodFlags
+	sf                                                           *settingFlags
 	plot                                                         string
 	tiesByRank                                                   bool
 }
@@ -75,9 +75,13 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 			if f.plot == "" {
 				return nil
 			}
-			names := sweepMethods
+			names := retrieve.Readers("bmax")
 			if cmd.Flags().Changed("method") {
-				names, _ = methodList(f.methods) // validated by RunE
+				listed, _ := methodList(f.methods) // validated by RunE
+				names = slices.DeleteFunc(listed, func(n string) bool { return !slices.Contains(names, n) })
+			}
+			if len(names) == 0 {
+				return fmt.Errorf("--plot sweeps bmax, and none of --method %s has that setting (%s do)", f.methods, strings.Join(retrieve.Readers("bmax"), ", "))
 			}
 			return runSweep(cmd, g, f, names)
 		},
@@ -98,8 +102,8 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 	fl.IntVar(&f.trMaxHops, "tr-max-hops", 0, "bound on Topological Recall path length (0 = none)")
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds the queries)")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
-	f.m = addMethodFlags(fl, g)
-	fl.StringVar(&f.plot, "plot", "", "after the table, sweep b_max = 10…100 for the --method methods (default: fastinsight, gar, re2-vector, as FastInsight's figures) and write the plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
+	f.sf = addSettingFlags(fl, retrieve.Methods(), "--method")
+	fl.StringVar(&f.plot, "plot", "", "after the table, sweep bmax = 10…100 for the --method methods that have that setting (default: every such method) and write the plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.StringVar(&f.contextBudgets, "context-budget", "", "also score each method's LLM context at these sizes in cl100k_base tokens (comma-separated, e.g. 12000,2000): ketrag's own context, other methods' top nodes; context_answer_recall@B and context_tokens@B")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
@@ -125,7 +129,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	case f.trMaxHops < 0:
 		return nil, fmt.Errorf("--tr-max-hops must be ≥ 0, got %d", f.trMaxHops)
 	}
-	mo, err := f.m.options(f.m.o.FastInsight.BMax) // every method flag before the index is read
+	cfgs, err := f.sf.configs(retrieve.NewConfig, names) // every method flag before the index is read
 	if err != nil {
 		return nil, err
 	}
@@ -158,18 +162,15 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err := checkColumns(f.columns, opt); err != nil {
 		return nil, err
 	}
-	if err := f.m.refuseUnused(names); err != nil {
-		return nil, err
-	}
 	var ms []retrieve.Method
-	for _, name := range names {
-		m, err := retrieve.NewWith(name, ix, mo)
+	defer func() { retrieve.CloseAll(context.Background(), ms...) }()
+	for _, cfg := range cfgs {
+		m, err := newMethod(g, ix, cfg)
 		if err != nil {
 			return nil, err
 		}
 		ms = append(ms, m)
 	}
-	defer retrieve.CloseAll(context.Background(), ms...)
 	rep, err := eval.Evaluate(cmd.Context(), ix, qs, ms, opt)
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 }
 
 func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
-	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: splitList(f.m.kinds),
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: graphKinds(f.sf),
 		Progress: progress.New(os.Stderr, g.log, 5*time.Second)}
 	for _, c := range splitList(f.cutoffs) {
 		var k int
@@ -271,7 +272,7 @@ func runSweep(cmd *cobra.Command, g *globals, f *evalFlags, names []string) erro
 	if err != nil {
 		return err
 	}
-	return sweep(cmd.Context(), cmd.OutOrStdout(), f, names, ix, qs, opt)
+	return sweep(cmd.Context(), cmd.OutOrStdout(), g, f, names, ix, qs, opt)
 }
 
 // sliceQueries leaves out the first skip queries and keeps at most limit
@@ -355,4 +356,28 @@ func checkReportPath(path string) error {
 		return fmt.Errorf("--report %s exists and is not a gleaner report; refusing to replace it", path)
 	}
 	return nil
+}
+
+// graphKinds are the edge kinds --graph-kind names (Topological Recall's
+// graph; none: every kind).
+func graphKinds(sf *settingFlags) []string {
+	text, _ := sf.overrides().Get("graph-kind")
+	return splitList(text)
+}
+
+// strictList splits a comma-separated flag value: at least one item, no
+// empty item, no item twice.
+func strictList(flag, list string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, fmt.Errorf("%s %q: an empty item", flag, list)
+		case slices.Contains(out, s):
+			return nil, fmt.Errorf("%s %q: %s is listed twice", flag, list, s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -23,173 +26,138 @@ func newGraph(g *globals) *cobra.Command {
 	return cmd
 }
 
+// buildsOf lists the registered build steps of a group.
+func buildsOf(group string) []retrieve.Info {
+	var out []retrieve.Info
+	for _, b := range retrieve.Builds() {
+		if b.Group == group {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func names(infos []retrieve.Info) []string {
+	var out []string
+	for _, i := range infos {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
 func newGraphBuild(g *globals) *cobra.Command {
-	var dir, kind string
-	var mo graphops.MentionOptions
-	ko := graphops.DefaultKNNOptions()
-	tf := &triGraphFlags{o: index.DefaultTriGraphOptions()}
-	kf := &ketragFlags{}
+	var dir, kind, biEncoder, pooling string
+	var sf *settingFlags
+	builds := buildsOf(retrieve.BuildGraph)
+	kinds := strings.Join(names(builds), "|")
+	long := "Build a graph or a method's graph structure over the index's nodes and store it in the index.\n"
+	for _, b := range builds {
+		long += fmt.Sprintf("\n  %s\n      %s\n", b.Name, strings.ReplaceAll(b.Long, "\n", "\n      "))
+	}
 	cmd := &cobra.Command{
-		Use: "build --kind mentions|knn|trigraph|ketrag --index <dir>",
+		Use: "build --kind " + kinds + " --index <dir>",
 		Example: `  gleaner graph build --kind mentions --index idx/2wiki
   gleaner graph build --kind knn --index idx/scifact --k-lex 2 --k-sem 2
   gleaner graph build --kind trigraph --index idx/2wiki --ner prose
   gleaner graph build --kind ketrag --index idx/musique --beta 0.8
   OPENAI_API_KEY=… gleaner graph build --kind ketrag --index idx/musique --extractor llm --llm-url https://api.openai.com/v1 --llm-model gpt-4o-mini`,
-		Short: "Build a graph over the index's nodes and store its edges in the index (replacing that kind's edges)",
-		Long: `Build a graph over the index's nodes.
-
-  mentions  passage A → passage B when A's text contains B's title as a whole word, case-sensitively
-            (one Aho–Corasick pass; titles shorter than --min-title-len runes and titles found in more
-            than --max-title-hits passages are skipped)
-  knn       KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
-            and top --k-sem semantic neighbours (vector cosine), undirected
-  trigraph  NexusRAG's and LinearRAG's Tri-Graph (methods nexusrag, linearrag): entities found by --ner
-            in every sentence, the sentence store, mention counts, entity and sentence vectors from the
-            index's embedder, and the entity neighbour matrix W (--co-share, --sim-topk, --kappa,
-            --w-alpha, --tau); stored beside the graph, which it leaves as it is
-  ketrag    KET-RAG's structures (method ketrag; nodes are token chunks, see gleaner chunk): cl100k token
-            counts; PageRank over the knn chunk graph (--k-lex, --k-sem, --pr-damping) picking the top --beta
-            share of chunks (or --selection uniform); those merged into ≤ --unit-tokens units; the skeleton
-            extracted from each unit by --extractor local (--ner entities, sentence co-occurrence) or llm
-            (an OpenAI-compatible server; key from --llm-key-env; replies cached in --llm-cache) and merged
-            by normalised name; --piece-tokens text units; the text–keyword graph and keyword vectors.
-            Stored beside the graph, which it leaves as it is`,
-		Args: cobra.NoArgs,
+		Short: "Build a graph (edges of a kind, or a method's structure) over the index's nodes and store it in the index",
+		Long:  long,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return fmt.Errorf("--index is required")
 			}
-			if err := flagsOfKind(cmd.Flags(), kind); err != nil {
-				return err
+			if !slices.Contains(names(builds), kind) {
+				return fmt.Errorf("--kind must be one of %s, got %q", strings.ReplaceAll(kinds, "|", ", "), kind)
 			}
-			if debris := store.Debris(dir); len(debris) > 0 {
-				g.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
-			}
-			start := time.Now()
-			if kind == "trigraph" {
-				return runTriGraph(cmd, g, dir, tf, start)
-			}
-			if kind == "ketrag" {
-				kf.o.KNN = ko
-				return runKETRAG(cmd, g, dir, kf, tf.ner, tf.biEncoder, tf.pooling, tf.o.Workers, start)
-			}
-			edges, err := buildEdges(cmd.Context(), dir, kind, mo, ko)
+			cfgs, err := sf.configs(retrieve.NewBuildConfig, []string{kind})
 			if err != nil {
 				return err
 			}
-			if err := index.SetGraph(cmd.Context(), dir, kind, edges); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s graph: %d edges stored in %s in %v\n", kind, len(edges), dir, time.Since(start).Round(time.Millisecond))
-			return nil
+			return runBuild(cmd, g, dir, cfgs[0], biEncoder, pooling)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "index", "", "index folder")
-	fl.StringVar(&kind, "kind", "", "mentions, knn, trigraph or ketrag")
-	fl.IntVar(&mo.MinTitleLen, "min-title-len", 4, "mentions: shortest title matched, in runes")
-	fl.IntVar(&mo.MaxTitleHits, "max-title-hits", 0, "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))")
-	fl.IntVar(&ko.Lexical, "k-lex", ko.Lexical, "knn: lexical neighbours per node (0: none)")
-	fl.IntVar(&ko.Semantic, "k-sem", ko.Semantic, "knn: semantic neighbours per node (0: none)")
-	tf.add(fl)
-	kf.add(fl)
+	fl.StringVar(&kind, "kind", "", strings.ReplaceAll(kinds, "|", ", "))
+	fl.StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (embeds what the build embeds)")
+	fl.StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
+	sf = addSettingFlags(fl, builds, "--kind")
 	return cmd
 }
 
-// kindFlags names the flags that only one kind of graph build reads.
-var kindFlags = map[string][]string{
-	"mentions": {"min-title-len", "max-title-hits"},
-	"knn":      {"k-lex", "k-sem"},
-	"trigraph": {"ner", "workers", "co-share", "co-cap", "sim-topk", "kappa", "w-alpha", "tau", "bonus-whole-word", "bi-encoder", "pooling"},
-	"ketrag":   append([]string{"ner", "workers", "k-lex", "k-sem", "bi-encoder", "pooling"}, ketragOnly...),
-}
-
-// flagsOfKind refuses a flag given for another kind than --kind, so a
-// mistyped command is not silently half-applied.
-func flagsOfKind(fl *pflag.FlagSet, kind string) error {
-	mine, ok := kindFlags[kind]
-	if !ok {
-		return fmt.Errorf("--kind must be mentions, knn, trigraph or ketrag, got %q", kind)
+// runBuild runs a configured build step on the index at dir and says what
+// it stored.
+func runBuild(cmd *cobra.Command, g *globals, dir string, cfg *retrieve.Config, biEncoder, pooling string) error {
+	if debris := store.Debris(dir); len(debris) > 0 {
+		g.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
 	}
-	for _, k := range []string{"mentions", "knn", "trigraph", "ketrag"} { // a fixed order: the same message every run
-		for _, n := range kindFlags[k] {
-			if fl.Changed(n) && !slices.Contains(mine, n) {
-				return fmt.Errorf("--%s applies to --kind %s, not --kind %s", n, k, kind)
-			}
+	env := retrieve.BuildEnv{Backend: g.be, Logger: g.log, Progress: progress.New(os.Stderr, g.log, 2*time.Second),
+		Getenv: os.Getenv, Out: cmd.OutOrStdout()}
+	if biEncoder != "" {
+		bi, err := openBiEncoder(g, biEncoder, pooling)
+		if err != nil {
+			return err
 		}
+		env.Embedder = models.Embedder(bi)
 	}
+	noteHost(g, cfg.Name(), hostOf(retrieve.Builds(), cfg.Name()))
+	start := time.Now()
+	line, err := retrieve.Build(cmd.Context(), env, dir, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s; stored in %s in %v%s\n", line, dir, time.Since(start).Round(time.Millisecond), readersOf(cfg.Name()))
 	return nil
 }
 
-func buildEdges(ctx context.Context, dir, kind string, mo graphops.MentionOptions, ko graphops.KNNOptions) ([]graphops.Edge, error) {
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer ix.Close()
-	switch kind {
-	case "mentions":
-		titles, texts := make([]string, ix.N()), make([]string, ix.N())
-		for i := range titles {
-			titles[i], texts[i] = ix.Title(i), ix.Text(i)
+// readersOf names the methods that read the section a build step writes.
+func readersOf(build string) string {
+	var section string
+	for _, b := range retrieve.Builds() {
+		if b.Name == build {
+			section = b.Section
 		}
-		return graphops.MentionEdges(ctx, titles, texts, mo)
-	case "knn":
-		return graphops.KNNEdges(ctx, ix.Postings, ix.Vectors, ix.Meta.Dims, ko)
 	}
-	return nil, fmt.Errorf("--kind must be mentions, knn, trigraph or ketrag, got %q", kind)
+	var ms []string
+	for _, m := range retrieve.Methods() {
+		if section != "" && slices.Contains(m.Reads, section) {
+			ms = append(ms, m.Name)
+		}
+	}
+	if len(ms) == 0 {
+		return ""
+	}
+	return " (read by --method " + strings.Join(ms, ", ") + ")"
 }
 
 func newGraphStats(g *globals) *cobra.Command {
 	var dir, kind, queries, biEncoder, pooling string
 	var limit, skip int
-	var betas string
-	var mf *methodFlags
+	var rf, mf *settingFlags
+	reports := retrieve.Reports()
 	cmd := &cobra.Command{
 		Use: "stats --index <dir> [--kind k] [--queries q.jsonl]",
 		Example: `  gleaner graph stats --index idx/2wiki --kind mentions --queries data/2wiki/queries.jsonl
   gleaner graph stats --index idx/2wiki --kind trigraph --queries data/2wiki/queries.jsonl --limit 200
   gleaner graph stats --index idx/musique --kind ketrag --betas 0.2,0.5,0.8,1`,
-		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for the trigraph, entity statistics and how question entities reach the gold passages",
+		Short: "Print graph statistics: degrees and how many gold nodes lie within 1 and 2 hops of the BM25 top-10; for a method's structure (" + strings.Join(names(reports), ", ") + "), its own report",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if slices.Contains(names(reports), kind) {
+				return runReport(cmd, g, reportRun{dir: dir, kind: kind, queries: queries, biEncoder: biEncoder, pooling: pooling, limit: limit, skip: skip, rf: rf, mf: mf})
+			}
+			if err := refuseGiven(cmd, append(rf.names, mf.names...), "--kind "+strings.Join(names(reports), ", ")); err != nil {
+				return err
+			}
 			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
 			defer ix.Close()
-			if kind != "" && kind != "trigraph" && kind != "ketrag" && !slices.Contains(ix.Meta.GraphKinds, kind) {
-				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and trigraph and ketrag when built)", kind, ix.Meta.GraphKinds)
-			}
-			if kind == "ketrag" {
-				bs, err := parseBetas(betas)
-				if err != nil {
-					return err
-				}
-				if ix.KETRAG == nil {
-					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoKETRAG)
-				}
-				return printKETRAGStats(cmd.OutOrStdout(), ix, bs)
-			}
-			if kind == "trigraph" {
-				if ix.TriGraph == nil {
-					return fmt.Errorf("index %s: %w", dir, retrieve.ErrNoTriGraph)
-				}
-				var qs []corpus.Query
-				if queries != "" {
-					if qs, err = corpus.ReadQueries(queries, nil, corpus.ReadOptions{Logger: g.log}); err != nil {
-						return err
-					}
-					if qs, err = sliceQueries(qs, skip, limit); err != nil {
-						return err
-					}
-				}
-				o, err := mf.options(mf.o.FastInsight.BMax)
-				if err != nil {
-					return err
-				}
-				return printTriGraphStats(cmd.Context(), cmd.OutOrStdout(), ix, qs, o)
+			if kind != "" && !slices.Contains(ix.Meta.GraphKinds, kind) {
+				return fmt.Errorf("--kind %q: the index has the graph kinds %v (and %s when built)", kind, ix.Meta.GraphKinds, strings.Join(names(reports), ", "))
 			}
 			var kinds []string
 			if kind != "" {
@@ -207,16 +175,76 @@ func newGraphStats(g *globals) *cobra.Command {
 			return printReach(cmd.Context(), cmd.OutOrStdout(), ix, adj, qs)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "index", "", "index folder")
-	cmd.Flags().StringVar(&kind, "kind", "", "only edges of this kind (default: all)")
-	cmd.Flags().StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
-	cmd.Flags().IntVar(&limit, "limit", 0, "trigraph: only the first N queries (0: all; after --skip)")
-	cmd.Flags().IntVar(&skip, "skip", 0, "trigraph: leave out the first N queries")
-	cmd.Flags().StringVar(&betas, "betas", "0.2,0.5,0.8,1", "ketrag: the β shares of the extraction cost table")
-	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (trigraph queries embed with it)")
-	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
-	mf = addMethodFlags(cmd.Flags(), g)
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "index", "", "index folder")
+	fl.StringVar(&kind, "kind", "", "only edges of this kind (default: all), or a method's structure: "+strings.Join(names(reports), ", "))
+	fl.StringVar(&queries, "queries", "", "queries with gold ids, for the reachability figures")
+	fl.IntVar(&limit, "limit", 0, "reports: only the first N queries (0: all; after --skip)")
+	fl.IntVar(&skip, "skip", 0, "reports: leave out the first N queries")
+	fl.StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (queries embed with it)")
+	fl.StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
+	rf = addSettingFlags(fl, reports, "--kind")
+	mf = addSettingFlags(fl, withoutParams(retrieve.Methods(), rf.names), "a report's method:")
 	return cmd
+}
+
+// withoutParams drops the settings named (another flag set has them).
+func withoutParams(infos []retrieve.Info, drop []string) []retrieve.Info {
+	out := make([]retrieve.Info, len(infos))
+	for i, in := range infos {
+		in.Params = slices.DeleteFunc(slices.Clone(in.Params), func(p *retrieve.Param) bool { return slices.Contains(drop, p.Name()) })
+		out[i] = in
+	}
+	return out
+}
+
+// refuseGiven refuses flags that apply to another choice.
+func refuseGiven(cmd *cobra.Command, flags []string, applies string) error {
+	for _, n := range flags {
+		if cmd.Flags().Changed(n) {
+			return fmt.Errorf("--%s applies to %s", n, applies)
+		}
+	}
+	return nil
+}
+
+// reportRun is one `graph stats --kind <report>`.
+type reportRun struct {
+	dir, kind, queries, biEncoder, pooling string
+	limit, skip                            int
+	rf, mf                                 *settingFlags
+}
+
+// runReport runs a registered report, its methods configured by the
+// method flags.
+func runReport(cmd *cobra.Command, g *globals, r reportRun) error {
+	cfgs, err := r.rf.configs(retrieve.NewReportConfig, []string{r.kind})
+	if err != nil {
+		return err
+	}
+	ix, err := openIndex(g, r.dir, r.biEncoder, r.pooling)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	env := retrieve.ReportEnv{Env: retrieve.Env{Backend: g.be, Logger: g.log}, Out: cmd.OutOrStdout(),
+		Method: func(name string) (*retrieve.Config, error) {
+			cs, err := r.mf.configs(retrieve.NewConfig, []string{name})
+			if err != nil {
+				return nil, err
+			}
+			return cs[0], nil
+		}}
+	if r.queries != "" {
+		qs, err := corpus.ReadQueries(r.queries, nil, corpus.ReadOptions{Logger: g.log})
+		if err != nil {
+			return err
+		}
+		if env.Queries, err = sliceQueries(qs, r.skip, r.limit); err != nil {
+			return err
+		}
+	}
+	return retrieve.Report(cmd.Context(), env, ix, cfgs[0])
 }
 
 func printDegrees(w io.Writer, a *graphops.Adjacency) {

@@ -151,8 +151,16 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 	} else {
 		fmt.Fprintf(w, "head\tnone (re2, gar and fastinsight need one: gleaner train head)\n")
 	}
-	if m.Tokenizer != "" {
-		fmt.Fprintf(w, "tokens\tnode token ids stored for the tokenizer with sha256 %s\n", m.Tokenizer)
+	if _, hash, ok := ix.Tokens(0); ok {
+		fmt.Fprintf(w, "tokens\tnode token ids stored for the tokenizer with sha256 %s\n", hash)
+	}
+	for _, st := range ix.Sections() {
+		state := "ok"
+		if st.Err != nil {
+			state = "unusable: " + st.Err.Error()
+		}
+		fmt.Fprintf(w, "section %s\t%s, version %d, %s on node changes, %d files, %.1f MiB: %s\n",
+			st.Name, st.Summary, st.Record.Version, st.Record.Update, len(st.Record.Files), float64(st.Bytes)/(1<<20), state)
 	}
 	names := make([]string, 0, len(ix.Manifest.Files))
 	var total int64

@@ -16,8 +16,6 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
-	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 func main() {
@@ -32,16 +30,13 @@ func main() {
 	}
 }
 
-// cliHint names the command that fixes a library error, which speaks of
-// the Go API rather than of the CLI.
+// cliHint names the command that fixes a store error. What an index lacks
+// (index.MissingError: a section, edges, a head) says in its own message
+// how to build it, in words its package wrote.
 func cliHint(err error) string {
 	switch {
-	case errors.Is(err, index.ErrNoHead):
-		return "train one with `gleaner train head --index <dir>`, or rebuild with `gleaner index` (it trains one by default)"
 	case errors.Is(err, store.ErrVersion):
 		return "rebuild it with `gleaner index <corpus> -o <dir>`"
-	case errors.Is(err, retrieve.ErrNoGraph):
-		return "build the edges with `gleaner graph build --kind mentions|knn --index <dir>`, or pick another --graph-kind"
 	case errors.Is(err, store.ErrNotOurs) || errors.Is(err, corpus.ErrNotCorpus):
 		return "choose an empty or new -o folder; gleaner never replaces a folder it did not write"
 	}

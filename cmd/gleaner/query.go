@@ -15,7 +15,7 @@ import (
 
 func newQuery(g *globals) *cobra.Command {
 	var dir, method, biEncoder, pooling string
-	var mf *methodFlags
+	var sf *settingFlags
 	var k int
 	var withContext bool
 	cmd := &cobra.Command{
@@ -38,7 +38,18 @@ func newQuery(g *globals) *cobra.Command {
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive, got %d", k)
 			}
-			mo, err := mf.options(mf.o.FastInsight.BMax) // every flag before the index is read
+			var allow []string
+			budget := contextBudget
+			if withContext {
+				allow = []string{"budget"} // the context's size, for every method
+				if cmd.Flags().Changed("k") {
+					return fmt.Errorf("-k does not apply with --context: the context's size is --budget tokens")
+				}
+				if err := parseBudget(sf, &budget); err != nil {
+					return err
+				}
+			}
+			cfgs, err := sf.configs(retrieve.NewConfig, []string{method}, allow...) // every flag before the index is read
 			if err != nil {
 				return err
 			}
@@ -47,24 +58,14 @@ func newQuery(g *globals) *cobra.Command {
 				return err
 			}
 			defer ix.Close()
-			var allow []string
-			if withContext {
-				allow = []string{"budget"} // the context's size, for every method
-				if cmd.Flags().Changed("k") {
-					return fmt.Errorf("-k does not apply with --context: the context's size is --budget tokens")
-				}
-			}
-			if err := mf.refuseUnused([]string{method}, allow...); err != nil {
-				return err
-			}
-			m, err := retrieve.NewWith(method, ix, mo)
+			m, err := newMethod(g, ix, cfgs[0])
 			if err != nil {
 				return err
 			}
 			defer retrieve.CloseAll(context.Background(), m)
 			text := strings.Join(args, " ")
 			if withContext {
-				return printContext(cmd, m, ix, retrieve.Query{Text: text}, mo.KETRAG.Budget)
+				return printContext(cmd, m, ix, retrieve.Query{Text: text}, budget)
 			}
 			start := time.Now()
 			hits, err := m.Retrieve(cmd.Context(), retrieve.Query{Text: text}, k)
@@ -86,7 +87,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
 	cmd.Flags().BoolVar(&withContext, "context", false, "print the LLM context instead of the ranking: ketrag's own, other methods' top nodes; --budget tokens")
-	mf = addMethodFlags(cmd.Flags(), g)
+	sf = addSettingFlags(cmd.Flags(), retrieve.Methods(), "--method")
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
 	cmd.Flags().StringVar(&pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	return cmd
@@ -117,3 +118,43 @@ func printContext(cmd *cobra.Command, m retrieve.Method, ix *index.Index, q retr
 
 // contextDepth is how many top nodes a ranking method offers a context.
 const contextDepth = 1000
+
+// contextBudget is --context's size without --budget: KET-RAG's λ.
+const contextBudget = 12000
+
+// parseBudget reads --budget as the context's size, for every method.
+func parseBudget(sf *settingFlags, budget *int) error {
+	text, ok := sf.overrides().Get("budget")
+	if !ok {
+		return nil
+	}
+	if _, err := fmt.Sscan(text, budget); err != nil || fmt.Sprint(*budget) != strings.TrimSpace(text) || retrieve.CheckBudget(*budget) != nil {
+		return fmt.Errorf("--budget %q: want a token count in [1, %d]", text, retrieve.MaxContextBudget)
+	}
+	return nil
+}
+
+// newMethod makes a configured method on the CLI's backend, saying so when
+// the method's work stays on the host whatever --backend is.
+func newMethod(g *globals, ix *index.Index, cfg *retrieve.Config) (retrieve.Method, error) {
+	noteHost(g, cfg.Name(), hostOf(retrieve.Methods(), cfg.Name()))
+	return retrieve.New(ix, retrieve.Env{Backend: g.be, Logger: g.log}, cfg)
+}
+
+// hostOf is a component's Host note.
+func hostOf(infos []retrieve.Info, name string) string {
+	for _, i := range infos {
+		if i.Name == name {
+			return i.Host
+		}
+	}
+	return ""
+}
+
+// noteHost tells, once per component, that --backend does not apply to
+// work the component runs on the host.
+func noteHost(g *globals, name, host string) {
+	if host != "" && g.be != nil && g.be.Name() != "cpu" {
+		g.log.Warn("--backend applies only in part", "backend", g.be.Name(), "component", name, "host", host)
+	}
+}

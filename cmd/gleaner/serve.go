@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server"
 )
 
@@ -21,6 +22,7 @@ func newServe(g *globals) *cobra.Command {
 	var indexes []string
 	var addr string
 	var grace time.Duration
+	var sf *settingFlags
 	cfg := server.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "serve --index name=dir [--index name=dir ...] [--addr 127.0.0.1:8080]",
@@ -28,7 +30,10 @@ func newServe(g *globals) *cobra.Command {
 		Long: `Serve the methods over the given indexes (opened read-only once, shared by all requests).
 
   POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "options", "stream", "timeout_ms", "text"}
-  GET  /v1/indexes, /v1/methods, /healthz, /readyz, /metrics (Prometheus)
+  GET  /v1/indexes, /v1/methods (every method's settings), /healthz, /readyz, /metrics (Prometheus)
+
+The method flags (--bmax, --model, …) set what requests start from; a request's "options" change any
+setting but the local ones (--model, --runtime, --precision), which only the server sets.
   POST /v1/admin/reload reopens the index folders (rebuilt in place) and swaps them in atomically
 
 At --max-in-flight requests the server answers 503 with Retry-After at once. SIGHUP reloads like
@@ -52,7 +57,7 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 			if grace <= 0 {
 				return fmt.Errorf("--grace must be positive, got %v", grace)
 			}
-			cfg.Options.Backend, cfg.Logger = g.be, g.log
+			cfg.Backend, cfg.Logger, cfg.Settings = g.be, g.log, sf.overrides()
 			s, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -75,6 +80,7 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
 	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
+	sf = addSettingFlags(fl, retrieve.Methods(), "--method")
 	return cmd
 }
 

@@ -12,31 +12,14 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-// sweepMethods are the methods of FastInsight's Figures 4 and 6, swept
-// when --method is not given.
-var sweepMethods = []string{"fastinsight", "gar", "re2-vector"}
-
 // sweep evaluates the methods at b_max = 10, 20, …, 100 and writes the
 // plots.
-func sweep(ctx context.Context, w io.Writer, f *evalFlags, names []string, ix *index.Index, qs []corpus.Query, opt eval.Options) error {
+func sweep(ctx context.Context, w io.Writer, g *globals, f *evalFlags, names []string, ix *index.Index, qs []corpus.Query, opt eval.Options) error {
 	var pts []eval.SweepPoint
 	opt.RunDir = ""
 	fmt.Fprintf(w, "b_max sweep of %v (b_max is also GAR's budget and re2's depth; other methods do not change)\n", names)
 	for bmax := 10; bmax <= 100; bmax += 10 {
-		var ms []retrieve.Method
-		for _, name := range names {
-			mo, err := f.m.options(bmax)
-			if err != nil {
-				return err
-			}
-			m, err := retrieve.NewWith(name, ix, mo)
-			if err != nil {
-				return err
-			}
-			ms = append(ms, m)
-		}
-		rep, err := eval.Evaluate(ctx, ix, qs, ms, opt)
-		retrieve.CloseAll(context.Background(), ms...)
+		rep, err := sweepStep(ctx, g, f, names, ix, qs, opt, bmax)
 		if err != nil {
 			return err
 		}
@@ -56,4 +39,27 @@ func sweep(ctx context.Context, w io.Writer, f *evalFlags, names []string, ix *i
 	}
 	fmt.Fprintf(w, "plots: %s-pareto.{png,svg}, %s-tr.{png,svg}\n", f.plot, f.plot)
 	return nil
+}
+
+// sweepStep evaluates the methods with bmax set (as --bmax would).
+func sweepStep(ctx context.Context, g *globals, f *evalFlags, names []string, ix *index.Index, qs []corpus.Query, opt eval.Options, bmax int) (*eval.Report, error) {
+	ov := f.sf.overrides()
+	ov.Set("bmax", fmt.Sprint(bmax))
+	var ms []retrieve.Method
+	defer func() { retrieve.CloseAll(context.Background(), ms...) }()
+	for _, name := range names {
+		cfg, err := retrieve.NewConfig(name)
+		if err != nil {
+			return nil, err
+		}
+		if err := ov.Apply(cfg); err != nil {
+			return nil, flagError(err)
+		}
+		m, err := newMethod(g, ix, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return eval.Evaluate(ctx, ix, qs, ms, opt)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/headtrain"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 func newTrain(g *globals) *cobra.Command {
@@ -69,7 +70,35 @@ split) or, without them, from pseudo-queries cut from node sentences. Training i
 	fl.IntVar(&o.Epochs, "epochs", o.Epochs, fmt.Sprintf("training epochs (1 to %d)", headtrain.MaxEpochs))
 	fl.IntVar(&o.Hidden, "hidden", o.Hidden, "hidden units")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "random seed")
-	cmd.AddCommand(head, newTrainSeeder(g))
+	cmd.AddCommand(head)
+	for _, b := range buildsOf(retrieve.BuildTrain) {
+		cmd.AddCommand(newTrainBuild(g, b))
+	}
+	return cmd
+}
+
+// newTrainBuild is `gleaner train NAME` for a registered build step.
+func newTrainBuild(g *globals, b retrieve.Info) *cobra.Command {
+	var dir string
+	var sf *settingFlags
+	cmd := &cobra.Command{
+		Use:   b.Name + " --index <dir>",
+		Short: b.Summary,
+		Long:  b.Long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return fmt.Errorf("--index is required")
+			}
+			cfgs, err := sf.configs(retrieve.NewBuildConfig, []string{b.Name})
+			if err != nil {
+				return err
+			}
+			return runBuild(cmd, g, dir, cfgs[0], "", "")
+		},
+	}
+	cmd.Flags().StringVar(&dir, "index", "", "index folder")
+	sf = addSettingFlags(cmd.Flags(), []retrieve.Info{b}, "train "+b.Name)
 	return cmd
 }
 

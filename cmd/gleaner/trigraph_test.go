@@ -25,15 +25,15 @@ func TestTriGraphCLI(t *testing.T) {
 	}{
 		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--ner", "spacy"}, "--ner"},
 		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--workers", "0"}, "workers"},
-		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--tau", "2"}, "τ"},
-		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--kappa", "-1"}, "κ"},
+		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--tau", "2"}, "--tau 2: want a value in [0, 1]"},
+		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--kappa", "-1"}, "--kappa -1: want ≥ 1"},
 		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--preset", "squad"}, "--preset"},
 		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--tg-damping", "1"}, "damping"},
-		{[]string{"eval", "--index", idir, "--method", "linearrag", "--passage-scores", "dense"}, "passage scores"},
-		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--max-iter", "0"}, "max iterations"},
-		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--passage-weight", "1e307"}, "passage weight"},
-		{[]string{"graph", "build", "--kind", "knn", "--index", idir, "--ner", "prose"}, "--ner applies to --kind trigraph"},
-		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--k-lex", "3"}, "--k-lex applies to --kind knn"},
+		{[]string{"eval", "--index", idir, "--method", "linearrag", "--passage-scores", "dense"}, "--passage-scores dense: want one of"},
+		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--max-iter", "0"}, "--max-iter 0: want ≥ 1"},
+		{[]string{"eval", "--index", idir, "--method", "nexusrag", "--passage-weight", "1e307"}, "--passage-weight 1e+307: want a value in [0, 1e+06]"},
+		{[]string{"graph", "build", "--kind", "knn", "--index", idir, "--ner", "prose"}, "--ner applies to --kind ketrag, trigraph"},
+		{[]string{"graph", "build", "--kind", "trigraph", "--index", idir, "--k-lex", "3"}, "--k-lex applies to --kind ketrag, knn"},
 		{[]string{"graph", "stats", "--kind", "bogus", "--index", idir}, "graph kinds"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -17,7 +17,7 @@ import (
 // whenever an array's meaning or encoding changes.
 const (
 	FormatName    = "gleaner-index"
-	FormatVersion = 2 // 2: the manifest checksums itself
+	FormatVersion = 3 // 2: the manifest checksums itself; 3: sections (named, versioned, "<section>.<file>")
 	ManifestFile  = "manifest.json"
 )
 

@@ -1,5 +1,6 @@
-// Package client calls a `gleaner serve` server from Go. A Client is safe
-// for concurrent use.
+// Package client calls a `gleaner serve` server from Go. It imports only
+// the standard library and server/api, so a service links it without the
+// engine. A Client is safe for concurrent use.
 package client
 
 import (
@@ -15,7 +16,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
 )
 
 // Client talks to one server (or a load balancer in front of replicas).
@@ -42,7 +43,7 @@ func New(base string, hc *http.Client) (*Client, error) {
 type APIError struct {
 	Status     int
 	RetryAfter string
-	Body       server.Error
+	Body       api.Error
 }
 
 func (e *APIError) Error() string {
@@ -53,14 +54,14 @@ func (e *APIError) Error() string {
 }
 
 // Retrieve runs one query and returns its final ranking.
-func (c *Client) Retrieve(ctx context.Context, req server.RetrieveRequest) (*server.RetrieveResponse, error) {
+func (c *Client) Retrieve(ctx context.Context, req api.RetrieveRequest) (*api.RetrieveResponse, error) {
 	req.Stream = false
 	resp, err := c.post(ctx, "/v1/retrieve", req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out server.RetrieveResponse
+	var out api.RetrieveResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("client: decoding the response: %w", err)
 	}
@@ -68,9 +69,11 @@ func (c *Client) Retrieve(ctx context.Context, req server.RetrieveRequest) (*ser
 }
 
 // Stream runs one query on a streaming method and calls fn with each round
-// as the server sends it (the last has Done set); fn returning false closes
-// the request, which cancels the server's work.
-func (c *Client) Stream(ctx context.Context, req server.RetrieveRequest, fn func(*server.RetrieveResponse) bool) error {
+// as the server sends it; the last call has Done set and repeats the final
+// ranking. fn returning false closes the request, which cancels the
+// server's work. A method that does not stream answers in one call, with
+// Done set.
+func (c *Client) Stream(ctx context.Context, req api.RetrieveRequest, fn func(*api.RetrieveResponse) bool) error {
 	req.Stream = true
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -83,14 +86,14 @@ func (c *Client) Stream(ctx context.Context, req server.RetrieveRequest, fn func
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
 		var line struct {
-			server.RetrieveResponse
+			api.RetrieveResponse
 			Error string `json:"error"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return fmt.Errorf("client: decoding a streamed line: %w", err)
 		}
 		if line.Error != "" {
-			return &APIError{Status: http.StatusInternalServerError, Body: server.Error{Error: line.Error}}
+			return &APIError{Status: http.StatusInternalServerError, Body: api.Error{Error: line.Error}}
 		}
 		if !fn(&line.RetrieveResponse) || line.Done {
 			return nil
@@ -116,6 +119,11 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 	// a fresh connection when a kept-alive one was closed under it (a server
 	// draining or reloading its listener), instead of failing with EOF.
 	r.Header.Set("Idempotency-Key", idempotencyKey())
+	return c.do(r)
+}
+
+// do sends r and turns a non-2xx answer into an *APIError.
+func (c *Client) do(r *http.Request) (*http.Response, error) {
 	resp, err := c.hc.Do(r)
 	if err != nil {
 		return nil, err
@@ -136,4 +144,32 @@ func idempotencyKey() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Methods lists the server's methods and their settings.
+func (c *Client) Methods(ctx context.Context) (*api.Methods, error) {
+	var out api.Methods
+	return &out, c.get(ctx, "/v1/methods", &out)
+}
+
+// Indexes lists the served indexes.
+func (c *Client) Indexes(ctx context.Context) ([]api.Index, error) {
+	var out []api.Index
+	return out, c.get(ctx, "/v1/indexes", &out)
+}
+
+func (c *Client) get(ctx context.Context, path string, v any) error {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("client: decoding %s: %w", path, err)
+	}
+	return nil
 }

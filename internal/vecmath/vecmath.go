@@ -1,0 +1,64 @@
+// Package vecmath holds the small host-side vector helpers several methods
+// share (cosines of a query against a handful of rows, score scaling):
+// work too small for an engine op.
+package vecmath
+
+import "math"
+
+// Dot is the float32 inner product, accumulated in float64.
+func Dot(a, b []float32) float32 {
+	var s float64
+	for i, x := range a {
+		s += float64(x) * float64(b[i])
+	}
+	return float32(s)
+}
+
+// Unit returns v scaled to unit length; false for a zero or non-finite v.
+func Unit(v []float32) ([]float32, bool) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if !(s > 0) || math.IsInf(s, 0) {
+		return nil, false
+	}
+	out := make([]float32, len(v))
+	inv := 1 / math.Sqrt(s)
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out, true
+}
+
+// UnitRows normalises the n rows of vecs (d values each); a short or zero
+// row stays nil.
+func UnitRows(vecs []float32, n, d int) [][]float32 {
+	out := make([][]float32, n)
+	for r := range out {
+		if (r+1)*d <= len(vecs) {
+			out[r], _ = Unit(vecs[r*d : (r+1)*d])
+		}
+	}
+	return out
+}
+
+// MinMaxScaled maps scores to [0, mass] by min–max normalisation, in
+// place; all equal scores give every entry mass (HippoRAG's min–max then
+// yields ones: a uniform reset, plain PageRank).
+func MinMaxScaled(s []float64, mass float64) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range s {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if !(hi > lo) {
+		for i := range s {
+			s[i] = mass
+		}
+		return s
+	}
+	for i, x := range s {
+		s[i] = mass * (x - lo) / (hi - lo)
+	}
+	return s
+}

@@ -1,0 +1,509 @@
+// Package trigraph is NexusRAG and LinearRAG (docs/methods.md §2): the
+// Tri-Graph of entities, sentences and passages as an index section (built
+// by `gleaner graph build --kind trigraph`), methods "nexusrag" and
+// "linearrag" over it, and its report (`gleaner graph stats --kind
+// trigraph`). The two methods share one section and one options type; they
+// differ in NexusRAG's neighbour clamp, W hop and passage initialisation.
+package trigraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/vecmath"
+	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// Options configure "nexusrag" and "linearrag" (docs/methods.md
+// §2.1, §2.4–2.5). Start from Preset or DefaultOptions; every field
+// is used as given.
+type Options struct {
+	MaxIter       int     // maxT: propagation runs MaxIter−1 rounds (3 → 2)
+	Threshold     float64 // δ: pruning threshold and NexusRAG's floor
+	Sentences     int     // η: sentences an entity spreads through per round
+	Damping       float64 // PageRank's probability of following an edge, in (0, 1)
+	Tolerance     float64 // PageRank stops when a sweep changes π by less than this in L1 (1e-10, igraph's)
+	PassageWeight float64 // ω_p: the passages' share of the restart vector
+	PassageRatio  float64 // LinearRAG: weight of the dense score in a passage's restart mass
+	// PassageScores is the passage similarity of the restart vector: the
+	// reference's dense cosine (StageVector) or another first stage
+	// (StageBM25, StageHybrid, configured by Hybrid).
+	PassageScores string
+	// Hybrid configures PassageScores = StageHybrid.
+	Hybrid retrieve.HybridOptions
+	// Adjacent joins passage i and i+1 in the PageRank graph (the
+	// reference's chunk-order edges).
+	Adjacent bool
+	// NER finds the question's entities; nil means the extractor the
+	// index's Tri-Graph was built with (recorded in its manifest).
+	NER    ner.EntityExtractor
+	preset string // the preset last applied (the preset setting)
+}
+
+// Presets lists the per-dataset presets of §2.1.
+func Presets() []string { return []string{"2wiki", "hotpotqa", "musique", "medical"} }
+
+// Preset returns the settings the papers report for a dataset:
+// maxT, δ, η and LinearRAG's passage_ratio differ; d = 0.5 and ω_p = 0.05
+// everywhere.
+func Preset(name string) (Options, error) {
+	o := Options{MaxIter: 3, Threshold: 0.4, Sentences: 1, Damping: 0.5, Tolerance: 1e-10, PassageWeight: 0.05, PassageRatio: 0.05, Adjacent: true,
+		PassageScores: retrieve.StageVector, Hybrid: retrieve.DefaultHybrid()}
+	switch name {
+	case "2wiki", "hotpotqa":
+	case "musique":
+		o.MaxIter, o.Threshold, o.Sentences, o.PassageRatio = 5, 0.1, 4, 2.0
+	case "medical":
+		o.MaxIter, o.Threshold, o.Sentences, o.PassageRatio = 3, 0.5, 3, 1.5
+	default:
+		return o, fmt.Errorf("trigraph: preset %q: want one of %s", name, strings.Join(Presets(), ", "))
+	}
+	return o, nil
+}
+
+// maxPassageScale bounds ω_p and passage_ratio: the papers use ≤ 2, and
+// values near float64's range overflow exp(·)·ω_p to +Inf.
+const maxPassageScale = 1e6
+
+// DefaultOptions are the 2Wiki/HotpotQA preset.
+func DefaultOptions() Options {
+	o, _ := Preset("2wiki")
+	return o
+}
+
+// Params binds every setting; preset sets several of them at once, and
+// any given explicitly overrides it.
+func (o *Options) Params(p *retrieve.Params) {
+	p.Setter("preset", "nexusrag/linearrag: the paper's settings for a dataset: "+strings.Join(Presets(), ", ")+" (default: 2wiki's)",
+		func() string { return o.preset }, o.applyPreset).First()
+	p.Int(&o.MaxIter, "max-iter", "nexusrag/linearrag: maxT; propagation runs maxT−1 rounds", retrieve.AtLeast(1))
+	p.Float(&o.Threshold, "delta", "nexusrag/linearrag: δ, the pruning threshold (and nexusrag's floor)", retrieve.AtLeast(0.0), retrieve.Finite)
+	p.Int(&o.Sentences, "eta", "nexusrag/linearrag: η, sentences an entity spreads through per round", retrieve.AtLeast(1))
+	p.Float(&o.Damping, "tg-damping", "nexusrag/linearrag: PageRank's probability of following an edge, in (0,1)", retrieve.Between(0.0, 1.0))
+	p.Float(&o.Tolerance, "tg-tol", "nexusrag/linearrag: PageRank's L1 tolerance (igraph's 1e-10; larger is faster)", retrieve.Between(0.0, 1.0))
+	p.Float(&o.PassageWeight, "passage-weight", "nexusrag/linearrag: ω_p, the passages' weight in the restart vector", retrieve.Within(0.0, maxPassageScale))
+	p.Float(&o.PassageRatio, "passage-ratio", "linearrag: weight of the dense score in a passage's restart mass", retrieve.Within(0.0, maxPassageScale))
+	p.String(&o.PassageScores, "passage-scores", "nexusrag/linearrag: passage similarity of the restart vector: vector (the papers'), bm25 or hybrid", retrieve.OneOf(retrieve.Stages()...))
+	o.Hybrid.Params(p)
+	p.Bool(&o.Adjacent, "adjacent-passages", "nexusrag/linearrag: join consecutive passages in the PageRank graph")
+}
+
+// applyPreset sets the preset's values (those given explicitly are set
+// after it: the preset is a First setting).
+func (o *Options) applyPreset(name string) error {
+	preset := name
+	if preset == "" { // the default: 2wiki's values
+		preset = "2wiki"
+	}
+	p, err := Preset(preset)
+	if err != nil {
+		return err
+	}
+	o.MaxIter, o.Threshold, o.Sentences, o.Damping = p.MaxIter, p.Threshold, p.Sentences, p.Damping
+	o.PassageWeight, o.PassageRatio, o.Adjacent, o.preset = p.PassageWeight, p.PassageRatio, p.Adjacent, name
+	return nil
+}
+
+// Validate checks every setting.
+func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Params) }
+
+func init() {
+	for _, nexus := range []bool{true, false} {
+		name, summary := "nexusrag", "NexusRAG: question entities → Tri-Graph propagation (neighbour clamp, W hop) → passage PageRank"
+		params := (*Options).Params
+		if !nexus {
+			name, summary = "linearrag", "LinearRAG: question entities → Tri-Graph propagation → passage PageRank"
+		} else {
+			params = func(o *Options, p *retrieve.Params) { o.Params(p); p.Drop("passage-ratio") } // LinearRAG's alone
+		}
+		retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: name, Summary: summary, Defaults: DefaultOptions, Params: params,
+			Reads: []string{Section}, Host: "propagation and PageRank run on the host (sparse, per query); entity linking and passage scores run on the backend",
+			New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
+				return newMethod(ix, env, o, nexus)
+			}}))
+	}
+}
+
+// NewNexusRAG makes method "nexusrag" with o.
+func NewNexusRAG(ix *index.Index, env retrieve.Env, o Options) (*Method, error) {
+	return newMethod(ix, env, o, true)
+}
+
+// NewLinearRAG makes method "linearrag" with o.
+func NewLinearRAG(ix *index.Index, env retrieve.Env, o Options) (*Method, error) {
+	return newMethod(ix, env, o, false)
+}
+
+func newMethod(ix *index.Index, env retrieve.Env, o Options, nexus bool) (*Method, error) {
+	name := map[bool]string{true: "nexusrag", false: "linearrag"}[nexus]
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	tg, err := Of(ix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if env.Backend == nil {
+		return nil, retrieve.ErrNoBackend
+	}
+	if o.NER == nil {
+		ex, err := indexExtractor(ix, tg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: question NER: %w", name, err)
+		}
+		o.NER = ex
+	}
+	seg, err := ner.NewSegmenter()
+	if err != nil {
+		return nil, err
+	}
+	st, err := retrieve.NewStage(ix, env.Backend, retrieve.StageOptions{Kind: o.PassageScores, Hybrid: o.Hybrid})
+	if err != nil {
+		return nil, err
+	}
+	return &Method{nexus: nexus, ix: ix, tg: tg, o: o, be: env.Backend, st: st, seg: seg}, nil
+}
+
+// Method is NexusRAG (nexus: neighbour clamp, W hop, exp passage
+// initialisation) or LinearRAG (plain products, passage_ratio), over the
+// index's Tri-Graph (docs/methods.md §2.4–2.5): question NER → seed
+// entities by cosine → propagation through sentences → passage restart
+// mass → personalized PageRank over entities and passages.
+type Method struct {
+	nexus bool
+	ix    *index.Index
+	tg    *TriGraph
+	o     Options
+	be    engine.Backend
+	st    *retrieve.Stage
+	seg   *ner.Segmenter
+	once  sync.Once
+	plan  *graphops.PPRPlan
+	adjEr error
+	exact struct {
+		once sync.Once
+		ids  map[string]int32 // lowercased surface string → its first entity
+	}
+}
+
+// indexExtractor rebuilds the extractor the Tri-Graph was built with.
+func indexExtractor(ix *index.Index, tg *TriGraph) (ner.EntityExtractor, error) {
+	var titles []string
+	if name := tg.Meta.NER; name == "titles" || name == "both" {
+		for i := 0; i < ix.N(); i++ {
+			titles = append(append(titles, ix.Title(i)), ix.Aliases(i)...)
+		}
+	}
+	return ner.New(tg.Meta.NER, titles)
+}
+
+func (m *Method) Name() string {
+	if m.nexus {
+		return "nexusrag"
+	}
+	return "linearrag"
+}
+
+// Retrieve implements Method.
+func (m *Method) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	hits, _, err := m.Trace(ctx, q, k)
+	return hits, err
+}
+
+// Trace tells what one nexusrag/linearrag query did: the question's
+// entities, the seeds they linked to, the propagation, and how long each
+// stage took.
+type Trace struct {
+	QuestionEntities []string
+	Seeds            []TraceSeed
+	Rounds           int
+	Active           []graphops.Activation // every activated entity's last write
+	Fallback         bool                  // no seed: the dense ranking was returned
+	Stages           map[string]time.Duration
+}
+
+// TraceSeed is a question entity linked to its nearest Tri-Graph entity.
+type TraceSeed struct {
+	Mention string
+	Entity  string
+	Score   float64
+}
+
+// Trace retrieves like Retrieve and reports what happened.
+func (m *Method) Trace(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, *Trace, error) {
+	tr := &Trace{Stages: map[string]time.Duration{}}
+	clock := time.Now()
+	lap := func(stage string) { now := time.Now(); tr.Stages[stage] += now.Sub(clock); clock = now }
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, tr, fmt.Errorf("%s needs question text (its entities seed the walk): %w", m.Name(), retrieve.ErrEmptyQuery)
+	}
+	qv, err := m.queryVector(ctx, q)
+	if err != nil {
+		return nil, tr, err
+	}
+	dpr, signal, err := m.passageScores(ctx, q, qv)
+	if err != nil {
+		return nil, tr, err
+	}
+	lap("embed")
+	if tr.QuestionEntities, err = m.questionEntities(ctx, q.Text); err != nil {
+		return nil, tr, err
+	}
+	lap("ner")
+	seeds, err := m.link(ctx, tr)
+	if err != nil {
+		return nil, tr, err
+	}
+	lap("seeds")
+	if len(seeds) == 0 {
+		tr.Fallback = true
+		if !signal {
+			return nil, tr, nil // nothing to rank by, as bm25 and vector answer such a question
+		}
+		return topPassages(dpr, k), tr, nil
+	}
+	hits, err := m.walk(ctx, qv, dpr, signal, seeds, k, tr, lap)
+	return hits, tr, err
+}
+
+// passageScores is every passage's similarity to the question: the dense
+// cosine, or the configured first stage. signal is false when the question
+// matches nothing (a zero query vector, no BM25 term); the scores are then
+// zeros.
+func (m *Method) passageScores(ctx context.Context, q retrieve.Query, qv []float32) ([]float32, bool, error) {
+	if m.o.PassageScores == retrieve.StageVector {
+		if _, ok := vecmath.Unit(qv); !ok {
+			return make([]float32, m.ix.N()), false, nil
+		}
+		sc, err := retrieve.DenseScores(ctx, m.be, m.ix, qv)
+		return sc, true, err
+	}
+	sc, err := m.st.Scores(ctx, q)
+	if sc == nil && err == nil {
+		return make([]float32, m.ix.N()), false, nil
+	}
+	return sc, true, err
+}
+
+// queryVector embeds the question; a question the embedder cannot
+// represent gets a zero vector (every similarity 0), not an error, since
+// its entities may still link.
+func (m *Method) queryVector(ctx context.Context, q retrieve.Query) ([]float32, error) {
+	var v []float32
+	var err error
+	if q.Vector != nil {
+		v, err = m.ix.PrepareQueryVector(q.Vector)
+	} else {
+		v, err = m.ix.EmbedQuery(ctx, q.Text)
+	}
+	if errors.Is(err, index.ErrEmptyEmbedding) {
+		return make([]float32, m.ix.Meta.Dims), nil
+	}
+	return v, err
+}
+
+// questionEntities runs the NER over the question's sentences and returns
+// the distinct lowercased entities, in order (the reference lowercases).
+func (m *Method) questionEntities(ctx context.Context, text string) ([]string, error) {
+	sents, err := ner.Extract(ctx, m.seg, m.o.NER, text)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range sents {
+		for _, e := range s.Entities {
+			if l := strings.ToLower(e); !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+// link maps each question entity to the Tri-Graph entity of highest cosine
+// (no threshold, as the reference). An entity whose lowercased string
+// equals the mention's links at once with score 1: with a case-insensitive
+// embedder (LSA) identical text is the argmax, and among the entities tied
+// at cosine 1 (LSA stems "Girls" and "Girl" alike) it is the right one. A
+// mention the embedder cannot represent links to nothing.
+func (m *Method) link(ctx context.Context, tr *Trace) ([]graphops.Seed, error) {
+	if len(tr.QuestionEntities) == 0 || len(m.tg.Entities) == 0 {
+		return nil, nil
+	}
+	var seeds []graphops.Seed
+	var rest []string
+	for _, mention := range tr.QuestionEntities {
+		if e, ok := m.exactEntity(mention); ok {
+			seeds = append(seeds, graphops.Seed{Entity: e, Score: 1})
+			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: m.tg.Entities[e], Score: 1})
+		} else {
+			rest = append(rest, mention)
+		}
+	}
+	if len(rest) == 0 {
+		return seeds, nil
+	}
+	more, err := m.linkByCosine(ctx, rest, tr)
+	return append(seeds, more...), err
+}
+
+// exactEntity looks a lowercased mention up among the entities.
+func (m *Method) exactEntity(mention string) (int32, bool) {
+	m.exact.once.Do(func() {
+		m.exact.ids = make(map[string]int32, len(m.tg.Entities))
+		for e, s := range m.tg.Entities {
+			if _, dup := m.exact.ids[strings.ToLower(s)]; !dup {
+				m.exact.ids[strings.ToLower(s)] = int32(e)
+			}
+		}
+	})
+	e, ok := m.exact.ids[mention]
+	return e, ok
+}
+
+// linkByCosine links mentions to the entity of highest cosine (ties: the
+// lower entity number), on the backend.
+func (m *Method) linkByCosine(ctx context.Context, mentions []string, tr *Trace) ([]graphops.Seed, error) {
+	d := m.ix.Meta.Dims
+	vs, err := m.ix.Embedder.Embed(ctx, mentions)
+	if err != nil {
+		return nil, fmt.Errorf("trigraph: embedding question entities: %w", err)
+	}
+	if len(vs) != len(mentions)*d {
+		return nil, fmt.Errorf("trigraph: embedder %s returned %d values for %d entities of %d dims", m.ix.Embedder.Name(), len(vs), len(mentions), d)
+	}
+	var kept []string
+	var q []float32
+	for i, mention := range mentions {
+		if v, ok := vecmath.Unit(vs[i*d : (i+1)*d]); ok { // a zero or non-finite vector links to nothing
+			kept, q = append(kept, mention), append(q, v...)
+		}
+	}
+	best, scores, err := retrieve.Nearest(ctx, m.be, m.ix, "trigraph.entity_vectors", m.tg.EntityVecs, len(m.tg.Entities), d, q, len(kept))
+	if err != nil {
+		return nil, err
+	}
+	var seeds []graphops.Seed
+	for i, mention := range kept {
+		if e := best[i]; e >= 0 {
+			seeds = append(seeds, graphops.Seed{Entity: e, Score: float64(scores[i])})
+			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: m.tg.Entities[e], Score: float64(scores[i])})
+		}
+	}
+	return seeds, nil
+}
+
+// walk propagates from the seeds, sets the restart vector and ranks the
+// passages by personalized PageRank.
+func (m *Method) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds []graphops.Seed, k int, tr *Trace, lap func(string)) ([]retrieve.Hit, error) {
+	po := graphops.PropagationOptions{MaxIter: m.o.MaxIter, Threshold: m.o.Threshold, Sentences: m.o.Sentences, Neighbours: m.nexus}
+	uq, ok := vecmath.Unit(qv) // cosines, whatever the index's metric (the sentence vectors are unit)
+	if !ok {
+		uq = qv // zero: every similarity 0
+	}
+	prop, err := m.tg.Propagate(ctx, seeds, m.sentenceSims(uq), po)
+	if err != nil {
+		return nil, err
+	}
+	tr.Rounds, tr.Active = prop.Rounds, prop.Active
+	lap("propagate")
+	bonus := make([]float64, m.tg.Passages)
+	m.tg.PassageBonus(prop.Active, bonus)
+	reset := m.reset(dpr, bonus, prop.Weights)
+	lap("bonus")
+	if !slices.ContainsFunc(reset, func(x float64) bool { return x > 0 }) {
+		tr.Fallback = true // nothing restarts the walk (ω_p = 0 and no positive weight)
+		if !signal {
+			return nil, nil
+		}
+		return topPassages(dpr, k), nil
+	}
+	m.once.Do(func() {
+		adj, err := m.tg.PageRankGraph(m.o.Adjacent)
+		if m.adjEr = err; err == nil {
+			m.plan = graphops.NewPPRPlan(adj)
+		}
+	})
+	if m.adjEr != nil {
+		return nil, m.adjEr
+	}
+	pi, _, err := m.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: graphops.PPRIterations(m.o.Damping, m.o.Tolerance)})
+	if errors.Is(err, graphops.ErrNoConvergence) {
+		return nil, fmt.Errorf("%s: %w (damping %v, tolerance %v: lower the damping or raise the tolerance, --tg-damping / --tg-tol)", m.Name(), err, m.o.Damping, m.o.Tolerance)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name(), err)
+	}
+	lap("pagerank")
+	top := engine.NewTopK(min(k, m.tg.Passages))
+	for p := 0; p < m.tg.Passages; p++ {
+		top.Push(int32(p), float32(pi[p]))
+	}
+	return top.Results(), nil
+}
+
+// sentenceSims returns a memoised cosine of each sentence with the
+// question: propagation reads only the sentences of activated entities.
+func (m *Method) sentenceSims(qv []float32) func(int32) float32 {
+	d := m.ix.Meta.Dims
+	memo := map[int32]float32{}
+	return func(s int32) float32 {
+		if v, ok := memo[s]; ok {
+			return v
+		}
+		v := vecmath.Dot(m.tg.SentenceVecs[int(s)*d:(int(s)+1)*d], qv)
+		memo[s] = v
+		return v
+	}
+}
+
+// reset is the restart vector over [passages; entities]: ω_p·score_p for
+// passage p (NexusRAG: exp(minmax(max(dpr, 0))) + bonus; LinearRAG:
+// passage_ratio·minmax(dpr) + ln(1 + bonus)) and the cumulative entity
+// weights, NaN and negatives → 0 (the reference's rule, on both parts).
+func (m *Method) reset(dpr []float32, bonus, ew []float64) []float64 {
+	np := m.tg.Passages
+	r := make([]float64, np+len(ew))
+	for p, x := range dpr {
+		r[p] = float64(x)
+		if m.nexus {
+			r[p] = max(r[p], 0)
+		}
+	}
+	vecmath.MinMaxScaled(r[:np], 1)
+	for p := 0; p < np; p++ {
+		if m.nexus {
+			r[p] = m.o.PassageWeight * (math.Exp(r[p]) + bonus[p])
+		} else {
+			r[p] = m.o.PassageWeight * (m.o.PassageRatio*r[p] + math.Log1p(bonus[p]))
+		}
+	}
+	copy(r[np:], ew)
+	for i, x := range r { // a negative seed cosine can make either part negative or NaN
+		if !(x > 0) || math.IsInf(x, 0) {
+			r[i] = 0
+		}
+	}
+	return r
+}
+
+// topPassages ranks passages by dense score (the fallback).
+func topPassages(dpr []float32, k int) []retrieve.Hit {
+	top := engine.NewTopK(min(k, len(dpr)))
+	for p, x := range dpr {
+		top.Push(int32(p), x)
+	}
+	return top.Results()
+}

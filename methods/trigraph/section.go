@@ -1,0 +1,174 @@
+package trigraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models"
+)
+
+// The Tri-Graph's section (docs/index-format.md).
+const (
+	Section        = "trigraph"
+	sectionVersion = 1
+	fEntities      = "entities"  // strings: .bytes + _off.i64
+	fSentences     = "sentences" // strings
+	fEntVec        = "entity_vectors.f32"
+	fSentVec       = "sentence_vectors.f32"
+	buildHint      = "build one with `gleaner graph build --kind trigraph --index <dir>` (trigraph.Set)"
+)
+
+// ErrNoTriGraph is returned when nexusrag or linearrag runs on an index
+// without a Tri-Graph.
+var ErrNoTriGraph = &index.MissingError{What: "Tri-Graph", Hint: buildHint}
+
+func init() {
+	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
+		Summary: "Tri-Graph", Hint: buildHint, Load: load})
+}
+
+// csrs names the Tri-Graph's CSR files: prefix_ptr.i64, prefix_idx.i32
+// and, when weighted, prefix_w.f32.
+var csrs = []struct {
+	prefix   string
+	weighted bool
+	get      func(*graphops.TriGraph) *graphops.CSR
+}{
+	{"ent_sents", false, func(t *graphops.TriGraph) *graphops.CSR { return &t.EntSents }},
+	{"sent_ents", false, func(t *graphops.TriGraph) *graphops.CSR { return &t.SentEnts }},
+	{"pass_ents", true, func(t *graphops.TriGraph) *graphops.CSR { return &t.PassEnts }},
+	{"occur", true, func(t *graphops.TriGraph) *graphops.CSR { return &t.Occur }},
+	{"neighbours", true, func(t *graphops.TriGraph) *graphops.CSR { return &t.W }},
+}
+
+// TriGraph is a built Tri-Graph with its entity and sentence vectors
+// (rows of the index's embedder, unit length or zero).
+type TriGraph struct {
+	*graphops.TriGraph
+	EntityVecs   []float32 // len(Entities) × Dims
+	SentenceVecs []float32 // Sentences × Dims
+	SentenceText []string  // nil when opened from disk (read Sentence(i))
+	Meta         Meta
+	sentences    index.Strings
+}
+
+// Meta describes the Tri-Graph in the manifest.
+type Meta struct {
+	NER            string                    `json:"ner"`
+	Entities       int                       `json:"entities"`
+	Sentences      int                       `json:"sentences"`
+	Mentions       int                       `json:"mentions"` // passage–entity pairs
+	Neighbours     graphops.NeighbourOptions `json:"neighbours"`
+	BonusWholeWord bool                      `json:"bonus_whole_word"`
+	MeanNeighbours float64                   `json:"mean_neighbours"`
+	ZeroNeighbours float64                   `json:"zero_neighbour_rate"`
+}
+
+// Of returns the index's Tri-Graph, ErrNoTriGraph, or why the stored one
+// cannot be used.
+func Of(ix *index.Index) (*TriGraph, error) {
+	v, err := ix.Section(Section)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*TriGraph), nil
+}
+
+// Sentence returns the text of sentence i.
+func (t *TriGraph) Sentence(i int) string {
+	if t.SentenceText != nil {
+		return t.SentenceText[i]
+	}
+	return t.sentences.At(i)
+}
+
+// Set builds the Tri-Graph of the index at dir and stores it in the index,
+// replacing any previous one; the rewrite is atomic (a crash leaves the
+// old index). The index's embedder embeds entities and sentences: an
+// index built with a bi-encoder needs it as e (nil: the index's own, LSA).
+func Set(ctx context.Context, dir string, e models.Embedder, o BuildOptions) (*Meta, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	ix, err := index.OpenWithEmbedder(dir, e)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
+	tg, err := Build(ctx, ix, o)
+	if err != nil {
+		return nil, err
+	}
+	o.Progress.Stage("write", 0)
+	defer o.Progress.Finish()
+	return &tg.Meta, ix.StoreSection(ctx, dir, Section, tg.Meta, tg.write)
+}
+
+// write stores the Tri-Graph's arrays.
+func (t *TriGraph) write(w *index.SectionWriter) error {
+	errs := []error{
+		w.Strings(fEntities, t.Entities), w.Strings(fSentences, t.SentenceText),
+		w.F32(fEntVec, t.EntityVecs), w.F32(fSentVec, t.SentenceVecs),
+	}
+	for _, c := range csrs {
+		g := c.get(t.TriGraph)
+		errs = append(errs, w.I64(c.prefix+"_ptr.i64", g.Ptr), w.I32(c.prefix+"_idx.i32", g.Idx))
+		if c.weighted {
+			errs = append(errs, w.F32(c.prefix+"_w.f32", g.W))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// load maps the Tri-Graph and checks it against the index.
+func load(ix *index.Index, r *index.SectionReader) (any, error) {
+	var m Meta
+	if err := r.Meta(&m); err != nil {
+		return nil, err
+	}
+	tg := &TriGraph{TriGraph: &graphops.TriGraph{Passages: ix.N(), Sentences: m.Sentences}, Meta: m}
+	var errs []error
+	for _, c := range csrs {
+		g := c.get(tg.TriGraph)
+		var e1, e2, e3 error
+		g.Ptr, e1 = r.I64(c.prefix + "_ptr.i64")
+		g.Idx, e2 = r.I32(c.prefix + "_idx.i32")
+		if c.weighted {
+			g.W, e3 = r.F32(c.prefix + "_w.f32")
+		}
+		errs = append(errs, e1, e2, e3)
+	}
+	var e1, e2, e3, e4 error
+	tg.EntityVecs, e1 = r.F32(fEntVec)
+	tg.SentenceVecs, e2 = r.F32(fSentVec)
+	ents, e3 := r.Strings(fEntities, m.Entities)
+	tg.sentences, e4 = r.Strings(fSentences, m.Sentences)
+	if err := errors.Join(append(errs, e1, e2, e3, e4)...); err != nil {
+		return nil, err
+	}
+	tg.Entities = make([]string, ents.Len())
+	for i := range tg.Entities {
+		tg.Entities[i] = ents.At(i)
+	}
+	if err := tg.check(ix.Meta.Dims); err != nil {
+		return nil, err
+	}
+	return tg, nil
+}
+
+// check validates the arrays' shapes against the manifest.
+func (t *TriGraph) check(dims int) error {
+	ne, ns := len(t.Entities), t.Sentences
+	switch {
+	case ne != t.Meta.Entities:
+		return fmt.Errorf("%d entity strings, the manifest says %d", ne, t.Meta.Entities)
+	case len(t.EntityVecs) != ne*dims:
+		return fmt.Errorf("%s: %d values for %d entities of %d dims", fEntVec, len(t.EntityVecs), ne, dims)
+	case len(t.SentenceVecs) != ns*dims:
+		return fmt.Errorf("%s: %d values for %d sentences of %d dims", fSentVec, len(t.SentenceVecs), ns, dims)
+	}
+	return t.Validate()
+}

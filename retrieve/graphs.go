@@ -1,0 +1,86 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+)
+
+// The graph kinds gleaner builds itself, as build steps: their edges join
+// the index's graph (index.SetGraph), tagged with their kind, for every
+// graph method to walk.
+
+// MentionSettings configure the mentions graph.
+type MentionSettings struct{ graphops.MentionOptions }
+
+// Params binds the mention graph's settings.
+func (s *MentionSettings) Params(p *Params) {
+	p.Int(&s.MinTitleLen, "min-title-len", "mentions: shortest title matched, in runes", AtLeast(1))
+	p.Int(&s.MaxTitleHits, "max-title-hits", "mentions: skip titles found in more passages than this (0: max(50, 1% of passages))", AtLeast(0))
+}
+
+// KNNSettings configure the knn graph.
+type KNNSettings struct{ graphops.KNNOptions }
+
+// Params binds the knn graph's settings.
+func (s *KNNSettings) Params(p *Params) {
+	p.Int(&s.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", AtLeast(0))
+	p.Int(&s.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", AtLeast(0))
+	p.Check(func() error {
+		if s.Lexical+s.Semantic == 0 {
+			return &ParamError{Name: "k-sem", Value: "0", Msg: "k-lex and k-sem cannot both be 0: the graph needs neighbours"}
+		}
+		return nil
+	})
+}
+
+func init() {
+	Must(RegisterBuild(BuildDef[MentionSettings]{Name: "mentions", Group: BuildGraph,
+		Summary: "passage A → passage B when A's text contains B's title as a whole word",
+		Long: `passage A → passage B when A's text contains B's title as a whole word, case-sensitively
+(one Aho–Corasick pass; titles shorter than --min-title-len runes and titles found in more
+than --max-title-hits passages are skipped)`,
+		Defaults: func() MentionSettings { return MentionSettings{graphops.MentionOptions{MinTitleLen: 4}} },
+		Params:   (*MentionSettings).Params, Host: "string matching runs on the host",
+		Build: func(ctx context.Context, _ BuildEnv, dir string, s MentionSettings) (string, error) {
+			return buildEdges(ctx, dir, "mentions", func(ix *index.Index) ([]graphops.Edge, error) {
+				titles, texts := make([]string, ix.N()), make([]string, ix.N())
+				for i := range titles {
+					titles[i], texts[i] = ix.Title(i), ix.Text(i)
+				}
+				return graphops.MentionEdges(ctx, titles, texts, s.MentionOptions)
+			})
+		}}))
+	Must(RegisterBuild(BuildDef[KNNSettings]{Name: "knn", Group: BuildGraph,
+		Summary: "KET-RAG's chunk graph: each node's top lexical and semantic neighbours",
+		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
+and top --k-sem semantic neighbours (vector cosine), undirected`,
+		Defaults: func() KNNSettings { return KNNSettings{graphops.DefaultKNNOptions()} },
+		Params:   (*KNNSettings).Params, Host: "the neighbour search runs on the host",
+		Build: func(ctx context.Context, _ BuildEnv, dir string, s KNNSettings) (string, error) {
+			return buildEdges(ctx, dir, "knn", func(ix *index.Index) ([]graphops.Edge, error) {
+				return graphops.KNNEdges(ctx, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, s.KNNOptions)
+			})
+		}}))
+}
+
+// buildEdges makes a kind's edges over the index at dir and stores them,
+// replacing that kind's edges.
+func buildEdges(ctx context.Context, dir, kind string, make func(*index.Index) ([]graphops.Edge, error)) (string, error) {
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return "", err
+	}
+	edges, err := make(ix)
+	ix.Close()
+	if err != nil {
+		return "", err
+	}
+	if err := index.SetGraph(ctx, dir, kind, edges); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s graph: %d edges", kind, len(edges)), nil
+}

@@ -1,0 +1,105 @@
+// Package api holds the request and response types of `gleaner serve`'s
+// HTTP API (server/openapi.yaml). It imports only the standard library, so
+// a caller links it (and server/client, built on it) without the engine.
+package api
+
+// RetrieveRequest is the body of POST /v1/retrieve.
+type RetrieveRequest struct {
+	Index string `json:"index"`
+	Query string `json:"query"`
+	// Method is a name from GET /v1/methods (default "bm25").
+	Method string `json:"method,omitempty"`
+	// K is the number of hits: nil means 10; 1 to the server's max_k. K(n)
+	// makes one.
+	K *int `json:"k,omitempty"`
+	// FirstStage overrides the first stage (bm25, vector, hybrid): the
+	// option first_stage, for the methods that have one.
+	FirstStage string `json:"first_stage,omitempty"`
+	// GraphKinds restricts graph methods to these edge kinds: the option
+	// graph_kind, for the methods that have one.
+	GraphKinds []string `json:"graph_kinds,omitempty"`
+	// Options set the method's settings by name, as GET /v1/methods lists
+	// them (e.g. {"bmax": 30, "alpha": 0}); a setting the method does not
+	// have, or a server-local one (a model folder), is refused. A float
+	// may also be the string "inf" or "-inf".
+	Options map[string]any `json:"options,omitempty"`
+	// Stream answers NDJSON: a line per round of a streaming method, then
+	// the final line (Done).
+	Stream bool `json:"stream,omitempty"`
+	// TimeoutMS bounds the request (default and maximum: the server's).
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// Text adds each hit's text to the response.
+	Text bool `json:"text,omitempty"`
+}
+
+// K returns k as RetrieveRequest.K wants it.
+func K(k int) *int { return &k }
+
+// Hit is one ranked node.
+type Hit struct {
+	ID    string  `json:"id"`
+	Title string  `json:"title,omitempty"`
+	Score float32 `json:"score"`
+	Text  string  `json:"text,omitempty"`
+}
+
+// RetrieveResponse answers POST /v1/retrieve. Streamed, each round is one
+// line (Round 1, 2, …, the ranking so far), and the last line has Done set
+// and Round the number of rounds: it repeats the final ranking, so a
+// caller that reads only the last line has the answer. Unstreamed, the one
+// response has Done set.
+type RetrieveResponse struct {
+	Index  string  `json:"index"`
+	Method string  `json:"method"`
+	Round  int     `json:"round,omitempty"`
+	Done   bool    `json:"done,omitempty"`
+	TookMS float64 `json:"took_ms"`
+	Hits   []Hit   `json:"hits"`
+}
+
+// Error is the body of every error response (and the last line of a
+// stream that fails): the message, and the request field at fault, if any
+// ("options.bmax" for a setting).
+type Error struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+// Setting describes one setting of a method (GET /v1/methods).
+type Setting struct {
+	Name    string `json:"name"` // its key in RetrieveRequest.Options
+	Type    string `json:"type"` // int, float, string, bool, ints, strings
+	Default any    `json:"default"`
+	Usage   string `json:"usage"`
+	// Local settings are the server's to set (a model folder): a request
+	// may not.
+	Local bool `json:"local,omitempty"`
+}
+
+// Method describes one method (GET /v1/methods).
+type Method struct {
+	Name     string    `json:"name"`
+	Summary  string    `json:"summary"`
+	Settings []Setting `json:"settings"`
+	// Reads names the index sections the method needs (GET /v1/indexes
+	// lists each index's).
+	Reads []string `json:"reads,omitempty"`
+}
+
+// Methods is the body of GET /v1/methods.
+type Methods struct {
+	Methods     []Method `json:"methods"`
+	FirstStages []string `json:"first_stages"`
+}
+
+// Index describes one served index (GET /v1/indexes).
+type Index struct {
+	Name       string   `json:"name"`
+	Nodes      int      `json:"nodes"`
+	Edges      int      `json:"edges"`
+	GraphKinds []string `json:"graph_kinds"`
+	Head       bool     `json:"head"`
+	// Sections are the structures built into the index (a Tri-Graph, a
+	// trained encoder) that methods read.
+	Sections []string `json:"sections"`
+}
