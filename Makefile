@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 GO ?= go
 BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
-RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./graphops/... ./server/... ./fuseattn/... ./cuda
+RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./methods/... ./graphops/... ./server/... ./fuseattn/... ./cuda
 
 .PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check cuda-check
 
@@ -56,6 +56,9 @@ test: deps fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	$(GO) test -count=1 -tags purego ./kernels/...
+	@echo "== the pure-Go build (CGO_ENABLED=0: no OpenBLAS, AVX, ONNX Runtime or CUDA emulation)"
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/gleaner
+	CGO_ENABLED=0 $(GO) test -count=1 ./...
 	GLEANER_BLAS=gonum $(GO) test -count=1 ./kernels/cpu/...
 	bash benchmarks/peers/ppr.sh --parity
 

@@ -61,7 +61,7 @@ func BenchmarkNativeEncoder(b *testing.B) {
 }
 
 func ortSession(b *testing.B, cfg bert.Config, t map[string]safetensors.Tensor) *ort.Session {
-	if _, err := ort.LibraryPath(); err != nil {
+	if err := ort.Init(); err != nil {
 		b.Skip(err)
 	}
 	path := filepath.Join(b.TempDir(), "model.onnx")

@@ -2,10 +2,11 @@ package graphops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // KNNOptions configures KET-RAG's chunk graph (docs/methods.md §5.2, §4.2).
@@ -29,6 +30,9 @@ type TermDocs struct {
 	Doc []uint32
 }
 
+// errNoBackend refuses a builder's dense work without a backend.
+var errNoBackend = errors.New("graphops: the dense work needs an engine backend (engine.Open), got nil")
+
 // KNNEdges builds the undirected kNN chunk graph: for each node its top-k1
 // lexical neighbours (the most shared distinct index terms, counted from
 // the BM25 postings) and its top-k2 semantic neighbours (exact inner
@@ -38,7 +42,7 @@ type TermDocs struct {
 //
 // KET-RAG counts lowercased alphabetic tokens of a 2000-term bag; gleaner
 // counts its analyzer's stemmed terms, dropping terms above MaxDFRatio.
-func KNNEdges(ctx context.Context, p TermDocs, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
+func KNNEdges(ctx context.Context, be engine.Backend, p TermDocs, vecs []float32, dims int, o KNNOptions) ([]Edge, error) {
 	n := p.N
 	switch {
 	case o.Lexical < 0 || o.Semantic < 0 || (o.Lexical == 0 && o.Semantic == 0):
@@ -58,7 +62,7 @@ func KNNEdges(ctx context.Context, p TermDocs, vecs []float32, dims int, o KNNOp
 		}
 	}
 	if o.Semantic > 0 {
-		if err := semanticNeighbours(ctx, vecs, n, dims, o.Semantic, pairs); err != nil {
+		if err := semanticNeighbours(ctx, be, vecs, n, dims, o.Semantic, pairs); err != nil {
 			return nil, err
 		}
 	}
@@ -102,7 +106,7 @@ func lexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions, pairs map[
 				shared[e]++
 			}
 		}
-		top := kernels.NewTopK(o.Lexical + 1)
+		top := engine.NewTopK(o.Lexical + 1)
 		for _, e := range touched {
 			if int(e) != d {
 				top.Push(e, float32(shared[e]))
@@ -133,12 +137,24 @@ func forwardIndex(p TermDocs, maxDF int64) [][]int32 {
 	return fwd
 }
 
-// semanticNeighbours queries the matrix with its own rows in batches of 64.
-func semanticNeighbours(ctx context.Context, vecs []float32, n, dims, k int, pairs map[[2]int32]bool) error {
+// semanticNeighbours queries the matrix with its own rows in batches of
+// 64, on the backend.
+func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int, pairs map[[2]int32]bool) error {
+	if be == nil {
+		return errNoBackend
+	}
+	x, err := be.Bind(vecs)
+	if err != nil {
+		return err
+	}
+	defer be.Free(x)
 	const batch = 64
 	for lo := 0; lo < n; lo += batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		hi := min(lo+batch, n)
-		res, err := kernels.FlatIP(ctx, vecs, n, dims, vecs[lo*dims:hi*dims], hi-lo, k+1, 0)
+		res, err := engine.SearchFlat(ctx, be, x, n, dims, vecs[lo*dims:hi*dims], hi-lo, k+1)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package graphops
 
 import (
 	"context"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
 	"reflect"
 	"sort"
@@ -83,7 +84,7 @@ func TestKNNEdgesMatchBruteForce(t *testing.T) {
 			vecs[i*d+c] = float32(x[c] / nrm)
 		}
 	}
-	es, err := KNNEdges(context.Background(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: 1, Semantic: 2, MaxDFRatio: 0.5})
+	es, err := KNNEdges(context.Background(), cpu.New(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: 1, Semantic: 2, MaxDFRatio: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +106,11 @@ func TestKNNEdgesMatchBruteForce(t *testing.T) {
 	}
 	// Asking for more neighbours than there are nodes (up to the largest
 	// int) means all of them, as n−1 does.
-	all, err := KNNEdges(context.Background(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: len(docs) - 1, Semantic: len(docs) - 1, MaxDFRatio: 0.5})
+	all, err := KNNEdges(context.Background(), cpu.New(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: len(docs) - 1, Semantic: len(docs) - 1, MaxDFRatio: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	huge, err := KNNEdges(context.Background(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: math.MaxInt, Semantic: math.MaxInt, MaxDFRatio: 0.5})
+	huge, err := KNNEdges(context.Background(), cpu.New(), TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d, KNNOptions{Lexical: math.MaxInt, Semantic: math.MaxInt, MaxDFRatio: 0.5})
 	if err != nil || !reflect.DeepEqual(huge, all) {
 		t.Errorf("neighbours MaxInt: %d edges (%v), n−1: %d", len(huge), err, len(all))
 	}

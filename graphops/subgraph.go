@@ -5,7 +5,7 @@ import "slices"
 // Subgraph is the graph induced by a node subset, in local ids (position in
 // Nodes): an undirected simple adjacency (one entry per neighbouring pair,
 // no self-loops) and each node's total degree in the full graph, as
-// GRanker's smoothing needs (kernels.SmoothArgs).
+// GRanker's smoothing needs (engine.SmoothOp).
 type Subgraph struct {
 	Nodes []int32
 	Ptr   []int64

@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // NeighbourOptions configure NexusRAG's entity neighbour matrix W
@@ -55,7 +55,7 @@ type cand struct {
 // t.W. The cosine neighbours come from exact top-k (the reference uses an
 // HNSW index with efSearch 128, which is close to exact at this size); an
 // entity whose vector is zero (nothing the embedder knows) has none.
-func (t *TriGraph) BuildNeighbours(ctx context.Context, vecs []float32, dims int, o NeighbourOptions) error {
+func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs []float32, dims int, o NeighbourOptions) error {
 	ne := len(t.Entities)
 	if err := o.Validate(); err != nil {
 		return err
@@ -63,7 +63,7 @@ func (t *TriGraph) BuildNeighbours(ctx context.Context, vecs []float32, dims int
 	if len(vecs) != ne*dims {
 		return fmt.Errorf("graphops: neighbour matrix: %d vector values for %d entities × %d", len(vecs), ne, dims)
 	}
-	sims, err := cosineNeighbours(ctx, vecs, ne, dims, min(o.SimTopK, ne-1))
+	sims, err := cosineNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1))
 	if err != nil {
 		return err
 	}
@@ -171,24 +171,39 @@ func sortCands(cs []cand, key func(cand) float64) {
 // none. Blocks of queries are scored by one GEMM each (all pairs are
 // needed, so BLAS beats the streaming top-k kernel here) and their rows
 // cut to the top k+1.
-func cosineNeighbours(ctx context.Context, vecs []float32, n, dims, k int) ([][]cand, error) {
+func cosineNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int) ([][]cand, error) {
 	out := make([][]cand, n)
 	if k < 1 {
 		return out, nil
 	}
+	if be == nil {
+		return nil, errNoBackend
+	}
+	x, err := be.Bind(vecs)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(x)
 	const batch = 128
-	scores := make([]float32, batch*n)
+	scores, err := be.Alloc(engine.F32, min(batch, n)*n)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Free(scores)
 	for lo := 0; lo < n; lo += batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		hi := min(lo+batch, n)
-		g := kernels.GemmArgs{TransB: true, M: hi - lo, N: n, K: dims, Alpha: 1,
-			A: vecs[lo*dims : hi*dims], B: vecs, C: scores[:(hi-lo)*n]}
-		if err := kernels.Gemm(g); err != nil {
+		g := engine.GemmOp{TransB: true, M: hi - lo, N: n, K: dims, Alpha: 1, A: x, OffA: lo * dims, B: x, C: scores}
+		if err := be.Gemm(g); err != nil {
 			return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
 		}
-		for i, hits := range kernels.TopKRows(scores[:(hi-lo)*n], hi-lo, n, k+1) {
+		rows, err := engine.TopKRows(ctx, be, scores, hi-lo, n, k+1)
+		if err != nil {
+			return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
+		}
+		for i, hits := range rows {
 			if isZero(vecs[(lo+i)*dims : (lo+i+1)*dims]) {
 				continue
 			}

@@ -2,6 +2,7 @@ package graphops
 
 import (
 	"context"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestNeighbourMatrixByHand(t *testing.T) {
 	tg := tinyTriGraph(5, [][]int32{{0, 1, 2}, {0, 1}, {0, 3}, {3, 4}}, nil)
 	vecs := []float32{1, 0, 0.6, 0.8, 0, 1, 0.8, 0.6, -1, 0}
 	o := NeighbourOptions{CoShare: 1, CoCap: 200, SimTopK: 2, Kappa: 2, Alpha: 0.5, Threshold: 0.5}
-	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+	if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, 2, o); err != nil {
 		t.Fatal(err)
 	}
 	want := map[int][][2]float64{
@@ -64,7 +65,7 @@ func TestNeighbourMatrixByHand(t *testing.T) {
 	// The 10% pruning keeps max(1, ⌊0.1·3⌋) = 1 co-occurring entity of e0
 	// (e1): C = {e1, e3}, co (1, 0), sim minmax(.6, .8) = (0, 1): both .5.
 	o.CoShare = 0.1
-	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+	if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, 2, o); err != nil {
 		t.Fatal(err)
 	}
 	if got := tg.W.Idx[tg.W.Ptr[0]:tg.W.Ptr[1]]; len(got) != 2 || got[0] != 1 || got[1] != 3 {
@@ -79,17 +80,17 @@ func TestNeighbourMatrixZeroVector(t *testing.T) {
 	tg := tinyTriGraph(3, [][]int32{{0, 1}}, nil)
 	vecs := []float32{0, 0, 1, 0, 1, 0}
 	o := DefaultNeighbourOptions()
-	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err != nil {
+	if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, 2, o); err != nil {
 		t.Fatal(err)
 	}
 	if got := tg.W.Idx[tg.W.Ptr[0]:tg.W.Ptr[1]]; len(got) != 1 || got[0] != 1 {
 		t.Fatalf("W[0] = %v, want the co-occurring entity 1 only", got)
 	}
-	if err := tg.BuildNeighbours(context.Background(), vecs[:4], 2, o); err == nil {
+	if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs[:4], 2, o); err == nil {
 		t.Fatal("short vectors accepted")
 	}
 	o.Kappa = 0
-	if err := tg.BuildNeighbours(context.Background(), vecs, 2, o); err == nil {
+	if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, 2, o); err == nil {
 		t.Fatal("κ = 0 accepted")
 	}
 }

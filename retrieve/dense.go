@@ -23,48 +23,14 @@ func EmbedQuery(ctx context.Context, ix *index.Index, q Query) ([]float32, error
 // DenseTopK runs the backend's exact top-k over the index's vectors for nq
 // queries (row-major in q).
 func DenseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []float32, nq, k int) ([][]Hit, error) {
-	k = min(k, ix.N())
-	out := make([][]Hit, nq)
-	if k <= 0 || nq == 0 {
-		return out, nil
+	if be == nil {
+		return nil, ErrNoBackend
 	}
-	r, err := startDense(be, ix, q)
+	x, err := ix.VectorsOn(be)
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
-	v := r.v
-	idx, err := v.Alloc(engine.I32, nq*k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(idx)
-	sc, err := v.Alloc(engine.F32, nq*k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(sc)
-	op := engine.FlatIPOp{X: r.x, Q: r.qb, N: ix.N(), D: ix.Meta.Dims, B: nq, K: k, OutIdx: idx, OutScore: sc}
-	if err := v.FlatIP(op); err != nil {
-		return nil, err
-	}
-	if err := v.Sync(ctx); err != nil {
-		return nil, err
-	}
-	ids, err := engine.Download[int32](v, idx)
-	if err != nil {
-		return nil, err
-	}
-	scores, err := engine.Download[float32](v, sc)
-	if err != nil {
-		return nil, err
-	}
-	for r := range out {
-		for j := 0; j < k && ids[r*k+j] >= 0; j++ {
-			out[r] = append(out[r], Hit{Index: ids[r*k+j], Score: scores[r*k+j]})
-		}
-	}
-	return out, nil
+	return engine.SearchFlat(ctx, be, x, ix.N(), ix.Meta.Dims, q, nq, k)
 }
 
 // DenseScores is every node's dot product with q, computed on the backend
@@ -135,23 +101,8 @@ func Nearest(ctx context.Context, be engine.Backend, ix *index.Index, key string
 	for i := range best {
 		best[i] = -1
 	}
-	if n == 0 || nq == 0 {
-		return best, scores, nil
-	}
-	if be == nil {
-		return nil, nil, ErrNoBackend
-	}
-	x, err := ix.BindOn(be, key, rows)
-	if err != nil {
-		return nil, nil, err
-	}
-	v, release, err := engine.OnQueue(be)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer release()
 	for i := 0; i < nq; i++ { // one query per op: the scan a single query gets, whatever nq
-		hits, err := flatIP(ctx, v, x, n, d, q[i*d:(i+1)*d], 1)
+		hits, err := TopRows(ctx, be, ix, key, rows, n, d, q[i*d:(i+1)*d], 1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -175,48 +126,9 @@ func TopRows(ctx context.Context, be engine.Backend, ix *index.Index, key string
 	if err != nil {
 		return nil, err
 	}
-	v, release, err := engine.OnQueue(be)
+	hits, err := engine.SearchFlat(ctx, be, x, n, d, q, 1, k)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	return flatIP(ctx, v, x, n, d, q, min(k, n))
-}
-
-// flatIP runs one query's exact top-k over the bound rows x on v.
-func flatIP(ctx context.Context, v engine.Backend, x engine.Buffer, n, d int, q []float32, k int) ([]Hit, error) {
-	qb, err := engine.Upload(v, q)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(qb)
-	idx, err := v.Alloc(engine.I32, k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(idx)
-	sc, err := v.Alloc(engine.F32, k)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Free(sc)
-	if err := v.FlatIP(engine.FlatIPOp{X: x, Q: qb, N: n, D: d, B: 1, K: k, OutIdx: idx, OutScore: sc}); err != nil {
-		return nil, err
-	}
-	if err := v.Sync(ctx); err != nil {
-		return nil, err
-	}
-	ids, err := engine.Download[int32](v, idx)
-	if err != nil {
-		return nil, err
-	}
-	scores, err := engine.Download[float32](v, sc)
-	if err != nil {
-		return nil, err
-	}
-	var out []Hit
-	for j := 0; j < k && ids[j] >= 0; j++ {
-		out = append(out, Hit{Index: ids[j], Score: scores[j]})
-	}
-	return out, nil
+	return hits[0], nil
 }

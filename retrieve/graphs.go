@@ -59,10 +59,10 @@ than --max-title-hits passages are skipped)`,
 		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
 and top --k-sem semantic neighbours (vector cosine), undirected`,
 		Defaults: func() KNNSettings { return KNNSettings{graphops.DefaultKNNOptions()} },
-		Params:   (*KNNSettings).Params, Host: "the neighbour search runs on the host",
-		Build: func(ctx context.Context, _ BuildEnv, dir string, s KNNSettings) (string, error) {
+		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend)",
+		Build: func(ctx context.Context, env BuildEnv, dir string, s KNNSettings) (string, error) {
 			return buildEdges(ctx, dir, "knn", func(ix *index.Index) ([]graphops.Edge, error) {
-				return graphops.KNNEdges(ctx, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, s.KNNOptions)
+				return graphops.KNNEdges(ctx, env.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, s.KNNOptions)
 			})
 		}}))
 }

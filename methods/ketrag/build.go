@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/parallel"
@@ -55,7 +56,9 @@ type BuildOptions struct {
 	// Extractor extracts each unit's entities and relationships.
 	Extractor kgextract.Extractor
 	// Workers run extraction calls in parallel, ≥ 1.
-	Workers  int
+	Workers int
+	// Backend runs the chunk graph's semantic neighbours; required.
+	Backend  engine.Backend
 	Logger   *slog.Logger      // nil: discard
 	Progress progress.Reporter // nil: none
 }
@@ -84,6 +87,8 @@ func (o *BuildOptions) validate() error {
 		return errors.New("ketrag: the build needs an extractor (kgextract.NewLocal or kgextract.NewLLM)")
 	case o.Workers < 1:
 		return fmt.Errorf("ketrag: workers must be ≥ 1, got %d", o.Workers)
+	case o.Backend == nil:
+		return errors.New("ketrag: the build needs BuildOptions.Backend (engine.Open)")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -169,7 +174,7 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *index.Index, o BuildOptions
 	var edges []graphops.Edge
 	var err error
 	if n > 1 {
-		if edges, err = graphops.KNNEdges(ctx, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o.KNN); err != nil {
+		if edges, err = graphops.KNNEdges(ctx, o.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o.KNN); err != nil {
 			return 0, err
 		}
 	}

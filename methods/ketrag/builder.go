@@ -120,7 +120,7 @@ extracted from each unit by --extractor local (--ner entities, sentence co-occur
 by normalised name; --piece-tokens text units; the text–keyword graph and keyword vectors.
 Stored beside the graph, which it leaves as it is`,
 		Defaults: DefaultSettings, Params: (*Settings).Params, Build: build,
-		Host: "extraction, the chunk graph and PageRank run on the host"}))
+		Host: "extraction, lexical neighbours and PageRank run on the host; the semantic neighbours on the backend"}))
 }
 
 // build makes the extractor and runs Set.
@@ -133,7 +133,7 @@ func build(ctx context.Context, env retrieve.BuildEnv, dir string, s Settings) (
 	if s.Extractor == ExtractLLM && !*s.given["workers"] {
 		o.Workers = s.LLM.Concurrency // each worker holds one request: as many as may be in flight
 	}
-	o.Extractor, o.Logger, o.Progress = ex, env.Logger, env.Progress
+	o.Extractor, o.Backend, o.Logger, o.Progress = ex, env.Backend, env.Logger, env.Progress
 	m, err := Set(ctx, dir, env.Embedder, o)
 	if err != nil {
 		return "", err

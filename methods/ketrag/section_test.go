@@ -2,6 +2,7 @@ package ketrag
 
 import (
 	"context"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,7 @@ func ketragOptions(t *testing.T, ix *index.Index) BuildOptions {
 		t.Fatal(err)
 	}
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ex
 	o.UnitTokens, o.PieceTokens = 200, 60
 	return o

@@ -90,7 +90,7 @@ func TestRe2WithTransformerNativeAndORT(t *testing.T) {
 	ix, qs := testindex.Shared(t)
 	dir := writeCrossEncoder(t)
 	runtimes := []string{"native"}
-	if _, err := ort.LibraryPath(); err == nil {
+	if err := ort.Init(); err == nil {
 		runtimes = append(runtimes, "ort")
 	} else {
 		t.Logf("ONNX Runtime absent, native only: %v", err)
@@ -159,7 +159,7 @@ func TestCrossEncoderPrecision(t *testing.T) {
 	if _, err := testindex.NewMethod(ix, "re2", "precision", "tf32"); err == nil {
 		t.Fatal("tf32 without a Model accepted")
 	}
-	if _, err := ort.LibraryPath(); err == nil {
+	if err := ort.Init(); err == nil {
 		if _, err := testindex.NewMethod(ix, "re2", "model", dir, "runtime", "ort", "precision", "tf32"); err == nil {
 			t.Fatal("tf32 on ONNX Runtime accepted")
 		}

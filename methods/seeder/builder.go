@@ -84,7 +84,8 @@ keeping the earliest epoch with the best dev Recall@20 (ties: the best dev Hits@
 loss, mean sampled reward, dev Recall@20 and Hits@1. --train and --dev default to the corpus folder's
 queries-train.jsonl and queries-dev.jsonl. Training is seeded and reproducible; the encoder replaces any
 earlier one in the index, which method seeder then uses.`,
-		Defaults: DefaultSettings, Params: (*Settings).Params, Build: build}))
+		Defaults: DefaultSettings, Params: (*Settings).Params, Build: build,
+		Host: "training runs on the host (forward and gradients in float32 loops; the engine has no backward ops); method seeder's inference runs on the backend"}))
 }
 
 // build trains and stores the encoder.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/parallel"
@@ -29,8 +30,10 @@ type BuildOptions struct {
 	// only as a whole word; false (the reference) counts lowercased
 	// substrings, so "US" also counts inside "used".
 	BonusWholeWord bool
-	Logger         *slog.Logger      // nil: discard
-	Progress       progress.Reporter // nil: none
+	// Backend runs the neighbour matrix's cosine top-k; required.
+	Backend  engine.Backend
+	Logger   *slog.Logger      // nil: discard
+	Progress progress.Reporter // nil: none
 }
 
 // DefaultBuildOptions are the reference's settings, with two NER workers.
@@ -44,6 +47,8 @@ func (o *BuildOptions) validate() error {
 		return errors.New("trigraph: the build needs an entity extractor (ner.New)")
 	case o.Workers < 1:
 		return fmt.Errorf("trigraph: workers %d: want ≥ 1", o.Workers)
+	case o.Backend == nil:
+		return errors.New("trigraph: the build needs BuildOptions.Backend (engine.Open)")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -89,7 +94,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 		return nil, err
 	}
 	o.Progress.Stage("neighbour matrix", 0)
-	err = out.BuildNeighbours(ctx, out.EntityVecs, ix.Meta.Dims, o.Neighbours)
+	err = out.BuildNeighbours(ctx, o.Backend, out.EntityVecs, ix.Meta.Dims, o.Neighbours)
 	o.Progress.Finish()
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ in every sentence, the sentence store, mention counts, entity and sentence vecto
 index's embedder, and the entity neighbour matrix W (--co-share, --sim-topk, --kappa,
 --w-alpha, --tau); stored beside the graph, which it leaves as it is`,
 		Defaults: DefaultSettings, Params: (*Settings).Params, Build: build,
-		Host: "NER and the neighbour matrix are built on the host"}))
+		Host: "NER and the co-occurrence counts run on the host; the cosine neighbours on the backend"}))
 }
 
 // build runs the build step: the extractor by name (with the index's
@@ -56,7 +56,7 @@ func build(ctx context.Context, env retrieve.BuildEnv, dir string, s Settings) (
 		return "", err
 	}
 	o := s.Build
-	o.Extractor, o.Logger, o.Progress = ex, env.Logger, env.Progress
+	o.Extractor, o.Backend, o.Logger, o.Progress = ex, env.Backend, env.Logger, env.Progress
 	m, err := Set(ctx, dir, env.Embedder, o)
 	if err != nil {
 		return "", err

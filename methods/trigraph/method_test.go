@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,6 +91,7 @@ func addTriGraph(t *testing.T, c *corpus.Corpus, dir, nerName string) {
 		t.Fatal(err)
 	}
 	o := trigraph.DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ex
 	if _, err := trigraph.Set(context.Background(), dir, nil, o); err != nil {
 		t.Fatal(err)
@@ -308,6 +310,7 @@ func TestEmptyTriGraphFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := trigraph.DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ner.NewGazetteer(nil, 4)
 	if _, err := trigraph.Set(context.Background(), dir, nil, o); err != nil {
 		t.Fatal(err)

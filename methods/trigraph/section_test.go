@@ -3,6 +3,7 @@ package trigraph
 import (
 	"context"
 	"errors"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -70,6 +71,7 @@ func titlesOf(ix *index.Index) []string {
 func TestTriGraphRoundTrip(t *testing.T) {
 	ix := buildIndex(t, smallCorpus())
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ner.NewGazetteer(titlesOf(ix), ner.DefaultMinTitleLen)
 	want, err := Build(context.Background(), ix, o)
 	if err != nil {
@@ -156,6 +158,7 @@ func TestTriGraphRefusals(t *testing.T) {
 		t.Fatal("no extractor accepted")
 	}
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor, o.Workers = ner.NewGazetteer(nil, 4), 0
 	if _, err := Build(context.Background(), ix, o); err == nil {
 		t.Fatal("zero workers accepted")
@@ -186,6 +189,7 @@ func TestTriGraphWithTextEmbedder(t *testing.T) {
 		titles = append(titles, n.Title)
 	}
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ner.NewGazetteer(titles, ner.DefaultMinTitleLen)
 	if _, err := Set(context.Background(), dir, nil, o); err == nil || !strings.Contains(err.Error(), "--bi-encoder") {
 		t.Fatalf("no embedder: %v", err)
@@ -233,6 +237,7 @@ func TestRewriteRefusesAChangedIndex(t *testing.T) {
 	dir := ix.Dir
 	ix.Close()
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ner.NewGazetteer([]string{"nothing here"}, 4)
 	o.Progress = stageHook{"neighbour matrix", func() {
 		if err := index.SetGraph(context.Background(), dir, "late", []graphops.Edge{{Src: 0, Dst: 1, W: 1}}); err != nil {
@@ -267,6 +272,7 @@ func TestEmptyTriGraphOpens(t *testing.T) {
 	dir := ix.Dir
 	ix.Close()
 	o := DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ner.NewGazetteer(nil, 4)
 	if m, err := Set(context.Background(), dir, nil, o); err != nil || m.Entities != 0 {
 		t.Fatalf("%+v, %v", m, err)

@@ -5,7 +5,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/gleaner-rag/gleaner/kernels"
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // BM25Params are the Lucene BM25 parameters. Anserini's defaults, used for
@@ -73,12 +73,12 @@ type accum struct {
 
 // Search returns the top k documents for the query text, best first, ties
 // by lower document number. An empty or all-stopword query returns no hits.
-func (s *BM25) Search(query string, k int) []kernels.Hit {
+func (s *BM25) Search(query string, k int) []engine.Hit {
 	return s.SearchTerms(Analyze(query), k)
 }
 
 // SearchTerms is Search over already analyzed terms.
-func (s *BM25) SearchTerms(terms []string, k int) []kernels.Hit {
+func (s *BM25) SearchTerms(terms []string, k int) []engine.Hit {
 	a := s.pool.Get().(*accum)
 	defer s.pool.Put(a)
 	for _, w := range terms {
@@ -88,7 +88,7 @@ func (s *BM25) SearchTerms(terms []string, k int) []kernels.Hit {
 		}
 		s.addTerm(a, t)
 	}
-	top := kernels.NewTopK(k)
+	top := engine.NewTopK(k)
 	for _, d := range a.touched {
 		top.Push(d, a.score[d])
 		a.score[d] = 0

@@ -86,7 +86,7 @@ func TestXLMRCrossEncoderNativeMatchesORT(t *testing.T) {
 	if head == nil {
 		t.Fatal("no head")
 	}
-	if _, err := ort.LibraryPath(); err != nil {
+	if err := ort.Init(); err != nil {
 		t.Skipf("ONNX Runtime absent: %v", err)
 	}
 	ox, _, err := transformer.Load(dir, transformer.ORT, cpu.New(), texts, 0)

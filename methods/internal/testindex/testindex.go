@@ -139,6 +139,7 @@ func AddTriGraph(t testing.TB, c *corpus.Corpus, dir, nerName string) {
 		t.Fatal(err)
 	}
 	o := trigraph.DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ex
 	if _, err := trigraph.Set(context.Background(), dir, nil, o); err != nil {
 		t.Fatal(err)
@@ -157,6 +158,7 @@ func AddKETRAG(t testing.TB, c *corpus.Corpus, dir string) {
 		t.Fatal(err)
 	}
 	o := ketrag.DefaultBuildOptions()
+	o.Backend = cpu.New()
 	o.Extractor = ex
 	o.UnitTokens, o.PieceTokens = 300, 80
 	if _, err := ketrag.Set(context.Background(), dir, nil, o); err != nil {
