@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -11,14 +12,14 @@ import (
 
 // RMSNorm launches rmsnorm.cu.
 func (b *Backend) RMSNorm(op engine.RMSNormOp) error {
-	x, nx, err1 := arg(op.X, engine.F32, 0)
-	g, ng, err2 := arg(op.Gamma, engine.F32, 0)
-	out, no, err3 := outArg(op.Out, engine.F32, 0)
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	x, _, err1 := arg(op.X, engine.F32, 0)
+	g, _, err2 := arg(op.Gamma, engine.F32, 0)
+	out, _, err3 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
-	}
-	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || nx < n || no < n || ng < op.Cols {
-		return shapeErr("rmsnorm")
 	}
 	return b.launch("rmsnorm", rows(Rows(op.Rows)), op.Rows, op.Cols, x, g, op.Eps, out)
 }
@@ -26,14 +27,14 @@ func (b *Backend) RMSNorm(op engine.RMSNormOp) error {
 // RoPE launches rope.cu, uploading the inverse frequencies (head_dim/2
 // values) first.
 func (b *Backend) RoPE(op engine.RoPEOp) error {
-	x, nx, err := outArg(op.X, engine.F32, op.Off)
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	x, _, err := outArg(op.X, engine.F32, op.Off)
 	if err != nil {
 		return err
 	}
-	ld, err := CheckRoPE(op, nx)
-	if err != nil {
-		return err
-	}
+	ld := op.RowStride()
 	if op.Rows == 0 {
 		return nil
 	}
@@ -48,13 +49,13 @@ func (b *Backend) RoPE(op engine.RoPEOp) error {
 
 // SwiGLU launches swiglu.cu.
 func (b *Backend) SwiGLU(op engine.SwiGLUOp) error {
-	x, nx, err1 := arg(op.X, engine.F32, 0)
-	out, no, err2 := outArg(op.Out, engine.F32, 0)
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	x, _, err1 := arg(op.X, engine.F32, 0)
+	out, _, err2 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2); err != nil {
 		return err
-	}
-	if op.Rows < 0 || op.Cols <= 0 || nx < 2*op.Rows*op.Cols || no < op.Rows*op.Cols {
-		return shapeErr("swiglu")
 	}
 	return b.launch("swiglu", rows(Elementwise(op.Rows*op.Cols)), op.Rows, op.Cols, x, out)
 }
@@ -62,18 +63,21 @@ func (b *Backend) SwiGLU(op engine.SwiGLUOp) error {
 // JointAttention launches the fused jointattn.cu with a pooled N × (Lm+Lt)
 // scratch for the scores.
 func (b *Backend) JointAttention(op engine.JointAttentionOp) error {
-	q, nq, err1 := arg(op.Q, engine.F32, op.OffQ)
-	km, nkm, err2 := arg(op.KMem, engine.F32, op.OffKMem)
-	vm, nvm, err3 := arg(op.VMem, engine.F32, op.OffVMem)
-	kt, nkt, err4 := arg(op.KText, engine.F32, op.OffKText)
-	vt, nvt, err5 := arg(op.VText, engine.F32, op.OffVText)
-	out, no, err6 := outArg(op.Out, engine.F32, op.OffOut)
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	q, _, err1 := arg(op.Q, engine.F32, op.OffQ)
+	km, _, err2 := arg(op.KMem, engine.F32, op.OffKMem)
+	vm, _, err3 := arg(op.VMem, engine.F32, op.OffVMem)
+	kt, _, err4 := arg(op.KText, engine.F32, op.OffKText)
+	vt, _, err5 := arg(op.VText, engine.F32, op.OffVText)
+	out, _, err6 := outArg(op.Out, engine.F32, op.OffOut)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
-	ld, err := CheckJointAttention(op, nq, nkm, nvm, nkt, nvt, no)
-	if err != nil || op.N == 0 {
-		return err
+	ld := op.LeadingDims()
+	if op.N == 0 {
+		return nil
 	}
 	scratch, err := b.Alloc(engine.F32, op.N*(op.Lm+op.Lt))
 	if err != nil {
@@ -87,17 +91,20 @@ func (b *Backend) JointAttention(op engine.JointAttentionOp) error {
 // LowRankProject launches the fused lowrank.cu with a pooled L × (De+R)
 // scratch.
 func (b *Backend) LowRankProject(op engine.LowRankOp) error {
-	m, nm, err1 := arg(op.M, engine.F32, 0)
-	g, ng, err2 := arg(op.Gamma, engine.F32, 0)
-	be, nb, err3 := arg(op.Beta, engine.F32, 0)
-	a, na, err4 := arg(op.A, engine.F32, 0)
-	bm, nbm, err5 := arg(op.B, engine.F32, 0)
-	out, no, err6 := outArg(op.Out, engine.F32, 0)
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	m, _, err1 := arg(op.M, engine.F32, 0)
+	g, _, err2 := arg(op.Gamma, engine.F32, 0)
+	be, _, err3 := arg(op.Beta, engine.F32, 0)
+	a, _, err4 := arg(op.A, engine.F32, 0)
+	bm, _, err5 := arg(op.B, engine.F32, 0)
+	out, _, err6 := outArg(op.Out, engine.F32, 0)
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
-	if err := CheckLowRank(op, nm, ng, nb, na, nbm, no); err != nil || op.L == 0 {
-		return err
+	if op.L == 0 {
+		return nil
 	}
 	scratch, err := b.Alloc(engine.F32, op.L*(op.De+op.R))
 	if err != nil {

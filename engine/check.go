@@ -82,27 +82,27 @@ func CheckCopyRows(n, cols int, src, dst []int32, xRows, outRows int) error {
 	return nil
 }
 
-// CheckBatch checks a batched GEMM's count and strides before any
-// product is formed: 1 ≤ batch ≤ 2³¹−1, strides ≥ 0 whose last offset
-// (batch−1)·stride does not overflow, and, with more than one matrix,
-// outputs that do not overlap (strideC at least one C), so every output
-// has one writer on a device that runs the batch at once. A and B may be
-// shared (stride 0).
+// CheckBatch is a batched GEMM's shape rule: 1 ≤ batch ≤ 2³¹−1, strides
+// ≥ 0 whose last offset (batch−1)·stride does not overflow, outputs that
+// do not overlap with more than one matrix (strideC at least one C, so
+// every output has one writer on a device that runs the batch at once),
+// and the first and the last product each fitting its buffers (Check). A
+// and B may be shared (stride 0).
 func CheckBatch(op GemmOp, batch, strideA, strideB, strideC int) error {
 	if batch < 1 || batch > math.MaxInt32 {
-		return fmt.Errorf("batched gemm: batch %d: want 1 to %d", batch, math.MaxInt32)
+		return shapeError("batched gemm", "batch %d: want 1 to %d", batch, math.MaxInt32)
 	}
 	for _, s := range []int{strideA, strideB, strideC} {
 		if s < 0 || (s > 0 && batch-1 > math.MaxInt/s) {
-			return fmt.Errorf("batched gemm: stride %d for a batch of %d: want ≥ 0 with (batch−1)·stride representable", s, batch)
+			return shapeError("batched gemm", "stride %d for a batch of %d: want ≥ 0 with (batch−1)·stride representable", s, batch)
 		}
 	}
-	ldc := op.LDC
-	if ldc == 0 {
-		ldc = op.N
+	if err := op.Check(); err != nil {
+		return err
 	}
+	_, _, ldc := op.LeadingDims()
 	if batch > 1 && op.M > 0 && op.N > 0 && strideC < (op.M-1)*ldc+op.N {
-		return fmt.Errorf("batched gemm: output stride %d overlaps the %d×%d outputs (leading dimension %d)", strideC, op.M, op.N, ldc)
+		return shapeError("batched gemm", "output stride %d overlaps the %d×%d outputs (leading dimension %d)", strideC, op.M, op.N, ldc)
 	}
-	return nil
+	return op.checkAt((batch-1)*strideA, (batch-1)*strideB, (batch-1)*strideC)
 }

@@ -20,6 +20,9 @@ func GemmFused(b Backend, op GemmOp) error {
 // has one, else P·H by SpMM (P built on the host, with P_ii = 1 on isolated
 // rows when KeepIsolated) followed by Axpby.
 func Smooth(b Backend, op SmoothOp) error {
+	if err := op.Check(); err != nil { // the fallback too refuses what no backend takes
+		return err
+	}
 	if err := b.Smooth(op); !errors.Is(err, ErrNotImplemented) {
 		return err
 	}
@@ -74,6 +77,9 @@ func freeAll(b Backend, bufs ...Buffer) {
 // LowRankProject computes (LN(M)·A)·B on b: fused when available, else
 // LayerNorm and two GEMMs.
 func LowRankProject(b Backend, op LowRankOp) error {
+	if err := op.Check(); err != nil { // the fallback too refuses what no backend takes
+		return err
+	}
 	if err := b.LowRankProject(op); !errors.Is(err, ErrNotImplemented) {
 		return err
 	}
@@ -103,6 +109,9 @@ func LowRankProject(b Backend, op LowRankOp) error {
 // available, else two score GEMMs into one N×(Lm+Lt) matrix, one masked
 // softmax and two accumulating GEMMs.
 func JointAttention(b Backend, op JointAttentionOp) error {
+	if err := op.Check(); err != nil { // the fallback too refuses what no backend takes
+		return err
+	}
 	if err := b.JointAttention(op); !errors.Is(err, ErrNotImplemented) {
 		return err
 	}

@@ -13,8 +13,8 @@ func GAT(b Backend, op GATOp) error {
 	if err := b.GAT(op); !errors.Is(err, ErrNotImplemented) {
 		return err
 	}
-	if op.N < 0 || op.D <= 0 || len(op.AdjPtr) != op.N+1 {
-		return fmt.Errorf("engine: gat: bad shapes N=%d D=%d with %d pointers", op.N, op.D, len(op.AdjPtr))
+	if err := op.Check(); err != nil {
+		return err
 	}
 	h, err := Download[float32](b, op.H)
 	if err != nil {

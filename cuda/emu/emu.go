@@ -277,7 +277,3 @@ func fp(s []float32) *C.float {
 	}
 	return (*C.float)(unsafe.Pointer(&s[0]))
 }
-
-func shapeErr(op string) error {
-	return fmt.Errorf("%s: %s: buffers too short for the shape", Name, op)
-}

@@ -14,19 +14,18 @@ import (
 
 	"github.com/gleaner-rag/gleaner/cuda"
 	"github.com/gleaner-rag/gleaner/engine"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
 // Axpby launches axpby.cu.
 func (e *Backend) Axpby(op engine.AxpbyOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	y, err2 := e.f32(op.Y, 0)
 	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
-	}
-	if op.N < 0 || len(x) < op.N || len(y) < op.N || len(out) < op.N {
-		return shapeErr("axpby")
 	}
 	l := cuda.Elementwise(op.N)
 	C.emu_axpby(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), C.float(op.Alpha), fp(x), C.float(op.Beta), fp(y), fp(out))
@@ -35,13 +34,13 @@ func (e *Backend) Axpby(op engine.AxpbyOp) error {
 
 // Activate launches activate.cu.
 func (e *Backend) Activate(op engine.ActivateOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
-	}
-	if op.N < 0 || len(x) < op.N || len(out) < op.N {
-		return shapeErr("activate")
 	}
 	l := cuda.Elementwise(op.N)
 	C.emu_activate(C.uint(l.Grid), C.uint(l.Block), C.int(op.Act), C.int(op.N), fp(x), fp(out))
@@ -50,6 +49,9 @@ func (e *Backend) Activate(op engine.ActivateOp) error {
 
 // BiasAct launches biasact.cu.
 func (e *Backend) BiasAct(op engine.BiasActOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.out32(op.X, op.Off)
 	bias, err2 := e.f32(op.Bias, 0)
 	if err := firstErr(err1, err2); err != nil {
@@ -59,9 +61,6 @@ func (e *Backend) BiasAct(op engine.BiasActOp) error {
 	if ld == 0 {
 		ld = op.Cols
 	}
-	if op.Rows < 0 || op.Cols < 0 || ld < op.Cols || (op.Rows > 0 && len(x) < (op.Rows-1)*ld+op.Cols) || (bias != nil && len(bias) < op.Cols) {
-		return shapeErr("bias_act")
-	}
 	l := cuda.Rows(op.Rows)
 	C.emu_bias_act(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), C.int(ld), fp(bias), C.int(op.Act), fp(x))
 	return nil
@@ -69,15 +68,14 @@ func (e *Backend) BiasAct(op engine.BiasActOp) error {
 
 // Softmax launches softmax.cu.
 func (e *Backend) Softmax(op engine.SoftmaxOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	m, err2 := e.f32(op.Mask, 0)
 	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
-	}
-	n := op.Rows * op.Cols
-	if op.Rows < 0 || op.Cols < 0 || len(x) < n || len(out) < n || (op.Mask != nil && len(m) < n) {
-		return shapeErr("softmax")
 	}
 	l := cuda.Rows(op.Rows)
 	C.emu_softmax(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(m), fp(out))
@@ -86,15 +84,15 @@ func (e *Backend) Softmax(op engine.SoftmaxOp) error {
 
 // LayerNorm launches layernorm.cu.
 func (e *Backend) LayerNorm(op engine.LayerNormOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	g, err2 := e.f32(op.Gamma, 0)
 	b, err3 := e.f32(op.Beta, 0)
 	out, err4 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
-	}
-	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols || len(b) < op.Cols {
-		return shapeErr("layernorm")
 	}
 	l := cuda.Rows(op.Rows)
 	C.emu_layer_norm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(g), fp(b), C.float(op.Eps), fp(out))
@@ -104,6 +102,9 @@ func (e *Backend) LayerNorm(op engine.LayerNormOp) error {
 // JointAttention launches the fused jointattn.cu, with an N × (Lm+Lt)
 // scratch for the scores.
 func (e *Backend) JointAttention(op engine.JointAttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	q, err1 := e.f32(op.Q, op.OffQ)
 	km, err2 := e.f32(op.KMem, op.OffKMem)
 	vm, err3 := e.f32(op.VMem, op.OffVMem)
@@ -113,9 +114,9 @@ func (e *Backend) JointAttention(op engine.JointAttentionOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
-	ld, err := cuda.CheckJointAttention(op, len(q), len(km), len(vm), len(kt), len(vt), len(out))
-	if err != nil || op.N == 0 {
-		return err
+	ld := op.LeadingDims()
+	if op.N == 0 {
+		return nil
 	}
 	scratch := make([]float32, op.N*(op.Lm+op.Lt))
 	l := cuda.Rows(op.N)
@@ -135,6 +136,9 @@ func b2i(b bool) int {
 // LowRankProject launches the fused lowrank.cu, with an L × (De+R)
 // scratch.
 func (e *Backend) LowRankProject(op engine.LowRankOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	m, err1 := e.f32(op.M, 0)
 	g, err2 := e.f32(op.Gamma, 0)
 	be, err3 := e.f32(op.Beta, 0)
@@ -144,8 +148,8 @@ func (e *Backend) LowRankProject(op engine.LowRankOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
-	if err := cuda.CheckLowRank(op, len(m), len(g), len(be), len(a), len(bm), len(out)); err != nil || op.L == 0 {
-		return err
+	if op.L == 0 {
+		return nil
 	}
 	scratch := make([]float32, op.L*(op.De+op.R))
 	l := cuda.Rows(op.L)
@@ -156,14 +160,14 @@ func (e *Backend) LowRankProject(op engine.LowRankOp) error {
 
 // RMSNorm launches rmsnorm.cu.
 func (e *Backend) RMSNorm(op engine.RMSNormOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	g, err2 := e.f32(op.Gamma, 0)
 	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
-	}
-	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols {
-		return shapeErr("rmsnorm")
 	}
 	l := cuda.Rows(op.Rows)
 	C.emu_rms_norm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(g), C.float(op.Eps), fp(out))
@@ -172,14 +176,14 @@ func (e *Backend) RMSNorm(op engine.RMSNormOp) error {
 
 // RoPE launches rope.cu.
 func (e *Backend) RoPE(op engine.RoPEOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err := e.out32(op.X, op.Off)
 	if err != nil {
 		return err
 	}
-	ld, err := cuda.CheckRoPE(op, len(x))
-	if err != nil {
-		return err
-	}
+	ld := op.RowStride()
 	l := cuda.Elementwise(op.Rows * op.Heads * op.HeadDim / 2)
 	C.emu_rope(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Heads), C.int(op.HeadDim), C.int(ld), C.int(op.Pos0), fp(op.InvFreq), fp(x))
 	return nil
@@ -187,13 +191,13 @@ func (e *Backend) RoPE(op engine.RoPEOp) error {
 
 // SwiGLU launches swiglu.cu.
 func (e *Backend) SwiGLU(op engine.SwiGLUOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
-	}
-	if op.Rows < 0 || op.Cols <= 0 || len(x) < 2*op.Rows*op.Cols || len(out) < op.Rows*op.Cols {
-		return shapeErr("swiglu")
 	}
 	l := cuda.Elementwise(op.Rows * op.Cols)
 	C.emu_swiglu(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.Cols), fp(x), fp(out))
@@ -203,6 +207,9 @@ func (e *Backend) SwiGLU(op engine.SwiGLUOp) error {
 // EdgeAttention launches edgeattn.cu after checking shapes, sources and
 // feature rows on the host.
 func (e *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	ptr, err1 := e.i64(op.Ptr)
 	src, err2 := e.i32(op.Src)
 	k, err3 := e.f32(op.K, 0)
@@ -214,21 +221,8 @@ func (e *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return err
 	}
-	d := op.Heads * op.HeadDim
-	if op.Heads <= 0 || op.HeadDim <= 0 || op.HeadDim > math.MaxInt32/op.Heads {
-		return shapeErr("edge attention")
-	}
-	nnz, err := engine.CheckEdges(Name+": edge attention", op.N, ptr, src)
-	if err != nil {
-		return err
-	}
-	if len(k) < op.N*d || len(q) < op.N*d || len(v) < op.N*d || len(out) < op.N*d || (erow == nil && len(ef) < nnz*d) {
-		return shapeErr("edge attention")
-	}
-	if erow != nil {
-		if err := engine.CheckFeatureRows(Name+": edge attention", erow, nnz, len(ef)/d, false); err != nil {
-			return err
-		}
+	if err := op.CheckEdges(ptr, src, erow); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if op.N == 0 {
 		return nil
@@ -243,17 +237,13 @@ func (e *Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
 // on the host first (engine.PropagationMatrix: CSR structure, positive
 // degrees where there are neighbours).
 func (e *Backend) Smooth(op engine.SmoothOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	h, err1 := e.f32(op.H, 0)
 	out, err2 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2); err != nil {
 		return err
-	}
-	adj := engine.CSRMatrix{Rows: op.M, Cols: op.M, Ptr: op.AdjPtr, Idx: op.AdjIdx}
-	if _, err := engine.PropagationMatrix(adj, op.Deg, op.KeepIsolated); err != nil {
-		return err
-	}
-	if op.D < 0 || len(h) < op.M*op.D || len(out) < op.M*op.D {
-		return shapeErr("smooth")
 	}
 	if op.M == 0 || op.D == 0 {
 		return nil
@@ -266,6 +256,9 @@ func (e *Backend) Smooth(op engine.SmoothOp) error {
 
 // SpMM launches spmm.cu after checking the CSR structure on the host.
 func (e *Backend) SpMM(op engine.SpMMOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	ptr, err1 := e.i64(op.Ptr)
 	idx, err2 := e.i32(op.Idx)
 	val, err3 := e.f32(op.Val, 0)
@@ -274,12 +267,8 @@ func (e *Backend) SpMM(op engine.SpMMOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
-	a := engine.CSRMatrix{Rows: op.Rows, Cols: op.Cols, Ptr: ptr, Idx: idx, Val: val}
-	if err := a.Check(); err != nil {
-		return err
-	}
-	if op.D < 0 || len(x) < op.Cols*op.D || len(y) < op.Rows*op.D {
-		return shapeErr("spmm")
+	if err := op.CheckCSR(ptr, idx); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	l := cuda.Rows(op.Rows)
 	C.emu_spmm(C.uint(l.Grid), C.uint(l.Block), C.int(op.Rows), C.int(op.D), lp(ptr),
@@ -292,6 +281,9 @@ func (e *Backend) Gemm(op engine.GemmOp) error { return e.BatchedGemm(op, 1, 0, 
 
 // BatchedGemm launches gemm.cu over batch matrices (z dimension).
 func (e *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC int) error {
+	if err := engine.CheckBatch(op, batch, strideA, strideB, strideC); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	a, err1 := e.f32(op.A, op.OffA)
 	bm, err2 := e.f32(op.B, op.OffB)
 	c, err3 := e.out32(op.C, op.OffC)
@@ -299,23 +291,14 @@ func (e *Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	g := kernels.GemmArgs{TransA: op.TransA, TransB: op.TransB, M: op.M, N: op.N, K: op.K, Alpha: op.Alpha, Beta: op.Beta,
-		A: a, LDA: op.LDA, B: bm, LDB: op.LDB, C: c, LDC: op.LDC, Bias: bias, Act: op.Act}
-	if err := engine.CheckBatch(op, batch, strideA, strideB, strideC); err != nil {
-		return fmt.Errorf("%s: %w", Name, err)
-	}
-	last := g
-	last.A, last.B, last.C = a[min((batch-1)*strideA, len(a)):], bm[min((batch-1)*strideB, len(bm)):], c[min((batch-1)*strideC, len(c)):]
-	if err := firstErr(g.Check(), last.Check()); err != nil { // Check fills the packed leading dimensions
-		return err
-	}
+	lda, ldb, ldc := op.LeadingDims()
 	if op.M == 0 || op.N == 0 {
 		return nil
 	}
 	l := cuda.Gemm(op.M, op.N, batch)
 	C.emu_gemm(C.uint(l.GridX), C.uint(l.GridY), C.uint(l.GridZ), C.uint(l.Block), cbool(op.TransA), cbool(op.TransB),
-		C.int(op.M), C.int(op.N), C.int(op.K), C.float(op.Alpha), fp(a), C.int(g.LDA), C.longlong(strideA), fp(bm), C.int(g.LDB),
-		C.longlong(strideB), C.float(op.Beta), fp(c), C.int(g.LDC), C.longlong(strideC), fp(bias), C.int(op.Act))
+		C.int(op.M), C.int(op.N), C.int(op.K), C.float(op.Alpha), fp(a), C.int(lda), C.longlong(strideA), fp(bm), C.int(ldb),
+		C.longlong(strideB), C.float(op.Beta), fp(c), C.int(ldc), C.longlong(strideC), fp(bias), C.int(op.Act))
 	return nil
 }
 
@@ -328,6 +311,9 @@ func cbool(b bool) C.int {
 
 // Attention launches attention.cu after checking shapes and lengths.
 func (e *Backend) Attention(op engine.AttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	q, err1 := e.f32(op.Q, 0)
 	k, err2 := e.f32(op.K, 0)
 	v, err3 := e.f32(op.V, 0)
@@ -336,9 +322,8 @@ func (e *Backend) Attention(op engine.AttentionOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
-	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim, Q: q, K: k, V: v, Out: out, Lengths: lengths}
-	if err := a.Check(); err != nil {
-		return err
+	if err := op.CheckLengths(lengths); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if n := op.Batch * op.Heads * op.Seq; n > 0 {
 		l := cuda.Rows(n)
@@ -350,14 +335,14 @@ func (e *Backend) Attention(op engine.AttentionOp) error {
 
 // TopK launches topk.cu.
 func (e *Backend) TopK(op engine.TopKOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	s, err1 := e.f32(op.Scores, 0)
 	idx, err2 := e.outI32(op.OutIdx)
 	sc, err3 := e.out32(op.OutScore, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
-	}
-	if op.Rows < 0 || op.Cols < 0 || op.K < 0 || len(s) < op.Rows*op.Cols || len(idx) < op.Rows*op.K || len(sc) < op.Rows*op.K {
-		return shapeErr("topk")
 	}
 	if op.Rows == 0 || op.K == 0 {
 		return nil
@@ -382,14 +367,14 @@ func firstErr(errs ...error) error {
 
 // Mul launches mul.cu.
 func (e *Backend) Mul(op engine.MulOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	y, err2 := e.f32(op.Y, 0)
 	out, err3 := e.out32(op.Out, 0)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
-	}
-	if op.N < 0 || len(x) < op.N || len(y) < op.N || len(out) < op.N {
-		return shapeErr("mul")
 	}
 	l := cuda.Elementwise(op.N)
 	C.emu_mul(C.uint(l.Grid), C.uint(l.Block), C.int(op.N), fp(x), fp(y), cbool(op.Accumulate), fp(out))
@@ -398,6 +383,9 @@ func (e *Backend) Mul(op engine.MulOp) error {
 
 // CopyRows launches copyrows.cu after checking every index on the host.
 func (e *Backend) CopyRows(op engine.CopyRowsOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	x, err1 := e.f32(op.X, 0)
 	out, err2 := e.out32(op.Out, 0)
 	src, err3 := e.optI32(op.Src)
@@ -405,13 +393,7 @@ func (e *Backend) CopyRows(op engine.CopyRowsOp) error {
 	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return err
 	}
-	if op.Cols <= 0 {
-		return shapeErr("copy rows")
-	}
-	if op.X != nil && op.X == op.Out {
-		return fmt.Errorf("%s: copy rows: Out is X (rows must move between buffers)", Name)
-	}
-	if err := engine.CheckCopyRows(op.N, op.Cols, src, dst, len(x)/op.Cols, len(out)/op.Cols); err != nil {
+	if err := op.CheckIndices(src, dst); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if op.N == 0 {
@@ -424,6 +406,9 @@ func (e *Backend) CopyRows(op engine.CopyRowsOp) error {
 
 // EdgeMessage launches edgemsg.cu after checking the edges on the host.
 func (e *Backend) EdgeMessage(op engine.EdgeMessageOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
 	ptr, err1 := e.i64(op.Ptr)
 	src, err2 := e.i32(op.Src)
 	erow, err3 := e.i32(op.ERow)
@@ -433,18 +418,8 @@ func (e *Backend) EdgeMessage(op engine.EdgeMessageOp) error {
 	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
-	if op.D <= 0 || op.Rows < 0 {
-		return shapeErr("edge message")
-	}
-	nnz, err := engine.CheckEdges(Name+": edge message", op.N, ptr, src)
-	if err != nil {
-		return err
-	}
-	if len(m) < op.N*op.D || len(f) < op.Rows*op.D || len(out) < op.N*op.D {
-		return shapeErr("edge message")
-	}
-	if err := engine.CheckFeatureRows(Name+": edge message", erow, nnz, op.Rows, true); err != nil {
-		return err
+	if err := op.CheckEdges(ptr, src, erow); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	if op.N == 0 {
 		return nil

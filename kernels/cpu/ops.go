@@ -72,6 +72,9 @@ func (u *unwrap) l(x engine.Buffer) []int64 {
 // BLAS call's packing and threading there; the rest goes through
 // kernels.Gemm.
 func (*Backend) Gemm(op engine.GemmOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	g, err := gemmArgs(op)
 	if err != nil {
 		return err
@@ -115,6 +118,9 @@ func (*Backend) BatchedGemm(op engine.GemmOp, batch, strideA, strideB, strideC i
 
 // BiasAct implements engine.Ops.
 func (*Backend) BiasAct(op engine.BiasActOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, bias := u.w(op.X, op.Off), u.f(op.Bias, 0)
 	if u.err != nil {
@@ -125,13 +131,13 @@ func (*Backend) BiasAct(op engine.BiasActOp) error {
 
 // LayerNorm implements engine.Ops.
 func (*Backend) LayerNorm(op engine.LayerNormOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, g, b, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.f(op.Beta, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols || len(b) < op.Cols {
-		return shapeErr("layernorm")
 	}
 	kernels.LayerNorm(x, g, b, out, op.Rows, op.Cols, op.Eps)
 	return nil
@@ -139,13 +145,13 @@ func (*Backend) LayerNorm(op engine.LayerNormOp) error {
 
 // Activate implements engine.Ops.
 func (*Backend) Activate(op engine.ActivateOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, out := u.f(op.X, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if op.N < 0 || len(x) < op.N || len(out) < op.N {
-		return shapeErr("activate")
 	}
 	kernels.Activate(op.Act, x[:op.N], out[:op.N])
 	return nil
@@ -153,14 +159,13 @@ func (*Backend) Activate(op engine.ActivateOp) error {
 
 // Softmax implements engine.Ops.
 func (*Backend) Softmax(op engine.SoftmaxOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, m, out := u.f(op.X, 0), u.f(op.Mask, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	n := op.Rows * op.Cols
-	if op.Rows < 0 || op.Cols < 0 || len(x) < n || len(out) < n || (m != nil && len(m) < n) {
-		return shapeErr("softmax")
 	}
 	kernels.Softmax(x, m, out, op.Rows, op.Cols)
 	return nil
@@ -168,35 +173,47 @@ func (*Backend) Softmax(op engine.SoftmaxOp) error {
 
 // Attention implements engine.Ops.
 func (*Backend) Attention(op engine.AttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.AttentionArgs{Batch: op.Batch, Seq: op.Seq, Heads: op.Heads, HeadDim: op.HeadDim,
 		Q: u.f(op.Q, 0), K: u.f(op.K, 0), V: u.f(op.V, 0), Out: u.w(op.Out, 0), Lengths: u.i(op.Lengths)}
 	if u.err != nil {
 		return u.err
 	}
+	if err := op.CheckLengths(a.Lengths); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	return kernels.Attention(a)
 }
 
 // SpMM implements engine.Ops.
 func (*Backend) SpMM(op engine.SpMMOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.CSRMatrix{Rows: op.Rows, Cols: op.Cols, Ptr: u.l(op.Ptr), Idx: u.i(op.Idx), Val: u.f(op.Val, 0)}
 	x, y := u.f(op.X, 0), u.w(op.Y, 0)
 	if u.err != nil {
 		return u.err
 	}
+	if err := op.CheckCSR(a.Ptr, a.Idx); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	return kernels.SpMM(a, x, op.D, y)
 }
 
 // Axpby implements engine.Ops.
 func (*Backend) Axpby(op engine.AxpbyOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if op.N < 0 || len(x) < op.N || len(y) < op.N || len(out) < op.N {
-		return shapeErr("axpby")
 	}
 	for i := 0; i < op.N; i++ {
 		out[i] = op.Alpha*x[i] + op.Beta*y[i]
@@ -206,24 +223,30 @@ func (*Backend) Axpby(op engine.AxpbyOp) error {
 
 // EdgeAttention implements engine.Ops.
 func (*Backend) EdgeAttention(op engine.EdgeAttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.EdgeAttentionArgs{N: op.N, Heads: op.Heads, HeadDim: op.HeadDim, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.oi(op.ERow),
 		K: u.f(op.K, 0), Q: u.f(op.Q, 0), V: u.f(op.V, 0), E: u.f(op.E, 0), Out: u.w(op.Out, 0)}
 	if u.err != nil {
 		return u.err
 	}
+	if err := op.CheckEdges(a.Ptr, a.Src, a.ERow); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	return kernels.EdgeAttention(a)
 }
 
 // TopK implements engine.Ops.
 func (*Backend) TopK(op engine.TopKOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	s, idx, sc := u.f(op.Scores, 0), u.wi(op.OutIdx), u.w(op.OutScore, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if op.Rows < 0 || op.Cols < 0 || op.K < 0 || len(s) < op.Rows*op.Cols || len(idx) < op.Rows*op.K || len(sc) < op.Rows*op.K {
-		return shapeErr("topk")
 	}
 	for r, hits := range kernels.TopKRows(s, op.Rows, op.Cols, op.K) {
 		for j := 0; j < op.K; j++ {
@@ -238,13 +261,13 @@ func (*Backend) TopK(op engine.TopKOp) error {
 
 // FlatIP implements engine.Ops with the batched AVX top-k scan.
 func (*Backend) FlatIP(op engine.FlatIPOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, q, idx, sc := u.f(op.X, 0), u.f(op.Q, 0), u.wi(op.OutIdx), u.w(op.OutScore, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if op.B < 0 || op.K < 0 || len(idx) < op.B*op.K || len(sc) < op.B*op.K {
-		return shapeErr("flatip")
 	}
 	hits, err := kernels.FlatIP(context.Background(), x, op.N, op.D, q, op.B, op.K, 0)
 	if err != nil {
@@ -263,6 +286,9 @@ func (*Backend) FlatIP(op engine.FlatIPOp) error {
 
 // Smooth implements engine.Smoother.
 func (*Backend) Smooth(op engine.SmoothOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	h, out := u.f(op.H, 0), u.w(op.Out, 0)
 	if u.err != nil {
@@ -274,6 +300,9 @@ func (*Backend) Smooth(op engine.SmoothOp) error {
 
 // LowRankProject implements engine.LowRankProjector.
 func (*Backend) LowRankProject(op engine.LowRankOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.LowRankArgs{L: op.L, De: op.De, R: op.R, Dkv: op.Dkv, M: u.f(op.M, 0), Gamma: u.f(op.Gamma, 0), Beta: u.f(op.Beta, 0),
 		A: u.f(op.A, 0), B: u.f(op.B, 0), Out: u.w(op.Out, 0), Eps: op.Eps}
@@ -285,6 +314,9 @@ func (*Backend) LowRankProject(op engine.LowRankOp) error {
 
 // JointAttention implements engine.JointAttender.
 func (*Backend) JointAttention(op engine.JointAttentionOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.JointAttentionArgs{N: op.N, Lm: op.Lm, Lt: op.Lt, D: op.D, Dv: op.Dv, Q: u.f(op.Q, op.OffQ), KMem: u.f(op.KMem, op.OffKMem),
 		VMem: u.f(op.VMem, op.OffVMem), KText: u.f(op.KText, op.OffKText), VText: u.f(op.VText, op.OffVText), Out: u.w(op.Out, op.OffOut), Causal: op.Causal,
@@ -297,13 +329,13 @@ func (*Backend) JointAttention(op engine.JointAttentionOp) error {
 
 // RMSNorm implements engine.DecoderOps.
 func (*Backend) RMSNorm(op engine.RMSNormOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, g, out := u.f(op.X, 0), u.f(op.Gamma, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if n := op.Rows * op.Cols; op.Rows < 0 || op.Cols <= 0 || len(x) < n || len(out) < n || len(g) < op.Cols {
-		return shapeErr("rmsnorm")
 	}
 	kernels.RMSNorm(x, g, out, op.Rows, op.Cols, op.Eps)
 	return nil
@@ -311,6 +343,9 @@ func (*Backend) RMSNorm(op engine.RMSNormOp) error {
 
 // RoPE implements engine.DecoderOps.
 func (*Backend) RoPE(op engine.RoPEOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x := u.w(op.X, op.Off)
 	if u.err != nil {
@@ -321,13 +356,13 @@ func (*Backend) RoPE(op engine.RoPEOp) error {
 
 // SwiGLU implements engine.DecoderOps.
 func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, out := u.f(op.X, 0), u.w(op.Out, 0)
 	if u.err != nil {
 		return u.err
-	}
-	if op.Rows < 0 || op.Cols <= 0 || len(x) < 2*op.Rows*op.Cols || len(out) < op.Rows*op.Cols {
-		return shapeErr("swiglu")
 	}
 	kernels.SwiGLU(x, out, op.Rows, op.Cols)
 	return nil
@@ -335,6 +370,9 @@ func (*Backend) SwiGLU(op engine.SwiGLUOp) error {
 
 // GAT implements engine.Fused.
 func (*Backend) GAT(op engine.GATOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	h, s, out := u.f(op.H, 0), u.f(op.S, 0), u.w(op.Out, 0)
 	if u.err != nil {
@@ -345,6 +383,9 @@ func (*Backend) GAT(op engine.GATOp) error {
 
 // Mul implements engine.EncoderOps.
 func (*Backend) Mul(op engine.MulOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	x, y, out := u.f(op.X, 0), u.f(op.Y, 0), u.w(op.Out, 0)
 	if u.err != nil {
@@ -355,24 +396,35 @@ func (*Backend) Mul(op engine.MulOp) error {
 
 // CopyRows implements engine.EncoderOps.
 func (*Backend) CopyRows(op engine.CopyRowsOp) error {
-	if op.X != nil && op.X == op.Out {
-		return fmt.Errorf("cpu: copy rows: Out is X (rows must move between buffers)")
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
 	}
 	var u unwrap
 	a := kernels.CopyRowsArgs{N: op.N, Cols: op.Cols, X: u.f(op.X, 0), Out: u.w(op.Out, 0), Src: u.oi(op.Src), Dst: u.oi(op.Dst), Add: op.Add}
 	if u.err != nil {
 		return u.err
 	}
+	if err := op.CheckIndices(a.Src, a.Dst); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	return kernels.CopyRows(a)
 }
 
 // EdgeMessage implements engine.EncoderOps.
 func (*Backend) EdgeMessage(op engine.EdgeMessageOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	var u unwrap
 	a := kernels.EdgeMessageArgs{N: op.N, D: op.D, Rows: op.Rows, Ptr: u.l(op.Ptr), Src: u.i(op.Src), ERow: u.i(op.ERow),
 		M: u.f(op.M, 0), F: u.f(op.F, 0), Out: u.w(op.Out, 0)}
 	if u.err != nil {
 		return u.err
 	}
+	if err := op.CheckEdges(a.Ptr, a.Src, a.ERow); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
 	return kernels.EdgeMessage(a)
 }
+
+var errReadOnly = fmt.Errorf("cpu: an op's output: %w", engine.ErrReadOnly)

@@ -44,7 +44,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention}, {"GAT", testGAT},
 		{"RMSNorm", testRMSNorm}, {"RoPE", testRoPE}, {"SwiGLU", testSwiGLU},
 		{"Mul", testMul}, {"CopyRows", testCopyRows}, {"EdgeMessage", testEdgeMessage},
-		{"Composed", testComposed}, {"BadInputs", testBadInputs}, {"Bind", testBind}, {"Queues", testQueues},
+		{"Composed", testComposed}, {"BadInputs", testBadInputs}, {"Shapes", testShapes}, {"Bind", testBind}, {"Queues", testQueues},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
