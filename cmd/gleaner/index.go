@@ -155,12 +155,7 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 		fmt.Fprintf(w, "tokens\tnode token ids stored for the tokenizer with sha256 %s\n", hash)
 	}
 	for _, st := range ix.Sections() {
-		state := "ok"
-		if st.Err != nil {
-			state = "unusable: " + st.Err.Error()
-		}
-		fmt.Fprintf(w, "section %s\t%s, version %d, %s on node changes, %d files, %.1f MiB: %s\n",
-			st.Name, st.Summary, st.Record.Version, st.Record.Update, len(st.Record.Files), float64(st.Bytes)/(1<<20), state)
+		fmt.Fprintf(w, "section %s\t%s\n", st.Name, describeSection(st))
 	}
 	names := make([]string, 0, len(ix.Manifest.Files))
 	var total int64
@@ -207,4 +202,25 @@ func keyValues(m map[string]any) string {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
 	return strings.Join(parts, " ")
+}
+
+// describeSection is one line of index info about a section.
+func describeSection(st index.SectionStatus) string {
+	what, state := st.Summary, "ok"
+	if what == "" {
+		what = "a section this program does not know"
+	}
+	if st.Err != nil {
+		state = "unusable: " + st.Err.Error()
+	}
+	update := "rebuilt when the nodes change"
+	if st.Record.Update == index.Incremental {
+		update = "follows node changes"
+	}
+	files := "files"
+	if len(st.Record.Files) == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("%s, version %d, %s, %d %s, %.1f MiB: %s",
+		what, st.Record.Version, update, len(st.Record.Files), files, float64(st.Bytes)/(1<<20), state)
 }

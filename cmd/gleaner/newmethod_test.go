@@ -175,7 +175,7 @@ func TestAMethodInOneFile(t *testing.T) {
 		t.Fatal("a power outside its rule accepted")
 	}
 	// opened: the index lists it, checksummed with the rest
-	if out, err := run(t, "index", "info", idir); err != nil || !strings.Contains(out, "section test-prior") || !strings.Contains(out, "rebuild on node changes") {
+	if out, err := run(t, "index", "info", idir); err != nil || !strings.Contains(out, "section test-prior") || !strings.Contains(out, "rebuilt when the nodes change") {
 		t.Fatalf("index info: %v\n%s", err, out)
 	}
 	// queried and evaluated, with its setting as a flag

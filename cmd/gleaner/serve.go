@@ -29,12 +29,12 @@ func newServe(g *globals) *cobra.Command {
 		Short: "Serve retrieval over HTTP (JSON and NDJSON streaming, /metrics, reload, graceful drain)",
 		Long: `Serve the methods over the given indexes (opened read-only once, shared by all requests).
 
-  POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "options", "stream", "timeout_ms", "text"}
+  POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "graph_kinds", "options", "stream", "timeout_ms", "text"}
   GET  /v1/indexes, /v1/methods (every method's settings), /healthz, /readyz, /metrics (Prometheus)
+  POST /v1/admin/reload reopens the index folders (rebuilt in place) and swaps them in atomically
 
 The method flags (--bmax, --model, …) set what requests start from; a request's "options" change any
 setting but the local ones (--model, --runtime, --precision), which only the server sets.
-  POST /v1/admin/reload reopens the index folders (rebuilt in place) and swaps them in atomically
 
 At --max-in-flight requests the server answers 503 with Retry-After at once. SIGHUP reloads like
 /v1/admin/reload; SIGTERM or Ctrl-C stops accepting, lets requests in flight finish within --grace, and
