@@ -2,11 +2,12 @@ package corpus
 
 import (
 	"errors"
-	"github.com/gleaner-rag/gleaner/internal/testdata"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/internal/testdata"
 )
 
 func TestReadPathQuestionShared(t *testing.T) {

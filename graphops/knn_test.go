@@ -2,12 +2,12 @@ package graphops
 
 import (
 	"context"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
 	"reflect"
 	"sort"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 

@@ -2,9 +2,10 @@ package graphops
 
 import (
 	"context"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // tinyTriGraph builds a Tri-Graph of ne entities from sentences (lists of

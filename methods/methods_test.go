@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -21,11 +20,7 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 // Every method refuses an empty query with ErrEmptyQuery (a 400, never a
 // silent empty answer).

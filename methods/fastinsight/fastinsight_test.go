@@ -2,7 +2,6 @@ package fastinsight_test
 
 import (
 	"context"
-	"os"
 	"reflect"
 	"testing"
 
@@ -11,11 +10,7 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 func TestFastInsightStreamsAndCaches(t *testing.T) {
 	ix, qs := testindex.Shared(t)

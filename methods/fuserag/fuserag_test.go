@@ -3,7 +3,6 @@ package fuserag_test
 import (
 	"context"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 // fuserag's evidence set is the greedy walk from BM25's top Start nodes
 // with rel = BM25/max BM25 and cosine novelty; K=5 is a prefix of K=10.

@@ -2,18 +2,13 @@ package gar_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 func TestGARScoresItsBudget(t *testing.T) {
 	ix, qs := testindex.Shared(t)

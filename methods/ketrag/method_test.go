@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/ketrag"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -34,18 +34,11 @@ func noKETRAG(t *testing.T) *index.Index {
 func openKETRAG(t *testing.T) (*index.Index, *corpus.Corpus) {
 	t.Helper()
 	c := synth.Generate(synth.Options{People: 60, Cities: 12, Countries: 4, Bands: 15, Queries: 20, Seed: 5})
-	dir := filepath.Join(t.TempDir(), "ix")
 	lsa := lexical.DefaultLSA()
 	lsa.Dims = 16
-	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
-		t.Fatal(err)
-	}
+	dir := indextest.Build(t, c, index.WithLSA(lsa))
 	testindex.AddKETRAG(t, c, dir)
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
+	ix := indextest.Open(t, dir)
 	return ix, c
 }
 

@@ -2,18 +2,19 @@ package ketrag
 
 import (
 	"context"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/ner"
 )
@@ -24,16 +25,7 @@ func smallCorpus() *corpus.Corpus {
 
 func buildIndex(t *testing.T, c *corpus.Corpus) *index.Index {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ix")
-	if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
-	return ix
+	return indextest.Open(t, indextest.Build(t, c))
 }
 
 func titlesOf(ix *index.Index) []string {

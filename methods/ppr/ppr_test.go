@@ -3,7 +3,6 @@ package ppr_test
 import (
 	"context"
 	"math"
-	"os"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -12,11 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 func TestPPRMatchesGraphops(t *testing.T) {
 	ix, qs := testindex.Shared(t)

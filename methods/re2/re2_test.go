@@ -3,7 +3,6 @@ package re2_test
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,11 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testindex.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testindex.Main(m) }
 
 func TestRe2RerankesBM25TopHundred(t *testing.T) {
 	ix, qs := testindex.Shared(t)

@@ -2,13 +2,12 @@ package seeder_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -26,17 +25,9 @@ func kgIndex(t *testing.T) *index.Index {
 			{Src: "bob", Dst: "rome", Rel: "lives_in", Kind: "kg"}, {Src: "rome", Dst: "italy", Rel: "country", Kind: "kg"},
 			{Src: "ann", Dst: "italy", Kind: "other"}},
 	}
-	dir := filepath.Join(t.TempDir(), "ix")
 	lsa := lexical.DefaultLSA()
 	lsa.Dims, lsa.MinDF, lsa.MaxDFRatio = 4, 1, 1
-	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
+	ix := indextest.Open(t, indextest.Build(t, c, index.WithLSA(lsa)))
 	return ix
 }
 

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/trigraph"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -63,39 +65,11 @@ func twoHopCorpus() *corpus.Corpus {
 // titles gazetteer.
 func buildTriGraphIndex(t *testing.T, c *corpus.Corpus, nerName string) *index.Index {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ix")
 	lsa := lexical.DefaultLSA()
 	lsa.Dims, lsa.MinDF, lsa.MaxDFRatio = 16, 1, 1 // every term counts in a 20-passage corpus
-	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
-		t.Fatal(err)
-	}
-	addTriGraph(t, c, dir, nerName)
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
-	return ix
-}
-
-// addTriGraph stores the Tri-Graph of the index at dir (corpus c) built
-// with the named extractor.
-func addTriGraph(t *testing.T, c *corpus.Corpus, dir, nerName string) {
-	t.Helper()
-	var titles []string
-	for _, n := range c.Nodes {
-		titles = append(titles, n.Title)
-	}
-	ex, err := ner.New(nerName, titles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := trigraph.DefaultBuildOptions()
-	o.Backend = cpu.New()
-	o.Extractor = ex
-	if _, err := trigraph.Set(context.Background(), dir, nil, o); err != nil {
-		t.Fatal(err)
-	}
+	dir := indextest.Build(t, c, index.WithLSA(lsa))
+	testindex.AddTriGraph(t, c, dir, nerName)
+	return indextest.Open(t, dir)
 }
 
 func ids(ix *index.Index, hits []retrieve.Hit) []string {

@@ -3,7 +3,6 @@ package trigraph
 import (
 	"context"
 	"errors"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,11 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
+
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/models/ner"
 )
 
@@ -25,16 +27,7 @@ func smallCorpus() *corpus.Corpus {
 
 func buildIndex(t *testing.T, c *corpus.Corpus, opts ...index.Option) *index.Index {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ix")
-	if err := index.Build(context.Background(), c, dir, append([]index.Option{index.WithoutHead()}, opts...)...); err != nil {
-		t.Fatal(err)
-	}
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
-	return ix
+	return indextest.Open(t, indextest.Build(t, c, opts...))
 }
 
 // hashEmbedder is a made-up text embedder (4 dimensions).

@@ -16,6 +16,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/methods/ketrag"
 	"github.com/gleaner-rag/gleaner/methods/seeder"
@@ -59,12 +60,7 @@ func Build(t testing.TB, c *corpus.Corpus, dir string) {
 // Open opens the index at dir, closed when the test ends.
 func Open(t testing.TB, dir string) *index.Index {
 	t.Helper()
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
-	return ix
+	return indextest.Open(t, dir)
 }
 
 // Queries are c's questions as method queries.
@@ -119,11 +115,14 @@ func Shared(t testing.TB) (*index.Index, []retrieve.Query) {
 	return Open(t, filepath.Join(shared.dir, "ix")), shared.qs
 }
 
-// Cleanup removes the shared index.
-func Cleanup() {
+// Main runs a package's tests (call it from TestMain) and removes the
+// shared index after them.
+func Main(m *testing.M) {
+	code := m.Run()
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
+	os.Exit(code)
 }
 
 // AddTriGraph builds the Tri-Graph of the index at dir with the named NER
