@@ -64,7 +64,7 @@ func newRoot() *cobra.Command {
 			if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
 			}
-			g.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			g.log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			slog.SetDefault(g.log)
 			be, err := openBackend(backendName(g.backend), g.device, cmd.Flags().Changed("device"))
 			if err != nil {
