@@ -277,7 +277,7 @@ func (s *Server) methods(w http.ResponseWriter, _ *http.Request) {
 func methodList() api.Methods {
 	out := api.Methods{Methods: []api.Method{}, FirstStages: retrieve.Stages()}
 	for _, in := range retrieve.Methods() {
-		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads}
+		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads, Host: in.Host}
 		for _, p := range in.Params {
 			m.Settings = append(m.Settings, api.Setting{Name: p.JSONName(), Type: string(p.Kind()), Default: p.Value(), Usage: p.Usage(), Local: p.IsLocal()})
 		}

@@ -73,7 +73,7 @@ func init() {
 		}}))
 	retrieve.Must(retrieve.Register(retrieve.Def[priorOptions]{Name: "test-prior", Summary: "BM25 blended with the test's length prior",
 		Defaults: func() priorOptions { return priorOptions{Weight: 0.5} }, Params: (*priorOptions).Params, Reads: []string{priorSection},
-		New: newPriorMethod}))
+		New: newPriorMethod, Host: "BM25 and the blend run on the host"}))
 }
 
 // priorBuild are the build step's settings.
@@ -211,7 +211,7 @@ func TestAMethodInOneFile(t *testing.T) {
 	}
 	listed := false
 	for _, m := range ms.Methods {
-		listed = listed || (m.Name == "test-prior" && len(m.Settings) == 1 && m.Settings[0].Name == "test_weight" && m.Reads[0] == priorSection)
+		listed = listed || (m.Name == "test-prior" && len(m.Settings) == 1 && m.Settings[0].Name == "test_weight" && m.Reads[0] == priorSection && m.Host != "")
 	}
 	if !listed {
 		t.Fatalf("GET /v1/methods does not list test-prior with test_weight: %+v", ms)

@@ -17,6 +17,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/tokenize"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // buildFullIndex makes an index with every kind of file: graph, stored
@@ -38,13 +39,36 @@ func buildFullIndex(t *testing.T, dir string, seed uint64) (cdir, idir string) {
 	if out, err := run(t, "graph", "build", "--kind", "knn", "--index", idir); err != nil {
 		t.Fatalf("graph: %v\n%s", err, out)
 	}
-	if out, err := run(t, "graph", "build", "--kind", "trigraph", "--ner", "titles", "--index", idir); err != nil {
-		t.Fatalf("trigraph: %v\n%s", err, out)
-	}
-	if out, err := run(t, "graph", "build", "--kind", "ketrag", "--ner", "titles", "--index", idir); err != nil {
-		t.Fatalf("ketrag: %v\n%s", err, out)
-	}
+	q := filepath.Join(cdir, "queries.jsonl")
+	buildEverySection(t, idir, map[string]string{"ner": "titles", "train": q, "dev": q, "epochs": "1",
+		"hidden": "8", "heads": "2", "layers": "1", "pca": "8", "samples": "2", "subset": "5"})
 	return cdir, idir
+}
+
+// buildEverySection runs every registered build step that writes an index
+// section (graph build --kind or train), so the tests that damage or check
+// every file cover every method's section, a new method's included. fast
+// are settings that keep the steps small, given to the steps that have them.
+func buildEverySection(t *testing.T, idir string, fast map[string]string) {
+	t.Helper()
+	for _, b := range retrieve.Builds() {
+		if b.Section == "" {
+			continue
+		}
+		args := []string{"graph", "build", "--kind", b.Name}
+		if b.Group == retrieve.BuildTrain {
+			args = []string{"train", b.Name}
+		}
+		args = append(args, "--index", idir)
+		for _, p := range b.Params {
+			if v, ok := fast[p.Name()]; ok {
+				args = append(args, "--"+p.Name(), v)
+			}
+		}
+		if out, err := run(t, args...); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // TestCorruptionCampaign flips bytes at many offsets and truncates every

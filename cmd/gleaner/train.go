@@ -18,7 +18,7 @@ import (
 )
 
 func newTrain(g *globals) *cobra.Command {
-	cmd := groupCommand("train", "Train model heads")
+	cmd := groupCommand("train", "Train the models an index holds: the cross-encoder head, SeedER's encoder")
 	var dir, queries string
 	var restore bool
 	o := index.DefaultHeadOptions()

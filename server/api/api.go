@@ -84,6 +84,9 @@ type Method struct {
 	// Reads names the index sections the method needs (GET /v1/indexes
 	// lists each index's).
 	Reads []string `json:"reads,omitempty"`
+	// Host, when set, says which of the method's work runs on the host
+	// whatever backend the server runs, and why.
+	Host string `json:"host,omitempty"`
 }
 
 // Methods is the body of GET /v1/methods.

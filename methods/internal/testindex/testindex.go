@@ -79,9 +79,7 @@ func Full(t testing.TB) (*index.Index, []retrieve.Query) {
 	c := Corpus()
 	dir := filepath.Join(t.TempDir(), "ix")
 	Build(t, c, dir)
-	AddTriGraph(t, c, dir, "titles")
-	AddKETRAG(t, c, dir)
-	AddSeeder(t, c, dir)
+	addSections(t, c, dir)
 	return Open(t, dir), Queries(c)
 }
 
@@ -104,15 +102,42 @@ func Shared(t testing.TB) (*index.Index, []retrieve.Query) {
 		c := Corpus()
 		ix := filepath.Join(dir, "ix")
 		Build(t, c, ix)
-		AddTriGraph(t, c, ix, "titles")
-		AddKETRAG(t, c, ix)
-		AddSeeder(t, c, ix)
+		addSections(t, c, ix)
 		shared.dir, shared.qs = dir, Queries(c)
 	})
 	if shared.dir == "" {
 		t.Fatal("the shared synthetic index failed to build")
 	}
 	return Open(t, filepath.Join(shared.dir, "ix")), shared.qs
+}
+
+// addSections adds every registered section to the index at dir (corpus
+// c): the built-in ones with settings that keep them small, then any other
+// (a new method's) by its build step at its defaults, so that every
+// registered method runs on the shared index.
+func addSections(t testing.TB, c *corpus.Corpus, dir string) {
+	t.Helper()
+	AddTriGraph(t, c, dir, "titles")
+	AddKETRAG(t, c, dir)
+	AddSeeder(t, c, dir)
+	have := map[string]bool{}
+	ix := Open(t, dir)
+	for _, st := range ix.Sections() {
+		have[st.Name] = true
+	}
+	for _, b := range retrieve.Builds() {
+		if b.Section == "" || have[b.Section] {
+			continue
+		}
+		cfg, err := retrieve.NewBuildConfig(b.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: Backend()}, dir, cfg); err != nil {
+			t.Fatalf("build step %s: %v", b.Name, err)
+		}
+		have[b.Section] = true
+	}
 }
 
 // Main runs a package's tests (call it from TestMain) and removes the
