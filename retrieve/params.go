@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the type of a setting's value.
@@ -33,6 +34,22 @@ type ParamError struct {
 	Name  string
 	Value string
 	Msg   string
+}
+
+// maxEcho bounds how much of a value an error repeats: a request's
+// megabyte string must not come back in full.
+const maxEcho = 80
+
+// clip shortens s to about maxEcho bytes (on a rune boundary) for an error.
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 func (e *ParamError) Error() string {
@@ -196,10 +213,22 @@ func NotNaN(x float64) error {
 func OneOf(values ...string) Rule[string] {
 	return func(s string) error {
 		if !slices.Contains(values, s) {
-			return fmt.Errorf("want one of %s", strings.Join(values, ", "))
+			quoted := make([]string, len(values))
+			for i, v := range values {
+				quoted[i] = strconv.Quote(v)
+			}
+			return fmt.Errorf("want one of %s", strings.Join(quoted, ", "))
 		}
 		return nil
 	}
+}
+
+// NonEmpty wants at least one item.
+func NonEmpty[T any](xs []T) error {
+	if len(xs) == 0 {
+		return errors.New("want at least one item")
+	}
+	return nil
 }
 
 // EachAtLeast wants every item of a list ≥ lo, and at most max items.
@@ -297,7 +326,7 @@ func bind[T any](ps *Params, v *T, name, usage string, k Kind, format func(T) st
 	p.set = func(s string) error {
 		x, err := parse(s)
 		if err != nil {
-			return &ParamError{Name: name, Value: strconv.Quote(s), Msg: err.Error()}
+			return &ParamError{Name: name, Value: clip(strconv.Quote(s)), Msg: err.Error()}
 		}
 		*v = x
 		return nil
@@ -305,7 +334,7 @@ func bind[T any](ps *Params, v *T, name, usage string, k Kind, format func(T) st
 	p.setJSON = func(raw json.RawMessage) error {
 		x, err := decodeJSON[T](raw, k, parse)
 		if err != nil {
-			return &ParamError{Name: name, Value: string(raw), Msg: err.Error()}
+			return &ParamError{Name: name, Value: clip(string(raw)), Msg: err.Error()}
 		}
 		*v = x
 		return nil
@@ -319,7 +348,11 @@ func bind[T any](ps *Params, v *T, name, usage string, k Kind, format func(T) st
 	p.check = func() error {
 		for _, r := range rules {
 			if err := r(*v); err != nil {
-				return &ParamError{Name: name, Value: format(*v), Msg: err.Error()}
+				val := format(*v)
+				if val == "" {
+					val = `""` // so the message shows that nothing was given
+				}
+				return &ParamError{Name: name, Value: clip(val), Msg: err.Error()}
 			}
 		}
 		return nil
@@ -356,13 +389,13 @@ func (ps *Params) Int(v *int, name, usage string, rules ...Rule[int]) *Param {
 // Int64 binds a 64-bit integer setting (a seed).
 func (ps *Params) Int64(v *int64, name, usage string, rules ...Rule[int64]) *Param {
 	return bind(ps, v, name, usage, KindInt, func(x int64) string { return strconv.FormatInt(x, 10) },
-		func(s string) (int64, error) { return strconv.ParseInt(strings.TrimSpace(s), 10, 64) }, rules)
+		func(s string) (int64, error) { return parseIntegral(s, strconv.ParseInt) }, rules)
 }
 
 // Uint64 binds an unsigned 64-bit integer setting (a training seed).
 func (ps *Params) Uint64(v *uint64, name, usage string, rules ...Rule[uint64]) *Param {
 	return bind(ps, v, name, usage, KindInt, func(x uint64) string { return strconv.FormatUint(x, 10) },
-		func(s string) (uint64, error) { return strconv.ParseUint(strings.TrimSpace(s), 10, 64) }, rules)
+		func(s string) (uint64, error) { return parseIntegral(s, strconv.ParseUint) }, rules)
 }
 
 // Float binds a float setting; "inf" and "-inf" parse (as text, and as
@@ -378,7 +411,7 @@ func (ps *Params) String(v *string, name, usage string, rules ...Rule[string]) *
 
 // Bool binds a true/false setting (a bare --flag is true).
 func (ps *Params) Bool(v *bool, name, usage string) *Param {
-	return bind(ps, v, name, usage, KindBool, strconv.FormatBool, strconv.ParseBool, nil)
+	return bind(ps, v, name, usage, KindBool, strconv.FormatBool, parseBool, nil)
 }
 
 // Ints binds a list of integers.
@@ -392,18 +425,50 @@ func (ps *Params) Strings(v *[]string, name, usage string, rules ...Rule[[]strin
 }
 
 func parseInt(s string) (int, error) {
-	x, err := strconv.Atoi(strings.TrimSpace(s))
+	return parseIntegral(s, func(s string, base, bits int) (int, error) {
+		x, err := strconv.ParseInt(s, base, bits)
+		return int(x), err
+	})
+}
+
+// parseIntegral parses a base-10 integer of the native size, saying what
+// went wrong in the user's terms rather than strconv's.
+func parseIntegral[T int | int64 | uint64](s string, parse func(string, int, int) (T, error)) (T, error) {
+	x, err := parse(strings.TrimSpace(s), 10, strconv.IntSize)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, errors.New("out of range")
+	}
 	if err != nil {
 		return 0, errors.New("not an integer")
 	}
 	return x, nil
 }
 
+func parseBool(s string) (bool, error) {
+	x, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return false, errors.New("want true or false")
+	}
+	return x, nil
+}
+
 func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
+// parseFloat reads a decimal number, or inf, +inf, -inf (any case), nan.
+// Go's other spellings (hexadecimal, "Infinity") are refused, as other
+// readers of the same settings would not take them.
 func parseFloat(s string) (float64, error) {
-	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
+	t := strings.ToLower(strings.TrimSpace(s))
+	switch t {
+	case "inf", "+inf":
+		return math.Inf(1), nil
+	case "-inf":
+		return math.Inf(-1), nil
+	case "nan":
+		return math.NaN(), nil
+	}
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil || strings.ContainsAny(t, "xpni_") {
 		return 0, errors.New("not a number")
 	}
 	return x, nil
@@ -419,6 +484,9 @@ func formatInts(xs []int) string {
 
 func parseInts(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return out, nil // no items
+	}
 	for _, it := range strings.Split(s, ",") {
 		x, err := strconv.Atoi(strings.TrimSpace(it))
 		if err != nil {
@@ -448,13 +516,16 @@ func decodeJSON[T any](raw json.RawMessage, k Kind, parse func(string) (T, error
 	}
 	if k == KindFloat {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if json.Unmarshal(raw, &s) == nil { // only the infinities: JSON has numbers for the rest
+			if t := strings.ToLower(strings.TrimSpace(s)); t != "inf" && t != "+inf" && t != "-inf" {
+				return x, fmt.Errorf("want a JSON %s", jsonType(k))
+			}
 			return parse(s)
 		}
 	}
 	switch k {
 	case KindInt, KindInts: // as numbers, so 1.5 is refused by name
-		return decodeIntegral[T](raw, parse)
+		return decodeIntegral[T](raw, k, parse)
 	case KindString: // text, parsed (an enum's own type reads it)
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -469,18 +540,21 @@ func decodeJSON[T any](raw json.RawMessage, k Kind, parse func(string) (T, error
 }
 
 // decodeIntegral reads an integer or a list of integers from JSON.
-func decodeIntegral[T any](raw json.RawMessage, parse func(string) (T, error)) (T, error) {
+func decodeIntegral[T any](raw json.RawMessage, k Kind, parse func(string) (T, error)) (T, error) {
 	var x T
-	if t := strings.TrimSpace(string(raw)); strings.HasPrefix(t, `"`) || strings.Contains(t, `"`) {
-		return x, errors.New("want a JSON integer (or an array of them), not a string") // json.Number would read "7"
+	if strings.Contains(string(raw), `"`) {
+		return x, fmt.Errorf("want a JSON %s, not a string", jsonType(k)) // json.Number would read "7"
 	}
-	var one json.Number
-	if err := json.Unmarshal(raw, &one); err == nil {
+	if k == KindInt {
+		var one json.Number
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return x, fmt.Errorf("want a JSON %s", jsonType(k))
+		}
 		return parse(one.String())
 	}
 	var many []json.Number
 	if err := json.Unmarshal(raw, &many); err != nil {
-		return x, errors.New("want a JSON integer (or an array of them)")
+		return x, fmt.Errorf("want a JSON %s", jsonType(k))
 	}
 	parts := make([]string, len(many))
 	for i, n := range many {
@@ -499,14 +573,32 @@ func jsonType(k Kind) string {
 		return "boolean"
 	case KindStrings:
 		return "array of strings"
+	case KindInts:
+		return "array of integers"
 	}
 	return "integer"
 }
 
-// jsonValue is v as JSON can hold it: a non-finite float as its text.
+// jsonValue is v as JSON can hold it, in one canonical form (so equal
+// settings have equal keys): a non-finite float as its text, −0 as 0, no
+// list as an empty one.
 func jsonValue(v any) any {
-	if x, ok := v.(float64); ok && (math.IsInf(x, 0) || math.IsNaN(x)) {
-		return formatFloat(x)
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return formatFloat(x)
+		}
+		if x == 0 {
+			return 0.0
+		}
+	case []int:
+		if x == nil {
+			return []int{}
+		}
+	case []string:
+		if x == nil {
+			return []string{}
+		}
 	}
 	return v
 }

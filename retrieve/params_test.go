@@ -82,11 +82,11 @@ func TestParamsTextAndJSON(t *testing.T) {
 // leaves a value a rule refuses unset in effect (Validate fails).
 func TestParamsRefuse(t *testing.T) {
 	for _, c := range []struct{ name, text, json string }{
-		{"n", "0", "0"}, {"n", "1.5", "1.5"}, {"n", "x", `"7"`}, {"n", "", "null"},
-		{"x", "NaN", `"nan"`}, {"x", "ten", `true`},
+		{"n", "0", "0"}, {"n", "1.5", "1.5"}, {"n", "x", `"7"`}, {"n", "", "null"}, {"n", "99999999999999999999", "[7]"},
+		{"x", "NaN", `"nan"`}, {"x", "ten", `true`}, {"x", "0x1p-2", `"0.5"`}, {"x", "Infinity", `"Infinity"`},
 		{"s", "c", `"c"`}, {"s", "z", `1`},
 		{"b", "maybe", `"true"`}, {"b", "2", "null"},
-		{"l", "1,x", `[1, 2.5]`}, {"l", "1,2,3,4", `[-1]`}, {"l", "-1", `"1"`},
+		{"l", "1,x", `[1, 2.5]`}, {"l", "1,2,3,4", `[-1]`}, {"l", "-1", `"1"`}, {"l", "1,,2", `5`},
 		{"preset", "small", `"small"`},
 	} {
 		_, p := bound()
@@ -100,6 +100,11 @@ func TestParamsRefuse(t *testing.T) {
 				t.Errorf("%s (%q / %s): %v, want a ParamError naming it", c.name, c.text, c.json, err)
 			}
 		}
+	}
+	_, p := bound()
+	err := p.Lookup("s").Set(strings.Repeat("z", 100000))
+	if err == nil || len(err.Error()) > 200 {
+		t.Errorf("a 100 kB value comes back in a %d-byte error", len(err.Error()))
 	}
 	o, p := bound()
 	o.B, o.S = true, "b"
@@ -129,6 +134,23 @@ func TestParamsKey(t *testing.T) {
 		b.Lookup(c[0]).Set(c[1])
 		if a.Key() == b.Key() {
 			t.Errorf("%s = %s: same key as the defaults", c[0], c[1])
+		}
+	}
+	// one value, one key: no list and an empty one, -0 and 0
+	for _, c := range [][3]string{{"w", `[]`, ""}, {"l", `[]`, ""}, {"x", `-0`, "0"}} {
+		_, x := bound()
+		_, y := bound()
+		if err := x.Lookup(c[0]).SetJSON(json.RawMessage(c[1])); err != nil {
+			t.Fatal(err)
+		}
+		if err := y.Lookup(c[0]).Set(c[2]); err != nil {
+			t.Fatal(err)
+		}
+		if x.Key() != y.Key() {
+			t.Errorf("%s: %s and %q have different keys:\n%s\n%s", c[0], c[1], c[2], x.Key(), y.Key())
+		}
+		if v, _ := json.Marshal(y.Lookup(c[0]).Value()); string(v) == "null" {
+			t.Errorf("%s's value is null, which a request may not send back", c[0])
 		}
 	}
 	// strings are quoted: "a,b" as one string differs from two

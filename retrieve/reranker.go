@@ -3,6 +3,9 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/corpus"
@@ -26,10 +29,27 @@ type EncoderOptions struct {
 	Precision engine.Precision
 }
 
+// modelFolder wants no folder (the embedded encoder) or one with a
+// tokenizer.json: checked when the setting is made, so a server given a
+// wrong --model refuses to start instead of failing every request.
+func modelFolder(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(filepath.Join(dir, "tokenizer.json"))
+	switch {
+	case err != nil:
+		return fmt.Errorf("want a model folder with a tokenizer.json: %v", err)
+	case st.IsDir():
+		return fmt.Errorf("want a model folder with a tokenizer.json file: %s is a folder", filepath.Join(dir, "tokenizer.json"))
+	}
+	return nil
+}
+
 // Params binds the encoder settings. They name files and memory of the
 // machine gleaner runs on: local, never a request's.
 func (o *EncoderOptions) Params(p *Params) {
-	p.String(&o.Model, "model", "cross-encoder folder (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder").Local()
+	p.String(&o.Model, "model", "cross-encoder folder (tokenizer.json, config.json, model.safetensors and/or model.onnx); default: the embedded lexical encoder", modelFolder).Local()
 	p.String(&o.Runtime, "runtime", "runtime for --model: native or ort (default: native when model.safetensors exists)", OneOf("", "native", "ort")).Local()
 	Bind(p, &o.Precision, "precision", "GEMM precision --model's native runtime may use: fp32, tf32 or bf16 (tensor cores on a GPU; the cpu backend computes fp32)",
 		engine.Precision.String, engine.ParsePrecision).Local()

@@ -51,7 +51,7 @@ func (o *KGOptions) Params(p *retrieve.Params) {
 // stages binds stage 1–2's settings (what training records).
 func (o *KGOptions) stages(p *retrieve.Params) {
 	p.Int(&o.K0, "k0", "dictionary-linked seeds kept (the rest filled by cosine)", retrieve.AtLeast(1))
-	p.Ints(&o.KHop.Quotas, "khop-quotas", "nodes added at each hop, comma-separated", retrieve.EachAtLeast(0, MaxHops))
+	p.Ints(&o.KHop.Quotas, "khop-quotas", "nodes added at each hop, comma-separated", retrieve.NonEmpty[int], retrieve.EachAtLeast(0, MaxHops))
 	p.Int(&o.KHop.Cap, "khop-cap", "the candidate graph's size, seeds included", retrieve.AtLeast(1))
 	p.Check(o.KHop.Validate)
 }
