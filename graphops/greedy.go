@@ -73,7 +73,7 @@ func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOp
 		return nil, fmt.Errorf("graphops: greedy evidence needs Rel (and Sim when lambda > 0)")
 	}
 	ev := &Evidence{}
-	selected := make(map[int32]bool, o.Budget)
+	selected := make(map[int32]bool, min(o.Budget, a.N())) // a budget is not a size: it may exceed the graph
 	frontier := map[int32]*frontierEntry{}
 	novelty := map[int32]float64{} // max Sim to the selected set, per frontier node
 	add := func(v, from int32, gain float64) {

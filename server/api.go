@@ -6,10 +6,12 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -45,7 +47,17 @@ type Limits struct {
 // checked by the server. Numbers in options keep their text
 // (json.Number), so a setting reads them exactly.
 func DecodeRequest(r io.Reader, l Limits) (*RetrieveRequest, error) {
-	dec := json.NewDecoder(io.LimitReader(r, l.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r, l.MaxBodyBytes+1))
+	if err != nil {
+		return nil, &FieldError{Msg: "reading the body: " + err.Error()}
+	}
+	if int64(len(body)) > l.MaxBodyBytes {
+		return nil, &FieldError{Msg: fmt.Sprintf("a body over %d bytes", l.MaxBodyBytes)}
+	}
+	if err := checkKeys(body); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	var req RetrieveRequest
@@ -71,13 +83,92 @@ func decodeError(err error, l Limits) error {
 		return &FieldError{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &FieldError{Field: f, Msg: "unknown field"}
+		return &FieldError{Field: clip(f), Msg: "unknown field"}
 	case errors.Is(err, io.EOF):
 		return &FieldError{Msg: "empty body; want a JSON object"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &FieldError{Msg: fmt.Sprintf("truncated JSON, or a body over %d bytes", l.MaxBodyBytes)}
 	}
 	return &FieldError{Msg: err.Error()}
+}
+
+// requestFields are RetrieveRequest's JSON names.
+var requestFields = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeFor[RetrieveRequest]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = true
+	}
+	return out
+}()
+
+// checkKeys refuses what encoding/json would let through silently: a key
+// given twice (the last would win), at the top or in options, and a field
+// name in another case (it matches names case-insensitively). A body that
+// is not a JSON object is left to the decoder, which says why.
+func checkKeys(body []byte) error {
+	keys, _, err := objectKeys(json.NewDecoder(bytes.NewReader(body)), "", func(key string) bool { return key == "options" })
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if !requestFields[k] {
+			return &FieldError{Field: clip(k), Msg: "unknown field (names are lowercase: server/openapi.yaml)"}
+		}
+	}
+	return nil
+}
+
+// objectKeys reads one JSON object from dec and returns its keys, refusing
+// a key given twice (prefix names the object in the error); the objects
+// under the keys nested accepts are checked alike. ok is false when the
+// value is not a well-formed object (the decoder proper reports it).
+func objectKeys(dec *json.Decoder, prefix string, nested func(string) bool) (keys []string, ok bool, err error) {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false, nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey {
+			return nil, false, nil
+		}
+		if seen[key] {
+			return nil, false, &FieldError{Field: clip(prefix + key), Msg: "given twice"}
+		}
+		seen[key] = true
+		keys = append(keys, key)
+		if nested != nil && nested(key) {
+			if _, ok, err := objectKeys(dec, prefix+key+".", nil); !ok || err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil, false, nil
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, false, nil
+	}
+	return keys, true, nil
+}
+
+// clip shortens a name or value an error repeats (a request's megabyte key
+// must not come back in full).
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // maxOptions bounds a request's settings (no method has more).

@@ -3,9 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -20,13 +23,31 @@ type indexSet struct {
 	done    chan struct{}
 }
 
+// entry is one served index and the methods made over it, one per option
+// set (retrieve.Config.Key). At most limit option sets per method are kept:
+// making another drops the least recently used, which is closed when the
+// last request using it ends. Methods are made outside the lock, once per
+// option set; requests for a set being made wait for it.
 type entry struct {
-	ix      *index.Index
-	env     retrieve.Env
+	ix    *index.Index
+	env   retrieve.Env
+	limit int
+
 	mu      sync.Mutex
-	methods map[string]retrieve.Method // by configuration (retrieve.Config.Key)
-	counts  map[string]int             // option sets kept per method name
-	limit   int
+	methods map[string]*held
+	clock   uint64                  // orders uses, for eviction
+	retired engine.SchedulerMetrics // the counters of methods closed by eviction
+}
+
+// held is one option set's method.
+type held struct {
+	name    string
+	ready   chan struct{} // closed once m or err is set
+	m       retrieve.Method
+	err     error
+	refs    int    // requests using it
+	used    uint64 // the clock at its last use
+	evicted bool   // dropped from the map: closed when refs reaches 0
 }
 
 func openSet(cfg Config) (*indexSet, error) {
@@ -37,10 +58,30 @@ func openSet(cfg Config) (*indexSet, error) {
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
 		}
+		if err := checkGraphKinds(cfg.Settings, ix); err != nil {
+			ix.Close()
+			set.close()
+			return nil, fmt.Errorf("server: index %q: %w", name, err)
+		}
 		set.entries[name] = &entry{ix: ix, env: retrieve.Env{Backend: cfg.Backend, Logger: cfg.Logger},
-			methods: map[string]retrieve.Method{}, counts: map[string]int{}, limit: cfg.MaxOptionSets}
+			methods: map[string]*held{}, limit: cfg.MaxOptionSets}
 	}
 	return set, nil
+}
+
+// checkGraphKinds refuses operator settings that name edge kinds an index
+// lacks: every graph request to it would fail.
+func checkGraphKinds(settings retrieve.Overrides, ix *index.Index) error {
+	text, ok := settings.Get("graph-kind")
+	if !ok {
+		return nil
+	}
+	for _, k := range strings.Split(text, ",") {
+		if k = strings.TrimSpace(k); k != "" && !slices.Contains(ix.Meta.GraphKinds, k) {
+			return fmt.Errorf("setting graph-kind %q: the index has no edges of that kind (it has %v)", k, ix.Meta.GraphKinds)
+		}
+	}
+	return nil
 }
 
 func (s *indexSet) ref() bool {
@@ -86,30 +127,148 @@ func (s *indexSet) retire(ctx context.Context) error {
 func (s *indexSet) close() {
 	for _, e := range s.entries {
 		e.mu.Lock()
-		for _, m := range e.methods {
-			retrieve.CloseAll(context.Background(), m)
+		var ms []retrieve.Method
+		for _, h := range e.methods {
+			if h.m != nil {
+				ms = append(ms, h.m)
+			}
 		}
+		e.methods = map[string]*held{}
 		e.mu.Unlock()
+		retrieve.CloseAll(context.Background(), ms...)
 		e.ix.Close()
 	}
 }
 
-// method returns the method cfg configures, made once per configuration.
-func (e *entry) method(cfg *retrieve.Config) (retrieve.Method, error) {
+// method returns the method cfg configures, made once per option set, and
+// the function that releases it when the request is done with it.
+func (e *entry) method(ctx context.Context, cfg *retrieve.Config) (retrieve.Method, func(), error) {
 	k := cfg.Key()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if m, ok := e.methods[k]; ok {
-		return m, nil
+	e.clock++
+	h, ok := e.methods[k]
+	if !ok {
+		h = &held{name: cfg.Name(), ready: make(chan struct{})}
+		e.methods[k] = h
 	}
-	if e.counts[cfg.Name()] >= e.limit {
-		return nil, &FieldError{Field: "options", Msg: fmt.Sprintf("the server keeps at most %d option sets per method; use the defaults or fewer variants", e.limit)}
+	h.refs++
+	h.used = e.clock
+	e.mu.Unlock()
+	if !ok {
+		e.make(k, h, cfg)
 	}
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		e.release(h)
+		return nil, nil, ctx.Err()
+	}
+	if h.err != nil {
+		e.release(h)
+		return nil, nil, h.err
+	}
+	return h.m, func() { e.release(h) }, nil
+}
+
+// make builds h's method (outside the lock: a model may load) and keeps
+// it, evicting the least recently used option sets beyond the limit; a
+// failure is not kept, so a later request tries again.
+func (e *entry) make(k string, h *held, cfg *retrieve.Config) {
 	m, err := retrieve.New(e.ix, e.env, cfg)
+	e.mu.Lock()
+	h.m, h.err = m, err
+	close(h.ready)
+	var drop []retrieve.Method
 	if err != nil {
-		return nil, err
+		delete(e.methods, k)
+	} else {
+		drop = e.evict(h.name)
 	}
-	e.methods[k] = m
-	e.counts[cfg.Name()]++
-	return m, nil
+	e.mu.Unlock()
+	e.closeMethods(drop)
+}
+
+// evict drops method name's least recently used option sets beyond the
+// limit and returns those no request uses, to be closed (the others close
+// on release). e.mu is held.
+func (e *entry) evict(name string) []retrieve.Method {
+	var drop []retrieve.Method
+	for {
+		var oldest string
+		n := 0
+		for k, h := range e.methods {
+			if h.name != name || h.m == nil {
+				continue
+			}
+			n++
+			if oldest == "" || h.used < e.methods[oldest].used {
+				oldest = k
+			}
+		}
+		if n <= e.limit {
+			return drop
+		}
+		h := e.methods[oldest]
+		delete(e.methods, oldest)
+		h.evicted = true
+		if h.refs == 0 {
+			drop = append(drop, h.m)
+		}
+	}
+}
+
+// release ends one request's use of h, closing h if it was evicted and
+// this was its last use.
+func (e *entry) release(h *held) {
+	e.mu.Lock()
+	h.refs--
+	last := h.evicted && h.refs == 0 && h.m != nil
+	e.mu.Unlock()
+	if last {
+		e.closeMethods([]retrieve.Method{h.m})
+	}
+}
+
+// closeMethods closes evicted methods, keeping their scheduler counters so
+// that /metrics's totals do not go back.
+func (e *entry) closeMethods(ms []retrieve.Method) {
+	for _, m := range ms {
+		if sr, ok := m.(retrieve.SchedulerReporter); ok {
+			if sm, started := sr.SchedulerMetrics(); started {
+				e.mu.Lock()
+				addScheduler(&e.retired, sm)
+				e.mu.Unlock()
+			}
+		}
+		retrieve.CloseAll(context.Background(), m)
+	}
+}
+
+// schedulers sums the scheduler counters of the methods e holds and of
+// those it closed.
+func (e *entry) schedulers() (engine.SchedulerMetrics, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sum, n := e.retired, 0
+	for _, h := range e.methods {
+		if h.m == nil {
+			continue
+		}
+		n++
+		if sr, ok := h.m.(retrieve.SchedulerReporter); ok {
+			if sm, started := sr.SchedulerMetrics(); started {
+				addScheduler(&sum, sm)
+			}
+		}
+	}
+	return sum, n
+}
+
+// addScheduler adds b's counters to a.
+func addScheduler(a *engine.SchedulerMetrics, b engine.SchedulerMetrics) {
+	a.Batches += b.Batches
+	a.Items += b.Items
+	a.WaitTotal += b.WaitTotal
+	a.Dropped += b.Dropped
+	a.Rejected += b.Rejected
 }

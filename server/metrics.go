@@ -5,7 +5,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/gleaner-rag/gleaner/engine"
-	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // metrics are what /metrics serves.
@@ -41,46 +40,37 @@ func newMetrics() *metrics {
 type schedulerCollector struct {
 	s                                                  *Server
 	batches, items, meanBatch, wait, dropped, rejected *prometheus.Desc
+	optionSets                                         *prometheus.Desc
 }
 
 func newSchedulerCollector(s *Server) *schedulerCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &schedulerCollector{s: s,
-		batches:   d("gleaner_scheduler_batches_total", "Batches the engine schedulers ran."),
-		items:     d("gleaner_scheduler_items_total", "(query, node) pairs the engine schedulers encoded."),
-		meanBatch: d("gleaner_scheduler_mean_batch", "Mean batch size."),
-		wait:      d("gleaner_scheduler_queue_wait_seconds_total", "Summed queue wait of executed items."),
-		dropped:   d("gleaner_scheduler_dropped_total", "Items dropped because their request was cancelled."),
-		rejected:  d("gleaner_scheduler_rejected_total", "Items refused by a full scheduler queue."),
+		batches:    d("gleaner_scheduler_batches_total", "Batches the engine schedulers ran."),
+		items:      d("gleaner_scheduler_items_total", "(query, node) pairs the engine schedulers encoded."),
+		meanBatch:  d("gleaner_scheduler_mean_batch", "Mean batch size."),
+		wait:       d("gleaner_scheduler_queue_wait_seconds_total", "Summed queue wait of executed items."),
+		dropped:    d("gleaner_scheduler_dropped_total", "Items dropped because their request was cancelled."),
+		rejected:   d("gleaner_scheduler_rejected_total", "Items refused by a full scheduler queue."),
+		optionSets: d("gleaner_option_sets", "Methods held, one per index, method and option set (at most --max-option-sets per index and method)."),
 	}
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.batches, c.items, c.meanBatch, c.wait, c.dropped, c.rejected} {
+	for _, d := range []*prometheus.Desc{c.batches, c.items, c.meanBatch, c.wait, c.dropped, c.rejected, c.optionSets} {
 		ch <- d
 	}
 }
 
 func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	var sum engine.SchedulerMetrics
+	held := 0
 	set, release := c.s.acquire()
 	if set != nil {
 		for _, e := range set.entries {
-			e.mu.Lock()
-			for _, m := range e.methods {
-				if sr, ok := m.(retrieve.SchedulerReporter); ok {
-					sm, started := sr.SchedulerMetrics()
-					if !started {
-						continue
-					}
-					sum.Batches += sm.Batches
-					sum.Items += sm.Items
-					sum.WaitTotal += sm.WaitTotal
-					sum.Dropped += sm.Dropped
-					sum.Rejected += sm.Rejected
-				}
-			}
-			e.mu.Unlock()
+			sm, n := e.schedulers()
+			addScheduler(&sum, sm)
+			held += n
 		}
 		release()
 	}
@@ -90,6 +80,7 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.wait, prometheus.CounterValue, sum.WaitTotal.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(sum.Dropped))
 	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(sum.Rejected))
+	ch <- prometheus.MustNewConstMetric(c.optionSets, prometheus.GaugeValue, float64(held))
 }
 
 // memoryCollector reports, at each scrape, the device allocator of a

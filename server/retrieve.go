@@ -44,7 +44,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	method = req.Method
 	if !slices.Contains(retrieve.Names(), method) {
 		method, code = "?", http.StatusBadRequest
-		writeError(w, code, &FieldError{"method", "unknown method " + strconv.Quote(req.Method) + " (GET /v1/methods lists them)"})
+		writeError(w, code, &FieldError{"method", "unknown method " + clip(strconv.Quote(req.Method)) + " (GET /v1/methods lists them)"})
 		return
 	}
 	set, release := s.acquire()
@@ -57,18 +57,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	e, ok := set.entries[req.Index]
 	if !ok {
 		code = http.StatusBadRequest
-		writeError(w, code, &FieldError{"index", "unknown index " + strconv.Quote(req.Index)})
+		writeError(w, code, &FieldError{"index", "unknown index " + clip(strconv.Quote(req.Index))})
 		return
 	}
 	cfg, err := s.config(req)
 	if err != nil {
 		code = http.StatusBadRequest
-		writeError(w, code, err)
-		return
-	}
-	m, err := e.method(cfg)
-	if err != nil {
-		code = statusOf(err)
 		writeError(w, code, err)
 		return
 	}
@@ -79,6 +73,14 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout) // a client that goes away cancels its work
 	defer cancel()
+	m, done, err := e.method(ctx, cfg)
+	if err != nil {
+		err = graphField(err, req)
+		code = statusOf(err)
+		writeError(w, code, err)
+		return
+	}
+	defer done()
 	code = s.answer(ctx, w, e.ix, m, req, start)
 	s.metrics.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
 }
@@ -135,6 +137,22 @@ func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []retrieve
 	return out
 }
 
+// graphField names the request field behind a missing graph kind: the
+// kinds it asked for, else the method that needs edges.
+func graphField(err error, req *RetrieveRequest) error {
+	if !errors.Is(err, retrieve.ErrNoGraph) {
+		return err
+	}
+	field := "method"
+	switch {
+	case req.GraphKinds != nil:
+		field = "graph_kinds"
+	case req.Options["graph_kind"] != nil:
+		field = "options.graph_kind"
+	}
+	return &FieldError{field, err.Error()}
+}
+
 // statusOf maps a method's error to an HTTP status: the caller's mistakes
 // (a bad setting or query, a structure the index lacks) are 400.
 func statusOf(err error) int {
@@ -152,11 +170,29 @@ func statusOf(err error) int {
 
 // config is the request's method configuration: the method's defaults,
 // the operator's settings, then the request's (first_stage, graph_kinds
-// and options), each checked by the rules the method declares.
+// and options), each checked by the rules the method declares. Every
+// option's name is checked before any value is read.
 func (s *Server) config(req *RetrieveRequest) (*retrieve.Config, error) {
 	cfg, err := s.cfg.methodConfig(req.Method)
 	if err != nil {
 		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(req.Options)) // the same error for the same request
+	params := make(map[string]*retrieve.Param, len(names))
+	for _, n := range names {
+		p := cfg.Param(strings.ReplaceAll(n, "_", "-"))
+		if p == nil || strings.Contains(n, "-") {
+			return nil, &FieldError{"options." + clip(n), fmt.Sprintf("method %s has no such setting (GET /v1/methods lists its settings)", req.Method)}
+		}
+		params[n] = p
+	}
+	for _, top := range []struct {
+		field, option string
+		given         bool
+	}{{"first_stage", "first_stage", req.FirstStage != ""}, {"graph_kinds", "graph_kind", req.GraphKinds != nil}} {
+		if _, both := params[top.option]; both && top.given {
+			return nil, &FieldError{top.field, "given twice: as " + top.field + " and as options." + top.option + "; set one"}
+		}
 	}
 	if req.FirstStage != "" {
 		if err := setOption(cfg, "first_stage", "first-stage", json.RawMessage(strconv.Quote(req.FirstStage))); err != nil {
@@ -169,25 +205,18 @@ func (s *Server) config(req *RetrieveRequest) (*retrieve.Config, error) {
 			return nil, err
 		}
 	}
-	names := slices.Sorted(maps.Keys(req.Options)) // the same error for the same request
-	for _, first := range []bool{true, false} {    // presets before the settings they set
+	for _, first := range []bool{true, false} { // presets before the settings they set
 		for _, n := range names {
-			p := cfg.Param(strings.ReplaceAll(n, "_", "-"))
-			if p == nil || p.IsFirst() != first {
+			if params[n].IsFirst() != first {
 				continue
 			}
 			raw, err := json.Marshal(req.Options[n])
 			if err != nil {
 				return nil, &FieldError{"options." + n, err.Error()}
 			}
-			if err := setOption(cfg, "options."+n, p.Name(), raw); err != nil {
+			if err := setOption(cfg, "options."+n, params[n].Name(), raw); err != nil {
 				return nil, err
 			}
-		}
-	}
-	for _, n := range names {
-		if cfg.Param(strings.ReplaceAll(n, "_", "-")) == nil || strings.Contains(n, "-") {
-			return nil, &FieldError{"options." + n, fmt.Sprintf("method %s has no such setting (GET /v1/methods lists its settings)", req.Method)}
 		}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -270,15 +270,21 @@ func (s *Server) indexes(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) methods(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, methodList())
+	writeJSON(w, http.StatusOK, s.methodList())
 }
 
 // methodList describes every method and the settings a request may give.
-func methodList() api.Methods {
+// methodList is GET /v1/methods: every method with its settings at the
+// values a request starts from (the defaults and the operator's settings).
+func (s *Server) methodList() api.Methods {
 	out := api.Methods{Methods: []api.Method{}, FirstStages: retrieve.Stages()}
 	for _, in := range retrieve.Methods() {
+		cfg, err := s.cfg.methodConfig(in.Name)
+		if err != nil { // validated at start
+			continue
+		}
 		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads, Host: in.Host}
-		for _, p := range in.Params {
+		for _, p := range cfg.Params() {
 			m.Settings = append(m.Settings, api.Setting{Name: p.JSONName(), Type: string(p.Kind()), Default: p.Value(), Usage: p.Usage(), Local: p.IsLocal()})
 		}
 		out.Methods = append(out.Methods, m)

@@ -176,6 +176,17 @@ func TestBadRequests(t *testing.T) {
 		{`{"index":"synth","query":"x","method":"fastinsight","options":{"b-max":1}}`, "options.b-max"},
 		{`{"index":"synth","query":"x","method":"kg-khop","options":{"khop_quotas":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65]}}`, "options.khop_quotas"},
 		{`{"index":"synth","query":"x","method":"fuserag","options":{"fuserag_stop":"nan"}}`, "options.fuserag_stop"},
+		{`{"index":"synth","query":"x","query":"y"}`, "query"},                                                 // given twice
+		{`{"index":"synth","Query":"x"}`, "Query"},                                                             // names are case-sensitive
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":5,"bmax":6}}`, "options.bmax"}, // given twice
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"first-stage":7}}`, "options.first-stage"},
+		{`{"index":"synth","query":"x","method":"fastinsight","first_stage":"bm25","options":{"first_stage":"vector"}}`, "first_stage"},
+		{`{"index":"synth","query":"x","method":"fastinsight","graph_kinds":["nosuch"]}`, "graph_kinds"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"graph_kind":["nosuch"]}}`, "options.graph_kind"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":[7]}}`, "options.bmax"},
+		{`{"index":"synth","query":"x","method":"kg-khop","options":{"khop_quotas":5}}`, "options.khop_quotas"},
+		{`{"index":"synth","query":"x","method":"fastinsight","options":{"alpha":"0.5"}}`, "options.alpha"},
+		{`{"index":"synth","query":"x","method":"re2","options":{"model":null}}`, "options.model"},
 		{`{"index":"synth","query":"x","method":"nexusrag"}`, ""}, // no Tri-Graph in this index
 		{`{"index":"synth","query":"x"} {"more":1}`, ""},
 		{`{"index":"synth","query":"` + strings.Repeat("x", 5000) + `"}`, ""},
@@ -439,5 +450,99 @@ func TestNoSeederIsBadRequest(t *testing.T) {
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		t.Errorf("seeder without an encoder: %v, want 400", err)
+	}
+}
+
+// A request never echoes a huge key or value in full.
+func TestErrorsClipWhatTheyEcho(t *testing.T) {
+	_, hs, _ := newServer(t, nil)
+	long := strings.Repeat("z", 100000)
+	for _, body := range []string{
+		`{"index":"synth","query":"x","method":"fastinsight","options":{"` + long + `":1}}`,
+		`{"index":"synth","query":"x","method":"fastinsight","first_stage":"` + long + `"}`,
+		`{"index":"synth","query":"x","` + long + `":1}`,
+		`{"index":"synth","query":"x","method":"` + long + `"}`,
+	} {
+		resp, err := http.Post(hs.URL+"/v1/retrieve", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || b.Len() > 600 {
+			t.Errorf("%.70s…: %d, a %d-byte error", body, resp.StatusCode, b.Len())
+		}
+	}
+}
+
+// More option sets than the server keeps evict the least recently used
+// ones: every request is served, the defaults included, and the server
+// holds at most the limit per method.
+func TestOptionSetsAreEvicted(t *testing.T) {
+	_, hs, c := newServer(t, func(c *server.Config) { c.MaxOptionSets = 2 })
+	ctx := context.Background()
+	for bmax := 1; bmax <= 6; bmax++ {
+		if _, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "gar",
+			Options: map[string]any{"bmax": bmax}}); err != nil {
+			t.Fatalf("bmax %d: %v", bmax, err)
+		}
+	}
+	resp, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "gar"})
+	if err != nil || len(resp.Hits) == 0 {
+		t.Fatalf("the defaults after six option sets: %v", err)
+	}
+	m, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(m.Body)
+	if !strings.Contains(b.String(), "\ngleaner_option_sets 2\n") {
+		t.Errorf("want 2 option sets held; /metrics:\n%s", regexp.MustCompile(`(?m)^gleaner_option_sets.*$`).FindString(b.String()))
+	}
+}
+
+// GET /v1/methods lists the values a request starts from: the operator's
+// settings over the defaults; sending the listed values back is accepted.
+func TestMethodsListWhatRequestsGet(t *testing.T) {
+	_, _, c := newServer(t, func(c *server.Config) { c.Settings.Set("bmax", "5") })
+	ms, err := c.Methods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms.Methods {
+		if m.Name != "gar" && m.Name != "fastinsight" {
+			continue
+		}
+		opts := map[string]any{}
+		for _, st := range m.Settings {
+			if st.Name == "bmax" && st.Default != float64(5) {
+				t.Errorf("%s: bmax listed as %v, want the server's 5", m.Name, st.Default)
+			}
+			if !st.Local {
+				opts[st.Name] = st.Default
+			}
+		}
+		if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: m.Name, Options: opts}); err != nil {
+			t.Errorf("%s with its listed settings sent back: %v", m.Name, err)
+		}
+	}
+}
+
+// Operator settings that no request could use are refused at start.
+func TestStartRefusesBadServerSettings(t *testing.T) {
+	for _, c := range [][2]string{{"graph-kind", "nosuch"}, {"model", "/nonexistent"}, {"bmax", "0"}} {
+		cfg := server.DefaultConfig()
+		cfg.Indexes = map[string]string{"synth": testIndex(t)}
+		cfg.Backend = cpu.New()
+		cfg.Settings.Set(c[0], c[1])
+		if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), c[0]) {
+			t.Errorf("%s=%s: %v, want an error naming it", c[0], c[1], err)
+			if s != nil {
+				s.Close(context.Background())
+			}
+		}
 	}
 }

@@ -275,7 +275,7 @@ func TestHostileUser(t *testing.T) {
 	expectErr("NaN k1", "k1=NaN", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--k1", "NaN")
 	expectErr("a million hidden units", "want 1 to 4096", "train", "head", "--index", idir, "--hidden", "1000000")
 	expectErr("a first stage for bm25, which has none", "--first-stage applies to --method", "eval", "--index", idir, "--method", "bm25", "--first-stage", "garbage")
-	expectErr("a bad first stage", `--first-stage garbage: want one of bm25, vector, hybrid`, "eval", "--index", idir, "--method", "bm25,ppr", "--first-stage", "garbage")
+	expectErr("a bad first stage", `--first-stage garbage: want one of "bm25", "vector", "hybrid"`, "eval", "--index", idir, "--method", "bm25,ppr", "--first-stage", "garbage")
 	expectErr("an empty queries file", "holds no queries", "eval", "--index", idir, "--queries", write("empty.jsonl", ""))
 	mine := write("mine.txt", "hello")
 	expectErr("--report over a file of mine", "not a gleaner report", "eval", "--index", idir, "--method", "bm25", "--report", mine)

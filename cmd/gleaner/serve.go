@@ -57,6 +57,9 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 			if grace <= 0 {
 				return fmt.Errorf("--grace must be positive, got %v", grace)
 			}
+			if _, err := sf.configs(retrieve.NewConfig, retrieve.Names()); err != nil {
+				return err // the server checks too; this speaks of flags
+			}
 			cfg.Backend, cfg.Logger, cfg.Settings = g.be, g.log, sf.overrides()
 			s, err := server.New(cfg)
 			if err != nil {
@@ -78,6 +81,7 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 	fl.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a request may run (timeout_ms may ask less)")
 	fl.IntVar(&cfg.Limits.MaxK, "max-k", cfg.Limits.MaxK, "largest k a request may ask")
 	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
+	fl.IntVar(&cfg.MaxOptionSets, "max-option-sets", cfg.MaxOptionSets, "distinct option sets kept per index and method; another evicts the least recently used")
 	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
 	sf = addSettingFlags(fl, retrieve.Methods(), "--method")

@@ -164,16 +164,17 @@ func relevance(sc []float32) []float64 {
 }
 
 // Retrieve returns B_q in selection order (start nodes first), at most k;
-// scores fall with the order (Budget − position), as the greedy gains need
-// not.
+// scores fall with the order (min(Budget, nodes) − position: exact in
+// float32 whatever the budget), as the greedy gains need not.
 func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
 	ev, err := m.Evidence(ctx, q)
 	if err != nil || ev == nil {
 		return nil, err
 	}
 	out := make([]retrieve.Hit, 0, min(k, len(ev.Nodes)))
+	top := min(m.o.Budget, m.ix.N())
 	for i, v := range ev.Nodes[:min(k, len(ev.Nodes))] {
-		out = append(out, retrieve.Hit{Index: v, Score: float32(m.o.Budget - i)})
+		out = append(out, retrieve.Hit{Index: v, Score: float32(top - i)})
 	}
 	return out, nil
 }
