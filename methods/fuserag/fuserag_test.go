@@ -95,3 +95,20 @@ func TestFuseRAGEvidenceMatchesGreedyOperator(t *testing.T) {
 		t.Error("K=0 accepted")
 	}
 }
+
+// A budget beyond the graph is not a size: K = 2⁴⁰ walks until no edge
+// leaves the set (a request once sized a map by it and took 15 GB), and the
+// scores still fall by one per position.
+func TestFuseRAGBudgetBeyondTheGraph(t *testing.T) {
+	ix, qs := testindex.Shared(t)
+	m := testindex.Method(t, ix, "fuserag", "graph-kind", "mentions", "fuserag-k", "1099511627776")
+	hits, err := m.Retrieve(context.Background(), qs[0], ix.N())
+	if err != nil || len(hits) == 0 || len(hits) > ix.N() {
+		t.Fatalf("%d hits, %v", len(hits), err)
+	}
+	for i, h := range hits {
+		if h.Score != float32(ix.N()-i) {
+			t.Fatalf("hit %d scores %v, want %d", i, h.Score, ix.N()-i)
+		}
+	}
+}
