@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 )
 
 // Kind is the type of a setting's value.
@@ -36,21 +37,8 @@ type ParamError struct {
 	Msg   string
 }
 
-// maxEcho bounds how much of a value an error repeats: a request's
-// megabyte string must not come back in full.
-const maxEcho = 80
-
-// clip shortens s to about maxEcho bytes (on a rune boundary) for an error.
-func clip(s string) string {
-	if len(s) <= maxEcho {
-		return s
-	}
-	cut := maxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
-}
+// clip shortens a value an error repeats.
+func clip(s string) string { return excerpt.Of(s, 80) }
 
 func (e *ParamError) Error() string {
 	if e.Name == "" {

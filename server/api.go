@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 	"github.com/gleaner-rag/gleaner/server/api"
 )
 
@@ -157,19 +158,8 @@ func objectKeys(dec *json.Decoder, prefix string, nested func(string) bool) (key
 	return keys, true, nil
 }
 
-// clip shortens a name or value an error repeats (a request's megabyte key
-// must not come back in full).
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
-}
+// clip shortens a name or value an error repeats.
+func clip(s string) string { return excerpt.Of(s, 80) }
 
 // maxOptions bounds a request's settings (no method has more).
 const maxOptions = 64

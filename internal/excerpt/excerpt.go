@@ -1,0 +1,21 @@
+// Package excerpt shortens user-supplied text that an error repeats, so a
+// request's megabyte value never comes back in full.
+package excerpt
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Of returns s, or its first max bytes (cut on a rune boundary) followed by
+// "… (N bytes)".
+func Of(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+}
