@@ -352,3 +352,13 @@ func TestSetTokensRoundTrip(t *testing.T) {
 		t.Error("token lists for the wrong number of nodes accepted")
 	}
 }
+
+// A section's string table with a negative count (a crafted manifest) is
+// an error, not an index out of range.
+func TestStringsNegativeCount(t *testing.T) {
+	for _, n := range []int{-1, -2} {
+		if err := (Strings{}).check(n); err == nil {
+			t.Errorf("check(%d) on empty strings: nil error", n)
+		}
+	}
+}

@@ -390,7 +390,7 @@ func (s Strings) At(i int) string { return string(s.blob[s.off[i]:s.off[i+1]]) }
 
 // check verifies n strings' offsets: from 0, non-decreasing, to the end.
 func (s Strings) check(n int) error {
-	if len(s.off) != n+1 || s.off[0] != 0 || s.off[n] != int64(len(s.blob)) {
+	if n < 0 || len(s.off) != n+1 || s.off[0] != 0 || s.off[n] != int64(len(s.blob)) {
 		return fmt.Errorf("string offsets do not match %d strings", n)
 	}
 	for i := 0; i < n; i++ {

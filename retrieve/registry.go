@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -333,7 +334,7 @@ func (c *Config) Value() any { return c.val }
 func (c *Config) Set(name, text string) error {
 	p := c.params.Lookup(name)
 	if p == nil {
-		return &ParamError{Name: name, Value: text, Msg: fmt.Sprintf("%s %s has no such setting", c.c.kind, c.c.name)}
+		return &ParamError{Name: clip(name), Value: clip(strconv.Quote(text)), Msg: fmt.Sprintf("%s %s has no such setting", c.c.kind, c.c.name)}
 	}
 	return p.Set(text)
 }

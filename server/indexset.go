@@ -174,7 +174,7 @@ func (e *entry) method(ctx context.Context, cfg *retrieve.Config) (retrieve.Meth
 // it, evicting the least recently used option sets beyond the limit; a
 // failure is not kept, so a later request tries again.
 func (e *entry) make(k string, h *held, cfg *retrieve.Config) {
-	m, err := retrieve.New(e.ix, e.env, cfg)
+	m, err := newMethod(e.ix, e.env, cfg)
 	e.mu.Lock()
 	h.m, h.err = m, err
 	close(h.ready)
@@ -186,6 +186,18 @@ func (e *entry) make(k string, h *held, cfg *retrieve.Config) {
 	}
 	e.mu.Unlock()
 	e.closeMethods(drop)
+}
+
+// newMethod is retrieve.New with a panic turned into an error, so a
+// method's bug cannot leave its option set waiting forever (requests for it
+// would block until their deadline, and every later one too).
+func newMethod(ix *index.Index, env retrieve.Env, cfg *retrieve.Config) (m retrieve.Method, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("server: making method %s panicked: %v", cfg.Name(), r)
+		}
+	}()
+	return retrieve.New(ix, env, cfg)
 }
 
 // evict drops method name's least recently used option sets beyond the

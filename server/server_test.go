@@ -61,6 +61,12 @@ func init() {
 		New: func(*index.Index, retrieve.Env, retrieve.NoOptions) (retrieve.Method, error) { return blocking{}, nil }}))
 }
 
+func init() {
+	retrieve.Must(retrieve.Register(retrieve.Def[retrieve.NoOptions]{Name: "test-panic", Summary: "panics when made",
+		Defaults: func() retrieve.NoOptions { return retrieve.NoOptions{} }, Params: (*retrieve.NoOptions).Params,
+		New: func(*index.Index, retrieve.Env, retrieve.NoOptions) (retrieve.Method, error) { panic("a bug") }}))
+}
+
 func armGate() (release func()) {
 	gate.Lock()
 	defer gate.Unlock()
@@ -543,6 +549,19 @@ func TestStartRefusesBadServerSettings(t *testing.T) {
 			if s != nil {
 				s.Close(context.Background())
 			}
+		}
+	}
+}
+
+// A method that panics when made is a 500 for each request, never an
+// option set that later requests wait on until their deadline.
+func TestMethodPanicIsNotCached(t *testing.T) {
+	_, _, c := newServer(t, nil)
+	for i := 0; i < 2; i++ {
+		_, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band", Method: "test-panic", TimeoutMS: 60000})
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || !strings.Contains(ae.Error(), "panicked") {
+			t.Fatalf("request %d: %v, want a 500 saying the method panicked", i, err)
 		}
 	}
 }
