@@ -30,10 +30,14 @@ func Load(dir string, opt ReadOptions) (*Corpus, error) {
 	if c.Nodes, err = ReadNodes(filepath.Join(dir, NodesFile), opt); err != nil {
 		return nil, err
 	}
+	if err := CheckDocuments(filepath.Join(dir, NodesFile), c.Nodes); err != nil {
+		return nil, err
+	}
 	ids := c.NodeIndex()
 	if c.Edges, err = ReadEdges(filepath.Join(dir, EdgesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	ids = c.JudgeableIDs()
 	if c.Queries, err = ReadQueries(filepath.Join(dir, QueriesFile), ids, opt); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -81,12 +85,18 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 		return recErr(path, line, "id", ErrMissing)
 	case badID(n.ID) != "":
 		return recErr(path, line, "id", fmt.Errorf("%w: %s", ErrMalformed, badID(n.ID)))
-	case len(n.Text)+len(n.Title) > MaxRecordBytes:
-		return recErr(path, line, "text", fmt.Errorf("%w: node %q holds %d bytes, over gleaner's limit of %d for one record (split it into passages)", ErrMalformed, n.ID, len(n.Text)+len(n.Title), MaxRecordBytes))
+	case len(n.Text)+len(n.Title)+metaBytes(n.Meta) > MaxRecordBytes:
+		return recErr(path, line, "text", fmt.Errorf("%w: node %q holds %d bytes, over gleaner's limit of %d for one record (split it into passages)", ErrMalformed, n.ID, len(n.Text)+len(n.Title)+metaBytes(n.Meta), MaxRecordBytes))
 	case seen[n.ID] > 0:
 		return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, n.ID, seen[n.ID]))
 	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":
 		return recErr(path, line, "text", fmt.Errorf("%w: node %q has no text", ErrMissing, n.ID))
+	}
+	if field, err := checkProvenance(n); err != nil {
+		return recErr(path, line, field, err)
+	}
+	if err := checkMeta(n.Meta); err != nil {
+		return recErr(path, line, "meta", err)
 	}
 	return nil
 }
@@ -102,7 +112,7 @@ func checkNodes(path string, nodes []Node) error {
 		}
 		seen[nodes[i].ID] = i + 1
 	}
-	return nil
+	return CheckDocuments(path, nodes)
 }
 
 // ReadEdges reads edges.jsonl, resolving endpoints against ids.
@@ -151,7 +161,8 @@ func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError 
 	return nil
 }
 
-// ReadQueries reads queries.jsonl; gold ids must exist in ids.
+// ReadQueries reads queries.jsonl; gold ids must exist in ids (a corpus's
+// JudgeableIDs: its node and document ids).
 func ReadQueries(path string, ids map[string]int, opt ReadOptions) ([]Query, error) {
 	return withFile(path, func(f io.Reader) ([]Query, error) { return readQueries(f, path, ids, opt) })
 }

@@ -92,7 +92,7 @@ func TestChunkByTokensDocumentsAndProvenance(t *testing.T) {
 	o.Split = 3
 	out, infos, _ = ChunkByTokens(c, byteTokens{}, o)
 	if out.Nodes[0].Text != "abc" || out.Nodes[2].Text != "gh" || infos[2].Piece != 2 || infos[3].Chunk != 1 {
-		t.Fatalf("split pieces: %q %+v", out.Nodes[:3], infos[:4])
+		t.Fatalf("split pieces: %+v %+v", out.Nodes[:3], infos[:4])
 	}
 }
 

@@ -1,5 +1,7 @@
 package corpus
 
+import "fmt"
+
 // Node is one retrievable unit: a passage, an abstract or a knowledge-graph
 // entity. ID is the stable external key; the index assigns dense internal
 // numbers in file order.
@@ -9,6 +11,35 @@ type Node struct {
 	Text    string   `json:"text"`
 	Type    string   `json:"type,omitempty"`
 	Aliases []string `json:"aliases,omitempty"`
+	// Doc is the document the node was cut from (importers' passages);
+	// empty means the node is a document of its own. Document returns the
+	// effective id.
+	Doc string `json:"doc,omitempty"`
+	// Section is the passage's heading path inside its document, outermost
+	// heading first, joined by SectionSep.
+	Section string `json:"section,omitempty"`
+	// Span is the passage's byte range in its source file, when known.
+	Span *Span `json:"span,omitempty"`
+	// Meta holds fields about the node's document (an imported file's
+	// front-matter): strings, numbers, booleans or lists of them, by name.
+	Meta map[string]any `json:"meta,omitempty"`
+}
+
+// SectionSep joins the headings of a Section path.
+const SectionSep = " > "
+
+// Span is a byte range [Start, End) of a source file.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Document is the id of the document n belongs to: Doc, or n's own id.
+func (n *Node) Document() string {
+	if n.Doc != "" {
+		return n.Doc
+	}
+	return n.ID
 }
 
 // Edge joins two nodes. Weight defaults to 1 when absent; Rel is an optional
@@ -71,4 +102,38 @@ func (c *Corpus) NodeIndex() map[string]int {
 		m[n.ID] = i
 	}
 	return m
+}
+
+// JudgeableIDs is every id a question's gold may name: node ids and
+// document ids (of passages cut from a document).
+func (c *Corpus) JudgeableIDs() map[string]int {
+	m := c.NodeIndex()
+	for i := range c.Nodes {
+		if d := c.Nodes[i].Doc; d != "" {
+			if _, ok := m[d]; !ok {
+				m[d] = -1
+			}
+		}
+	}
+	return m
+}
+
+// CheckDocuments refuses a document id that is also the id of a node of
+// another document: a gold id or a grouped hit naming it would be
+// ambiguous. path names the nodes' file in the error.
+func CheckDocuments(path string, nodes []Node) error {
+	doc := make(map[string]string, len(nodes))
+	for i := range nodes {
+		doc[nodes[i].ID] = nodes[i].Document()
+	}
+	for i := range nodes {
+		d := nodes[i].Doc
+		if d == "" {
+			continue
+		}
+		if owner, ok := doc[d]; ok && owner != d {
+			return recErr(path, i+1, "doc", fmt.Errorf("%w: document id %q is also the id of a node of document %q", ErrDuplicate, d, owner))
+		}
+	}
+	return nil
 }

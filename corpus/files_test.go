@@ -1,0 +1,377 @@
+package corpus
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// writeTree writes files (path → content) under a new folder.
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, body := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func importTree(t *testing.T, root string, o FilesOptions) (*Corpus, *FilesReport) {
+	t.Helper()
+	c, rep, err := FromFiles(context.Background(), root, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rep
+}
+
+func nodeByID(t *testing.T, c *Corpus, id string) Node {
+	t.Helper()
+	for _, n := range c.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	var ids []string
+	for _, n := range c.Nodes {
+		ids = append(ids, n.ID)
+	}
+	t.Fatalf("no node %q; have %v", id, ids)
+	return Node{}
+}
+
+var wikiTree = map[string]string{
+	"index.md": `---
+title: Team Wiki
+tags: [start, wiki]
+updated: 2025-03-14
+owner:
+  name: Ada
+  team: platform
+---
+Welcome. Read about [payments](teams/payments.md), the [[Ledger]] and the
+[[services/gateway|front door]]. See https://example.com/x and [the site](https://example.com).
+Also [an old page](projects/atlas-v0.md).
+`,
+	"teams/payments.md": "# Payments team\n\nThe payments team owns the [ledger](../services/ledger.md#on-call) and is led by Orla.\n",
+	"services/ledger.md": `# Ledger
+
+The ledger records every transfer.
+
+## On call
+
+Page the ` + "`payments`" + ` rota. Run:
+
+` + "```sh\nledgerctl drain --all\n```" + `
+`,
+	"services/gateway.html": `<html><head><title>Gateway</title><meta name="owner" content="edge"><style>p{}</style></head>
+<body><h1>Gateway</h1><p>The gateway fronts <a href="ledger.md">the ledger</a>.</p><script>var x=1</script></body></html>`,
+	"notes/plain-notes.txt": "First paragraph of notes.\n\nSecond paragraph.\n",
+	"images/logo.png":       "\x89PNG not text",
+	".git/config":           "[core]",
+}
+
+func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
+	c, rep := importTree(t, writeTree(t, wikiTree), DefaultFilesOptions())
+	if rep.Files != 5 || rep.Ignored != 1 {
+		t.Fatalf("files %d ignored %d, want 5 and 1 (the png; .git is hidden)", rep.Files, rep.Ignored)
+	}
+	idx := nodeByID(t, c, "index.md")
+	if idx.Title != "Team Wiki" || idx.Doc != "" {
+		t.Fatalf("front-matter title: %+v", idx)
+	}
+	wantMeta := map[string]any{"title": "Team Wiki", "tags": []any{"start", "wiki"}, "updated": "2025-03-14", "owner.name": "Ada", "owner.team": "platform"}
+	if !reflect.DeepEqual(idx.Meta, wantMeta) {
+		t.Fatalf("meta %#v, want %#v", idx.Meta, wantMeta)
+	}
+	for _, gone := range []string{"https://", "[[", "](", "teams/payments.md"} {
+		if strings.Contains(idx.Text, gone) {
+			t.Fatalf("markup %q left in %q", gone, idx.Text)
+		}
+	}
+	for _, kept := range []string{"payments", "Ledger", "front door", "the site", "an old page"} {
+		if !strings.Contains(idx.Text, kept) {
+			t.Fatalf("link text %q lost from %q", kept, idx.Text)
+		}
+	}
+	if n := nodeByID(t, c, "teams/payments.md"); n.Title != "Payments team" {
+		t.Fatalf("first-heading title: %q", n.Title)
+	}
+	if n := nodeByID(t, c, "notes/plain-notes.txt"); n.Title != "plain notes" || n.Text != "First paragraph of notes.\n\nSecond paragraph." {
+		t.Fatalf("text file: %+v", n)
+	}
+	gw := nodeByID(t, c, "services/gateway.html")
+	if gw.Title != "Gateway" || gw.Text != "The gateway fronts the ledger." || gw.Meta["owner"] != "edge" {
+		t.Fatalf("html: %+v", gw)
+	}
+	ledger := nodeByID(t, c, "services/ledger.md") // short: one passage
+	if !strings.Contains(ledger.Text, "ledgerctl drain --all") || !strings.Contains(ledger.Text, "payments rota") || ledger.Title != "Ledger" {
+		t.Fatalf("code kept, title: %+v", ledger)
+	}
+	var got []string
+	for _, e := range c.Edges {
+		got = append(got, e.Src+" → "+e.Dst)
+		if e.Kind != LinksKind {
+			t.Fatalf("edge kind %q", e.Kind)
+		}
+	}
+	want := []string{
+		"index.md → teams/payments.md",
+		"index.md → services/ledger.md",
+		"index.md → services/gateway.html",
+		"services/gateway.html → services/ledger.md", // files in path order
+		"teams/payments.md → services/ledger.md",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("edges\n got %q\nwant %q", got, want)
+	}
+	if rep.External != 2 || len(rep.Dangling) != 1 || rep.Dangling[0] != (Dangling{From: "index.md", Line: 11, Target: "projects/atlas-v0.md"}) {
+		t.Fatalf("external %d dangling %+v", rep.External, rep.Dangling)
+	}
+}
+
+func TestFromFilesGlobs(t *testing.T) {
+	root := writeTree(t, wikiTree)
+	o := DefaultFilesOptions()
+	o.Include, o.Exclude = []string{"**/*.md"}, []string{"services"}
+	c, rep := importTree(t, root, o)
+	var ids []string
+	for _, n := range c.Nodes {
+		ids = append(ids, n.ID)
+	}
+	if !slices.Equal(ids, []string{"index.md", "teams/payments.md"}) {
+		t.Fatalf("ids %v", ids)
+	}
+	if rep.Ignored != 2 {
+		t.Fatalf("ignored %d, want 2 (png, txt; nothing counted in the excluded folder)", rep.Ignored)
+	}
+	o.Hidden = true
+	o.Include = []string{"config"}
+	o.Exclude = nil
+	if c, _ = importTree(t, root, o); len(c.Nodes) != 1 || c.Nodes[0].ID != ".git/config" {
+		t.Fatalf("hidden: %+v", c.Nodes)
+	}
+}
+
+// longDoc is a document of sections of n-word paragraphs.
+func longDoc() string {
+	var b strings.Builder
+	b.WriteString("# Handbook\n\nIntro words here.\n\n")
+	for s, name := range []string{"Setup", "Rollback", "Escalation"} {
+		b.WriteString("## " + name + "\n\n")
+		for p := range 3 {
+			for w := range 60 {
+				b.WriteString(string(rune('a'+s)) + string(rune('a'+p)) + string(rune('a'+w%26)) + " ")
+			}
+			b.WriteString("\n\n")
+		}
+	}
+	b.WriteString("### Deep\n\n[back](#rollback)\n")
+	return b.String()
+}
+
+func TestFromFilesCutsDocumentsAtHeadings(t *testing.T) {
+	src := longDoc()
+	o := DefaultFilesOptions()
+	o.MaxWords, o.MinWords = 130, 10
+	c, _ := importTree(t, writeTree(t, map[string]string{"h.md": src}), o)
+	var sections []string
+	for i, n := range c.Nodes {
+		if n.Doc != "h.md" || n.ID != "h.md#"+itoa(i+1) {
+			t.Fatalf("passage %d: id %q doc %q", i, n.ID, n.Doc)
+		}
+		if words := len(strings.Fields(n.Text)); words > o.MaxWords {
+			t.Fatalf("passage %q has %d words", n.ID, words)
+		}
+		wantTitle := "Handbook"
+		if n.Section != "" {
+			wantTitle += SectionSep + n.Section
+		}
+		if n.Title != wantTitle {
+			t.Fatalf("passage %q title %q, want %q", n.ID, n.Title, wantTitle)
+		}
+		// Every word of the passage is in the source bytes its span names.
+		span := src[n.Span.Start:n.Span.End]
+		for _, w := range strings.Fields(n.Text) {
+			if !strings.Contains(span, w) {
+				t.Fatalf("passage %q: %q not in its span %q", n.ID, w, span)
+			}
+		}
+		if i > 0 && n.Span.Start < c.Nodes[i-1].Span.End {
+			t.Fatalf("spans overlap at %q", n.ID)
+		}
+		sections = append(sections, n.Section)
+	}
+	want := []string{"", "Setup", "Rollback", "Rollback", "Escalation", "Escalation", "Escalation > Deep"}
+	// The intro (3 words) is under MinWords, so Setup's first two
+	// paragraphs join it (63, then 123 words ≤ 130) and the passage is named
+	// by its first unit: the intro's empty path.
+	if !slices.Equal(sections, want) {
+		t.Fatalf("sections %q, want %q", sections, want)
+	}
+	if len(c.Edges) != 1 || c.Edges[0].Src != "h.md#7" || c.Edges[0].Dst != "h.md#3" { // #rollback opens the third
+		t.Fatalf("in-page anchor link: %+v", c.Edges)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestFromFilesRoundTripsThroughWrite(t *testing.T) {
+	root := writeTree(t, wikiTree)
+	c, _ := importTree(t, root, DefaultFilesOptions())
+	out := filepath.Join(t.TempDir(), "c")
+	if err := Write(out, c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(out, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Nodes, c.Nodes) || !reflect.DeepEqual(back.Edges, c.Edges) {
+		t.Fatalf("nodes or edges changed through nodes.jsonl:\n%+v\n%+v", back.Nodes, c.Nodes)
+	}
+	first, _ := os.ReadFile(filepath.Join(out, NodesFile))
+	c2, _ := importTree(t, root, DefaultFilesOptions())
+	out2 := filepath.Join(t.TempDir(), "c")
+	if err := Write(out2, c2); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := os.ReadFile(filepath.Join(out2, NodesFile))
+	if string(first) != string(second) {
+		t.Fatal("two imports of the same folder differ")
+	}
+}
+
+func TestFromFilesRefusesHostileFiles(t *testing.T) {
+	cases := map[string]func(t *testing.T, root string) string{
+		"binary": func(t *testing.T, root string) string {
+			return put(t, root, "bin.md", "text\x00more")
+		},
+		"invalid UTF-8": func(t *testing.T, root string) string {
+			return put(t, root, "bad.md", "ok\n\xff\xfe")
+		},
+		"too large": func(t *testing.T, root string) string {
+			return put(t, root, "big.txt", strings.Repeat("x", 2000))
+		},
+		"symlink loop": func(t *testing.T, root string) string {
+			p := filepath.Join(root, "loop.md")
+			if err := os.Symlink("loop2.md", p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("loop.md", filepath.Join(root, "loop2.md")); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		"fifo": func(t *testing.T, root string) string {
+			p := filepath.Join(root, "pipe.md")
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skip("no FIFOs here:", err)
+			}
+			return p
+		},
+		"device": func(t *testing.T, root string) string {
+			p := filepath.Join(root, "zero.md")
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		"broken front-matter": func(t *testing.T, root string) string {
+			return put(t, root, "fm.md", "---\ntitle: [unclosed\n---\nbody\n")
+		},
+		"unclosed front-matter": func(t *testing.T, root string) string {
+			return put(t, root, "fm2.md", "---\ntitle: x\nbody\n")
+		},
+	}
+	for name, make := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := writeTree(t, map[string]string{"good.md": "# Good\n\nfine text\n"})
+			bad := make(t, root)
+			o := DefaultFilesOptions()
+			o.MaxFileBytes = 1000
+			_, _, err := FromFiles(context.Background(), root, o)
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != bad {
+				t.Fatalf("error %v does not name %s", err, bad)
+			}
+			o.SkipInvalid = true
+			c, rep := importTree(t, root, o)
+			if len(c.Nodes) != 1 || len(rep.Skipped) == 0 || rep.Skipped[0].Path != filepath.Base(bad) {
+				t.Fatalf("skip-invalid: nodes %d, skipped %+v", len(c.Nodes), rep.Skipped)
+			}
+		})
+	}
+}
+
+func TestFromFilesDoesNotFollowFolderLinks(t *testing.T) {
+	root := writeTree(t, map[string]string{"a/page.md": "# Page\n\ntext\n"})
+	if err := os.Symlink("..", filepath.Join(root, "a", "up")); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := importTree(t, root, DefaultFilesOptions())
+	if len(c.Nodes) != 1 {
+		t.Fatalf("a folder link was followed: %d nodes", len(c.Nodes))
+	}
+}
+
+func TestFromFilesUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file")
+	}
+	root := writeTree(t, map[string]string{"a.md": "x", "b.md": "y"})
+	p := filepath.Join(root, "b.md")
+	if err := os.Chmod(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := FromFiles(context.Background(), root, DefaultFilesOptions())
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Path != p {
+		t.Fatalf("error %v does not name %s", err, p)
+	}
+}
+
+func put(t *testing.T, root, name, body string) string {
+	t.Helper()
+	p := filepath.Join(root, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFilesOptionsValidated(t *testing.T) {
+	for _, mod := range []func(*FilesOptions){
+		func(o *FilesOptions) { o.MaxWords = 0 },
+		func(o *FilesOptions) { o.MinWords = -1 },
+		func(o *FilesOptions) { o.MinWords = o.MaxWords + 1 },
+		func(o *FilesOptions) { o.MaxFileBytes = 0 },
+		func(o *FilesOptions) { o.Include = nil },
+		func(o *FilesOptions) { o.Exclude = []string{"[bad"} },
+	} {
+		o := DefaultFilesOptions()
+		mod(&o)
+		if _, _, err := FromFiles(context.Background(), t.TempDir(), o); err == nil || !strings.Contains(err.Error(), "corpus: files") {
+			t.Fatalf("options %+v: error %v", o, err)
+		}
+	}
+}
+
+func TestPathIDEscapes(t *testing.T) {
+	if got := PathID("My Notes/50% #1.md"); got != "My%20Notes/50%25%20%231.md" {
+		t.Fatalf("PathID = %q", got)
+	}
+}

@@ -1,0 +1,394 @@
+package corpus
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/html"
+)
+
+// markdown parses CommonMark with GitHub's tables and strikethrough, and
+// [[wiki links]]; linkify makes bare URLs links, so they are dropped with
+// the others.
+var markdown = goldmark.New(
+	goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
+	goldmark.WithParserOptions(parser.WithInlineParsers(util.Prioritized(wikiLinkParser{}, 199))),
+)
+
+// readMarkdown extracts a Markdown file: YAML front-matter, then the
+// body's blocks as text units under their heading path.
+func readMarkdown(src []byte) (*sourceDoc, error) {
+	d := &sourceDoc{}
+	body, offset, err := d.frontMatter(src)
+	if err != nil {
+		return nil, err
+	}
+	root := markdown.Parser().Parse(text.NewReader(body))
+	w := &mdWalker{src: body, base: offset, doc: d}
+	w.blocks(root)
+	if d.title == "" {
+		d.title = w.firstHeading
+	}
+	return d, nil
+}
+
+// frontMatter parses a leading "---" YAML block into the document's meta,
+// title and aliases, and returns the rest with its offset in src.
+func (d *sourceDoc) frontMatter(src []byte) ([]byte, int, error) {
+	first, rest, ok := bytes.Cut(src, []byte("\n"))
+	if !ok || string(bytes.TrimRight(first, " \t\r")) != "---" {
+		return src, 0, nil
+	}
+	block, end, found := closeFrontMatter(rest)
+	if !found {
+		return nil, 0, fmt.Errorf("%w: front-matter opened by --- on line 1 is never closed by --- or ...", ErrMalformed)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(block, &raw); err != nil {
+		return nil, 0, fmt.Errorf("%w: front-matter: %v", ErrMalformed, err)
+	}
+	meta, err := flattenMeta("", raw, map[string]any{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("front-matter: %w", err)
+	}
+	d.meta = meta
+	if t, ok := meta["title"].(string); ok {
+		d.title = strings.TrimSpace(t)
+	}
+	d.aliases = metaStrings(meta["aliases"])
+	off := len(first) + 1 + end
+	return src[off:], off, nil
+}
+
+// closeFrontMatter finds the line "---" or "..." closing a front-matter
+// block; end is the offset just past that line.
+func closeFrontMatter(rest []byte) (block []byte, end int, ok bool) {
+	pos := 0
+	for pos <= len(rest) {
+		line, _, _ := bytes.Cut(rest[pos:], []byte("\n"))
+		next := pos + len(line) + 1
+		if t := string(bytes.TrimRight(line, " \t\r")); t == "---" || t == "..." {
+			return rest[:pos], min(next, len(rest)), true
+		}
+		pos = next
+	}
+	return nil, 0, false
+}
+
+// flattenMeta converts YAML values to Meta's types: nested maps become
+// dotted names, dates "2006-01-02" strings, integers float64.
+func flattenMeta(prefix string, in map[string]any, out map[string]any) (map[string]any, error) {
+	for k, v := range in {
+		name := prefix + k
+		if sub, ok := v.(map[string]any); ok {
+			if _, err := flattenMeta(name+".", sub, out); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if v == nil {
+			continue // an empty field ("tags:") says nothing
+		}
+		conv, err := metaValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: field %q: %v", ErrMalformed, name, err)
+		}
+		out[name] = conv
+	}
+	return out, checkMeta(out)
+}
+
+func metaValue(v any) (any, error) {
+	if list, ok := v.([]any); ok {
+		out := make([]any, 0, len(list))
+		for _, e := range list {
+			c, err := metaScalar(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	}
+	return metaScalar(v)
+}
+
+func metaScalar(v any) (any, error) {
+	switch x := v.(type) {
+	case string, bool, float64:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case time.Time:
+		if x.Equal(x.Truncate(24*time.Hour)) && x.Location() == time.UTC {
+			return x.Format(time.DateOnly), nil
+		}
+		return x.Format(time.RFC3339), nil
+	}
+	return nil, fmt.Errorf("a %T; want a string, number, boolean, date or a list of them", v)
+}
+
+// metaStrings reads a string or list-of-strings field.
+func metaStrings(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok && strings.TrimSpace(s) != "" {
+				out = append(out, strings.TrimSpace(s))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// mdWalker turns Markdown blocks into text units.
+type mdWalker struct {
+	src          []byte
+	base         int // offset of src in the file
+	doc          *sourceDoc
+	headings     []string // current heading path, by level
+	firstHeading string
+}
+
+func (w *mdWalker) blocks(parent ast.Node) {
+	for n := parent.FirstChild(); n != nil; n = n.NextSibling() {
+		switch n := n.(type) {
+		case *ast.Heading:
+			w.heading(n)
+		case *ast.Blockquote:
+			w.blocks(n)
+		case *ast.ThematicBreak:
+		default:
+			w.unit(n)
+		}
+	}
+}
+
+func (w *mdWalker) heading(h *ast.Heading) {
+	var il inlineText
+	il.walk(h, w.src)
+	title := strings.Join(strings.Fields(il.b.String()), " ")
+	if w.firstHeading == "" {
+		w.firstHeading = title
+		if h.Level == 1 && len(w.doc.units) == 0 {
+			w.doc.pageHeading = title // "# Page name" names the page: not a section of it
+		}
+	}
+	lvl := max(1, min(h.Level, 6))
+	path := w.headings[:min(lvl-1, len(w.headings))]
+	for len(path) < lvl-1 { // a skipped level ("#" then "###") keeps each heading at its depth
+		path = append(path, "")
+	}
+	w.headings = append(path, title)
+	w.doc.anchor(slug(title))
+}
+
+// unit emits one block (a paragraph, a list, a table, code) as a unit.
+func (w *mdWalker) unit(n ast.Node) {
+	var il inlineText
+	switch b := n.(type) {
+	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		il.lines(b, w.src)
+	case *ast.HTMLBlock:
+		il.b.WriteString(htmlBlockText(b, w.src))
+	default:
+		il.walk(n, w.src)
+	}
+	start, end := blockSpan(n)
+	w.doc.add(unit{
+		section: sectionPath(w.headings),
+		text:    strings.TrimSpace(il.b.String()),
+		start:   w.base + start, end: w.base + end,
+		links: shift(il.links, w.base),
+	})
+}
+
+func shift(ls []rawLink, by int) []rawLink {
+	for i := range ls {
+		ls[i].offset += by
+	}
+	return ls
+}
+
+// sectionPath joins the non-empty headings.
+func sectionPath(h []string) string {
+	var parts []string
+	for _, s := range h {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, SectionSep)
+}
+
+// inlineText collects a block's text with markup stripped: link text kept,
+// URLs and raw HTML dropped, code kept; and the links it holds.
+type inlineText struct {
+	b     strings.Builder
+	links []rawLink
+}
+
+func (t *inlineText) walk(n ast.Node, src []byte) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			t.b.Write(c.Segment.Value(src))
+			if c.HardLineBreak() {
+				t.b.WriteByte('\n')
+			} else if c.SoftLineBreak() {
+				t.b.WriteByte(' ')
+			}
+		case *ast.String:
+			t.b.Write(c.Value)
+		case *ast.Link:
+			t.links = append(t.links, rawLink{target: string(c.Destination), offset: firstOffset(c)})
+			t.walk(c, src)
+		case *wikiLink:
+			t.links = append(t.links, rawLink{target: c.target, wiki: true, offset: c.offset})
+			t.b.WriteString(c.label)
+		case *ast.AutoLink:
+			// a URL is not text a question asks about: counted, dropped
+			t.links = append(t.links, rawLink{external: true})
+		case *ast.RawHTML:
+			// nor is a tag
+		case *east.TableRow, *east.TableHeader:
+			t.walk(c, src)
+			t.b.WriteByte('\n')
+		case *east.TableCell:
+			t.walk(c, src)
+			t.b.WriteByte('\t')
+		case *ast.ListItem:
+			t.blockChildren(c, src)
+			t.b.WriteByte('\n')
+		case *ast.FencedCodeBlock, *ast.CodeBlock:
+			t.lines(c, src)
+		default:
+			if c.Type() == ast.TypeBlock {
+				t.blockChildren(c, src)
+			} else {
+				t.walk(c, src)
+			}
+		}
+	}
+}
+
+// blockChildren is walk for a container block: its blocks on their own lines.
+func (t *inlineText) blockChildren(n ast.Node, src []byte) {
+	if n.Type() == ast.TypeBlock && n.FirstChild() == nil {
+		return
+	}
+	if n.FirstChild() != nil && n.FirstChild().Type() == ast.TypeInline {
+		t.walk(n, src)
+		t.b.WriteByte('\n')
+		return
+	}
+	t.walk(n, src)
+}
+
+// lines appends a code block's lines verbatim.
+func (t *inlineText) lines(n ast.Node, src []byte) {
+	ls := n.Lines()
+	for i := range ls.Len() {
+		seg := ls.At(i)
+		t.b.Write(seg.Value(src))
+	}
+	t.b.WriteByte('\n')
+}
+
+// firstOffset is where a link's text starts in the body (−1 when unknown).
+func firstOffset(n ast.Node) int {
+	for c := n.FirstChild(); c != nil; c = c.FirstChild() {
+		if tx, ok := c.(*ast.Text); ok {
+			return tx.Segment.Start
+		}
+	}
+	return n.Pos()
+}
+
+// blockSpan is the byte range a block and its descendants cover in the
+// body.
+func blockSpan(n ast.Node) (start, end int) {
+	start, end = -1, -1
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if c.Type() == ast.TypeBlock {
+			ls := c.Lines()
+			for i := range ls.Len() {
+				seg := ls.At(i)
+				if start < 0 || seg.Start < start {
+					start = seg.Start
+				}
+				end = max(end, seg.Stop)
+			}
+		}
+		if t, ok := c.(*ast.Text); ok {
+			if start < 0 || t.Segment.Start < start {
+				start = t.Segment.Start
+			}
+			end = max(end, t.Segment.Stop)
+		}
+		return ast.WalkContinue, nil
+	})
+	if p := n.Pos(); p >= 0 && (start < 0 || p < start) {
+		start = p
+	}
+	if start < 0 {
+		return 0, 0
+	}
+	return start, max(start, end)
+}
+
+// htmlBlockText is the text of raw HTML inside Markdown (tags dropped).
+func htmlBlockText(n *ast.HTMLBlock, src []byte) string {
+	var raw bytes.Buffer
+	ls := n.Lines()
+	for i := range ls.Len() {
+		seg := ls.At(i)
+		raw.Write(seg.Value(src))
+	}
+	if n.HasClosure() {
+		raw.Write(n.ClosureLine.Value(src))
+	}
+	var b strings.Builder
+	z := html.NewTokenizer(&raw)
+	skip := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return strings.Join(strings.Fields(b.String()), " ")
+		case html.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
+				b.WriteByte(' ')
+			}
+		case html.StartTagToken:
+			if name, _ := z.TagName(); skippedElement(string(name)) {
+				skip++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); skippedElement(string(name)) && skip > 0 {
+				skip--
+			}
+		}
+	}
+}

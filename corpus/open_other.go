@@ -1,0 +1,9 @@
+//go:build !unix
+
+package corpus
+
+import "os"
+
+// openNoBlock opens a file for reading (the caller has checked it is a
+// regular file).
+func openNoBlock(p string) (*os.File, error) { return os.Open(p) }
