@@ -333,6 +333,7 @@ func write(ctx context.Context, c *corpus.Corpus, dir string, cfg *config, b *bu
 		}
 		for _, f := range []func(*store.Writer) error{
 			func(w *store.Writer) error { return writeNodes(w, c.Nodes) },
+			func(w *store.Writer) error { return writeProvenance(w, c.Nodes) },
 			b.writeGraph, b.writePostings, b.writeVectors,
 		} {
 			if err := f(w); err != nil {

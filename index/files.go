@@ -28,7 +28,7 @@ const (
 // coreFiles are the index's own files; sections add theirs, named
 // "<section>.<file>".
 var coreFiles = []string{fNodeStrings, fNodeOff, fOutPtr, fOutIdx, fOutW, fOutRel, fInPtr, fInIdx, fInW, fInRel,
-	fTermBlob, fTermOff, fPostPtr, fPostDoc, fPostTF, fDocLen, fVectors, fLSARow, fLSAIDF, fLSAV, fRelations}
+	fNodeDoc, fNodeDocOff, fNodeSpan, fTermBlob, fTermOff, fPostPtr, fPostDoc, fPostTF, fDocLen, fVectors, fLSARow, fLSAIDF, fLSAV, fRelations}
 
 // nodeFields is the number of strings stored per node: id, title, text,
 // type, aliases (joined by aliasSep).

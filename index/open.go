@@ -30,15 +30,20 @@ type Index struct {
 	rels     relationTable
 	sections map[string]loaded
 
-	r       *store.Reader
-	strs    []byte
-	off     []int64
-	idsOnce sync.Once
-	ids     map[string]int32
-	viewMu  sync.Mutex
-	views   map[string]*graphops.Adjacency
-	devMu   sync.Mutex
-	devBufs map[boundKey]engine.Buffer
+	r        *store.Reader
+	strs     []byte
+	off      []int64
+	docStrs  []byte // provenance (docs.go); nil when the index has none
+	docOff   []int64
+	spans    []int64
+	docsOnce sync.Once
+	docs     map[string]bool // ids of documents passages were cut from
+	idsOnce  sync.Once
+	ids      map[string]int32
+	viewMu   sync.Mutex
+	views    map[string]*graphops.Adjacency
+	devMu    sync.Mutex
+	devBufs  map[boundKey]engine.Buffer
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once
@@ -95,7 +100,7 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadSections} {
+	for _, load := range []func() error{ix.loadNodes, ix.loadProvenance, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadSections} {
 		if err := load(); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 		}
@@ -263,12 +268,15 @@ func OpenWith(dir string, opt store.OpenOptions, e models.Embedder) (*Index, err
 // N is the number of nodes.
 func (ix *Index) N() int { return ix.Meta.Nodes }
 
-func (ix *Index) field(i, f int) string {
-	lo, hi := ix.off[i*nodeFields+f], ix.off[i*nodeFields+f+1]
+func (ix *Index) field(i, f int) string { return stringAt(ix.strs, ix.off, i*nodeFields+f) }
+
+// stringAt is string j of a blob cut at off (aliasing the map).
+func stringAt(blob []byte, off []int64, j int) string {
+	lo, hi := off[j], off[j+1]
 	if lo == hi {
 		return ""
 	}
-	return unsafe.String(&ix.strs[lo], int(hi-lo))
+	return unsafe.String(&blob[lo], int(hi-lo))
 }
 
 // NodeID, Title, Text and Type return node i's fields (aliasing the map).
