@@ -65,6 +65,7 @@ type Report struct {
 	K           int    `json:"k"`
 	Cutoffs     []int  `json:"cutoffs"`
 	Depth       int    `json:"depth"`
+	GroupBy     string `json:"group_by,omitempty"`
 	Concurrency int    `json:"concurrency"`
 	Topological bool   `json:"topological"`
 	// Gold and Answers say whether the queries carry gold nodes (rank

@@ -37,7 +37,10 @@ type Options struct {
 	// context_tokens@B. Rankings are then computed to ContextDepth at
 	// least, so a method's top nodes can fill the largest budget.
 	ContextBudgets []int
-	Logger         *slog.Logger
+	// GroupBy is retrieve.GroupPassage ("" too) or retrieve.GroupDocument:
+	// rank documents by their best passage and judge document ids.
+	GroupBy string
+	Logger  *slog.Logger
 	// Progress shows queries done per method (nil: none); long
 	// evaluations with transformer models take minutes.
 	Progress progress.Reporter
@@ -71,6 +74,9 @@ func (o *Options) normalize() error {
 			return fmt.Errorf("eval: context budgets must be in [1, %d] tokens, got %v", retrieve.MaxContextBudget, o.ContextBudgets)
 		}
 	}
+	if err := retrieve.CheckGroupBy(o.GroupBy); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
 	if o.trOnce == nil {
 		o.trOnce = &sync.Once{}
 	}
@@ -94,6 +100,9 @@ func Evaluate(ctx context.Context, ix *index.Index, qs []corpus.Query, methods [
 	}
 	if len(qs) == 0 {
 		return nil, errors.New("eval: no queries")
+	}
+	if err := CheckJudgements(ix, qs, o.GroupBy); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	rep, _ := NewReport(ix, o)
 	rep.describe(qs)
@@ -160,15 +169,15 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 		if !ok {
 			scores = map[string]float64{}
 		}
-		maps.Copy(scores, ScoreAnswers(nodeTexts(ix, docs, o.Cutoffs[len(o.Cutoffs)-1]), q.Answers, o.Cutoffs))
+		maps.Copy(scores, ScoreAnswers(nodeTexts(ix, run, o.Cutoffs[len(o.Cutoffs)-1]), q.Answers, o.Cutoffs))
 		ok = true
 	}
 	if !ok || !rep.Topological || len(q.Judgements()) == 0 {
 		return scores, ok
 	}
 	var seeds, gold []int32
-	for _, d := range docs[:min(o.K, len(docs))] {
-		if v, ok := ix.Lookup(d); ok {
+	for _, e := range run[:min(o.K, len(run))] {
+		if v, ok := e.nodeIn(ix); ok {
 			seeds = append(seeds, v)
 		}
 	}
@@ -185,14 +194,42 @@ func scoreQuery(ix *index.Index, q corpus.Query, run []Entry, rep *Report, o *Op
 
 // nodeTexts is the title and text of the first n retrieved nodes, what an
 // answer must be found in.
-func nodeTexts(ix *index.Index, docs []string, n int) []string {
+func nodeTexts(ix *index.Index, run []Entry, n int) []string {
 	var out []string
-	for _, d := range docs[:min(n, len(docs))] {
-		if v, ok := ix.Lookup(d); ok {
+	for _, e := range run[:min(n, len(run))] {
+		if v, ok := e.nodeIn(ix); ok {
 			out = append(out, ix.Title(int(v))+"\n"+ix.Text(int(v)))
 		}
 	}
 	return out
+}
+
+// CheckJudgements refuses gold ids the index does not hold, and gold ids
+// of the wrong unit: documents when passages are ranked, or passages when
+// documents are (every such query would score 0). Evaluate calls it.
+func CheckJudgements(ix *index.Index, qs []corpus.Query, groupBy string) error {
+	for _, q := range qs {
+		for _, id := range slices.Sorted(maps.Keys(q.Judgements())) {
+			if err := checkJudged(ix, q.ID, id, groupBy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkJudged(ix *index.Index, qid, id, groupBy string) error {
+	v, isNode := ix.Lookup(id)
+	isDoc := ix.IsDocument(id)
+	switch {
+	case groupBy == retrieve.GroupDocument && !isDoc && isNode:
+		return fmt.Errorf("query %q: gold id %q is a passage of document %q, and documents are ranked (--group-by document): judge the document", qid, id, ix.Document(int(v)))
+	case groupBy != retrieve.GroupDocument && !isNode && isDoc:
+		return fmt.Errorf("query %q judges document %q, and the ranking is of passages: evaluate with --group-by document (Options.GroupBy)", qid, id)
+	case !isNode && !isDoc:
+		return fmt.Errorf("query %q: gold id %q is not in the index %s", qid, id, ix.Dir)
+	}
+	return nil
 }
 
 // runQueries retrieves every query with o.Concurrency workers, timing each.
@@ -240,14 +277,23 @@ feed:
 func runOne(ctx context.Context, ix *index.Index, q corpus.Query, m retrieve.Method, depth int, o *Options, out *outcome) error {
 	rq := retrieve.Query{ID: q.ID, Text: q.Text, Vector: o.Vectors[q.ID]}
 	start := time.Now()
-	hits, err := m.Retrieve(ctx, rq, depth)
+	var hits []retrieve.Hit
+	var err error
+	if o.GroupBy == retrieve.GroupDocument {
+		hits, err = retrieve.RetrieveDocuments(ctx, m, ix, rq, depth)
+	} else {
+		hits, err = m.Retrieve(ctx, rq, depth)
+	}
 	out.ms = float64(time.Since(start).Nanoseconds()) / 1e6
 	if err != nil {
 		return fmt.Errorf("query %q: %w", q.ID, err)
 	}
 	out.run = make([]Entry, len(hits))
 	for i, h := range hits {
-		out.run[i] = Entry{Doc: ix.NodeID(int(h.Index)), Score: float64(h.Score)}
+		out.run[i] = Entry{Doc: ix.NodeID(int(h.Index)), Score: float64(h.Score), node: h.Index, hasNode: true}
+		if o.GroupBy == retrieve.GroupDocument {
+			out.run[i].Doc = ix.Document(int(h.Index))
+		}
 	}
 	if len(o.ContextBudgets) > 0 && len(q.Answers) > 0 {
 		var err error
@@ -328,7 +374,7 @@ func NewReport(ix *index.Index, o Options) (*Report, error) {
 		depth = max(depth, ContextDepth)
 	}
 	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
-		Depth: depth, Concurrency: o.Concurrency, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
+		Depth: depth, Concurrency: o.Concurrency, GroupBy: o.GroupBy, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
 }
 
 // add records one query's scores (ok false: skipped, no relevant node).

@@ -13,9 +13,20 @@ import (
 
 // Entry is one ranked document of a run.
 type Entry struct {
-	Doc   string
-	Score float64
-	rank  int // as read from a file
+	Doc     string
+	Score   float64
+	rank    int   // as read from a file
+	node    int32 // the index node retrieved, when hasNode
+	hasNode bool
+}
+
+// nodeIn is the index node the entry ranks: the one retrieved, or for an
+// entry read from a run file the node its id names.
+func (e Entry) nodeIn(ix interface{ Lookup(string) (int32, bool) }) (int32, bool) {
+	if e.hasNode {
+		return e.node, true
+	}
+	return ix.Lookup(e.Doc)
 }
 
 // Run maps query id to its ranking, best first.

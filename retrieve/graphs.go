@@ -42,15 +42,13 @@ func init() {
 		Summary: "passage A → passage B when A's text contains B's title as a whole word",
 		Long: `passage A → passage B when A's text contains B's title as a whole word, case-sensitively
 (one Aho–Corasick pass; titles shorter than --min-title-len runes and titles found in more
-than --max-title-hits passages are skipped)`,
+than --max-title-hits passages are skipped); passages cut from a document (gleaner import files)
+are found by the document's title, which links to its first passage`,
 		Defaults: func() MentionSettings { return MentionSettings{graphops.MentionOptions{MinTitleLen: 4}} },
 		Params:   (*MentionSettings).Params, Host: "string matching runs on the host",
 		Build: func(ctx context.Context, _ BuildEnv, dir string, s MentionSettings) (string, error) {
 			return buildEdges(ctx, dir, "mentions", func(ix *index.Index) ([]graphops.Edge, error) {
-				titles, texts := make([]string, ix.N()), make([]string, ix.N())
-				for i := range titles {
-					titles[i], texts[i] = ix.Title(i), ix.Text(i)
-				}
+				titles, texts := mentionTargets(ix)
 				return graphops.MentionEdges(ctx, titles, texts, s.MentionOptions)
 			})
 		}}))
@@ -83,4 +81,26 @@ func buildEdges(ctx context.Context, dir, kind string, make func(*index.Index) (
 		return "", err
 	}
 	return fmt.Sprintf("%s graph: %d edges", kind, len(edges)), nil
+}
+
+// mentionTargets are the titles the mentions graph looks for and the
+// texts it looks in. A passage cut from a document is found by its
+// document's title, and only the document's first passage carries it, so
+// a mention of a page links to the page's opening rather than to every
+// section of it.
+func mentionTargets(ix *index.Index) (titles, texts []string) {
+	titles, texts = make([]string, ix.N()), make([]string, ix.N())
+	seen := map[string]bool{}
+	for i := range titles {
+		texts[i] = ix.Text(i)
+		if !ix.HasDocuments() {
+			titles[i] = ix.Title(i)
+			continue
+		}
+		if d := ix.Document(i); !seen[d] {
+			seen[d] = true
+			titles[i] = ix.DocumentTitle(i)
+		}
+	}
+	return titles, texts
 }
