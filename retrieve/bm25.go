@@ -9,7 +9,7 @@ import (
 
 func init() {
 	Must(Register(Def[NoOptions]{Name: "bm25", Summary: "BM25 over the index's postings",
-		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params,
+		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params, Tune: &Tuning{},
 		New: func(ix *index.Index, _ Env, _ NoOptions) (Method, error) { return bm25{ix}, nil }}))
 }
 

@@ -52,6 +52,53 @@ type Def[O any] struct {
 	// Host, when set, says the method's work runs on the host whatever
 	// Env.Backend is, and why; the CLI says so when --backend is not cpu.
 	Host string
+	// Tune, when set, makes the method a candidate of `gleaner tune`
+	// (package tune), which tries every combination of its axes' values.
+	// Ablations and methods for other kinds of corpora leave it nil.
+	Tune *Tuning
+}
+
+// Tuning is what `gleaner tune` tries of a method: each axis a setting
+// and its candidate values (as the flag would be given), the method's
+// default first. No axes: the method runs at its defaults.
+type Tuning struct {
+	Axes []TuneAxis
+}
+
+// TuneAxis is one setting and the values tune tries.
+type TuneAxis struct {
+	Setting string
+	Values  []string
+}
+
+// Combinations is the number of configurations the axes make.
+func (t *Tuning) Combinations() int {
+	n := 1
+	for _, a := range t.Axes {
+		n *= len(a.Values)
+	}
+	return n
+}
+
+// checkTuning checks that every axis names a setting of cfg and every value
+// sets it.
+func checkTuning(name string, t *Tuning, newConfig func() *Config) error {
+	if t == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, a := range t.Axes {
+		if seen[a.Setting] || len(a.Values) == 0 {
+			return fmt.Errorf("retrieve: method %q: tune axis %q is repeated or has no values", name, a.Setting)
+		}
+		seen[a.Setting] = true
+		for _, v := range a.Values {
+			if err := newConfig().Set(a.Setting, v); err != nil {
+				return fmt.Errorf("retrieve: method %q: tune axis: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // BuildDef defines a build step: one that computes an index section (a
@@ -131,6 +178,7 @@ type component struct {
 	section             string
 	reads               []string
 	host                string
+	tune                *Tuning
 	newConfig           func() *Config
 }
 
@@ -183,12 +231,15 @@ func Register[O any](d Def[O]) error {
 	if d.Defaults == nil || d.Params == nil || d.New == nil {
 		return fmt.Errorf("retrieve: method %q: Defaults, Params and New are required", d.Name)
 	}
-	c := &component{kind: kindMethod, name: d.Name, summary: d.Summary, reads: d.Reads, host: d.Host}
+	c := &component{kind: kindMethod, name: d.Name, summary: d.Summary, reads: d.Reads, host: d.Host, tune: d.Tune}
 	c.newConfig = func() *Config {
 		o := d.Defaults()
 		cfg := newConfig(c, &o, d.Params)
 		cfg.run = func(ix *index.Index, env Env) (Method, error) { return d.New(ix, env, o) }
 		return cfg
+	}
+	if err := checkTuning(d.Name, d.Tune, c.newConfig); err != nil {
+		return err
 	}
 	return register(c)
 }
@@ -249,6 +300,7 @@ type Info struct {
 	Section       string   // build steps: the section written
 	Reads         []string // methods: the index sections needed
 	Host          string   // non-empty: runs on the host, and why
+	Tune          *Tuning  // methods: what gleaner tune tries (nil: not a candidate)
 	Params        []*Param
 }
 
@@ -258,7 +310,7 @@ func infos(kind string) []Info {
 	out := make([]Info, 0, len(components[kind]))
 	for _, c := range components[kind] {
 		out = append(out, Info{Name: c.name, Summary: c.summary, Long: c.long, Group: c.group, Section: c.section,
-			Reads: c.reads, Host: c.host, Params: c.newConfig().params.list})
+			Reads: c.reads, Host: c.host, Tune: c.tune, Params: c.newConfig().params.list})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out

@@ -17,7 +17,7 @@ func (*NoOptions) Params(*Params) {}
 
 func init() {
 	Must(Register(Def[NoOptions]{Name: "vector", Summary: "exact dense search over the index's vectors (on the backend)",
-		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params,
+		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params, Tune: &Tuning{},
 		New: func(ix *index.Index, env Env, _ NoOptions) (Method, error) { return NewVector(ix, env.Backend) }}))
 }
 

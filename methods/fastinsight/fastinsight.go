@@ -66,6 +66,7 @@ type variant struct {
 	name, summary string
 	fix           func(*Options)
 	params        func(*Options, *retrieve.Params)
+	tune          *retrieve.Tuning // the method itself is a tune candidate; ablations are not
 }
 
 // without binds every setting but the one a variant fixes.
@@ -77,11 +78,12 @@ func without(fixed string) func(*Options, *retrieve.Params) {
 }
 
 var variants = []variant{
-	{"fastinsight", "FastInsight: GRanker + STeX over the graph, streaming each round", func(*Options) {}, (*Options).Params},
-	{"fastinsight-alpha0", "FastInsight without GRanker's smoothing (α = 0)", func(o *Options) { o.Alpha = 0 }, without("alpha")},
-	{"fastinsight-beta0", "FastInsight with STeX on similarity alone (β = 0)", func(o *Options) { o.Beta = 0 }, without("beta")},
-	{"fastinsight-betainf", "FastInsight with STeX on structure alone (β = ∞)", func(o *Options) { o.Beta = math.Inf(1) }, without("beta")},
-	{"fastinsight-nocache", "FastInsight recomputing every latent each round (no cache)", func(o *Options) { o.NoCache = true }, (*Options).Params},
+	{"fastinsight", "FastInsight: GRanker + STeX over the graph, streaming each round", func(*Options) {}, (*Options).Params,
+		&retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}, {Setting: "alpha", Values: []string{"0.2", "0.5"}}}}},
+	{"fastinsight-alpha0", "FastInsight without GRanker's smoothing (α = 0)", func(o *Options) { o.Alpha = 0 }, without("alpha"), nil},
+	{"fastinsight-beta0", "FastInsight with STeX on similarity alone (β = 0)", func(o *Options) { o.Beta = 0 }, without("beta"), nil},
+	{"fastinsight-betainf", "FastInsight with STeX on structure alone (β = ∞)", func(o *Options) { o.Beta = math.Inf(1) }, without("beta"), nil},
+	{"fastinsight-nocache", "FastInsight recomputing every latent each round (no cache)", func(o *Options) { o.NoCache = true }, (*Options).Params, nil},
 }
 
 func init() {
@@ -92,7 +94,7 @@ func init() {
 				v.fix(&o)
 				return newNamed(v.name, ix, env, o)
 			},
-			Reads: []string{"head"},
+			Reads: []string{"head"}, Tune: v.tune,
 		}))
 	}
 }

@@ -72,7 +72,8 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "fuserag", Summary: "FuseRAG's retrieval: a greedy evidence walk from the first stage; knapsack text anchors as its context",
 		Defaults: DefaultOptions, Params: (*Options).Params, Host: "the greedy walk runs on the host (K steps over a few hundred edges)",
-		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
+		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
+		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
 
 // New makes method "fuserag" with o.

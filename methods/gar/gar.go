@@ -47,7 +47,8 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "gar", Summary: "GAR: adaptive reranking of the first stage and its graph frontier, streaming each batch",
 		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"},
-		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
+		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
+		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
 
 // gar is Graph-based Adaptive Re-ranking: it alternates scoring batches

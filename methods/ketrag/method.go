@@ -61,7 +61,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ketrag", Summary: "KET-RAG: keyword and skeleton channels assembled into one token-budgeted context",
-		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section},
+		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section}, Tune: &retrieve.Tuning{},
 		Host: "context assembly runs on the host; keyword, entity and query search run on the backend",
 		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }

@@ -58,11 +58,14 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ppr", Summary: "personalized PageRank over the graph, restarted from the first stage's top results",
 		Defaults: DefaultOptions, Params: (*Options).Params, Host: "PageRank runs on the host (a sparse iteration per query)",
+		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}},
+			{Setting: "ppr-seeds", Values: []string{"5", "2", "10"}}, {Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			return newNamed("ppr", ix, env, o)
 		}}))
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ppr-bm25", Summary: "HippoRAG 2's baseline: PageRank restarted from every passage's BM25 score",
 		Defaults: DefaultOptions, Host: "PageRank runs on the host (a sparse iteration per query)",
+		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
 			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth")

@@ -35,6 +35,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "re2", Summary: "retrieve then rerank: the first stage's top bmax rescored by the cross-encoder",
 		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"},
+		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			return newNamed("re2", ix, env, o)
 		}}))

@@ -127,7 +127,8 @@ func init() {
 			params = func(o *Options, p *retrieve.Params) { o.Params(p); p.Drop("passage-ratio") } // LinearRAG's alone
 		}
 		retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: name, Summary: summary, Defaults: DefaultOptions, Params: params,
-			Reads: []string{Section}, Host: "propagation and PageRank run on the host (sparse, per query); entity linking and passage scores run on the backend",
+			Reads: []string{Section}, Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "passage-weight", Values: []string{"0.05", "0.3"}}}},
+			Host: "propagation and PageRank run on the host (sparse, per query); entity linking and passage scores run on the backend",
 			New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 				return newMethod(ix, env, o, nexus)
 			}}))
