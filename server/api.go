@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server/api"
 )
 
@@ -180,9 +182,8 @@ func checkRequest(r *RetrieveRequest, l Limits) error {
 		return &FieldError{"timeout_ms", "negative"}
 	case len(r.Options) > maxOptions:
 		return &FieldError{"options", fmt.Sprintf("%d settings, over the limit of %d", len(r.Options), maxOptions)}
-	}
-	if r.Method == "" {
-		r.Method = "bm25"
+	case retrieve.CheckGroupBy(r.GroupBy) != nil:
+		return &FieldError{"group_by", fmt.Sprintf("%s: want %q or %q", clip(strconv.Quote(r.GroupBy)), retrieve.GroupPassage, retrieve.GroupDocument)}
 	}
 	if r.K == nil {
 		r.K = api.K(10)

@@ -41,9 +41,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err)
 		return
 	}
-	method = req.Method
-	if !slices.Contains(retrieve.Names(), method) {
-		method, code = "?", http.StatusBadRequest
+	if req.Method != "" && req.Method != retrieve.Auto && !slices.Contains(retrieve.Names(), req.Method) {
+		code = http.StatusBadRequest
 		writeError(w, code, &FieldError{"method", "unknown method " + clip(strconv.Quote(req.Method)) + " (GET /v1/methods lists them)"})
 		return
 	}
@@ -60,6 +59,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"index", "unknown index " + clip(strconv.Quote(req.Index))})
 		return
 	}
+	s.applyDefaults(req, e.ix)
+	method = req.Method
 	cfg, err := s.config(req)
 	if err != nil {
 		code = http.StatusBadRequest
@@ -85,12 +86,35 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	s.metrics.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
 }
 
+// applyDefaults fills what the request left to the server: the method
+// ("auto": the profile's, else DefaultMethod of the index) and, from the
+// profile, the grouping.
+func (s *Server) applyDefaults(req *RetrieveRequest, ix *index.Index) {
+	p := s.cfg.Profile
+	if req.Method == "" || req.Method == retrieve.Auto {
+		req.Method = retrieve.DefaultMethod(ix)
+		if p != nil {
+			req.Method = p.Method
+		}
+	}
+	if req.GroupBy == "" && p != nil && req.Method == p.Method {
+		req.GroupBy = p.GroupBy
+	}
+}
+
 // answer runs the method and writes the response; it returns the status.
 func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.Index, m retrieve.Method, req *RetrieveRequest, start time.Time) int {
 	q := retrieve.Query{Text: req.Query}
 	sm, streaming := m.(retrieve.StreamingMethod)
+	grouped := req.GroupBy == retrieve.GroupDocument
 	if !req.Stream || !streaming {
-		hits, err := m.Retrieve(ctx, q, *req.K)
+		var hits []retrieve.Hit
+		var err error
+		if grouped {
+			hits, err = retrieve.RetrieveDocuments(ctx, m, ix, q, *req.K)
+		} else {
+			hits, err = m.Retrieve(ctx, q, *req.K)
+		}
 		if err != nil {
 			code := statusOf(err)
 			writeError(w, code, err)
@@ -104,7 +128,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.In
 	enc := json.NewEncoder(w)
 	round := 0
 	var last []retrieve.Hit
-	err := sm.RetrieveStream(ctx, q, *req.K, func(hits []retrieve.Hit) bool {
+	emit := func(hits []retrieve.Hit) bool {
 		round++
 		last = hits
 		if enc.Encode(s.response(ix, req, hits, start, round, false)) != nil {
@@ -114,7 +138,13 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.In
 			flusher.Flush()
 		}
 		return true
-	})
+	}
+	var err error
+	if grouped {
+		err = retrieve.RetrieveDocumentsStream(ctx, sm, ix, q, *req.K, emit)
+	} else {
+		err = sm.RetrieveStream(ctx, q, *req.K, emit)
+	}
 	s.metrics.rounds.Observe(float64(round))
 	if err != nil { // headers are sent: the error is the last line
 		enc.Encode(Error{Error: err.Error()})
@@ -129,7 +159,10 @@ func (s *Server) response(ix *index.Index, req *RetrieveRequest, hits []retrieve
 		TookMS: float64(time.Since(start).Microseconds()) / 1000, Hits: make([]Hit, len(hits))}
 	for i, h := range hits {
 		n := int(h.Index)
-		out.Hits[i] = Hit{ID: ix.NodeID(n), Title: ix.Title(n), Score: h.Score}
+		out.Hits[i] = Hit{ID: ix.NodeID(n), Title: ix.Title(n), Document: ix.Document(n), Section: ix.HeadingPath(n), Score: h.Score}
+		if req.GroupBy == retrieve.GroupDocument {
+			out.Hits[i].ID, out.Hits[i].Title, out.Hits[i].Passage = ix.Document(n), ix.DocumentTitle(n), ix.NodeID(n)
+		}
 		if req.Text {
 			out.Hits[i].Text = ix.Text(n)
 		}

@@ -35,7 +35,10 @@ type Config struct {
 	// applied, and may change any of them but the local ones (a model
 	// folder). A setting no method has is an error.
 	Settings retrieve.Overrides
-	Limits   Limits
+	// Profile, when set, is the method a request without one runs, and its
+	// settings and grouping (under Settings and the request's own).
+	Profile *retrieve.Profile
+	Limits  Limits
 	// MaxInFlight bounds the requests being served; more get 503 with
 	// Retry-After at once (fail fast), never a growing queue.
 	MaxInFlight int
@@ -103,6 +106,11 @@ func (c Config) methodConfig(name string) (*retrieve.Config, error) {
 	cfg, err := retrieve.NewConfig(name)
 	if err != nil {
 		return nil, err
+	}
+	if c.Profile != nil && name == c.Profile.Method {
+		if err := c.Profile.Overrides().Apply(cfg); err != nil {
+			return nil, fmt.Errorf("profile: %w", err)
+		}
 	}
 	return cfg, c.Settings.Apply(cfg)
 }

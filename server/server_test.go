@@ -173,7 +173,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"index":"synth","query":"x","k":"ten"}`, "k"},
 		{`{"index":"synth","query":"x","method":"fastinsight","options":{"alpha":2}}`, "options.alpha"},
 		{`{"index":"synth","query":"x","method":"fastinsight","first_stage":"garbage"}`, "first_stage"},
-		{`{"index":"synth","query":"x","first_stage":"bm25"}`, "first_stage"},                 // bm25 has no first stage
+		{`{"index":"synth","query":"x","method":"bm25","first_stage":"bm25"}`, "first_stage"}, // bm25 has no first stage
 		{`{"index":"synth","query":"x","method":"ppr","options":{"bmax":5}}`, "options.bmax"}, // ppr has no bmax
 		{`{"index":"synth","query":"x","method":"re2","options":{"model":"/etc"}}`, "options.model"},
 		{`{"index":"synth","query":"x","method":"fastinsight","options":{"bmax":1.5}}`, "options.bmax"},

@@ -7,7 +7,9 @@ package api
 type RetrieveRequest struct {
 	Index string `json:"index"`
 	Query string `json:"query"`
-	// Method is a name from GET /v1/methods (default "bm25").
+	// Method is a name from GET /v1/methods, or "auto" (the default when
+	// absent): the server's profile's method, else "ppr" on an index with
+	// a graph and "bm25" on one without. The response names the method run.
 	Method string `json:"method,omitempty"`
 	// K is the number of hits: nil means 10; 1 to the server's max_k. K(n)
 	// makes one.
@@ -30,17 +32,29 @@ type RetrieveRequest struct {
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 	// Text adds each hit's text to the response.
 	Text bool `json:"text,omitempty"`
+	// GroupBy is "passage" (the default: a hit is a node) or "document": a
+	// hit is a document, scored by its best passage, which the hit shows.
+	GroupBy string `json:"group_by,omitempty"`
 }
 
 // K returns k as RetrieveRequest.K wants it.
 func K(k int) *int { return &k }
 
-// Hit is one ranked node.
+// Hit is one ranked node, or with group_by "document" one document shown
+// by its best passage.
 type Hit struct {
-	ID    string  `json:"id"`
-	Title string  `json:"title,omitempty"`
-	Score float32 `json:"score"`
-	Text  string  `json:"text,omitempty"`
+	// ID is the node's id; with group_by "document" the document's.
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
+	// Document is the id of the document the node was cut from (its own
+	// id when it is a document of its own).
+	Document string `json:"document"`
+	// Passage is, with group_by "document", the best passage's node id.
+	Passage string `json:"passage,omitempty"`
+	// Section is the passage's heading path in its document, if any.
+	Section string  `json:"section,omitempty"`
+	Score   float32 `json:"score"`
+	Text    string  `json:"text,omitempty"`
 }
 
 // RetrieveResponse answers POST /v1/retrieve. Streamed, each round is one
