@@ -24,7 +24,7 @@ import (
 type evalFlags struct {
 	index, queries, methods, report, runs, queryVectors, cutoffs string
 	columns, contextBudgets                                      string
-	biEncoder, pooling                                           string
+	biEncoder, pooling, groupBy, profile                         string
 	runFiles                                                     []string
 	k, concurrency, trMaxHops, limit, skip                       int
 	sf                                                           *settingFlags
@@ -105,6 +105,8 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 	f.sf = addSettingFlags(fl, retrieve.Methods(), "--method")
 	fl.StringVar(&f.plot, "plot", "", "after the table, sweep bmax = 10…100 for the --method methods that have that setting (default: every such method) and write the plots (Pareto R@10 vs time, TR vs b_max) to <prefix>-pareto.{png,svg} and <prefix>-tr.{png,svg}")
 	fl.StringVar(&f.contextBudgets, "context-budget", "", "also score each method's LLM context at these sizes in cl100k_base tokens (comma-separated, e.g. 12000,2000): ketrag's own context, other methods' top nodes; context_answer_recall@B and context_tokens@B")
+	fl.StringVar(&f.profile, "profile", "", "a profile from gleaner tune: its method (unless --method), settings and grouping (flags given win)")
+	fl.StringVar(&f.groupBy, "group-by", retrieve.GroupPassage, "passage, or document: rank documents by their best passage and judge document ids (questions whose gold names files)")
 	fl.IntVar(&f.limit, "limit", 0, "evaluate only the first N queries (0 = all; after --skip)")
 	fl.IntVar(&f.skip, "skip", 0, "leave out the first N queries (e.g. a dev slice used for choices: --limit 200 is the dev slice, --skip 200 the rest)")
 	return cmd
@@ -113,6 +115,9 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error) {
 	if f.index == "" {
 		return nil, fmt.Errorf("--index is required")
+	}
+	if err := f.sf.useProfile(f.profile, &f.methods, &f.groupBy, "method"); err != nil {
+		return nil, err
 	}
 	names, err := methodList(f.methods)
 	if err != nil {
@@ -128,6 +133,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, fmt.Errorf("--concurrency must be ≥ 1, got %d (it is capped at the number of queries and %d)", f.concurrency, eval.MaxConcurrency)
 	case f.trMaxHops < 0:
 		return nil, fmt.Errorf("--tr-max-hops must be ≥ 0, got %d", f.trMaxHops)
+	}
+	if err := retrieve.CheckGroupBy(f.groupBy); err != nil {
+		return nil, fmt.Errorf("--group-by: %w", err)
 	}
 	cfgs, err := f.sf.configs(retrieve.NewConfig, names) // every method flag before the index is read
 	if err != nil {
@@ -189,7 +197,7 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 }
 
 func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (eval.Options, error) {
-	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: graphKinds(f.sf),
+	opt := eval.Options{K: f.k, Concurrency: f.concurrency, TRMaxHops: f.trMaxHops, Logger: g.log, RunDir: f.runs, GraphKinds: graphKinds(f.sf), GroupBy: f.groupBy,
 		Progress: progress.New(os.Stderr, g.log, 5*time.Second)}
 	for _, c := range splitList(f.cutoffs) {
 		var k int
@@ -215,12 +223,8 @@ func evalOptions(f *evalFlags, ix *index.Index, qs []corpus.Query, g *globals) (
 	if opt.RunDir == "" && f.report != "" {
 		opt.RunDir = strings.TrimSuffix(f.report, filepath.Ext(f.report)) + ".runs"
 	}
-	for _, q := range qs {
-		for _, id := range q.Gold {
-			if _, ok := ix.Lookup(id); !ok {
-				return opt, fmt.Errorf("%s: query %q: gold id %q is not in the index %s", f.queries, q.ID, id, ix.Dir)
-			}
-		}
+	if err := eval.CheckJudgements(ix, qs, f.groupBy); err != nil {
+		return opt, fmt.Errorf("%s: %w", f.queries, err)
 	}
 	if f.queryVectors != "" {
 		ids := make([]string, len(qs))

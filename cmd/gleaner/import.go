@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,9 +14,12 @@ func newImport(g *globals) *cobra.Command {
 	var hops int
 	var skip bool
 	chunks := corpus.DefaultChunkOptions()
+	files := corpus.DefaultFilesOptions()
 	cmd := &cobra.Command{
-		Use: "import beir|2wiki|ketrag|graphrag-bench|pathquestion|metaqa|jsonl <path> -o <dir>",
-		Example: `  gleaner import beir ../shared/datasets/beir_scifact -o data/scifact
+		Use: "import files|beir|2wiki|ketrag|graphrag-bench|pathquestion|metaqa|jsonl <path> -o <dir>",
+		Example: `  gleaner import files ~/notes -o data/notes
+  gleaner import files docs/ --exclude 'drafts/**' --max-words 300 -o data/docs
+  gleaner import beir ../shared/datasets/beir_scifact -o data/scifact
   gleaner import beir ../shared/datasets/beir_scifact --split train -o data/scifact-train
   gleaner import 2wiki ../shared/datasets/hipporag_2wikimultihopqa -o data/2wiki
   gleaner import graphrag-bench ../shared/datasets/graphrag_bench_medical -o data/medical --chunk-words 200
@@ -24,6 +28,12 @@ func newImport(g *globals) *cobra.Command {
 		Short: "Convert a dataset to gleaner JSONL (nodes.jsonl, edges.jsonl, queries.jsonl)",
 		Long: `Convert a dataset to gleaner JSONL.
 
+  files  a folder of your own documents (docs/importing.md): Markdown (front-matter,
+         [[wiki links]]), HTML and plain text, recursively; each file is a document
+         whose id is its path under the folder, cut into passages of at most
+         --max-words words at headings and paragraphs (passage ids "<path>#1", …;
+         a short file is one passage "<path>"); links between files become
+         "links" edges; links to missing files are listed, not dropped silently
   beir   a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv
   2wiki           the HippoRAG 2WikiMultihopQA layout: corpus.json, test_gfmrag.json
                   (gold passages, and the answers with their aliases)
@@ -55,6 +65,12 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			var c *corpus.Corpus
 			var err error
 			switch args[0] {
+			case "files":
+				files.SkipInvalid, files.Logger = skip, g.log
+				var rep *corpus.FilesReport
+				if c, rep, err = corpus.FromFiles(cmd.Context(), args[1], files); err == nil {
+					printFilesReport(cmd.OutOrStdout(), rep)
+				}
 			case "beir":
 				c, err = corpus.ReadBEIR(args[1], split, opt)
 			case "2wiki":
@@ -74,7 +90,7 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			case "jsonl":
 				c, err = corpus.Load(args[1], opt)
 			default:
-				return fmt.Errorf("unknown format %q (want beir, 2wiki, ketrag, graphrag-bench, pathquestion, metaqa or jsonl)", args[0])
+				return fmt.Errorf("unknown format %q (want files, beir, 2wiki, ketrag, graphrag-bench, pathquestion, metaqa or jsonl)", args[0])
 			}
 			if err != nil {
 				return err
@@ -96,6 +112,36 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 	cmd.Flags().IntVar(&chunks.Overlap, "chunk-overlap", chunks.Overlap, "graphrag-bench: words shared by consecutive chunks")
 	cmd.Flags().StringVar(&pqSet, "set", "PQ-2H", "pathquestion: PQ-2H, PQ-3H, PQL-2H or PQL-3H")
 	cmd.Flags().IntVar(&hops, "hops", 1, "metaqa: the question set, 1, 2 or 3 hops")
-	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
+	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records (files: bad files) instead of failing")
+	cmd.Flags().StringSliceVar(&files.Include, "include", files.Include, "files: globs of the files to read (a pattern with '/' matches the whole path; ** spans folders)")
+	cmd.Flags().StringSliceVar(&files.Exclude, "exclude", nil, "files: globs of files and folders to leave out")
+	cmd.Flags().BoolVar(&files.Hidden, "hidden", false, "files: read files and folders whose names start with '.'")
+	cmd.Flags().IntVar(&files.MaxWords, "max-words", files.MaxWords, "files: most words in one passage")
+	cmd.Flags().IntVar(&files.MinWords, "min-words", files.MinWords, "files: a heading starts a new passage once the open one has this many words")
+	cmd.Flags().Int64Var(&files.MaxFileBytes, "max-file-bytes", files.MaxFileBytes, "files: refuse larger files")
 	return cmd
+}
+
+// printFilesReport says what an import of files found, with every
+// dangling link up to a screenful.
+func printFilesReport(w io.Writer, rep *corpus.FilesReport) {
+	fmt.Fprintf(w, "read %d documents (%d other files ignored): %d passages, %d link edges, %d links to URLs dropped\n",
+		rep.Files, rep.Ignored, rep.Passages, rep.Links, rep.External)
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(w, "skipped %d bad files (--skip-invalid):\n", len(rep.Skipped))
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(w, "  %s: %s\n", s.Path, s.Reason)
+		}
+	}
+	if len(rep.Dangling) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d dangling links (their targets are not in the folder):\n", len(rep.Dangling))
+	const show = 20
+	for _, d := range rep.Dangling[:min(show, len(rep.Dangling))] {
+		fmt.Fprintf(w, "  %s:%d → %s\n", d.From, d.Line, d.Target)
+	}
+	if len(rep.Dangling) > show {
+		fmt.Fprintf(w, "  … and %d more\n", len(rep.Dangling)-show)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +15,7 @@ import (
 )
 
 func newQuery(g *globals) *cobra.Command {
-	var dir, method, biEncoder, pooling string
+	var dir, method, biEncoder, pooling, groupBy, profile string
 	var sf *settingFlags
 	var k int
 	var withContext bool
@@ -35,8 +36,14 @@ func newQuery(g *globals) *cobra.Command {
 			if dir == "" {
 				return fmt.Errorf("--index is required")
 			}
+			if err := sf.useProfile(profile, &method, &groupBy, "method"); err != nil {
+				return err
+			}
 			if k <= 0 {
 				return fmt.Errorf("-k must be positive, got %d", k)
+			}
+			if err := retrieve.CheckGroupBy(groupBy); err != nil {
+				return fmt.Errorf("--group-by: %w", err)
 			}
 			var allow []string
 			budget := contextBudget
@@ -49,15 +56,23 @@ func newQuery(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			cfgs, err := sf.configs(retrieve.NewConfig, []string{method}, allow...) // every flag before the index is read
-			if err != nil {
-				return err
+			if method != retrieve.Auto { // every flag before the index is read
+				if _, err := sf.configs(retrieve.NewConfig, []string{method}, allow...); err != nil {
+					return err
+				}
 			}
 			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {
 				return err
 			}
 			defer ix.Close()
+			if method == retrieve.Auto {
+				method = retrieve.DefaultMethod(ix)
+			}
+			cfgs, err := sf.configs(retrieve.NewConfig, []string{method}, allow...)
+			if err != nil {
+				return err
+			}
 			m, err := newMethod(g, ix, cfgs[0])
 			if err != nil {
 				return err
@@ -68,24 +83,21 @@ func newQuery(g *globals) *cobra.Command {
 				return printContext(cmd, m, ix, retrieve.Query{Text: text}, budget)
 			}
 			start := time.Now()
-			hits, err := m.Retrieve(cmd.Context(), retrieve.Query{Text: text}, k)
+			hits, err := retrieveGrouped(cmd.Context(), m, ix, retrieve.Query{Text: text}, k, groupBy)
 			if err != nil {
 				return err
 			}
 			el := time.Since(start)
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(w, "rank\tscore\tid\ttitle")
-			for i, h := range hits {
-				fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\n", i+1, h.Score, ix.NodeID(int(h.Index)), ix.Title(int(h.Index)))
-			}
-			w.Flush()
+			printHits(cmd.OutOrStdout(), ix, hits, groupBy)
 			fmt.Fprintf(cmd.ErrOrStderr(), "%d results by %s in %v\n", len(hits), method, el.Round(time.Microsecond))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
-	cmd.Flags().StringVar(&method, "method", "bm25", "retrieval method: "+strings.Join(retrieve.Names(), ", "))
+	cmd.Flags().StringVar(&method, "method", retrieve.Auto, "retrieval method: auto (ppr on an index with a graph, else bm25; docs/choosing.md), "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
+	cmd.Flags().StringVar(&profile, "profile", "", "a profile from gleaner tune: its method, settings and grouping (flags given win)")
+	cmd.Flags().StringVar(&groupBy, "group-by", retrieve.GroupPassage, "passage, or document: rank documents by their best passage")
 	cmd.Flags().BoolVar(&withContext, "context", false, "print the LLM context instead of the ranking: ketrag's own, other methods' top nodes; --budget tokens")
 	sf = addSettingFlags(cmd.Flags(), retrieve.Methods(), "--method")
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
@@ -156,5 +168,39 @@ func hostOf(infos []retrieve.Info, name string) string {
 func noteHost(g *globals, name, host string) {
 	if host != "" && g.be != nil && g.be.Name() != "cpu" {
 		g.log.Warn("--backend applies only in part", "backend", g.be.Name(), "component", name, "host", host)
+	}
+}
+
+// retrieveGrouped ranks passages, or documents by their best passage.
+func retrieveGrouped(ctx context.Context, m retrieve.Method, ix *index.Index, q retrieve.Query, k int, groupBy string) ([]retrieve.Hit, error) {
+	if groupBy == retrieve.GroupDocument {
+		return retrieve.RetrieveDocuments(ctx, m, ix, q, k)
+	}
+	return m.Retrieve(ctx, q, k)
+}
+
+// printHits prints a ranking as a table: documents by their best passage,
+// or passages with their document when the index has documents.
+func printHits(out io.Writer, ix *index.Index, hits []retrieve.Hit, groupBy string) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	defer w.Flush()
+	switch {
+	case groupBy == retrieve.GroupDocument:
+		fmt.Fprintln(w, "rank\tscore\tdocument\ttitle\tbest passage")
+		for i, h := range hits {
+			v := int(h.Index)
+			fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\t%s\n", i+1, h.Score, ix.Document(v), ix.DocumentTitle(v), ix.NodeID(v))
+		}
+	case ix.HasDocuments():
+		fmt.Fprintln(w, "rank\tscore\tid\tdocument\ttitle")
+		for i, h := range hits {
+			v := int(h.Index)
+			fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\t%s\n", i+1, h.Score, ix.NodeID(v), ix.Document(v), ix.Title(v))
+		}
+	default:
+		fmt.Fprintln(w, "rank\tscore\tid\ttitle")
+		for i, h := range hits {
+			fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\n", i+1, h.Score, ix.NodeID(int(h.Index)), ix.Title(int(h.Index)))
+		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 func newServe(g *globals) *cobra.Command {
 	var indexes []string
-	var addr string
+	var addr, profile string
 	var grace time.Duration
 	var sf *settingFlags
 	cfg := server.DefaultConfig()
@@ -57,6 +57,13 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 			if grace <= 0 {
 				return fmt.Errorf("--grace must be positive, got %v", grace)
 			}
+			if profile != "" {
+				p, err := retrieve.ReadProfile(profile)
+				if err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
+				cfg.Profile, sf.profile = p, p
+			}
 			if _, err := sf.configs(retrieve.NewConfig, retrieve.Names()); err != nil {
 				return err // the server checks too; this speaks of flags
 			}
@@ -77,6 +84,7 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 	fl := cmd.Flags()
 	fl.StringArrayVar(&indexes, "index", nil, "name=dir of an index to serve (repeatable)")
 	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	fl.StringVar(&profile, "profile", "", "a profile from gleaner tune: the method (and its settings and grouping) of requests that name none")
 	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests served at once; more get 503 with Retry-After")
 	fl.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a request may run (timeout_ms may ask less)")
 	fl.IntVar(&cfg.Limits.MaxK, "max-k", cfg.Limits.MaxK, "largest k a request may ask")

@@ -22,6 +22,7 @@ type settingFlags struct {
 	names   []string
 	readers map[string][]string // setting → the components that have it
 	what    string              // "--method", "--kind": how a component is chosen, for errors
+	profile *retrieve.Profile   // --profile: its method's settings, under the flags
 }
 
 // addSettingFlags adds a flag for every setting of infos; a setting that
@@ -96,6 +97,11 @@ func (s *settingFlags) configs(newConfig func(string) (*retrieve.Config, error),
 		if err != nil {
 			return nil, err
 		}
+		if s.profile != nil && name == s.profile.Method {
+			if err := s.profile.Overrides().Apply(cfg); err != nil {
+				return nil, fmt.Errorf("--profile: %w", err)
+			}
+		}
 		if err := ov.Apply(cfg); err != nil {
 			return nil, flagError(err)
 		}
@@ -142,4 +148,25 @@ func (v *textValue) Type() string {
 		return "bool"
 	}
 	return string(v.kind)
+}
+
+// useProfile reads --profile (when given): its method stands for --method
+// and its group-by for --group-by unless those flags are given, and its
+// settings apply to its method under any setting flag given.
+func (s *settingFlags) useProfile(path string, method, groupBy *string, methodFlag string) error {
+	if path == "" {
+		return nil
+	}
+	p, err := retrieve.ReadProfile(path)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	s.profile = p
+	if !s.fl.Changed(methodFlag) {
+		*method = p.Method
+	}
+	if groupBy != nil && !s.fl.Changed("group-by") {
+		*groupBy = p.GroupBy
+	}
+	return nil
 }
