@@ -87,15 +87,21 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 }
 
 // applyDefaults fills what the request left to the server: the method
-// ("auto": the profile's, else DefaultMethod of the index) and, from the
-// profile, the grouping.
+// ("auto": the profile's, else DefaultProfile of the index, whose graph
+// kinds it walks unless the request names some) and, from the profile,
+// the grouping.
 func (s *Server) applyDefaults(req *RetrieveRequest, ix *index.Index) {
 	p := s.cfg.Profile
 	if req.Method == "" || req.Method == retrieve.Auto {
-		req.Method = retrieve.DefaultMethod(ix)
-		if p != nil {
-			req.Method = p.Method
+		if p == nil {
+			d := retrieve.DefaultProfile(ix)
+			req.Method = d.Method
+			if kinds, ok := d.Settings["graph-kind"]; ok && req.GraphKinds == nil && req.Options["graph_kind"] == nil {
+				req.GraphKinds = strings.Split(kinds, ",")
+			}
+			return
 		}
+		req.Method = p.Method
 	}
 	if req.GroupBy == "" && p != nil && req.Method == p.Method {
 		req.GroupBy = p.GroupBy

@@ -170,6 +170,7 @@ func TestBadRequests(t *testing.T) {
 		{`{"index":"synth","query":"` + strings.Repeat("x", 200) + `"}`, "query"},
 		{`{"index":"../../etc","query":"x"}`, "index"},
 		{`{"index":"synth","query":"x","methd":"bm25"}`, "methd"},
+		{`{"index":"synth","query":"x","group_by":"page"}`, "group_by"},
 		{`{"index":"synth","query":"x","k":"ten"}`, "k"},
 		{`{"index":"synth","query":"x","method":"fastinsight","options":{"alpha":2}}`, "options.alpha"},
 		{`{"index":"synth","query":"x","method":"fastinsight","first_stage":"garbage"}`, "first_stage"},
@@ -563,5 +564,27 @@ func TestMethodPanicIsNotCached(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError || !strings.Contains(ae.Error(), "panicked") {
 			t.Fatalf("request %d: %v, want a 500 saying the method panicked", i, err)
 		}
+	}
+}
+
+// A request without a method gets the index's default (ppr over its
+// mentions edges) or the server's profile's, and hits carry documents.
+func TestDefaultsProfileAndGrouping(t *testing.T) {
+	ctx := context.Background()
+	_, _, c := newServer(t, nil)
+	resp, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", K: api.K(4)})
+	if err != nil || resp.Method != "ppr" || resp.Hits[0].Document != resp.Hits[0].ID {
+		t.Fatalf("auto: %+v %v", resp, err)
+	}
+	grouped, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "bm25", K: api.K(4), GroupBy: "document"})
+	plain, err2 := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "bm25", K: api.K(4)})
+	if err != nil || err2 != nil || len(grouped.Hits) != 4 || grouped.Hits[0].Passage != plain.Hits[0].ID || grouped.Hits[0].ID != plain.Hits[0].Document {
+		t.Fatalf("group_by document on whole documents: %+v %+v %v %v", grouped, plain, err, err2)
+	}
+	p := &retrieve.Profile{Method: "hybrid", Settings: map[string]string{"hybrid-weight": "0.5"}, GroupBy: "document"}
+	_, _, pc := newServer(t, func(cfg *server.Config) { cfg.Profile = p })
+	resp, err = pc.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", K: api.K(2)})
+	if err != nil || resp.Method != "hybrid" || resp.Hits[0].Passage == "" {
+		t.Fatalf("profile: %+v %v", resp, err)
 	}
 }

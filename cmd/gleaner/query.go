@@ -67,7 +67,8 @@ func newQuery(g *globals) *cobra.Command {
 			}
 			defer ix.Close()
 			if method == retrieve.Auto {
-				method = retrieve.DefaultMethod(ix)
+				sf.profile = retrieve.DefaultProfile(ix) // under any setting flag given
+				method = sf.profile.Method
 			}
 			cfgs, err := sf.configs(retrieve.NewConfig, []string{method}, allow...)
 			if err != nil {
@@ -94,7 +95,7 @@ func newQuery(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "index", "", "index folder")
-	cmd.Flags().StringVar(&method, "method", retrieve.Auto, "retrieval method: auto (ppr on an index with a graph, else bm25; docs/choosing.md), "+strings.Join(retrieve.Names(), ", "))
+	cmd.Flags().StringVar(&method, "method", retrieve.Auto, "retrieval method: auto (ppr over links and mentions edges when the index has them, else bm25; docs/choosing.md), "+strings.Join(retrieve.Names(), ", "))
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
 	cmd.Flags().StringVar(&profile, "profile", "", "a profile from gleaner tune: its method, settings and grouping (flags given win)")
 	cmd.Flags().StringVar(&groupBy, "group-by", retrieve.GroupPassage, "passage, or document: rank documents by their best passage")

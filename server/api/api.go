@@ -8,8 +8,9 @@ type RetrieveRequest struct {
 	Index string `json:"index"`
 	Query string `json:"query"`
 	// Method is a name from GET /v1/methods, or "auto" (the default when
-	// absent): the server's profile's method, else "ppr" on an index with
-	// a graph and "bm25" on one without. The response names the method run.
+	// absent): the server's profile's method, else "ppr" over the index's
+	// links and mentions edges when it has them and "bm25" when it has
+	// neither. The response names the method run.
 	Method string `json:"method,omitempty"`
 	// K is the number of hits: nil means 10; 1 to the server's max_k. K(n)
 	// makes one.
