@@ -375,3 +375,16 @@ func TestPathIDEscapes(t *testing.T) {
 		t.Fatalf("PathID = %q", got)
 	}
 }
+
+func TestFromFilesTitleIsNotASectionHeading(t *testing.T) {
+	c, _ := importTree(t, writeTree(t, map[string]string{
+		"cold-harbour.md": "Our generator vendor.\n\n## What they do\n\nThey service the generators.\n",
+		"late.md":         "Some text first.\n\n# Late Title\n\nmore\n",
+		"page.html":       "<h2>Section</h2><p>text</p><h1>Page</h1><p>more</p>",
+	}), DefaultFilesOptions())
+	for id, want := range map[string]string{"cold-harbour.md": "cold harbour", "late.md": "Late Title", "page.html": "Page > Section"} { // page.html: its first passage sits under the h2
+		if n := nodeByID(t, c, id); n.Title != want {
+			t.Fatalf("%s: title %q, want %q", id, n.Title, want)
+		}
+	}
+}

@@ -37,7 +37,7 @@ func headingLevel(name string) int {
 
 // readHTML extracts an HTML file with x/net/html's tokenizer (which
 // reports each token's raw bytes, so units keep their source offsets):
-// <title> is the title, <meta name content> fields are meta, headings
+// <title> (else the first <h1>) is the title, <meta name content> fields are meta, headings
 // start sections, block elements end units, <a href> are links.
 func readHTML(src []byte) *sourceDoc {
 	h := &htmlWalker{doc: &sourceDoc{meta: map[string]any{}}, start: -1}
@@ -157,7 +157,7 @@ func (h *htmlWalker) end1(name string) {
 		h.skip = max(0, h.skip-1)
 	case headingLevel(name) > 0 && h.heading > 0:
 		title := strings.Join(strings.Fields(h.headText.String()), " ")
-		if h.firstHeading == "" {
+		if h.firstHeading == "" && h.heading == 1 {
 			h.firstHeading = title
 		}
 		lvl := h.heading

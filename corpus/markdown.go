@@ -186,10 +186,10 @@ func (w *mdWalker) heading(h *ast.Heading) {
 	var il inlineText
 	il.walk(h, w.src)
 	title := strings.Join(strings.Fields(il.b.String()), " ")
-	if w.firstHeading == "" {
+	if w.firstHeading == "" && h.Level == 1 { // "## Overview" names a section, not the page
 		w.firstHeading = title
-		if h.Level == 1 && len(w.doc.units) == 0 {
-			w.doc.pageHeading = title // "# Page name" names the page: not a section of it
+		if len(w.doc.units) == 0 {
+			w.doc.pageHeading = title // "# Page name" at the top names the page: not a section of it
 		}
 	}
 	lvl := max(1, min(h.Level, 6))
