@@ -8,28 +8,35 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./methods/... ./graphops/... ./server/... ./fuseattn/... ./cuda
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib fuzz docs-check cuda-check
+.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib ort-optional fuzz docs-check cuda-check
 
 all: build
 
 deps: .deps.stamp
 .deps.stamp: go.mod go.sum
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/ (go1.26+)"; exit 1; }
+	@echo "== checking the C toolchain cgo uses (gcc, g++) and OpenBLAS"
 	@command -v gcc >/dev/null || { echo "installing gcc for cgo"; apt-get update -qq && apt-get install -y -qq gcc libc6-dev; }
 	@command -v g++ >/dev/null || { echo "installing g++ for the CUDA host emulation (cuda/emu)"; apt-get update -qq && apt-get install -y -qq g++; }
 	@ldconfig -p 2>/dev/null | grep -q libopenblas.so.0 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ echo "installing OpenBLAS (optional: GEMM falls back to gonum without it)"; \
 		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null; } || \
 		echo "note: OpenBLAS not installed; GEMM uses gonum's pure-Go BLAS"; }
+	@echo "== fetching the Go modules (go mod download; the first time, about 200 MB)"
 	$(GO) mod download
-	@$(MAKE) --no-print-directory ort-lib || echo "note: ONNX Runtime not fetched; the ort backend and its parity tests are unavailable"
 	@touch $@
+
+# ONNX Runtime is fetched only for what needs it: make test (the ort parity tests) and make ort-lib
+# (gleaner's --runtime ort); the demo and the default build never load it.
+ort-optional:
+	@$(MAKE) --no-print-directory ort-lib || echo "note: ONNX Runtime not fetched; the ort backend and its parity tests are unavailable"
 
 # ONNX Runtime's shared library, from the npm package onnxruntime-node (no other source is reachable).
 ORT_VERSION := 1.30.0
 ORT_LIB := .deps/onnxruntime/libonnxruntime.so.1
 ort-lib: $(ORT_LIB)
 $(ORT_LIB):
+	@echo "== fetching ONNX Runtime $(ORT_VERSION) from npm (onnxruntime-node), for the ort runtime and its tests"
 	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
 	mkdir -p .deps/onnxruntime .deps/tmp
 	cd .deps/tmp && npm pack --silent onnxruntime-node@$(ORT_VERSION) >/dev/null && \
@@ -40,9 +47,11 @@ $(ORT_LIB):
 # The version --version prints: the git revision, when there is one.
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 build: deps
+	@echo "== compiling bin/gleaner (the first build compiles every dependency: about N_BUILD on 2 cores)"
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/gleaner
 
 demo: build
+	@echo "== running the demo: a synthetic multi-hop corpus, indexed, its graphs built, every method evaluated (written to demo/)"
 	./$(BIN) demo --out demo
 
 vet: deps
@@ -52,7 +61,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: deps fmt-check vet
+test: deps ort-optional fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	$(GO) test -count=1 -tags purego ./kernels/...

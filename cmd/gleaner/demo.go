@@ -38,12 +38,13 @@ func newDemo(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "corpus: %s (%d nodes, %d edges, %d multi-hop questions)\n", cdir, len(c.Nodes), len(c.Edges), len(c.Queries))
+			fmt.Fprintf(cmd.OutOrStdout(), "indexing: BM25, LSA vectors, and training the lexical reranker's head\n")
 			err := index.Build(cmd.Context(), c, idir, index.WithLogger(g.log), index.WithSource(cdir),
 				index.WithProgress(progress.New(os.Stderr, g.log, 2*time.Second)))
 			if err != nil {
 				return err
 			}
-			if err := demoSections(cmd.Context(), g, idir); err != nil {
+			if err := demoSections(cmd.Context(), g, idir, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			ix, err := index.Open(idir, store.OpenOptions{})
@@ -65,6 +66,7 @@ func newDemo(g *globals) *cobra.Command {
 				}
 				ms = append(ms, m)
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "evaluating %d methods on %d questions\n", len(ms), len(c.Queries))
 			rep, err := eval.Evaluate(cmd.Context(), ix, c.Queries, ms, eval.Options{K: 10, Logger: g.log, RunDir: filepath.Join(out, "runs")})
 			if err != nil {
 				return err
@@ -94,7 +96,7 @@ func newDemo(g *globals) *cobra.Command {
 			fmt.Fprintf(w, "  %s graph stats --kind trigraph --index %s --queries %s\n", bin, idir, filepath.Join(cdir, corpus.QueriesFile))
 			fmt.Fprintf(w, "  %s eval --index %s --method bm25,fastinsight --first-stage hybrid --columns recall@2,recall@5,recall@10,ndcg@10\n", bin, idir)
 			fmt.Fprintf(w, "  %s index info %s\n", bin, idir)
-			fmt.Fprintf(w, "  and on real data: README.md, \"Using it\"\n")
+			fmt.Fprintf(w, "  and your own documents: README.md, \"Your own documents\"\n")
 			return nil
 		},
 	}
@@ -108,7 +110,7 @@ func newDemo(g *globals) *cobra.Command {
 // demoSections builds every section a graph build step makes (the
 // Tri-Graph, KET-RAG's structures), so every method that can runs; entity
 // extractors read prose's NER and the corpus's titles.
-func demoSections(ctx context.Context, g *globals, idir string) error {
+func demoSections(ctx context.Context, g *globals, idir string, out io.Writer) error {
 	var ov retrieve.Overrides
 	ov.Set("ner", "both")
 	for _, b := range retrieve.Builds() {
@@ -122,6 +124,7 @@ func demoSections(ctx context.Context, g *globals, idir string) error {
 		if err := ov.Apply(cfg); err != nil {
 			return err
 		}
+		fmt.Fprintf(out, "building %s: %s\n", b.Name, b.Summary)
 		env := retrieve.BuildEnv{Backend: g.be, Logger: g.log, Progress: progress.New(os.Stderr, g.log, 2*time.Second)}
 		if _, err := retrieve.Build(ctx, env, idir, cfg); err != nil {
 			return fmt.Errorf("demo: building %s: %w", b.Name, err)

@@ -39,7 +39,7 @@ func randomBatch(rng *rand.Rand, cfg bert.Config, lengths ...int) bert.Batch {
 // padding: relative error ≤ 1e-4 on hidden states and scores.
 func TestNativeMatchesONNXRuntime(t *testing.T) {
 	if err := ort.Init(); err != nil {
-		t.Skipf("ONNX Runtime library absent (%v); `make deps` fetches it", err)
+		t.Skipf("ONNX Runtime library absent (%v); `make ort-lib` fetches it", err)
 	}
 	for _, kind := range []string{"bert", "xlm-roberta"} {
 		cfg := tinyConfig(kind)

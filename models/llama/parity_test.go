@@ -50,7 +50,7 @@ func maxRelErr(got, want []float32) float64 {
 // error ≤ 1e-4.
 func TestNativeMatchesONNXRuntime(t *testing.T) {
 	if err := ort.Init(); err != nil {
-		t.Skipf("ONNX Runtime library absent (%v); `make deps` fetches it", err)
+		t.Skipf("ONNX Runtime library absent (%v); `make ort-lib` fetches it", err)
 	}
 	for name, cfg := range configs() {
 		tensors := llama.RandomTensors(cfg, 7)

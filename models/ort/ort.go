@@ -1,6 +1,6 @@
 // Package ort runs ONNX encoders with ONNX Runtime through
 // github.com/yalue/onnxruntime_go. The shared library comes from the npm
-// package onnxruntime-node (`make deps` unpacks it into
+// package onnxruntime-node (`make ort-lib` unpacks it into
 // .deps/onnxruntime/); GLEANER_ORT_LIB overrides the path. A missing library
 // is a clear error, never a download at run time. ONNX Runtime is an
 // optional accelerator: it needs cgo, and a build without cgo
@@ -17,7 +17,7 @@ import (
 // EnvLib names the environment variable that points at libonnxruntime.so.1.
 const EnvLib = "GLEANER_ORT_LIB"
 
-// DefaultLib is where `make deps` puts the library, relative to the
+// DefaultLib is where `make ort-lib` puts the library, relative to the
 // repository root.
 const DefaultLib = ".deps/onnxruntime/libonnxruntime.so.1"
 
@@ -45,5 +45,5 @@ func LibraryPath() (string, error) {
 		}
 		dir = parent
 	}
-	return "", errors.New("ort: ONNX Runtime library not found: run `make deps` (it unpacks libonnxruntime.so.1 from the npm package onnxruntime-node into .deps/onnxruntime/) or set " + EnvLib)
+	return "", errors.New("ort: ONNX Runtime library not found: run `make ort-lib` (it unpacks libonnxruntime.so.1 from the npm package onnxruntime-node into .deps/onnxruntime/) or set " + EnvLib)
 }
