@@ -22,7 +22,7 @@ deps: .deps.stamp
 		{ echo "installing OpenBLAS (optional: GEMM falls back to gonum without it)"; \
 		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenblas0-pthread >/dev/null; } || \
 		echo "note: OpenBLAS not installed; GEMM uses gonum's pure-Go BLAS"; }
-	@echo "== fetching the Go modules (go mod download; the first time, about 200 MB)"
+	@echo "== fetching the Go modules (go mod download; the first time, about 600 MB on disk)"
 	$(GO) mod download
 	@touch $@
 
@@ -47,7 +47,7 @@ $(ORT_LIB):
 # The version --version prints: the git revision, when there is one.
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 build: deps
-	@echo "== compiling bin/gleaner (the first build compiles every dependency: about N_BUILD on 2 cores)"
+	@echo "== compiling bin/gleaner (the first build compiles every dependency: about a minute on 2 cores)"
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/gleaner
 
 demo: build
