@@ -2,6 +2,8 @@ package index
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -83,4 +85,19 @@ func open(t *testing.T, dir string) *Index {
 	}
 	t.Cleanup(func() { ix.Close() })
 	return ix
+}
+
+// A corpus smaller than a training group once made head training loop
+// forever; now it is indexed without a head, with a warning.
+func TestTinyCorpusIndexesWithoutAHead(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		c := &corpus.Corpus{}
+		for i := range n {
+			c.Nodes = append(c.Nodes, corpus.Node{ID: fmt.Sprint(i), Text: fmt.Sprintf("the ledger service number %d records every transfer. word%d and shared terms here", i, i%2)})
+		}
+		dir := filepath.Join(t.TempDir(), "ix")
+		if err := Build(context.Background(), c, dir); err != nil {
+			t.Fatalf("%d nodes: %v", n, err)
+		}
+	}
 }

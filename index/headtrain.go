@@ -144,6 +144,9 @@ func rawGroups(ctx context.Context, ix *Index, qs []corpus.Query, k int, rng *ra
 				gold[v] = true
 			}
 		}
+		if ix.N()-len(gold) < k { // hardNegatives draws k distinct non-gold nodes
+			return nil, fmt.Errorf("index: head: %d nodes leave fewer than the %d negatives a training group needs: %w", ix.N(), k, headtrain.ErrTooFewGroups)
+		}
 		negs := hardNegatives(ix, q.Text, gold, k, rng)
 		st := m.Prepare(q.Text)
 		for g := range gold {
@@ -164,6 +167,7 @@ func rawGroups(ctx context.Context, ix *Index, qs []corpus.Query, k int, rng *ra
 // hardNegatives mixes what the head meets when reranking a first stage's
 // top 100: the best non-gold BM25 results (about half), results sampled
 // from the rest of BM25's top 100, and random nodes.
+// The caller guarantees k ≤ N − |gold|, or the last loop would not end.
 func hardNegatives(ix *Index, text string, gold map[int32]bool, k int, rng *rand.Rand) []int32 {
 	var ranked []int32
 	for _, h := range ix.BM25.Search(text, 100+len(gold)) {

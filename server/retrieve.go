@@ -131,7 +131,7 @@ func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.In
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	flusher, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
+	enc := newEncoder(w)
 	round := 0
 	var last []retrieve.Hit
 	emit := func(hits []retrieve.Hit) bool {

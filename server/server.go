@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"io"
 	"net/http"
 	"net/http/pprof"
 	"sort"
@@ -325,7 +326,15 @@ func (s *Server) acquire() (*indexSet, func()) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	newEncoder(w).Encode(v)
+}
+
+// newEncoder writes JSON as it is: a heading path's '>' stays '>' (the
+// responses are never embedded in HTML, so escaping buys nothing).
+func newEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {

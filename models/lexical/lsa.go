@@ -58,12 +58,20 @@ type LSA struct {
 
 // FitLSA fits LSA on the documents behind p with a randomized truncated SVD
 // (Halko, Martinsson & Tropp 2011, Alg. 4.4 with QR re-orthonormalisation).
+// When no term passes the document-frequency filters (a corpus of a few
+// documents), every term is used.
 func FitLSA(ctx context.Context, p *Postings, o LSAOptions) (*LSA, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	m := &LSA{}
 	a := m.tfidfColumns(p, o)
+	if a.cols == 0 && a.rows > 0 { // a few documents: no term passes the df filters, so every term counts
+		all := o
+		all.MinDF, all.MaxDFRatio = 1, 1
+		*m = LSA{}
+		a = m.tfidfColumns(p, all)
+	}
 	if a.rows == 0 || a.cols == 0 {
 		return nil, fmt.Errorf("lsa: no term occurs in ≥ %d documents; the corpus is too small for LSA", o.MinDF)
 	}
