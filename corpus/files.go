@@ -14,6 +14,10 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/html/charset"
+
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 )
 
 // LinksKind is the edge kind of links between imported files.
@@ -54,7 +58,7 @@ func DefaultFilesOptions() FilesOptions {
 		Include:      []string{"*.md", "*.markdown", "*.mdx", "*.txt", "*.text", "*.html", "*.htm"},
 		MaxWords:     200,
 		MinWords:     40,
-		MaxFileBytes: 64 << 20,
+		MaxFileBytes: 16 << 20,
 	}
 }
 
@@ -62,7 +66,7 @@ func DefaultFilesOptions() FilesOptions {
 func (o FilesOptions) Validate() error {
 	switch {
 	case len(o.Include) == 0:
-		return fmt.Errorf("corpus: files: no include patterns (DefaultFilesOptions has them)")
+		return fmt.Errorf("corpus: files: no include patterns")
 	case o.MaxWords < 1:
 		return fmt.Errorf("corpus: files: max words per passage must be ≥ 1, got %d", o.MaxWords)
 	case o.MinWords < 0 || o.MinWords > o.MaxWords:
@@ -71,7 +75,9 @@ func (o FilesOptions) Validate() error {
 		return fmt.Errorf("corpus: files: max file bytes must be ≥ 1, got %d", o.MaxFileBytes)
 	}
 	for _, p := range slices.Concat(o.Include, o.Exclude) {
-		if _, err := path.Match(strings.ReplaceAll(p, "**", "*"), ""); err != nil || p == "" {
+		if g, _ := normalizeGlob(p); g == "" {
+			return fmt.Errorf("corpus: files: empty pattern %q", p)
+		} else if _, err := path.Match(strings.ReplaceAll(g, "**", "*"), ""); err != nil {
 			return fmt.Errorf("corpus: files: bad pattern %q", p)
 		}
 	}
@@ -80,14 +86,19 @@ func (o FilesOptions) Validate() error {
 
 // FilesReport says what FromFiles read and what it could not use.
 type FilesReport struct {
-	Files     int           // documents read
-	Ignored   int           // files matching no include pattern
-	Passages  int           // nodes made
-	Links     int           // links edges made (distinct passage pairs)
-	External  int           // links to URLs, not files (dropped)
-	Dangling  []Dangling    // links to files that are not in the corpus
-	Skipped   []SkippedFile // bad files left out (SkipInvalid)
-	NotLinked int           // same-passage links, dropped
+	Files    int           // documents read
+	Ignored  int           // files matching no include pattern
+	Passages int           // nodes made
+	Links    int           // links edges made (distinct passage pairs)
+	External int           // links to URLs, not files (dropped)
+	Dangling []Dangling    // links to files that are not in the corpus
+	Skipped  []SkippedFile // bad files left out (SkipInvalid)
+	// NotFollowed are symbolic links to folders, which are not entered.
+	NotFollowed []string
+	// Ambiguous are wiki links whose name fits several documents; each
+	// went to the first in path order.
+	Ambiguous []Dangling
+	NotLinked int // same-passage links, dropped
 }
 
 // Dangling is a link whose target is not a document of the corpus.
@@ -109,7 +120,9 @@ type FileError struct {
 	Err  error
 }
 
-func (e *FileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *FileError) Error() string {
+	return excerpt.Of(e.Path, 1024) + ": " + excerpt.Of(e.Err.Error(), 2048)
+}
 func (e *FileError) Unwrap() error { return e.Err }
 
 // FromFiles imports a folder of documents (docs/importing.md): every
@@ -130,12 +143,16 @@ func FromFiles(ctx context.Context, root string, o FilesOptions) (*Corpus, *File
 	if !st.IsDir() {
 		return nil, nil, fmt.Errorf("corpus: %s is not a folder", root)
 	}
-	im := &importer{root: root, o: o, log: ReadOptions{Logger: o.Logger}.logger(), rep: &FilesReport{}}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	im := &importer{root: root, realRoot: realRoot, o: o, log: ReadOptions{Logger: o.Logger}.logger(), rep: &FilesReport{}}
 	if err := im.walk(ctx); err != nil {
 		return nil, nil, err
 	}
 	if len(im.docs) == 0 {
-		return nil, nil, fmt.Errorf("corpus: %s holds no documents matching %v (%d other files ignored)", root, o.Include, im.rep.Ignored)
+		return nil, nil, fmt.Errorf("corpus: %s holds no documents matching %v and no exclude %v (%d other files ignored, %d bad files skipped)", root, o.Include, o.Exclude, im.rep.Ignored, len(im.rep.Skipped))
 	}
 	c := im.corpus()
 	return c, im.rep, nil
@@ -143,11 +160,12 @@ func FromFiles(ctx context.Context, root string, o FilesOptions) (*Corpus, *File
 
 // importer holds one FromFiles run.
 type importer struct {
-	root string
-	o    FilesOptions
-	log  *slog.Logger
-	rep  *FilesReport
-	docs []*sourceDoc
+	root     string
+	realRoot string // root with its symbolic links resolved
+	o        FilesOptions
+	log      *slog.Logger
+	rep      *FilesReport
+	docs     []*sourceDoc
 }
 
 func (im *importer) walk(ctx context.Context) error {
@@ -172,11 +190,14 @@ func (im *importer) walk(ctx context.Context) error {
 		if im.excluded(rel, d.Name()) {
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return im.symlink(p, rel, d.Name())
+		}
 		if !matchAny(im.o.Include, rel, d.Name()) {
 			im.rep.Ignored++
 			return nil
 		}
-		return im.readFile(p, rel, d)
+		return im.readFile(p, rel)
 	})
 }
 
@@ -195,17 +216,35 @@ func (im *importer) bad(rel string, err error) error {
 	return nil
 }
 
-func (im *importer) readFile(p, rel string, d fs.DirEntry) error {
-	if d.Type()&fs.ModeSymlink != 0 {
-		st, err := os.Stat(p) // a loop fails here ("too many levels of symbolic links")
-		if err != nil {
-			return im.bad(rel, fmt.Errorf("symbolic link: %w", err))
-		}
-		if st.IsDir() {
-			im.log.Warn("import: not following a symbolic link to a folder", "path", rel)
+// symlink reads a symbolic link's file when it stays inside the folder.
+// Links to folders are not followed (so no loop can trap the walk) and are
+// listed; a link to a file outside the folder is a bad file: the folder is
+// what the user chose to import.
+func (im *importer) symlink(p, rel, name string) error {
+	target, err := filepath.EvalSymlinks(p) // a loop fails here ("too many levels of symbolic links")
+	if err != nil {
+		if !matchAny(im.o.Include, rel, name) {
+			im.rep.Ignored++
 			return nil
 		}
+		return im.bad(rel, fmt.Errorf("symbolic link: %w", err))
 	}
+	if st, err := os.Stat(target); err == nil && st.IsDir() {
+		im.log.Warn("import: not following a symbolic link to a folder", "path", rel, "target", target)
+		im.rep.NotFollowed = append(im.rep.NotFollowed, rel)
+		return nil
+	}
+	if !matchAny(im.o.Include, rel, name) {
+		im.rep.Ignored++
+		return nil
+	}
+	if up, err := filepath.Rel(im.realRoot, target); err != nil || up == ".." || strings.HasPrefix(up, "../") {
+		return im.bad(rel, fmt.Errorf("a symbolic link to %s, outside the folder being imported", target))
+	}
+	return im.readFile(p, rel)
+}
+
+func (im *importer) readFile(p, rel string) error {
 	src, err := readSource(p, im.o.MaxFileBytes)
 	if err != nil {
 		return im.bad(rel, err)
@@ -217,6 +256,9 @@ func (im *importer) readFile(p, rel string, d fs.DirEntry) error {
 	if len(doc.units) == 0 && doc.title == "" {
 		im.log.Warn("import: file holds no text; left out", "path", rel)
 		return nil
+	}
+	for _, n := range doc.notes {
+		im.log.Warn("import: "+n, "path", rel)
 	}
 	doc.rel, doc.src = rel, src
 	im.docs = append(im.docs, doc)
@@ -249,14 +291,65 @@ func readSource(p string, max int64) ([]byte, error) {
 	if st.Size() > max {
 		return nil, fmt.Errorf("%d bytes, over the limit of %d per file", st.Size(), max)
 	}
-	src, err := io.ReadAll(io.LimitReader(f, max+1))
+	src, err := readBounded(f, max)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(src)) > max {
-		return nil, fmt.Errorf("grew past the limit of %d bytes while read", max)
+	if isHTML(p) && !utf8.Valid(src) {
+		if src, err = transcodeHTML(src); err != nil {
+			return nil, err
+		}
 	}
 	return checkText(src)
+}
+
+// readBounded reads at most max bytes in chunks, stopping at the first
+// chunk with a NUL byte: a huge binary file is refused without reading it
+// all.
+func readBounded(r io.Reader, max int64) ([]byte, error) {
+	var src []byte
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := r.Read(buf)
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			at := len(src) + i
+			src = append(src, buf[:n]...)
+			return nil, fmt.Errorf("%w: binary content (a NUL byte on line %d, byte %d)", ErrMalformed, lineAt(src, at), at+1)
+		}
+		src = append(src, buf[:n]...)
+		if int64(len(src)) > max {
+			return nil, fmt.Errorf("grew past the limit of %d bytes while read", max)
+		}
+		if err == io.EOF {
+			return src, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func isHTML(p string) bool {
+	ext := strings.ToLower(filepath.Ext(p))
+	return ext == ".html" || ext == ".htm"
+}
+
+// transcodeHTML decodes an HTML file that is not UTF-8 by the charset it
+// declares (<meta charset>, or a byte-order mark); its spans are then
+// offsets of the UTF-8 form.
+func transcodeHTML(src []byte) ([]byte, error) {
+	head := bytes.ToLower(src[:min(len(src), 1024)]) // where a <meta charset> must be
+	enc, name, certain := charset.DetermineEncoding(src, "")
+	declared := certain || bytes.Contains(head, []byte("charset"))
+	if !declared || name == "utf-8" || name == "" {
+		i := firstInvalidUTF8(src)
+		return nil, fmt.Errorf("%w: invalid UTF-8 on line %d, byte %d, and no other charset declared", ErrMalformed, lineAt(src, i), i+1)
+	}
+	out, err := enc.NewDecoder().Bytes(src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: decoding its declared charset %s: %v", ErrMalformed, name, err)
+	}
+	return out, nil
 }
 
 func fileKind(m fs.FileMode) string {
@@ -316,20 +409,34 @@ func titleFromName(rel string) string {
 }
 
 // matchAny reports whether rel (or its base name, for patterns without
-// '/') matches one of the globs.
+// '/') matches one of the globs, as .gitignore reads them: a leading "/"
+// or "./" anchors a pattern at the root, a trailing "/" is dropped,
+// "[!…]" negates a class. Names are also tried in lower case, so "*.md"
+// takes README.MD.
 func matchAny(globs []string, rel, name string) bool {
 	for _, g := range globs {
-		if !strings.Contains(g, "/") {
-			if ok, _ := path.Match(g, name); ok {
+		g, anchored := normalizeGlob(g)
+		for _, cand := range [][2]string{{rel, name}, {strings.ToLower(rel), strings.ToLower(name)}} {
+			if !anchored && !strings.Contains(g, "/") {
+				if ok, _ := path.Match(g, cand[1]); ok {
+					return true
+				}
+				continue
+			}
+			if globMatch(strings.Split(g, "/"), strings.Split(cand[0], "/")) {
 				return true
 			}
-			continue
-		}
-		if globMatch(strings.Split(g, "/"), strings.Split(rel, "/")) {
-			return true
 		}
 	}
 	return false
+}
+
+// normalizeGlob rewrites a .gitignore-style pattern for path.Match.
+func normalizeGlob(g string) (string, bool) {
+	anchored := strings.HasPrefix(g, "/") || strings.HasPrefix(g, "./")
+	g = strings.TrimPrefix(strings.TrimPrefix(g, "./"), "/")
+	g = strings.TrimSuffix(g, "/")
+	return strings.ReplaceAll(g, "[!", "[^"), anchored
 }
 
 // globMatch matches path segments, "**" standing for zero or more.
@@ -354,12 +461,17 @@ func globMatch(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
-// PathID is the node id of a file at rel (slash-separated): rel with
-// '%', '#', white space and control characters percent-encoded, since ids
-// hold no space and '#' separates a passage number.
+// PathID is the document id of a file at rel (slash-separated): rel with
+// '%', '#', white space, control characters and bytes that are not UTF-8
+// percent-encoded, since ids hold no space and '#' separates a passage
+// number.
 func PathID(rel string) string {
 	var b strings.Builder
-	for _, r := range rel {
+	for i, r := range rel {
+		if r == utf8.RuneError && !strings.HasPrefix(rel[i:], "\uFFFD") { // an invalid byte: two names must not meet in U+FFFD
+			fmt.Fprintf(&b, "%%%02X", rel[i])
+			continue
+		}
 		if r == '%' || r == '#' || unicode.IsSpace(r) || unicode.IsControl(r) {
 			var buf [utf8.UTFMax]byte
 			for _, c := range buf[:utf8.EncodeRune(buf[:], r)] {

@@ -3,7 +3,9 @@ package corpus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -89,8 +91,8 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 	if rep.Files != 5 || rep.Ignored != 1 {
 		t.Fatalf("files %d ignored %d, want 5 and 1 (the png; .git is hidden)", rep.Files, rep.Ignored)
 	}
-	idx := nodeByID(t, c, "index.md")
-	if idx.Title != "Team Wiki" || idx.Doc != "" {
+	idx := nodeByID(t, c, "index.md#1")
+	if idx.Title != "Team Wiki" || idx.Doc != "index.md" {
 		t.Fatalf("front-matter title: %+v", idx)
 	}
 	wantMeta := map[string]any{"title": "Team Wiki", "tags": []any{"start", "wiki"}, "updated": "2025-03-14", "owner.name": "Ada", "owner.team": "platform"}
@@ -107,17 +109,17 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 			t.Fatalf("link text %q lost from %q", kept, idx.Text)
 		}
 	}
-	if n := nodeByID(t, c, "teams/payments.md"); n.Title != "Payments team" {
+	if n := nodeByID(t, c, "teams/payments.md#1"); n.Title != "Payments team" {
 		t.Fatalf("first-heading title: %q", n.Title)
 	}
-	if n := nodeByID(t, c, "notes/plain-notes.txt"); n.Title != "plain notes" || n.Text != "First paragraph of notes.\n\nSecond paragraph." {
+	if n := nodeByID(t, c, "notes/plain-notes.txt#1"); n.Title != "plain notes" || n.Text != "First paragraph of notes.\n\nSecond paragraph." {
 		t.Fatalf("text file: %+v", n)
 	}
-	gw := nodeByID(t, c, "services/gateway.html")
+	gw := nodeByID(t, c, "services/gateway.html#1")
 	if gw.Title != "Gateway" || gw.Text != "The gateway fronts the ledger." || gw.Meta["owner"] != "edge" {
 		t.Fatalf("html: %+v", gw)
 	}
-	ledger := nodeByID(t, c, "services/ledger.md") // short: one passage
+	ledger := nodeByID(t, c, "services/ledger.md#1") // short: one passage
 	if !strings.Contains(ledger.Text, "ledgerctl drain --all") || !strings.Contains(ledger.Text, "payments rota") || ledger.Title != "Ledger" {
 		t.Fatalf("code kept, title: %+v", ledger)
 	}
@@ -129,11 +131,11 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 		}
 	}
 	want := []string{
-		"index.md → teams/payments.md",
-		"index.md → services/ledger.md",
-		"index.md → services/gateway.html",
-		"services/gateway.html → services/ledger.md", // files in path order
-		"teams/payments.md → services/ledger.md",
+		"index.md#1 → teams/payments.md#1",
+		"index.md#1 → services/ledger.md#1",
+		"index.md#1 → services/gateway.html#1",
+		"services/gateway.html#1 → services/ledger.md#1", // files in path order
+		"teams/payments.md#1 → services/ledger.md#1",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("edges\n got %q\nwant %q", got, want)
@@ -152,7 +154,7 @@ func TestFromFilesGlobs(t *testing.T) {
 	for _, n := range c.Nodes {
 		ids = append(ids, n.ID)
 	}
-	if !slices.Equal(ids, []string{"index.md", "teams/payments.md"}) {
+	if !slices.Equal(ids, []string{"index.md#1", "teams/payments.md#1"}) {
 		t.Fatalf("ids %v", ids)
 	}
 	if rep.Ignored != 2 {
@@ -161,7 +163,7 @@ func TestFromFilesGlobs(t *testing.T) {
 	o.Hidden = true
 	o.Include = []string{"config"}
 	o.Exclude = nil
-	if c, _ = importTree(t, root, o); len(c.Nodes) != 1 || c.Nodes[0].ID != ".git/config" {
+	if c, _ = importTree(t, root, o); len(c.Nodes) != 1 || c.Nodes[0].ID != ".git/config#1" {
 		t.Fatalf("hidden: %+v", c.Nodes)
 	}
 }
@@ -382,9 +384,133 @@ func TestFromFilesTitleIsNotASectionHeading(t *testing.T) {
 		"late.md":         "Some text first.\n\n# Late Title\n\nmore\n",
 		"page.html":       "<h2>Section</h2><p>text</p><h1>Page</h1><p>more</p>",
 	}), DefaultFilesOptions())
-	for id, want := range map[string]string{"cold-harbour.md": "cold harbour", "late.md": "Late Title", "page.html": "Page > Section"} { // page.html: its first passage sits under the h2
+	for id, want := range map[string]string{"cold-harbour.md#1": "cold harbour", "late.md#1": "Late Title", "page.html#1": "Page > Section"} { // page.html: its first passage sits under the h2
 		if n := nodeByID(t, c, id); n.Title != want {
 			t.Fatalf("%s: title %q, want %q", id, n.Title, want)
+		}
+	}
+}
+
+// A block goldmark would take quadratic time or huge memory on is read as
+// plain text; the rest of the file stays Markdown.
+func TestFromFilesReadsPathologicalBlocksAsText(t *testing.T) {
+	src := "# Page\n\n## Before\n\nSee [x](b.md).\n\n" + strings.Repeat("[a](", 3000) + "\n\n## After\n\nAlso [y](b.md).\n"
+	o := DefaultFilesOptions()
+	o.MinWords = 0
+	c, rep := importTree(t, writeTree(t, map[string]string{"a.md": src, "b.md": "# B\n\nb\n"}), o)
+	var sections []string
+	for _, n := range c.Nodes {
+		if n.Doc == "a.md" {
+			sections = append(sections, n.Section)
+		}
+	}
+	// The bracket run is one word: it joins "See x." under Before, as text.
+	if !slices.Equal(sections, []string{"Before", "After"}) || !strings.Contains(c.Nodes[0].Text, "See x.\n\n[a]([a](") {
+		t.Fatalf("sections %q, first passage %.40q", sections, c.Nodes[0].Text)
+	}
+	if rep.Links != 2 {
+		t.Fatalf("%d links, want the two outside the plain block", rep.Links)
+	}
+}
+
+// Links of a unit cut into several passages go to the piece that holds
+// them, each to one.
+func TestSplitUnitLinksGoToOnePiece(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# P\n\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "w%d [[T%d]] ", i, i%3)
+	}
+	o := DefaultFilesOptions()
+	o.MaxWords, o.MinWords = 100, 0
+	files := map[string]string{"p.md": b.String(), "T0.md": "t", "T1.md": "t", "T2.md": "t"}
+	c, rep := importTree(t, writeTree(t, files), o)
+	if rep.Links > 3*len(c.Nodes) || rep.Links < 6 {
+		t.Fatalf("%d link edges from %d nodes", rep.Links, len(c.Nodes))
+	}
+}
+
+func TestFrontMatterKeepsWhatWasWritten(t *testing.T) {
+	meta, err := yamlMeta([]byte("ticket: 00123\nid: 9007199254740993\nn: 42\nx: 1.5\nbig: 123456789012345678901234567890\ninf: .inf\nhex: 0x1F\nok: true\nwhen: 2025-03-14\nempty:\nowner:\n  name: Ada\ntags: [a, 2, false]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"ticket": "00123", "id": "9007199254740993", "n": 42.0, "x": 1.5, "big": "123456789012345678901234567890",
+		"inf": ".inf", "hex": "0x1F", "ok": true, "when": "2025-03-14", "owner.name": "Ada", "tags": []any{"a", 2.0, false}}
+	if !reflect.DeepEqual(meta, want) {
+		t.Fatalf("meta\n got %#v\nwant %#v", meta, want)
+	}
+	for _, bad := range []string{
+		"a.b: first\na:\n  b: second\n",               // two spellings of one name
+		"list: [{a: 1}]\n",                            // a map in a list
+		"? [a, b]\n: 1\n",                             // a name that is not text
+		"- just\n- a list\n",                          // not fields
+		"a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", // lists of lists (an alias bomb's shape)
+	} {
+		if _, err := yamlMeta([]byte(bad)); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+	c, rep := importTree(t, writeTree(t, map[string]string{"t.md": "+++\ntitle = \"x\"\n+++\nbody text\n"}), DefaultFilesOptions())
+	if c.Nodes[0].Text != "body text" || c.Nodes[0].Meta != nil || rep.Files != 1 {
+		t.Fatalf("TOML front-matter: %+v", c.Nodes[0])
+	}
+}
+
+func TestFromFilesNamesAndLinksThatMisbehave(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"a.md":    "# A\n\n[[Dup]] and [[dup]]\n",
+		"d1.md":   "---\ntitle: Dup\n---\nx\n",
+		"d2.md":   "---\ntitle: Dup\n---\ny\n",
+		"in.md":   "inside",
+		"\xfe.md": "one", "\xff.md": "two",
+	})
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	os.WriteFile(outside, []byte("secret"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "out.md"))
+	os.Symlink("in.md", filepath.Join(root, "alias.md"))
+	_, _, err := FromFiles(context.Background(), root, DefaultFilesOptions())
+	if err == nil || !strings.Contains(err.Error(), "outside the folder") || !strings.Contains(err.Error(), "out.md") {
+		t.Fatalf("a link out of the folder: %v", err)
+	}
+	o := DefaultFilesOptions()
+	o.SkipInvalid = true
+	c, rep := importTree(t, root, o)
+	ids := map[string]bool{}
+	for _, n := range c.Nodes {
+		ids[n.ID] = true
+	}
+	if !ids["%FE.md#1"] || !ids["%FF.md#1"] || !ids["alias.md#1"] || ids["out.md#1"] {
+		t.Fatalf("ids %v", ids)
+	}
+	if len(rep.Ambiguous) != 2 || rep.Ambiguous[0].Target != "Dup" {
+		t.Fatalf("ambiguous %+v", rep.Ambiguous)
+	}
+}
+
+func TestHTMLCharsetAndTitle(t *testing.T) {
+	latin1 := "<html><head><meta charset=\"iso-8859-1\"><title>Caf\xe9</title></head><body><svg><title>icon</title></svg><p>cr\xe8me br\xfbl\xe9e</p></body></html>"
+	c, _ := importTree(t, writeTree(t, map[string]string{"p.html": latin1}), DefaultFilesOptions())
+	if n := c.Nodes[0]; n.Title != "Café" || n.Text != "crème brûlée" {
+		t.Fatalf("latin-1 page: %+v", n)
+	}
+	_, _, err := FromFiles(context.Background(), writeTree(t, map[string]string{"q.html": "<p>caf\xe9</p>"}), DefaultFilesOptions())
+	if err == nil || !strings.Contains(err.Error(), "no other charset declared") {
+		t.Fatalf("undeclared non-UTF-8: %v", err)
+	}
+}
+
+func TestGlobsReadLikeGitignore(t *testing.T) {
+	for _, c := range []struct {
+		glob, rel string
+		want      bool
+	}{
+		{"[!a]*.md", "b.md", true}, {"[!a]*.md", "a.md", false},
+		{"people/", "people", true}, {"/index.md", "index.md", true}, {"/index.md", "sub/index.md", false},
+		{"./index.md", "index.md", true}, {"*.md", "README.MD", true}, {"notes/**/*.md", "notes/a/b/c.md", true},
+	} {
+		if got := matchAny([]string{c.glob}, c.rel, path.Base(c.rel)); got != c.want {
+			t.Errorf("%q on %q: %v", c.glob, c.rel, got)
 		}
 	}
 }

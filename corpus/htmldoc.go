@@ -66,6 +66,8 @@ type htmlWalker struct {
 	doc          *sourceDoc
 	skip         int // depth inside skipped elements
 	inTitle      bool
+	titled       bool // the first <title> is read
+	svg          int  // depth inside <svg>
 	inPre        int
 	heading      int // level of the open heading, 0 when none
 	headText     strings.Builder
@@ -117,7 +119,7 @@ func (h *htmlWalker) textToken(s string, lo, hi int) {
 
 func (h *htmlWalker) start1(name string, attrs map[string]string, selfClosing bool, lo int) {
 	switch {
-	case name == "title":
+	case name == "title" && h.svg == 0 && !h.titled: // the page's first <title>, not an SVG's
 		h.inTitle = !selfClosing
 	case name == "meta":
 		if k, v := attrs["name"], strings.TrimSpace(attrs["content"]); k != "" && v != "" && checkMetaKey(k) == nil {
@@ -126,6 +128,9 @@ func (h *htmlWalker) start1(name string, attrs map[string]string, selfClosing bo
 	case skippedElement(name):
 		if !selfClosing {
 			h.skip++
+			if name == "svg" {
+				h.svg++
+			}
 		}
 	case headingLevel(name) > 0:
 		h.flush()
@@ -151,10 +156,13 @@ func (h *htmlWalker) start1(name string, attrs map[string]string, selfClosing bo
 
 func (h *htmlWalker) end1(name string) {
 	switch {
-	case name == "title":
-		h.inTitle = false
+	case name == "title" && h.inTitle:
+		h.inTitle, h.titled = false, true
 	case skippedElement(name):
 		h.skip = max(0, h.skip-1)
+		if name == "svg" {
+			h.svg = max(0, h.svg-1)
+		}
 	case headingLevel(name) > 0 && h.heading > 0:
 		title := strings.Join(strings.Fields(h.headText.String()), " ")
 		if h.firstHeading == "" && h.heading == 1 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -13,7 +12,6 @@ import (
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/net/html"
 )
 
@@ -33,130 +31,89 @@ func readMarkdown(src []byte) (*sourceDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	root := markdown.Parser().Parse(text.NewReader(body))
-	w := &mdWalker{src: body, base: offset, doc: d}
-	w.blocks(root)
+	w := &mdWalker{doc: d}
+	for _, seg := range segments(body) {
+		if seg.plain {
+			// Not prose: a table of millions of cells or a paragraph of
+			// thousands of open brackets costs goldmark quadratic time or
+			// hundreds of times its size in memory. Read it as text.
+			t := readText(body[seg.start:seg.end])
+			for _, u := range t.units {
+				u.section = sectionPath(w.headings)
+				u.start, u.end = u.start+offset+seg.start, u.end+offset+seg.start
+				d.add(u)
+			}
+			d.notes = append(d.notes, fmt.Sprintf("line %d: a block of %d bytes with %d '[' is not prose: read as plain text, not Markdown",
+				lineAt(src, offset+seg.start), seg.end-seg.start, bytes.Count(body[seg.start:seg.end], []byte("["))))
+			continue
+		}
+		w.src, w.base = body[seg.start:seg.end], offset+seg.start
+		w.blocks(markdown.Parser().Parse(text.NewReader(w.src)))
+	}
 	if d.title == "" {
 		d.title = w.firstHeading
 	}
 	return d, nil
 }
 
-// frontMatter parses a leading "---" YAML block into the document's meta,
-// title and aliases, and returns the rest with its offset in src.
-func (d *sourceDoc) frontMatter(src []byte) ([]byte, int, error) {
-	first, rest, ok := bytes.Cut(src, []byte("\n"))
-	if !ok || string(bytes.TrimRight(first, " \t\r")) != "---" {
-		return src, 0, nil
-	}
-	block, end, found := closeFrontMatter(rest)
-	if !found {
-		return nil, 0, fmt.Errorf("%w: front-matter opened by --- on line 1 is never closed by --- or ...", ErrMalformed)
-	}
-	var raw map[string]any
-	if err := yaml.Unmarshal(block, &raw); err != nil {
-		return nil, 0, fmt.Errorf("%w: front-matter: %v", ErrMalformed, err)
-	}
-	meta, err := flattenMeta("", raw, map[string]any{})
-	if err != nil {
-		return nil, 0, fmt.Errorf("front-matter: %w", err)
-	}
-	d.meta = meta
-	if t, ok := meta["title"].(string); ok {
-		d.title = strings.TrimSpace(t)
-	}
-	d.aliases = metaStrings(meta["aliases"])
-	off := len(first) + 1 + end
-	return src[off:], off, nil
+// Bounds on a block of lines without a blank one that goldmark parses:
+// longer blocks, or blocks of more open brackets, are read as plain text.
+const (
+	maxMarkdownBlock    = 64 << 10
+	maxMarkdownBrackets = 2000
+)
+
+// segment is a byte range of a Markdown body: runs of ordinary blocks, or
+// one block too large to parse as Markdown (plain).
+type segment struct {
+	start, end int
+	plain      bool
 }
 
-// closeFrontMatter finds the line "---" or "..." closing a front-matter
-// block; end is the offset just past that line.
-func closeFrontMatter(rest []byte) (block []byte, end int, ok bool) {
-	pos := 0
-	for pos <= len(rest) {
-		line, _, _ := bytes.Cut(rest[pos:], []byte("\n"))
-		next := pos + len(line) + 1
-		if t := string(bytes.TrimRight(line, " \t\r")); t == "---" || t == "..." {
-			return rest[:pos], min(next, len(rest)), true
-		}
-		pos = next
-	}
-	return nil, 0, false
-}
-
-// flattenMeta converts YAML values to Meta's types: nested maps become
-// dotted names, dates "2006-01-02" strings, integers float64.
-func flattenMeta(prefix string, in map[string]any, out map[string]any) (map[string]any, error) {
-	for k, v := range in {
-		name := prefix + k
-		if sub, ok := v.(map[string]any); ok {
-			if _, err := flattenMeta(name+".", sub, out); err != nil {
-				return nil, err
-			}
+// segments cuts src at blank lines around blocks too large for goldmark;
+// a file without one is a single segment.
+func segments(src []byte) []segment {
+	var out []segment
+	open := 0 // start of the ordinary run
+	for _, b := range blocks(src) {
+		if b.end-b.start <= maxMarkdownBlock && bytes.Count(src[b.start:b.end], []byte("[")) <= maxMarkdownBrackets {
 			continue
 		}
-		if v == nil {
-			continue // an empty field ("tags:") says nothing
+		if b.start > open {
+			out = append(out, segment{start: open, end: b.start})
 		}
-		conv, err := metaValue(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: field %q: %v", ErrMalformed, name, err)
-		}
-		out[name] = conv
+		out = append(out, segment{start: b.start, end: b.end, plain: true})
+		open = b.end
 	}
-	return out, checkMeta(out)
+	if open < len(src) || len(out) == 0 {
+		out = append(out, segment{start: open, end: len(src)})
+	}
+	return out
 }
 
-func metaValue(v any) (any, error) {
-	if list, ok := v.([]any); ok {
-		out := make([]any, 0, len(list))
-		for _, e := range list {
-			c, err := metaScalar(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
+// blocks are src's runs of lines without a blank line.
+func blocks(src []byte) []segment {
+	var out []segment
+	start := -1
+	for pos := 0; pos < len(src); {
+		end := len(src)
+		if nl := bytes.IndexByte(src[pos:], '\n'); nl >= 0 {
+			end = pos + nl
 		}
-		return out, nil
-	}
-	return metaScalar(v)
-}
-
-func metaScalar(v any) (any, error) {
-	switch x := v.(type) {
-	case string, bool, float64:
-		return x, nil
-	case int:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case time.Time:
-		if x.Equal(x.Truncate(24*time.Hour)) && x.Location() == time.UTC {
-			return x.Format(time.DateOnly), nil
+		blank := len(bytes.TrimSpace(src[pos:end])) == 0
+		switch {
+		case blank && start >= 0:
+			out = append(out, segment{start: start, end: pos})
+			start = -1
+		case !blank && start < 0:
+			start = pos
 		}
-		return x.Format(time.RFC3339), nil
+		pos = end + 1
 	}
-	return nil, fmt.Errorf("a %T; want a string, number, boolean, date or a list of them", v)
-}
-
-// metaStrings reads a string or list-of-strings field.
-func metaStrings(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			if s, ok := e.(string); ok && strings.TrimSpace(s) != "" {
-				out = append(out, strings.TrimSpace(s))
-			}
-		}
-		return out
+	if start >= 0 {
+		out = append(out, segment{start: start, end: len(src)})
 	}
-	return nil
+	return out
 }
 
 // mdWalker turns Markdown blocks into text units.

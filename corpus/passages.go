@@ -3,6 +3,7 @@ package corpus
 import (
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,10 +13,12 @@ type sourceDoc struct {
 	rel, title  string
 	pageHeading string // a leading "# Heading" naming the page
 	src         []byte
+	lines       []int // offsets of line starts, made by line
 	aliases     []string
 	meta        map[string]any
 	units       []unit
 	anchors     map[string]int // heading or element id → the unit it opens
+	notes       []string       // warnings about how the file was read
 	passages    []passage      // after cut
 }
 
@@ -26,6 +29,21 @@ type unit struct {
 	text       string
 	start, end int
 	links      []rawLink
+}
+
+// linksOf are the links of piece j of n equal cuts of the unit: those whose
+// source offset falls in the piece's share of the unit's span (markup makes
+// the share approximate; each link goes to exactly one piece).
+func (u *unit) linksOf(j, n int) []rawLink {
+	width := max(1, u.end-u.start)
+	var out []rawLink
+	for _, l := range u.links {
+		at := min(n-1, max(0, (l.offset-u.start)*n/width))
+		if at == j {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // rawLink is a link as written, at a byte offset of the file.
@@ -44,6 +62,27 @@ type passage struct {
 	text    string
 	links   []rawLink
 }
+
+// line is the 1-based line of byte off (0 when unknown), by binary search
+// over the line starts, found once: a page of many links stays linear.
+func (d *sourceDoc) line(off int) int {
+	if off < 0 {
+		return 0
+	}
+	if d.lines == nil {
+		d.lines = []int{0}
+		for i, c := range d.src {
+			if c == '\n' {
+				d.lines = append(d.lines, i+1)
+			}
+		}
+	}
+	i, _ := slices.BinarySearch(d.lines, off+1)
+	return i
+}
+
+// id is the document's id.
+func (d *sourceDoc) id() string { return PathID(d.rel) }
 
 func (d *sourceDoc) add(u unit) {
 	if u.text != "" {
@@ -85,8 +124,9 @@ func (d *sourceDoc) cut(maxWords, minWords int) {
 			closeOpen()
 		}
 		if n > maxWords {
-			for _, piece := range splitWords(u.text, maxWords) {
-				d.passages = append(d.passages, passage{lo: i, hi: i + 1, section: u.section, text: piece, links: u.links})
+			pieces := splitWords(u.text, maxWords)
+			for j, piece := range pieces {
+				d.passages = append(d.passages, passage{lo: i, hi: i + 1, section: u.section, text: piece, links: u.linksOf(j, len(pieces))})
 			}
 			continue
 		}
@@ -134,14 +174,10 @@ func splitWords(text string, n int) []string {
 // maxPieceBytes bounds one passage cut from a long unit.
 const maxPieceBytes = 1 << 20
 
-// passageID is the id of a document's i-th passage: the document id when
-// it is its only passage, else "<id>#<i+1>".
-func (d *sourceDoc) passageID(i int) string {
-	if len(d.passages) == 1 {
-		return PathID(d.rel)
-	}
-	return PathID(d.rel) + "#" + strconv.Itoa(i+1)
-}
+// passageID is the id of a document's i-th passage, "<id>#<i+1>": a
+// passage keeps its id when the document grows, and a document id is never
+// a passage's.
+func (d *sourceDoc) passageID(i int) string { return d.id() + "#" + strconv.Itoa(i+1) }
 
 // corpus cuts every document and resolves links into edges.
 func (im *importer) corpus() *Corpus {
@@ -177,9 +213,7 @@ func (d *sourceDoc) node(i int, p passage) Node {
 	if i == 0 {
 		n.Aliases = d.aliases
 	}
-	if len(d.passages) > 1 {
-		n.Doc = PathID(d.rel)
-	}
+	n.Doc = d.id()
 	if p.hi > p.lo {
 		n.Span = &Span{Start: d.units[p.lo].start, End: d.units[p.hi-1].end}
 	}
@@ -195,12 +229,15 @@ func (im *importer) linkEdges() []Edge {
 		for i, p := range d.passages {
 			from := d.passageID(i)
 			for _, l := range p.links {
-				to, ok, external := r.resolve(d, l)
+				to, ok, external, ambiguous := r.resolve(d, l)
+				if ambiguous {
+					im.rep.Ambiguous = append(im.rep.Ambiguous, Dangling{From: d.id(), Line: d.line(l.offset), Target: l.target})
+				}
 				switch {
 				case external:
 					im.rep.External++
 				case !ok:
-					im.rep.Dangling = append(im.rep.Dangling, Dangling{From: PathID(d.rel), Line: lineAt(d.src, l.offset), Target: l.target})
+					im.rep.Dangling = append(im.rep.Dangling, Dangling{From: d.id(), Line: d.line(l.offset), Target: l.target})
 				case to == from:
 					im.rep.NotLinked++
 				case !seen[[2]string{from, to}]:
@@ -218,10 +255,11 @@ type resolver struct {
 	byPath  map[string]*sourceDoc // relative path
 	byStem  map[string]*sourceDoc // relative path without extension
 	byTitle map[string]*sourceDoc // folded title, alias or file name (first in path order wins)
+	shared  map[string]bool       // folded names several documents have
 }
 
 func newResolver(docs []*sourceDoc) *resolver {
-	r := &resolver{byPath: map[string]*sourceDoc{}, byStem: map[string]*sourceDoc{}, byTitle: map[string]*sourceDoc{}}
+	r := &resolver{byPath: map[string]*sourceDoc{}, byStem: map[string]*sourceDoc{}, byTitle: map[string]*sourceDoc{}, shared: map[string]bool{}}
 	for _, d := range docs {
 		r.byPath[d.rel] = d
 		stem := strings.TrimSuffix(d.rel, path.Ext(d.rel))
@@ -230,8 +268,10 @@ func newResolver(docs []*sourceDoc) *resolver {
 		}
 		for _, name := range append([]string{d.title, titleFromName(d.rel)}, d.aliases...) {
 			if k := foldName(name); k != "" {
-				if _, ok := r.byTitle[k]; !ok {
+				if other, ok := r.byTitle[k]; !ok {
 					r.byTitle[k] = d
+				} else if other != d {
+					r.shared[k] = true
 				}
 			}
 		}
@@ -245,9 +285,10 @@ func foldName(s string) string {
 }
 
 // resolve returns the target passage id; external is true for URLs.
-func (r *resolver) resolve(from *sourceDoc, l rawLink) (id string, ok, external bool) {
+// ambiguous is set when a wiki link's name fits several documents.
+func (r *resolver) resolve(from *sourceDoc, l rawLink) (id string, ok, external, ambiguous bool) {
 	if l.external {
-		return "", false, true
+		return "", false, true, false
 	}
 	target, anchor, _ := strings.Cut(l.target, "#")
 	if l.wiki {
@@ -257,24 +298,25 @@ func (r *resolver) resolve(from *sourceDoc, l rawLink) (id string, ok, external 
 		}
 		if d == nil {
 			d = r.byTitle[foldName(target)]
+			ambiguous = d != nil && r.shared[foldName(target)]
 		}
 		if d == nil {
-			return "", false, false
+			return "", false, false, false
 		}
-		return d.passageFor(slug(anchor)), true, false
+		return d.passageFor(slug(anchor)), true, false, ambiguous
 	}
 	u, err := url.Parse(l.target)
 	if err != nil || u.Scheme != "" || u.Host != "" || strings.HasPrefix(l.target, "//") {
-		return "", false, err == nil
+		return "", false, err == nil, false
 	}
 	if u.Path == "" { // "#section" of the same document
-		return from.passageFor(u.Fragment), true, false
+		return from.passageFor(u.Fragment), true, false, false
 	}
 	d := r.byRelPath(from, u.Path)
 	if d == nil {
-		return "", false, false
+		return "", false, false, false
 	}
-	return d.passageFor(u.Fragment), true, false
+	return d.passageFor(u.Fragment), true, false, false
 }
 
 // byRelPath finds the document at p, relative to from's folder or, with a

@@ -26,6 +26,9 @@ func (n *wikiLink) Dump(src []byte, level int) {
 	ast.DumpHelper(n, src, level, map[string]string{"Target": n.target, "Label": n.label}, nil)
 }
 
+// maxWikiLink bounds a wiki link's target and label, in bytes.
+const maxWikiLink = 512
+
 // wikiLinkParser parses [[…]] before the link parser sees its brackets.
 type wikiLinkParser struct{}
 
@@ -36,7 +39,8 @@ func (wikiLinkParser) Parse(_ ast.Node, block text.Reader, _ parser.Context) ast
 	if !bytes.HasPrefix(line, []byte("[[")) {
 		return nil
 	}
-	end := bytes.Index(line[2:], []byte("]]"))
+	window := line[2:min(len(line), 2+maxWikiLink)] // a bounded look: a line of '[' stays linear
+	end := bytes.Index(window, []byte("]]"))
 	if end <= 0 {
 		return nil
 	}
