@@ -225,11 +225,24 @@ func checkJudged(ix *index.Index, qid, id, groupBy string) error {
 	case groupBy == retrieve.GroupDocument && !isDoc && isNode:
 		return fmt.Errorf("query %q: gold id %q is a passage of document %q, and documents are ranked (--group-by document): judge the document", qid, id, ix.Document(int(v)))
 	case groupBy != retrieve.GroupDocument && !isNode && isDoc:
-		return fmt.Errorf("query %q judges document %q, and the ranking is of passages: evaluate with --group-by document (Options.GroupBy)", qid, id)
+		return fmt.Errorf("query %q judges document %q, and the ranking is of passages: evaluate with --group-by document", qid, id)
 	case !isNode && !isDoc:
-		return fmt.Errorf("query %q: gold id %q is not in the index %s", qid, id, ix.Dir)
+		return fmt.Errorf("query %q: gold id %q is not in the index %s%s", qid, id, ix.Dir, idHint(ix, id))
 	}
 	return nil
+}
+
+// idHint suggests the id an imported file has when id is its raw path.
+func idHint(ix *index.Index, id string) string {
+	for _, cand := range []string{corpus.PathID(id), corpus.PathID(id) + "#1"} {
+		if cand == id {
+			continue
+		}
+		if _, ok := ix.Lookup(cand); ok || ix.IsDocument(cand) {
+			return fmt.Sprintf(" (did you mean %q? ids of imported files percent-encode spaces, '#' and '%%')", cand)
+		}
+	}
+	return ""
 }
 
 // runQueries retrieves every query with o.Concurrency workers, timing each.

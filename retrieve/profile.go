@@ -9,8 +9,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 	"slices"
 	"strings"
 )
@@ -45,7 +47,9 @@ type TuneRecord struct {
 const maxProfileBytes = 1 << 20
 
 // ReadProfile reads and checks a profile: its method exists and its
-// settings apply (Config).
+// settings apply (Config). Settings may be spelled as flags ("ppr-seeds")
+// or as the server's options ("ppr_seeds"), with text or JSON values; a
+// key given twice is an error.
 func ReadProfile(path string) (*Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,20 +63,139 @@ func ReadProfile(path string) (*Profile, error) {
 	if len(b) > maxProfileBytes {
 		return nil, fmt.Errorf("profile %s: over %d bytes; not a profile", path, maxProfileBytes)
 	}
+	p, err := parseProfile(b)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// profileFile is a profile as written, settings of any JSON type.
+type profileFile struct {
+	Method   string                     `json:"method"`
+	Settings map[string]json.RawMessage `json:"settings"`
+	GroupBy  string                     `json:"group_by"`
+	Tuned    *TuneRecord                `json:"tuned"`
+}
+
+func parseProfile(b []byte) (*Profile, error) {
+	if err := noRepeatedKeys(json.NewDecoder(bytes.NewReader(b)), 0); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var p Profile
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+	var raw profileFile
+	if err := dec.Decode(&raw); err != nil {
+		return nil, jsonProblem(err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("profile %s: trailing data after the JSON object", path)
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if raw.Method == Auto {
+		return nil, fmt.Errorf(`method "auto" is what runs without a profile; a profile names a method: %w`, ErrInvalid)
+	}
+	p := &Profile{Method: raw.Method, GroupBy: raw.GroupBy, Tuned: raw.Tuned}
+	for k, v := range raw.Settings {
+		text, err := settingText(v)
+		if err != nil {
+			return nil, fmt.Errorf("settings.%s: %w", excerptOf(k), err)
+		}
+		if p.Settings == nil {
+			p.Settings = map[string]string{}
+		}
+		name := strings.ReplaceAll(k, "_", "-")
+		if _, dup := p.Settings[name]; dup {
+			return nil, fmt.Errorf("settings: %q is given twice (as %s and %s)", name, name, strings.ReplaceAll(name, "-", "_"))
+		}
+		p.Settings[name] = text
 	}
 	if _, err := p.Config(); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+		return nil, err
 	}
-	return &p, nil
+	return p, nil
 }
+
+// settingText is a setting's JSON value as its flag text.
+func settingText(v json.RawMessage) (string, error) {
+	var x any
+	if err := json.Unmarshal(v, &x); err != nil {
+		return "", err
+	}
+	switch x := x.(type) {
+	case string:
+		return x, nil
+	case float64, bool:
+		return string(bytes.TrimSpace(v)), nil
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			switch e := e.(type) {
+			case string:
+				parts[i] = e
+			case float64:
+				parts[i] = strconv.FormatFloat(e, 'g', -1, 64)
+			default:
+				return "", errors.New("a list of strings or numbers, please")
+			}
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", errors.New("null or an object; want text, a number, a boolean or a list")
+}
+
+// jsonProblem says what is wrong with a profile's JSON without Go's type
+// names.
+func jsonProblem(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("field %q: want %s, got %s", te.Field, te.Type.Kind(), te.Value)
+	}
+	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
+		return fmt.Errorf("unknown field %s (want method, settings, group_by, tuned)", excerptOf(strings.TrimPrefix(s, "json: unknown field ")))
+	}
+	return err
+}
+
+// noRepeatedKeys walks a JSON value and refuses an object with a key twice
+// (encoding/json would keep the last silently).
+func noRepeatedKeys(dec *json.Decoder, depth int) error {
+	if depth > 64 {
+		return errors.New("nested over 64 deep")
+	}
+	t, err := dec.Token()
+	if err != nil {
+		return jsonProblem(err)
+	}
+	switch t {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := k.(string)
+			if seen[key] {
+				return fmt.Errorf("key %q is given twice", excerptOf(key))
+			}
+			seen[key] = true
+			if err := noRepeatedKeys(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for dec.More() {
+			if err := noRepeatedKeys(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return err
+}
+
+func excerptOf(s string) string { return excerpt.Of(s, 64) }
 
 // Config is the profile's method configuration.
 func (p *Profile) Config() (*Config, error) {
@@ -105,15 +228,43 @@ func (p *Profile) Overrides() Overrides {
 	return o
 }
 
+// profileTarget checks that path may take a profile: absent, or with
+// replace a regular file (not a link, a device or a pipe, which a rename
+// would swap out), whose permissions the new one keeps.
+func profileTarget(path string, replace bool) (os.FileMode, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		dir := filepath.Dir(path)
+		if d, err := os.Stat(dir); err != nil || !d.IsDir() {
+			return 0, fmt.Errorf("%s: the folder %s does not exist", path, dir)
+		}
+		return 0o644, nil
+	case err != nil:
+		return 0, err
+	case !st.Mode().IsRegular():
+		return 0, fmt.Errorf("%s is not a regular file (%s); give a file name", path, st.Mode().Type())
+	case !replace:
+		return 0, fmt.Errorf("%s exists; pass --force to replace it", path)
+	}
+	return st.Mode().Perm(), nil
+}
+
+// CheckProfileTarget reports, before any work, whether WriteProfile could
+// write path.
+func CheckProfileTarget(path string, replace bool) error {
+	_, err := profileTarget(path, replace)
+	return err
+}
+
 // WriteProfile writes p to path, which must not exist unless replace is
 // set (a profile is replaced whole: written beside it, then renamed).
 func WriteProfile(path string, p *Profile, replace bool) error {
 	if _, err := p.Config(); err != nil {
 		return err
 	}
-	if _, err := os.Stat(path); err == nil && !replace {
-		return fmt.Errorf("%s exists; pass --force to replace it", path)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	mode, err := profileTarget(path, replace)
+	if err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(p, "", "  ")
@@ -133,7 +284,7 @@ func WriteProfile(path string, p *Profile, replace bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
+		err = os.Chmod(f.Name(), mode)
 	}
 	if err != nil {
 		return err

@@ -58,7 +58,11 @@ func openSet(cfg Config) (*indexSet, error) {
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
 		}
-		if err := checkGraphKinds(cfg.Settings, ix); err != nil {
+		err = checkGraphKinds(cfg.Settings, ix)
+		if err == nil {
+			err = checkProfile(cfg, ix)
+		}
+		if err != nil {
 			ix.Close()
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
@@ -82,6 +86,24 @@ func checkGraphKinds(settings retrieve.Overrides, ix *index.Index) error {
 		}
 	}
 	return nil
+}
+
+// checkProfile makes the profile's method over ix once, so a profile an
+// index cannot run (a section or edge kind it lacks) stops the server at
+// start rather than failing every request that names no method.
+func checkProfile(cfg Config, ix *index.Index) error {
+	if cfg.Profile == nil {
+		return nil
+	}
+	mc, err := cfg.methodConfig(cfg.Profile.Method)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	m, err := retrieve.New(ix, retrieve.Env{Backend: cfg.Backend, Logger: cfg.Logger}, mc)
+	if err != nil {
+		return fmt.Errorf("profile: method %s cannot run on it: %w", cfg.Profile.Method, err)
+	}
+	return retrieve.CloseAll(context.Background(), m)
 }
 
 func (s *indexSet) ref() bool {

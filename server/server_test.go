@@ -588,3 +588,20 @@ func TestDefaultsProfileAndGrouping(t *testing.T) {
 		t.Fatalf("profile: %+v %v", resp, err)
 	}
 }
+
+func TestStartRefusesAProfileAnIndexCannotRun(t *testing.T) {
+	for _, p := range []*retrieve.Profile{
+		{Method: "ketrag"}, // no KET-RAG section
+		{Method: "ppr", Settings: map[string]string{"graph-kind": "nope"}},
+	} {
+		cfg := server.DefaultConfig()
+		cfg.Indexes = map[string]string{"synth": testIndex(t)}
+		cfg.Backend, cfg.Profile = cpu.New(), p
+		if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "profile") {
+			if s != nil {
+				s.Close(context.Background())
+			}
+			t.Fatalf("profile %+v: %v", p, err)
+		}
+	}
+}

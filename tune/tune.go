@@ -113,6 +113,9 @@ func Run(ctx context.Context, ix *index.Index, qs []corpus.Query, o Options) (*R
 	if err := o.validate(len(qs)); err != nil {
 		return nil, err
 	}
+	if _, k, _ := parseMetric(o.Metric); k >= ix.N() {
+		return nil, fmt.Errorf("tune: %s over an index of %d nodes: every method would find everything; use a smaller cut-off", o.Metric, ix.N())
+	}
 	cands, err := candidates(o)
 	if err != nil {
 		return nil, err
@@ -140,7 +143,11 @@ func Run(ctx context.Context, ix *index.Index, qs []corpus.Query, o Options) (*R
 		o.Progress.Set(i + 1)
 	}
 	if len(res.Rows) == 0 {
-		return nil, fmt.Errorf("tune: no candidate method can run on this index: %v", res.Skipped)
+		var why []string
+		for _, s := range res.Skipped {
+			why = append(why, s.Reason)
+		}
+		return nil, fmt.Errorf("tune: no candidate method can run on this index:\n  %s", strings.Join(why, "\n  "))
 	}
 	res.N = len(ids)
 	if res.N < o.Folds {
@@ -174,12 +181,27 @@ func (o *Options) validate(nq int) error {
 	return nil
 }
 
+// Metrics are the eval metrics tune can maximise (higher is better).
+var Metrics = []string{eval.Recall, eval.RecallCap, eval.NDCG, eval.Hit, eval.MRR, eval.AnswerRecall}
+
+// CheckMetric reports whether tune can maximise m.
+func CheckMetric(m string) error {
+	_, _, err := parseMetric(m)
+	return err
+}
+
+// maxCutoff bounds a metric's cut-off.
+const maxCutoff = 1000
+
 // parseMetric splits "recall@5" into its name and cut-off.
 func parseMetric(m string) (string, int, error) {
 	name, k, ok := strings.Cut(m, "@")
 	n, err := strconv.Atoi(k)
-	if !ok || name == "" || err != nil || n < 1 {
-		return "", 0, fmt.Errorf("tune: metric %q: want a name and a cut-off, e.g. recall@5", m)
+	if !ok || err != nil || n < 1 || n > maxCutoff {
+		return "", 0, fmt.Errorf("tune: metric %q: want a name and a cut-off from 1 to %d, e.g. recall@5", m, maxCutoff)
+	}
+	if !slices.Contains(Metrics, name) {
+		return "", 0, fmt.Errorf("tune: metric %q: want one of %s (at a cut-off)", m, strings.Join(Metrics, ", "))
 	}
 	return name, n, nil
 }

@@ -116,7 +116,8 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if f.index == "" {
 		return nil, fmt.Errorf("--index is required")
 	}
-	if err := f.sf.useProfile(f.profile, &f.methods, &f.groupBy, "method"); err != nil {
+	f.sf.log = g.log
+	if err := f.sf.useProfile(f.profile, f.index, &f.methods, &f.groupBy, "method"); err != nil {
 		return nil, err
 	}
 	names, err := methodList(f.methods)

@@ -117,7 +117,15 @@ func TestImportFilesRefusesBadInput(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "nodes.jsonl"))
 	var n struct{ ID string }
-	if json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &n) != nil || n.ID != "ok.md" {
+	if json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &n) != nil || n.ID != "ok.md#1" {
 		t.Fatalf("nodes.jsonl: %s", b)
+	}
+	// Questions written into the corpus folder are not removed by a new import.
+	os.WriteFile(filepath.Join(out, "queries.jsonl"), []byte(`{"id":"q","text":"x","gold":["ok.md"]}`+"\n"), 0o644)
+	if _, err := run(t, "import", "files", src, "--skip-invalid", "-o", out); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("re-import over questions: %v", err)
+	}
+	if _, err := run(t, "import", "files", src, "--skip-invalid", "--force", "-o", out); err != nil {
+		t.Fatalf("--force: %v", err)
 	}
 }

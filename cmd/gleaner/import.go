@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -12,7 +14,7 @@ import (
 func newImport(g *globals) *cobra.Command {
 	var out, split, pqSet string
 	var hops int
-	var skip bool
+	var skip, force bool
 	chunks := corpus.DefaultChunkOptions()
 	files := corpus.DefaultFilesOptions()
 	cmd := &cobra.Command{
@@ -30,10 +32,11 @@ func newImport(g *globals) *cobra.Command {
 
   files  a folder of your own documents (docs/importing.md): Markdown (front-matter,
          [[wiki links]]), HTML and plain text, recursively; each file is a document
-         whose id is its path under the folder, cut into passages of at most
-         --max-words words at headings and paragraphs (passage ids "<path>#1", …;
-         a short file is one passage "<path>"); links between files become
-         "links" edges; links to missing files are listed, not dropped silently
+         whose id is its path under the folder ('%', '#', spaces and other bytes ids
+         cannot hold are percent-encoded: "My Notes.md" is "My%20Notes.md"), cut into
+         passages of at most --max-words words at headings and paragraphs, with ids
+         "<document>#1", "#2", …; links between files become "links" edges; links to
+         missing files are listed, not dropped silently
   beir   a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv
   2wiki           the HippoRAG 2WikiMultihopQA layout: corpus.json, test_gfmrag.json
                   (gold passages, and the answers with their aliases)
@@ -60,6 +63,9 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			}
 			if err := corpus.CheckTarget(out); err != nil { // before reading the dataset
 				return fmt.Errorf("-o %s: %w", out, err)
+			}
+			if !cmd.Flags().Changed("min-words") { // the default shrinks with a smaller --max-words
+				files.MinWords = min(files.MinWords, files.MaxWords/5)
 			}
 			opt := corpus.ReadOptions{SkipInvalid: skip, Logger: g.log}
 			var c *corpus.Corpus
@@ -95,6 +101,9 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			if err != nil {
 				return err
 			}
+			if err := keepQuestions(out, c, force); err != nil {
+				return err
+			}
 			if err := corpus.Write(out, c); err != nil {
 				return err
 			}
@@ -112,12 +121,13 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 	cmd.Flags().IntVar(&chunks.Overlap, "chunk-overlap", chunks.Overlap, "graphrag-bench: words shared by consecutive chunks")
 	cmd.Flags().StringVar(&pqSet, "set", "PQ-2H", "pathquestion: PQ-2H, PQ-3H, PQL-2H or PQL-3H")
 	cmd.Flags().IntVar(&hops, "hops", 1, "metaqa: the question set, 1, 2 or 3 hops")
+	cmd.Flags().BoolVar(&force, "force", false, "replace a corpus whose question files (queries*.jsonl) the new one would remove")
 	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and drop invalid records (files: bad files) instead of failing")
 	cmd.Flags().StringSliceVar(&files.Include, "include", files.Include, "files: globs of the files to read (a pattern with '/' matches the whole path; ** spans folders)")
 	cmd.Flags().StringSliceVar(&files.Exclude, "exclude", nil, "files: globs of files and folders to leave out")
 	cmd.Flags().BoolVar(&files.Hidden, "hidden", false, "files: read files and folders whose names start with '.'")
 	cmd.Flags().IntVar(&files.MaxWords, "max-words", files.MaxWords, "files: most words in one passage")
-	cmd.Flags().IntVar(&files.MinWords, "min-words", files.MinWords, "files: a heading starts a new passage once the open one has this many words")
+	cmd.Flags().IntVar(&files.MinWords, "min-words", files.MinWords, "files: a heading starts a new passage once the open one has this many words (default 40, or a fifth of --max-words when smaller)")
 	cmd.Flags().Int64Var(&files.MaxFileBytes, "max-file-bytes", files.MaxFileBytes, "files: refuse larger files")
 	return cmd
 }
@@ -133,6 +143,12 @@ func printFilesReport(w io.Writer, rep *corpus.FilesReport) {
 			fmt.Fprintf(w, "  %s: %s\n", s.Path, s.Reason)
 		}
 	}
+	for _, p := range rep.NotFollowed {
+		fmt.Fprintf(w, "not followed: %s (a symbolic link to a folder)\n", p)
+	}
+	for _, a := range rep.Ambiguous {
+		fmt.Fprintf(w, "ambiguous: %s:%d → [[%s]] fits several documents; linked to the first in path order\n", a.From, a.Line, a.Target)
+	}
 	if len(rep.Dangling) == 0 {
 		return
 	}
@@ -144,4 +160,18 @@ func printFilesReport(w io.Writer, rep *corpus.FilesReport) {
 	if len(rep.Dangling) > show {
 		fmt.Fprintf(w, "  … and %d more\n", len(rep.Dangling)-show)
 	}
+}
+
+// keepQuestions refuses to replace a corpus folder's question files
+// (perhaps written by hand) with a corpus that has none, unless forced.
+func keepQuestions(dir string, c *corpus.Corpus, force bool) error {
+	if force || len(c.Queries)+len(c.TrainQueries)+len(c.DevQueries) > 0 {
+		return nil
+	}
+	for _, name := range []string{corpus.QueriesFile, corpus.TrainQueriesFile, corpus.DevQueriesFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return fmt.Errorf("-o %s holds %s, which this import (it has no questions) would remove: move it out of the folder first, or pass --force", dir, name)
+		}
+	}
+	return nil
 }

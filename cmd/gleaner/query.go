@@ -36,7 +36,8 @@ func newQuery(g *globals) *cobra.Command {
 			if dir == "" {
 				return fmt.Errorf("--index is required")
 			}
-			if err := sf.useProfile(profile, &method, &groupBy, "method"); err != nil {
+			sf.log = g.log
+			if err := sf.useProfile(profile, dir, &method, &groupBy, "method"); err != nil {
 				return err
 			}
 			if k <= 0 {

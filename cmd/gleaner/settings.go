@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -23,6 +25,7 @@ type settingFlags struct {
 	readers map[string][]string // setting → the components that have it
 	what    string              // "--method", "--kind": how a component is chosen, for errors
 	profile *retrieve.Profile   // --profile: its method's settings, under the flags
+	log     *slog.Logger
 }
 
 // addSettingFlags adds a flag for every setting of infos; a setting that
@@ -153,7 +156,7 @@ func (v *textValue) Type() string {
 // useProfile reads --profile (when given): its method stands for --method
 // and its group-by for --group-by unless those flags are given, and its
 // settings apply to its method under any setting flag given.
-func (s *settingFlags) useProfile(path string, method, groupBy *string, methodFlag string) error {
+func (s *settingFlags) useProfile(path, index string, method, groupBy *string, methodFlag string) error {
 	if path == "" {
 		return nil
 	}
@@ -162,6 +165,11 @@ func (s *settingFlags) useProfile(path string, method, groupBy *string, methodFl
 		return fmt.Errorf("--profile: %w", err)
 	}
 	s.profile = p
+	if p.Tuned != nil && index != "" && s.log != nil {
+		if abs, err := filepath.Abs(index); err == nil && abs != p.Tuned.Index {
+			s.log.Warn("--profile was tuned on another index; its choice may not suit this one", "profile", path, "tuned_on", p.Tuned.Index, "index", abs)
+		}
+	}
 	if !s.fl.Changed(methodFlag) {
 		*method = p.Method
 	}

@@ -53,8 +53,11 @@ are listed as skipped, with the command that builds it. Setting flags given (e.g
 			case out == "":
 				return fmt.Errorf("-o <profile.json> is required")
 			}
-			if err := checkProfileTarget(out, force); err != nil {
-				return err
+			if err := retrieve.CheckProfileTarget(out, force); err != nil {
+				return fmt.Errorf("-o %w", err)
+			}
+			if err := tune.CheckMetric(o.Metric); err != nil {
+				return fmt.Errorf("--metric: %w", err)
 			}
 			if methods != "" {
 				names, err := methodList(methods)
@@ -96,7 +99,7 @@ are listed as skipped, with the command that builds it. Setting flags given (e.g
 	fl.StringVar(&dir, "index", "", "index folder")
 	fl.StringVar(&queries, "queries", "", "labelled questions (JSONL with gold ids or answers)")
 	fl.StringVar(&methods, "method", "", "candidate methods, comma-separated (default: every method with a tuning: "+strings.Join(tunable(), ", ")+")")
-	fl.StringVar(&o.Metric, "metric", o.Metric, "what to maximise: recall@k, ndcg@k, hit@k, mrr@k, answer_recall@k, …")
+	fl.StringVar(&o.Metric, "metric", o.Metric, "what to maximise, at a cut-off k: "+strings.Join(tune.Metrics, "@k, ")+"@k")
 	fl.IntVar(&o.Folds, "folds", o.Folds, "folds of the cross-validation (≥ 2)")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "shuffles the questions into folds")
 	fl.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "questions in flight per evaluation")
@@ -118,23 +121,6 @@ func tunable() []string {
 		}
 	}
 	return out
-}
-
-// checkProfileTarget refuses, before any work, an -o that is a folder or
-// an existing file not to be replaced.
-func checkProfileTarget(path string, force bool) error {
-	st, err := os.Stat(path)
-	switch {
-	case err != nil && os.IsNotExist(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("-o %s: %w", path, err)
-	case st.IsDir():
-		return fmt.Errorf("-o %s is a folder; give a file name such as %s", path, filepath.Join(path, "profile.json"))
-	case !force:
-		return fmt.Errorf("-o %s exists; pass --force to replace it", path)
-	}
-	return nil
 }
 
 // printTune prints the methods' table, the skipped methods and the choice.
