@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"os"
 	"path/filepath"
 )
@@ -42,7 +43,7 @@ func decodeJSONL[T any](r io.Reader, name string, fn func(line int, rec *T) erro
 		}
 		var rec T
 		if err := json.Unmarshal(b, &rec); err != nil {
-			return recErr(name, line, jsonField(err), fmt.Errorf("%w: %v", ErrMalformed, err))
+			return recErr(name, line, jsonField(err), fmt.Errorf("%w: %v", ErrMalformed, jsonMessage(err)))
 		}
 		if err := fn(line, &rec); err != nil {
 			return err
@@ -55,6 +56,20 @@ func decodeJSONL[T any](r io.Reader, name string, fn func(line int, rec *T) erro
 		return recErr(name, line+1, "", fmt.Errorf("%w: %v", ErrMalformed, err))
 	}
 	return nil
+}
+
+// jsonMessage says what a type error found, without Go's type names.
+func jsonMessage(err error) string {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if !ok {
+		return err.Error()
+	}
+	want := map[reflect.Kind]string{reflect.Slice: "a list", reflect.Map: "an object", reflect.String: "text",
+		reflect.Bool: "true or false", reflect.Struct: "an object"}[te.Type.Kind()]
+	if want == "" {
+		want = "a number"
+	}
+	return fmt.Sprintf("want %s, got %s", want, te.Value)
 }
 
 // jsonField extracts the offending field from a type error, if any.
