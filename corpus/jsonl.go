@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"os"
 	"path/filepath"
+	"reflect"
 )
 
 // eachJSONL decodes every non-blank line of path into a fresh T and calls fn
