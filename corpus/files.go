@@ -39,7 +39,8 @@ type FilesOptions struct {
 	// paragraphs, then words (≥ 1).
 	MaxWords int
 	// MinWords: a heading starts a new passage only once the open one
-	// holds this many words, so a stub section joins the next (≥ 0).
+	// holds this many words, so a stub section joins the next (≥ 0; 0: every
+	// heading starts a passage).
 	MinWords int
 	// MaxFileBytes refuses larger files (≥ 1).
 	MaxFileBytes int64
@@ -52,12 +53,12 @@ type FilesOptions struct {
 }
 
 // DefaultFilesOptions reads Markdown, HTML and plain text into passages of
-// at most 200 words.
+// at most 200 words, a new one at every heading.
 func DefaultFilesOptions() FilesOptions {
 	return FilesOptions{
 		Include:      []string{"*.md", "*.markdown", "*.mdx", "*.txt", "*.text", "*.html", "*.htm"},
 		MaxWords:     200,
-		MinWords:     40,
+		MinWords:     0,
 		MaxFileBytes: 16 << 20,
 	}
 }
@@ -106,6 +107,9 @@ type Dangling struct {
 	From   string `json:"from"`   // the linking document's id
 	Line   int    `json:"line"`   // 1-based line of the link, 0 when unknown
 	Target string `json:"target"` // the link as written
+	// Path is where a relative link points under the root, when it is not
+	// Target itself ("../x.md" from "a/b.md" is "x.md").
+	Path string `json:"path,omitempty"`
 }
 
 // SkippedFile is a file left out and why.

@@ -119,9 +119,9 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 	if gw.Title != "Gateway" || gw.Text != "The gateway fronts the ledger." || gw.Meta["owner"] != "edge" {
 		t.Fatalf("html: %+v", gw)
 	}
-	ledger := nodeByID(t, c, "services/ledger.md#1") // short: one passage
-	if !strings.Contains(ledger.Text, "ledgerctl drain --all") || !strings.Contains(ledger.Text, "payments rota") || ledger.Title != "Ledger" {
-		t.Fatalf("code kept, title: %+v", ledger)
+	ledger := nodeByID(t, c, "services/ledger.md#2") // "## On call" starts a passage, and opens its text
+	if !strings.HasPrefix(ledger.Text, "On call\nPage the payments rota") || !strings.Contains(ledger.Text, "ledgerctl drain --all") || ledger.Title != "Ledger > On call" {
+		t.Fatalf("code kept, heading and title: %+v", ledger)
 	}
 	var got []string
 	for _, e := range c.Edges {
@@ -135,7 +135,7 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 		"index.md#1 → services/ledger.md#1",
 		"index.md#1 → services/gateway.html#1",
 		"services/gateway.html#1 → services/ledger.md#1", // files in path order
-		"teams/payments.md#1 → services/ledger.md#1",
+		"teams/payments.md#1 → services/ledger.md#2",     // #on-call: the passage holding that heading
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("edges\n got %q\nwant %q", got, want)
@@ -511,6 +511,30 @@ func TestGlobsReadLikeGitignore(t *testing.T) {
 	} {
 		if got := matchAny([]string{c.glob}, c.rel, path.Base(c.rel)); got != c.want {
 			t.Errorf("%q on %q: %v", c.glob, c.rel, got)
+		}
+	}
+}
+
+// Every heading's words stay in some passage's text, stubs included, and
+// e-mail addresses and HTML table cells survive extraction.
+func TestHeadingsAddressesAndCellsStay(t *testing.T) {
+	md := "# FAQ\n\n## Will I lose logs?\n\nNo.\n\n## High CPU\n\n### Really high\n\nLower the batch.\n\nWrite to help@example.com today.\n\n## Trailing\n"
+	html := "<html><head><title>Glossary</title></head><body><h1>Driftwood glossary</h1><table><tr><th>Metric</th><th>Meaning</th></tr><tr><td>spool_bytes</td><td>bytes held</td></tr></table></body></html>"
+	for _, minWords := range []int{0, 40} {
+		o := DefaultFilesOptions()
+		o.MinWords = minWords
+		c, _ := importTree(t, writeTree(t, map[string]string{"faq.md": md, "g.html": html}), o)
+		var all strings.Builder
+		for _, n := range c.Nodes {
+			all.WriteString(n.Text + "\n")
+		}
+		for _, want := range []string{"Will I lose logs?\nNo.", "High CPU\nReally high\nLower the batch.", "help@example.com", "Trailing", "spool_bytes bytes held"} {
+			if !strings.Contains(all.String(), want) {
+				t.Fatalf("min words %d: %q missing from\n%s", minWords, want, all.String())
+			}
+		}
+		if g := nodeByID(t, c, "g.html#1"); g.Title != "Glossary" || g.Section != "" {
+			t.Fatalf("a leading <h1> is the page's, not a section: %+v", g)
 		}
 	}
 }

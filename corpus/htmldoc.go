@@ -53,6 +53,7 @@ func readHTML(src []byte) *sourceDoc {
 	}
 	h.flush()
 	d := h.doc
+	d.finish(sectionPath(h.headings), len(src))
 	if d.title == "" {
 		d.title = h.firstHeading
 	}
@@ -68,6 +69,7 @@ type htmlWalker struct {
 	inTitle      bool
 	titled       bool // the first <title> is read
 	svg          int  // depth inside <svg>
+	headStart    int  // where the open heading starts
 	inPre        int
 	heading      int // level of the open heading, 0 when none
 	headText     strings.Builder
@@ -135,6 +137,7 @@ func (h *htmlWalker) start1(name string, attrs map[string]string, selfClosing bo
 	case headingLevel(name) > 0:
 		h.flush()
 		h.heading = headingLevel(name)
+		h.headStart = lo
 		h.headText.Reset()
 		if id := attrs["id"]; id != "" {
 			h.doc.anchor(id)
@@ -169,6 +172,11 @@ func (h *htmlWalker) end1(name string) {
 			h.firstHeading = title
 		}
 		lvl := h.heading
+		if lvl == 1 && len(h.doc.units) == 0 && len(h.doc.pending) == 0 && h.doc.pageHeading == "" {
+			h.doc.pageHeading = title // a leading <h1> names the page, whatever <title> says
+		} else {
+			h.doc.heading(title, h.headStart)
+		}
 		path := h.headings[:min(lvl-1, len(h.headings))]
 		for len(path) < lvl-1 {
 			path = append(path, "")
@@ -179,6 +187,8 @@ func (h *htmlWalker) end1(name string) {
 	case name == "pre":
 		h.flush()
 		h.inPre = max(0, h.inPre-1)
+	case name == "td" || name == "th":
+		h.text.WriteByte(' ') // cells apart: "MetricMeaning" is no word
 	case blockElement(name):
 		h.flush()
 	}

@@ -50,6 +50,7 @@ func readMarkdown(src []byte) (*sourceDoc, error) {
 		w.src, w.base = body[seg.start:seg.end], offset+seg.start
 		w.blocks(markdown.Parser().Parse(text.NewReader(w.src)))
 	}
+	d.finish(sectionPath(w.headings), len(src))
 	if d.title == "" {
 		d.title = w.firstHeading
 	}
@@ -143,11 +144,16 @@ func (w *mdWalker) heading(h *ast.Heading) {
 	var il inlineText
 	il.walk(h, w.src)
 	title := strings.Join(strings.Fields(il.b.String()), " ")
+	page := false
 	if w.firstHeading == "" && h.Level == 1 { // "## Overview" names a section, not the page
 		w.firstHeading = title
-		if len(w.doc.units) == 0 {
-			w.doc.pageHeading = title // "# Page name" at the top names the page: not a section of it
+		if len(w.doc.units) == 0 && len(w.doc.pending) == 0 {
+			w.doc.pageHeading, page = title, true // "# Page name" at the top names the page: not a section of it
 		}
+	}
+	if !page {
+		start, _ := blockSpan(h)
+		w.doc.heading(title, w.base+start)
 	}
 	lvl := max(1, min(h.Level, 6))
 	path := w.headings[:min(lvl-1, len(w.headings))]
@@ -222,8 +228,12 @@ func (t *inlineText) walk(n ast.Node, src []byte) {
 			t.links = append(t.links, rawLink{target: c.target, wiki: true, offset: c.offset})
 			t.b.WriteString(c.label)
 		case *ast.AutoLink:
-			// a URL is not text a question asks about: counted, dropped
+			// a URL is not text a question asks about: counted, dropped;
+			// an e-mail address is, and stays
 			t.links = append(t.links, rawLink{external: true})
+			if c.AutoLinkType == ast.AutoLinkEmail {
+				t.b.Write(c.Label(src))
+			}
 		case *ast.RawHTML:
 			// nor is a tag
 		case *east.TableRow, *east.TableHeader:

@@ -10,16 +10,18 @@ import (
 
 // sourceDoc is one file's extracted content.
 type sourceDoc struct {
-	rel, title  string
-	pageHeading string // a leading "# Heading" naming the page
-	src         []byte
-	lines       []int // offsets of line starts, made by line
-	aliases     []string
-	meta        map[string]any
-	units       []unit
-	anchors     map[string]int // heading or element id → the unit it opens
-	notes       []string       // warnings about how the file was read
-	passages    []passage      // after cut
+	rel, title   string
+	pageHeading  string // a leading "# Heading" naming the page
+	src          []byte
+	lines        []int // offsets of line starts, made by line
+	aliases      []string
+	meta         map[string]any
+	units        []unit
+	anchors      map[string]int // heading or element id → the unit it opens
+	notes        []string       // warnings about how the file was read
+	pending      []string       // headings waiting for the next unit
+	pendingStart int            // where the first of them starts
+	passages     []passage      // after cut
 }
 
 // unit is a block of text (a paragraph, list, table or code block) under
@@ -81,12 +83,54 @@ func (d *sourceDoc) line(off int) int {
 	return i
 }
 
+// resolvedPath is where a relative file link points under the root ("" for
+// wiki links, or when that is the link as written).
+func (d *sourceDoc) resolvedPath(l rawLink) string {
+	target, _, _ := strings.Cut(l.target, "#")
+	if l.wiki || target == "" || strings.HasPrefix(target, "/") {
+		return ""
+	}
+	if p := path.Join(path.Dir(d.rel), target); p != target {
+		return p
+	}
+	return ""
+}
+
 // id is the document's id.
 func (d *sourceDoc) id() string { return PathID(d.rel) }
 
+// add appends a unit, opening it with the headings seen since the last
+// unit: a heading's words stay searchable, and a passage that took in a
+// short section still holds that section's heading.
 func (d *sourceDoc) add(u unit) {
+	if len(d.pending) > 0 {
+		u.text = strings.TrimSpace(strings.Join(d.pending, "\n") + "\n" + u.text)
+		u.start = min(u.start, d.pendingStart)
+		if u.end < u.start {
+			u.end = u.start
+		}
+		d.pending = nil
+	}
 	if u.text != "" {
 		d.units = append(d.units, u)
+	}
+}
+
+// heading records a section heading at byte start for the next unit.
+func (d *sourceDoc) heading(text string, start int) {
+	if text == "" {
+		return
+	}
+	if len(d.pending) == 0 {
+		d.pendingStart = start
+	}
+	d.pending = append(d.pending, text)
+}
+
+// finish keeps headings no text followed, as a unit of their own.
+func (d *sourceDoc) finish(section string, end int) {
+	if len(d.pending) > 0 {
+		d.add(unit{section: section, start: d.pendingStart, end: end})
 	}
 }
 
@@ -237,7 +281,7 @@ func (im *importer) linkEdges() []Edge {
 				case external:
 					im.rep.External++
 				case !ok:
-					im.rep.Dangling = append(im.rep.Dangling, Dangling{From: d.id(), Line: d.line(l.offset), Target: l.target})
+					im.rep.Dangling = append(im.rep.Dangling, Dangling{From: d.id(), Line: d.line(l.offset), Target: l.target, Path: d.resolvedPath(l)})
 				case to == from:
 					im.rep.NotLinked++
 				case !seen[[2]string{from, to}]:

@@ -387,7 +387,7 @@ func NewReport(ix *index.Index, o Options) (*Report, error) {
 		depth = max(depth, ContextDepth)
 	}
 	return &Report{Created: time.Now().UTC().Format(time.RFC3339), Index: ix.Dir, K: o.K, Cutoffs: o.Cutoffs,
-		Depth: depth, Concurrency: o.Concurrency, GroupBy: o.GroupBy, Topological: ix.Meta.Edges > 0, ContextBudgets: o.ContextBudgets}, nil
+		Depth: depth, Concurrency: o.Concurrency, GroupBy: o.GroupBy, Topological: ix.Meta.Edges > 0 && o.GroupBy != retrieve.GroupDocument, ContextBudgets: o.ContextBudgets}, nil
 }
 
 // add records one query's scores (ok false: skipped, no relevant node).

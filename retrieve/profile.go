@@ -295,6 +295,9 @@ func WriteProfile(path string, p *Profile, replace bool) error {
 // Auto is the method name that picks DefaultProfile for the index.
 const Auto = "auto"
 
+// AutoMethods are the methods Auto may pick.
+var AutoMethods = []string{"ppr", "bm25"}
+
 // linkKinds are the edge kinds seeded PageRank is measured to gain from:
 // links between pages and mentions of one page's title in another.
 var linkKinds = []string{"links", "mentions"}

@@ -151,7 +151,7 @@ func Run(ctx context.Context, ix *index.Index, qs []corpus.Query, o Options) (*R
 	}
 	res.N = len(ids)
 	if res.N < o.Folds {
-		return nil, fmt.Errorf("tune: %d questions have judgements, fewer than %d folds", res.N, o.Folds)
+		return nil, fmt.Errorf("tune: %d questions have judgements, fewer than %d folds: write more questions (20 or more), or lower --folds", res.N, o.Folds)
 	}
 	res.choose(folds(res.N, o.Folds, o.Seed))
 	return res, nil
@@ -162,7 +162,7 @@ func (o *Options) validate(nq int) error {
 	case o.Folds < 2:
 		return fmt.Errorf("tune: folds must be ≥ 2, got %d", o.Folds)
 	case nq < o.Folds:
-		return fmt.Errorf("tune: %d questions, fewer than %d folds", nq, o.Folds)
+		return fmt.Errorf("tune: %d questions, fewer than %d folds: write more questions (20 or more), or lower --folds", nq, o.Folds)
 	case o.Concurrency < 1:
 		return fmt.Errorf("tune: concurrency must be ≥ 1, got %d", o.Concurrency)
 	}
@@ -356,15 +356,24 @@ func (r *Result) choose(fold []int) {
 		}
 		byMethod[row.Method] = append(byMethod[row.Method], i)
 	}
-	best := bestOn(r.Rows, all, fold, -1)
-	r.Chosen, r.Dev = r.Rows[best].Candidate, r.Rows[best].Dev
 	r.CV = crossValidate(r.Rows, all, fold, r.Folds)
+	cv := map[string]float64{}
 	for _, m := range order {
 		rows := byMethod[m]
 		b := bestOn(r.Rows, rows, fold, -1)
+		cv[m] = crossValidate(r.Rows, rows, fold, r.Folds)
 		r.Methods = append(r.Methods, MethodResult{Method: m, Best: r.Rows[b].Candidate, Dev: r.Rows[b].Dev,
-			CV: crossValidate(r.Rows, rows, fold, r.Folds), P50MS: r.Rows[b].P50MS, Tried: len(rows)})
+			CV: cv[m], P50MS: r.Rows[b].P50MS, Tried: len(rows)})
 	}
+	// The best dev score wins; among equal ones, the method whose choice
+	// held up best on held-out folds (higher cv), then the first listed.
+	best := bestOn(r.Rows, all, fold, -1)
+	for _, i := range all {
+		if r.Rows[i].Dev == r.Rows[best].Dev && cv[r.Rows[i].Method] > cv[r.Rows[best].Method] {
+			best = i
+		}
+	}
+	r.Chosen, r.Dev = r.Rows[best].Candidate, r.Rows[best].Dev
 	slices.SortStableFunc(r.Methods, func(a, b MethodResult) int {
 		switch {
 		case a.CV > b.CV:

@@ -89,7 +89,7 @@ cut-off (--cutoffs and --k; 100 by default) and written as a TREC run beside --r
 	fl := cmd.Flags()
 	fl.StringVar(&f.index, "index", "", "index folder")
 	fl.StringVar(&f.queries, "queries", "", "queries.jsonl with gold ids (default: <index source>/queries.jsonl)")
-	fl.StringVar(&f.methods, "method", "bm25,vector", "comma-separated methods: "+strings.Join(retrieve.Names(), ", "))
+	fl.StringVar(&f.methods, "method", "bm25,vector", "comma-separated methods: auto (what query and serve run without one), "+strings.Join(retrieve.Names(), ", "))
 	fl.IntVarP(&f.k, "k", "k", 10, "cut-off shown in the table")
 	fl.StringVar(&f.cutoffs, "cutoffs", "1,2,5,10,20,100", "cut-offs computed for the report")
 	fl.StringVar(&f.report, "report", "", "write the JSON report here")
@@ -120,6 +120,11 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err := f.sf.useProfile(f.profile, f.index, &f.methods, &f.groupBy, "method"); err != nil {
 		return nil, err
 	}
+	if p := f.sf.profile; p != nil && p.Tuned != nil && !cmd.Flags().Changed("k") { // report at the cut-off it was tuned for
+		if _, k, ok := strings.Cut(p.Tuned.Metric, "@"); ok {
+			fmt.Sscan(k, &f.k)
+		}
+	}
 	names, err := methodList(f.methods)
 	if err != nil {
 		return nil, err
@@ -138,8 +143,15 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	if err := retrieve.CheckGroupBy(f.groupBy); err != nil {
 		return nil, fmt.Errorf("--group-by: %w", err)
 	}
-	cfgs, err := f.sf.configs(retrieve.NewConfig, names) // every method flag before the index is read
-	if err != nil {
+	auto := slices.Contains(names, retrieve.Auto)
+	if auto && f.profile != "" {
+		return nil, fmt.Errorf("--method auto and --profile name two defaults; give one")
+	}
+	early := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == retrieve.Auto })
+	if auto {
+		early = append(early, retrieve.AutoMethods...)
+	}
+	if _, err := f.sf.configs(retrieve.NewConfig, early); err != nil { // every method flag before the index is read
 		return nil, err
 	}
 	ix, err := openIndex(g, f.index, f.biEncoder, f.pooling)
@@ -147,6 +159,17 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 		return nil, err
 	}
 	defer ix.Close()
+	if auto { // what query and serve run without a method, under its own name
+		f.sf.profile = retrieve.DefaultProfile(ix)
+		names = slices.Compact(slices.Replace(names, slices.Index(names, retrieve.Auto), slices.Index(names, retrieve.Auto)+1, f.sf.profile.Method))
+		if dup := slices.Index(names, f.sf.profile.Method); dup >= 0 && slices.Index(names[dup+1:], f.sf.profile.Method) >= 0 {
+			return nil, fmt.Errorf("--method: auto is %s on this index, which is listed too", f.sf.profile.Method)
+		}
+	}
+	cfgs, err := f.sf.configs(retrieve.NewConfig, names)
+	if err != nil {
+		return nil, err
+	}
 	defaulted := f.queries == ""
 	if defaulted {
 		f.queries = filepath.Join(ix.Meta.Source, corpus.QueriesFile)

@@ -64,9 +64,6 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 			if err := corpus.CheckTarget(out); err != nil { // before reading the dataset
 				return fmt.Errorf("-o %s: %w", out, err)
 			}
-			if !cmd.Flags().Changed("min-words") { // the default shrinks with a smaller --max-words
-				files.MinWords = min(files.MinWords, files.MaxWords/5)
-			}
 			opt := corpus.ReadOptions{SkipInvalid: skip, Logger: g.log}
 			var c *corpus.Corpus
 			var err error
@@ -127,7 +124,7 @@ Answer-only datasets are evaluated by answer_recall@k (gleaner eval).`,
 	cmd.Flags().StringSliceVar(&files.Exclude, "exclude", nil, "files: globs of files and folders to leave out")
 	cmd.Flags().BoolVar(&files.Hidden, "hidden", false, "files: read files and folders whose names start with '.'")
 	cmd.Flags().IntVar(&files.MaxWords, "max-words", files.MaxWords, "files: most words in one passage")
-	cmd.Flags().IntVar(&files.MinWords, "min-words", files.MinWords, "files: a heading starts a new passage once the open one has this many words (default 40, or a fifth of --max-words when smaller)")
+	cmd.Flags().IntVar(&files.MinWords, "min-words", files.MinWords, "files: a heading starts a new passage only once the open one has this many words (0: at every heading)")
 	cmd.Flags().Int64Var(&files.MaxFileBytes, "max-file-bytes", files.MaxFileBytes, "files: refuse larger files")
 	return cmd
 }
@@ -155,7 +152,11 @@ func printFilesReport(w io.Writer, rep *corpus.FilesReport) {
 	fmt.Fprintf(w, "%d dangling links (their targets are not in the folder):\n", len(rep.Dangling))
 	const show = 20
 	for _, d := range rep.Dangling[:min(show, len(rep.Dangling))] {
-		fmt.Fprintf(w, "  %s:%d → %s\n", d.From, d.Line, d.Target)
+		if d.Path != "" {
+			fmt.Fprintf(w, "  %s:%d → %s (%s)\n", d.From, d.Line, d.Target, d.Path)
+		} else {
+			fmt.Fprintf(w, "  %s:%d → %s\n", d.From, d.Line, d.Target)
+		}
 	}
 	if len(rep.Dangling) > show {
 		fmt.Fprintf(w, "  … and %d more\n", len(rep.Dangling)-show)

@@ -57,10 +57,12 @@ func newQuery(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			if method != retrieve.Auto { // every flag before the index is read
-				if _, err := sf.configs(retrieve.NewConfig, []string{method}, allow...); err != nil {
-					return err
-				}
+			early := []string{method} // every flag before the index is read
+			if method == retrieve.Auto {
+				early = retrieve.AutoMethods
+			}
+			if _, err := sf.configs(retrieve.NewConfig, early, allow...); err != nil {
+				return err
 			}
 			ix, err := openIndex(g, dir, biEncoder, pooling)
 			if err != nil {

@@ -140,4 +140,8 @@ func printTune(out io.Writer, r *tune.Result) {
 		fmt.Fprintf(out, "skipped %s: %s\n", s.Method, s.Reason)
 	}
 	fmt.Fprintf(out, "chosen: %s — %s dev %.3f; the whole choice cross-validated: %.3f\n", r.Chosen, r.Metric, r.Dev, r.CV)
+	fmt.Fprintf(out, "(cv: settings chosen on the other folds, scored on each; choosing among every method's settings overfits more than within one, so that last figure is usually lower)\n")
+	if r.N < 20 {
+		fmt.Fprintf(out, "note: %d questions: one question moves a score by %.2f or more, so differences this small are noise; write 20 or more\n", r.N, 1/float64(r.N))
+	}
 }
