@@ -217,7 +217,7 @@ func buildVectors(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) 
 	b.vecs = make([]float32, len(c.Nodes)*m.Dims)
 	m.EmbedDocs(b.post, b.vecs)
 	if m.Dims < cfg.lsa.Dims {
-		cfg.log.Warn("lsa: fewer dimensions than asked: the term-document matrix has no higher rank", "asked", cfg.lsa.Dims, "dims", m.Dims)
+		cfg.log.Info("lsa: fewer dimensions than asked, as a corpus this small has no more (harmless)", "asked", cfg.lsa.Dims, "dims", m.Dims)
 	}
 	cfg.log.Info("lsa fitted", "dims", m.Dims, "terms", len(m.IDF))
 	return nil

@@ -87,7 +87,8 @@ are listed as skipped, with the command that builds it. Setting flags given (e.g
 			}
 			printTune(cmd.OutOrStdout(), res)
 			abs, _ := filepath.Abs(dir)
-			rec := retrieve.TuneRecord{Index: abs, Queries: queries, Seed: o.Seed, Created: time.Now().UTC().Format(time.RFC3339)}
+			absQ, _ := filepath.Abs(queries)
+			rec := retrieve.TuneRecord{Index: abs, Queries: absQ, Seed: o.Seed, Created: time.Now().UTC().Format(time.RFC3339)}
 			if err := retrieve.WriteProfile(out, res.Profile(groupBy, rec, o.Base), force); err != nil {
 				return err
 			}
