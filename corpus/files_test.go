@@ -15,22 +15,6 @@ import (
 	"testing"
 )
 
-// writeTree writes files (path → content) under a new folder.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, body := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
 func importTree(t *testing.T, root string, o FilesOptions) (*Corpus, *FilesReport) {
 	t.Helper()
 	c, rep, err := FromFiles(context.Background(), root, o)
@@ -87,7 +71,7 @@ Page the ` + "`payments`" + ` rota. Run:
 }
 
 func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
-	c, rep := importTree(t, writeTree(t, wikiTree), DefaultFilesOptions())
+	c, rep := importTree(t, writeFiles(t, wikiTree), DefaultFilesOptions())
 	if rep.Files != 5 || rep.Ignored != 1 {
 		t.Fatalf("files %d ignored %d, want 5 and 1 (the png; .git is hidden)", rep.Files, rep.Ignored)
 	}
@@ -146,7 +130,7 @@ func TestFromFilesTextTitlesMetaAndLinks(t *testing.T) {
 }
 
 func TestFromFilesGlobs(t *testing.T) {
-	root := writeTree(t, wikiTree)
+	root := writeFiles(t, wikiTree)
 	o := DefaultFilesOptions()
 	o.Include, o.Exclude = []string{"**/*.md"}, []string{"services"}
 	c, rep := importTree(t, root, o)
@@ -189,7 +173,7 @@ func TestFromFilesCutsDocumentsAtHeadings(t *testing.T) {
 	src := longDoc()
 	o := DefaultFilesOptions()
 	o.MaxWords, o.MinWords = 130, 10
-	c, _ := importTree(t, writeTree(t, map[string]string{"h.md": src}), o)
+	c, _ := importTree(t, writeFiles(t, map[string]string{"h.md": src}), o)
 	var sections []string
 	for i, n := range c.Nodes {
 		if n.Doc != "h.md" || n.ID != "h.md#"+itoa(i+1) {
@@ -232,7 +216,7 @@ func TestFromFilesCutsDocumentsAtHeadings(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestFromFilesRoundTripsThroughWrite(t *testing.T) {
-	root := writeTree(t, wikiTree)
+	root := writeFiles(t, wikiTree)
 	c, _ := importTree(t, root, DefaultFilesOptions())
 	out := filepath.Join(t.TempDir(), "c")
 	if err := Write(out, c); err != nil {
@@ -301,7 +285,7 @@ func TestFromFilesRefusesHostileFiles(t *testing.T) {
 	}
 	for name, make := range cases {
 		t.Run(name, func(t *testing.T) {
-			root := writeTree(t, map[string]string{"good.md": "# Good\n\nfine text\n"})
+			root := writeFiles(t, map[string]string{"good.md": "# Good\n\nfine text\n"})
 			bad := make(t, root)
 			o := DefaultFilesOptions()
 			o.MaxFileBytes = 1000
@@ -320,7 +304,7 @@ func TestFromFilesRefusesHostileFiles(t *testing.T) {
 }
 
 func TestFromFilesDoesNotFollowFolderLinks(t *testing.T) {
-	root := writeTree(t, map[string]string{"a/page.md": "# Page\n\ntext\n"})
+	root := writeFiles(t, map[string]string{"a/page.md": "# Page\n\ntext\n"})
 	if err := os.Symlink("..", filepath.Join(root, "a", "up")); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +318,7 @@ func TestFromFilesUnreadable(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads any file")
 	}
-	root := writeTree(t, map[string]string{"a.md": "x", "b.md": "y"})
+	root := writeFiles(t, map[string]string{"a.md": "x", "b.md": "y"})
 	p := filepath.Join(root, "b.md")
 	if err := os.Chmod(p, 0); err != nil {
 		t.Fatal(err)
@@ -379,7 +363,7 @@ func TestPathIDEscapes(t *testing.T) {
 }
 
 func TestFromFilesTitleIsNotASectionHeading(t *testing.T) {
-	c, _ := importTree(t, writeTree(t, map[string]string{
+	c, _ := importTree(t, writeFiles(t, map[string]string{
 		"cold-harbour.md": "Our generator vendor.\n\n## What they do\n\nThey service the generators.\n",
 		"late.md":         "Some text first.\n\n# Late Title\n\nmore\n",
 		"page.html":       "<h2>Section</h2><p>text</p><h1>Page</h1><p>more</p>",
@@ -397,7 +381,7 @@ func TestFromFilesReadsPathologicalBlocksAsText(t *testing.T) {
 	src := "# Page\n\n## Before\n\nSee [x](b.md).\n\n" + strings.Repeat("[a](", 3000) + "\n\n## After\n\nAlso [y](b.md).\n"
 	o := DefaultFilesOptions()
 	o.MinWords = 0
-	c, rep := importTree(t, writeTree(t, map[string]string{"a.md": src, "b.md": "# B\n\nb\n"}), o)
+	c, rep := importTree(t, writeFiles(t, map[string]string{"a.md": src, "b.md": "# B\n\nb\n"}), o)
 	var sections []string
 	for _, n := range c.Nodes {
 		if n.Doc == "a.md" {
@@ -424,7 +408,7 @@ func TestSplitUnitLinksGoToOnePiece(t *testing.T) {
 	o := DefaultFilesOptions()
 	o.MaxWords, o.MinWords = 100, 0
 	files := map[string]string{"p.md": b.String(), "T0.md": "t", "T1.md": "t", "T2.md": "t"}
-	c, rep := importTree(t, writeTree(t, files), o)
+	c, rep := importTree(t, writeFiles(t, files), o)
 	if rep.Links > 3*len(c.Nodes) || rep.Links < 6 {
 		t.Fatalf("%d link edges from %d nodes", rep.Links, len(c.Nodes))
 	}
@@ -451,14 +435,14 @@ func TestFrontMatterKeepsWhatWasWritten(t *testing.T) {
 			t.Fatalf("%q accepted", bad)
 		}
 	}
-	c, rep := importTree(t, writeTree(t, map[string]string{"t.md": "+++\ntitle = \"x\"\n+++\nbody text\n"}), DefaultFilesOptions())
+	c, rep := importTree(t, writeFiles(t, map[string]string{"t.md": "+++\ntitle = \"x\"\n+++\nbody text\n"}), DefaultFilesOptions())
 	if c.Nodes[0].Text != "body text" || c.Nodes[0].Meta != nil || rep.Files != 1 {
 		t.Fatalf("TOML front-matter: %+v", c.Nodes[0])
 	}
 }
 
 func TestFromFilesNamesAndLinksThatMisbehave(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := writeFiles(t, map[string]string{
 		"a.md":    "# A\n\n[[Dup]] and [[dup]]\n",
 		"d1.md":   "---\ntitle: Dup\n---\nx\n",
 		"d2.md":   "---\ntitle: Dup\n---\ny\n",
@@ -490,11 +474,11 @@ func TestFromFilesNamesAndLinksThatMisbehave(t *testing.T) {
 
 func TestHTMLCharsetAndTitle(t *testing.T) {
 	latin1 := "<html><head><meta charset=\"iso-8859-1\"><title>Caf\xe9</title></head><body><svg><title>icon</title></svg><p>cr\xe8me br\xfbl\xe9e</p></body></html>"
-	c, _ := importTree(t, writeTree(t, map[string]string{"p.html": latin1}), DefaultFilesOptions())
+	c, _ := importTree(t, writeFiles(t, map[string]string{"p.html": latin1}), DefaultFilesOptions())
 	if n := c.Nodes[0]; n.Title != "Café" || n.Text != "crème brûlée" {
 		t.Fatalf("latin-1 page: %+v", n)
 	}
-	_, _, err := FromFiles(context.Background(), writeTree(t, map[string]string{"q.html": "<p>caf\xe9</p>"}), DefaultFilesOptions())
+	_, _, err := FromFiles(context.Background(), writeFiles(t, map[string]string{"q.html": "<p>caf\xe9</p>"}), DefaultFilesOptions())
 	if err == nil || !strings.Contains(err.Error(), "no other charset declared") {
 		t.Fatalf("undeclared non-UTF-8: %v", err)
 	}
@@ -523,7 +507,7 @@ func TestHeadingsAddressesAndCellsStay(t *testing.T) {
 	for _, minWords := range []int{0, 40} {
 		o := DefaultFilesOptions()
 		o.MinWords = minWords
-		c, _ := importTree(t, writeTree(t, map[string]string{"faq.md": md, "g.html": html}), o)
+		c, _ := importTree(t, writeFiles(t, map[string]string{"faq.md": md, "g.html": html}), o)
 		var all strings.Builder
 		for _, n := range c.Nodes {
 			all.WriteString(n.Text + "\n")
