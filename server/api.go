@@ -80,8 +80,10 @@ func decodeError(err error, l Limits) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return &FieldError{Msg: fmt.Sprintf("want a JSON object, got %s", te.Value)}
 	case errors.As(err, &te):
-		return &FieldError{Field: te.Field, Msg: fmt.Sprintf("want %s, got %s", te.Type, te.Value)}
+		return &FieldError{Field: te.Field, Msg: fmt.Sprintf("want %s, got %s", jsonKind(te.Type), te.Value)}
 	case errors.As(err, &se):
 		return &FieldError{Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -93,6 +95,23 @@ func decodeError(err error, l Limits) error {
 		return &FieldError{Msg: fmt.Sprintf("truncated JSON, or a body over %d bytes", l.MaxBodyBytes)}
 	}
 	return &FieldError{Msg: err.Error()}
+}
+
+// jsonKind names a Go type as the JSON a client sends.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a number"
 }
 
 // requestFields are RetrieveRequest's JSON names.
