@@ -34,7 +34,7 @@ shows how to write them) are split into --folds folds. A method's "cv" column ch
 its settings on all folds but one and scores the questions of that one, for each fold in
 turn: an estimate of how the choice does on new questions. "dev" is the chosen settings'
 score on every question, which is optimistic (it is what was chosen on). The profile is
-the configuration with the best dev score; the line under the table gives the cv of the
+the configuration with the best dev score (a tie goes to the better cv); the line under the table gives the cv of the
 whole choice. Keep questions you report apart: tune on a dev set, evaluate the profile
 on held-out questions with gleaner eval --profile.
 
