@@ -15,6 +15,12 @@ type metrics struct {
 	inFlight prometheus.Gauge
 	rejected prometheus.Counter
 	rounds   prometheus.Histogram
+	// bodyTimeouts counts requests whose body did not arrive in time.
+	bodyTimeouts prometheus.Counter
+	// shed counts idle connections closed to make room under the cap.
+	shed          prometheus.Counter
+	conns         prometheus.Gauge
+	rejectedConns prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -28,7 +34,14 @@ func newMetrics() *metrics {
 		Help: "Requests turned away with 503 because the server was at max in flight."})
 	m.rounds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gleaner_stream_rounds",
 		Help: "Rounds emitted per streamed request.", Buckets: prometheus.LinearBuckets(1, 1, 12)})
-	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.rejected, m.rounds,
+	m.bodyTimeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_body_timeouts_total",
+		Help: "Requests answered 408 because their body did not arrive within the body timeout."})
+	m.shed = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_connections_shed_total",
+		Help: "Idle or silent connections closed to make room at the connection cap."})
+	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gleaner_connections", Help: "Open client connections."})
+	m.rejectedConns = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_connections_rejected_total",
+		Help: "Connections closed at once because every connection at the cap was serving a request."})
+	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,6 +26,19 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.metrics.requests.WithLabelValues(method, strconv.Itoa(code)).Inc()
 	}()
+	// The body is read before a slot is taken, within BodyTimeout: a client
+	// that never finishes its body holds its connection until then, never
+	// one of the MaxInFlight slots real requests need.
+	body, err := s.readBody(w, r)
+	if err != nil {
+		code = http.StatusBadRequest
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.Field == "timeout" {
+			code, fe.Field = http.StatusRequestTimeout, ""
+		}
+		writeError(w, code, err)
+		return
+	}
 	select { // admission: fail fast when full, never queue without bound
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
@@ -35,7 +51,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.inFlight.Inc()
 	defer s.metrics.inFlight.Dec()
-	req, err := DecodeRequest(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes), s.cfg.Limits)
+	req, err := DecodeRequest(bytes.NewReader(body), s.cfg.Limits)
 	if err != nil {
 		code = http.StatusBadRequest
 		writeError(w, code, err)
@@ -84,6 +100,35 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	code = s.answer(ctx, w, e.ix, m, req, start)
 	s.metrics.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+}
+
+// readBody reads a request body of at most MaxBodyBytes that must arrive
+// within BodyTimeout (a read deadline on the connection, cleared after).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil // not every writer has a connection
+	body, err := io.ReadAll(io.LimitReader(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes), s.cfg.Limits.MaxBodyBytes+1))
+	if err != nil {
+		// The connection is done: net/http would otherwise read the rest
+		// of the body before answering, waiting on the very client that
+		// stalled.
+		w.Header().Set("Connection", "close")
+	} else if deadline {
+		rc.SetReadDeadline(time.Time{})
+	}
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		s.metrics.bodyTimeouts.Inc()
+		return nil, &FieldError{Field: "timeout", Msg: fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout)}
+	case err != nil:
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &FieldError{Msg: fmt.Sprintf("a body over %d bytes", s.cfg.Limits.MaxBodyBytes)}
+		}
+		return nil, &FieldError{Msg: "reading the body: " + clip(err.Error())}
+	}
+	return body, nil
 }
 
 // applyDefaults fills what the request left to the server: the method

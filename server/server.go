@@ -45,6 +45,15 @@ type Config struct {
 	MaxInFlight int
 	// Timeout is the longest a request may run (timeout_ms may ask less).
 	Timeout time.Duration
+	// BodyTimeout is how long a request's body may take to arrive; it is
+	// read before the request takes one of the MaxInFlight slots, so slow
+	// or stalled bodies cannot hold them (408 past it).
+	BodyTimeout time.Duration
+	// HeaderTimeout bounds the wait for a request's headers, IdleTimeout a
+	// keep-alive connection's wait for its next request, and MaxConns the
+	// open connections (HTTPServer and Listener apply them).
+	HeaderTimeout, IdleTimeout time.Duration
+	MaxConns                   int
 	// MaxOptionSets bounds the distinct option sets per index and method
 	// whose methods (schedulers, caches) the server keeps.
 	MaxOptionSets int
@@ -56,7 +65,8 @@ type Config struct {
 // DefaultConfig serves with the methods' defaults, 256 requests in
 // flight, a 10 s timeout and 1 MiB bodies; set Indexes and Backend.
 func DefaultConfig() Config {
-	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, MaxOptionSets: 16,
+	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
+		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default()}
 }
 
@@ -64,8 +74,10 @@ func (c Config) validate() error {
 	switch {
 	case len(c.Indexes) == 0:
 		return errors.New("server: no indexes")
-	case c.MaxInFlight < 1 || c.Timeout <= 0 || c.MaxOptionSets < 1:
-		return fmt.Errorf("server: max in flight %d, timeout %v and max option sets %d must be positive (start from DefaultConfig)", c.MaxInFlight, c.Timeout, c.MaxOptionSets)
+	case c.HeaderTimeout <= 0 || c.IdleTimeout <= 0 || c.MaxConns < 1:
+		return fmt.Errorf("server: header timeout %v, idle timeout %v and max conns %d must be positive (start from DefaultConfig)", c.HeaderTimeout, c.IdleTimeout, c.MaxConns)
+	case c.MaxInFlight < 1 || c.Timeout <= 0 || c.BodyTimeout <= 0 || c.MaxOptionSets < 1:
+		return fmt.Errorf("server: max in flight %d, timeout %v, body timeout %v and max option sets %d must be positive (start from DefaultConfig)", c.MaxInFlight, c.Timeout, c.BodyTimeout, c.MaxOptionSets)
 	case c.Limits.MaxBodyBytes < 1 || c.Limits.MaxQueryBytes < 1 || c.Limits.MaxK < 1:
 		return fmt.Errorf("server: limits %+v must be positive (start from DefaultConfig)", c.Limits)
 	case c.Logger == nil:
@@ -136,6 +148,7 @@ type Server struct {
 	reloadMu sync.Mutex
 	slots    chan struct{}
 	metrics  *metrics
+	guard    *connGuard
 	ready    atomic.Bool
 }
 
@@ -149,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
+	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
 	s.set.Store(set)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	if ms, ok := cfg.Backend.(engine.MemoryStater); ok {
@@ -242,6 +256,10 @@ type statusRecorder struct {
 }
 
 func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+
+// Unwrap lets http.ResponseController reach the connection (the body's
+// read deadline).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()

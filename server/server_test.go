@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -604,4 +606,139 @@ func TestStartRefusesAProfileAnIndexCannotRun(t *testing.T) {
 			t.Fatalf("profile %+v: %v", p, err)
 		}
 	}
+}
+
+// serveGuarded serves s over real TCP with its connection defences.
+func serveGuarded(t *testing.T, s *server.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := s.HTTPServer()
+	go hs.Serve(s.Listener(ln))
+	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
+	return "http://" + ln.Addr().String()
+}
+
+// stall opens a connection that sends a request's headers and part of its
+// body, then nothing.
+func stall(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(addr, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /v1/retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"index\":")
+	return c
+}
+
+// Stalled bodies no longer hold the request slots: with 4 slots and 257
+// stalled bodies, every well-behaved request is answered 200.
+func TestStalledBodiesDoNotHoldSlots(t *testing.T) {
+	s := mustServer(t, func(c *server.Config) { c.MaxInFlight, c.BodyTimeout = 4, 2*time.Second })
+	addr := serveGuarded(t, s)
+	var stalled []net.Conn
+	for range 257 {
+		stalled = append(stalled, stall(t, addr))
+	}
+	defer func() {
+		for _, c := range stalled {
+			c.Close()
+		}
+	}()
+	c, err := client.New(addr, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "bm25"}); err != nil {
+			t.Fatalf("request %d beside 257 stalled bodies: %v", i, err)
+		}
+	}
+	// A stalled body gets 408 once its time is up.
+	buf := make([]byte, 512)
+	stalled[0].SetReadDeadline(time.Now().Add(20 * time.Second))
+	n, rerr := stalled[0].Read(buf)
+	if !strings.Contains(string(buf[:n]), "408") {
+		t.Fatalf("a stalled body got %q (%v), want a 408", buf[:n], rerr)
+	}
+}
+
+// A flood of silent and idle connections past the cap is shed, oldest
+// first, and a real client keeps being served.
+func TestIdleFloodLeavesClientsServed(t *testing.T) {
+	s := mustServer(t, func(c *server.Config) { c.MaxConns = 64 })
+	addr := serveGuarded(t, s)
+	host := strings.TrimPrefix(addr, "http://")
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	c, err := client.New(addr, &http.Client{Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for round := range 20 {
+		for range 100 { // 2,000 connections in all, 64 allowed
+			conn, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			flood = append(flood, conn)
+		}
+		for range 5 {
+			if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band city", Method: "bm25"}); err == nil {
+				ok++
+			} else {
+				t.Logf("round %d: %v", round, err)
+			}
+		}
+	}
+	if ok < 99 { // ≥ 99 % of 100
+		t.Fatalf("%d of 100 requests served beside 2,000 idle connections", ok)
+	}
+	open, shed := gauge(t, s, "gleaner_connections"), gauge(t, s, "gleaner_connections_shed_total")
+	if open > 64 || shed < 2000-64 {
+		t.Fatalf("%v connections open (cap 64), %v shed", open, shed)
+	}
+}
+
+// gauge reads one metric of s's registry.
+func gauge(t *testing.T, s *server.Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// mustServer makes a server over the test index (not yet listening).
+func mustServer(t *testing.T, mutate func(*server.Config)) *server.Server {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	cfg.Backend = cpu.New()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

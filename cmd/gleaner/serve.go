@@ -87,6 +87,10 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 	fl.StringVar(&profile, "profile", "", "a profile from gleaner tune: the method (and its settings and grouping) of requests that name none")
 	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests served at once; more get 503 with Retry-After")
 	fl.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a request may run (timeout_ms may ask less)")
+	fl.DurationVar(&cfg.BodyTimeout, "body-timeout", cfg.BodyTimeout, "longest a request body may take to arrive (408 past it); read before the request takes a slot")
+	fl.DurationVar(&cfg.HeaderTimeout, "header-timeout", cfg.HeaderTimeout, "longest the headers of a request may take to arrive")
+	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "longest a keep-alive connection may wait for its next request")
+	fl.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "open connections; at the cap a new one closes the longest-idle one")
 	fl.IntVar(&cfg.Limits.MaxK, "max-k", cfg.Limits.MaxK, "largest k a request may ask")
 	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
 	fl.IntVar(&cfg.MaxOptionSets, "max-option-sets", cfg.MaxOptionSets, "distinct option sets kept per index and method; another evicts the least recently used")
@@ -99,7 +103,8 @@ exits 0. The API is described in server/openapi.yaml; server/client is the Go cl
 // serve runs until SIGTERM/SIGINT (drain, exit 0) or a listener error;
 // SIGHUP reloads the indexes.
 func serve(ctx context.Context, s *server.Server, ln net.Listener, grace time.Duration) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := s.HTTPServer()
+	ln = s.Listener(ln)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
 	defer signal.Stop(sigs)
