@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // LinksKind is the edge kind of links between imported files.
@@ -278,9 +279,9 @@ func readSource(p string, max int64) ([]byte, error) {
 	if st, err := os.Stat(p); err != nil {
 		return nil, err
 	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+		return nil, fmt.Errorf("not a regular file (%s)", safefile.Kind(st.Mode()))
 	}
-	f, err := openNoBlock(p)
+	f, err := safefile.Open(p, max)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +291,7 @@ func readSource(p string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+		return nil, fmt.Errorf("not a regular file (%s)", safefile.Kind(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%d bytes, over the limit of %d per file", st.Size(), max)
@@ -354,18 +355,6 @@ func transcodeHTML(src []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: decoding its declared charset %s: %v", ErrMalformed, name, err)
 	}
 	return out, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }
 
 // checkText refuses binary and non-UTF-8 content, naming the place, and

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // ReadVectors reads user-supplied vectors, e.g. from an embedding API, and
@@ -37,7 +37,7 @@ func ReadVectors(path string, ids []string) ([]float32, int, error) {
 const MaxDims = 1 << 16
 
 func readVectorsJSONL(path string, ids []string) ([]float32, int, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path, safefile.MaxWeights)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -106,7 +106,7 @@ var npyShape = regexp.MustCompile(`'shape':\s*\((\d+),\s*(\d+)\)`)
 
 // readNPY reads a 2-D little-endian float32 .npy file (format 1.0–3.0).
 func readNPY(path string, rows int) ([]float32, int, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path, safefile.MaxWeights)
 	if err != nil {
 		return nil, 0, err
 	}

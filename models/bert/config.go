@@ -10,7 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Config holds the fields of a HuggingFace config.json that the forward
@@ -34,7 +35,7 @@ type Config struct {
 // LoadConfig reads config.json.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxConfig)
 	if err != nil {
 		return c, err
 	}
@@ -59,6 +60,12 @@ func (c *Config) Validate() error {
 	if c.VocabSize <= 0 || c.MaxPositions <= 0 || c.Intermediate <= 0 || c.TypeVocabSize <= 0 {
 		errs = append(errs, errors.New("vocab_size, max_position_embeddings, intermediate_size and type_vocab_size must be positive"))
 	}
+	if p := c.paramCount(); p > MaxParams {
+		errs = append(errs, fmt.Errorf("the shape holds %.3g parameters, more than gleaner loads (%.3g): a config from a real model, not %d layers of width %d", p, float64(MaxParams), c.Layers, c.Hidden))
+	}
+	if c.MaxPositions > maxPositions || c.TypeVocabSize > maxTypeVocab {
+		errs = append(errs, fmt.Errorf("max_position_embeddings %d and type_vocab_size %d must be at most %d and %d", c.MaxPositions, c.TypeVocabSize, maxPositions, maxTypeVocab))
+	}
 	if c.HiddenAct != "" && c.HiddenAct != "gelu" {
 		errs = append(errs, fmt.Errorf("hidden_act %q is not supported (gelu)", c.HiddenAct))
 	}
@@ -66,6 +73,22 @@ func (c *Config) Validate() error {
 		c.LayerNormEps = 1e-12
 	}
 	return errors.Join(errs...)
+}
+
+// Bounds a config must keep before anything is allocated for it: the
+// largest BERT-family encoders (XLM-R XXL) hold about 10⁹ parameters.
+const (
+	MaxParams    = 4e9
+	maxPositions = 1 << 20
+	maxTypeVocab = 1 << 10
+)
+
+// paramCount is the encoder's parameter count, in float64 so no product
+// of absurd sizes overflows.
+func (c *Config) paramCount() float64 {
+	h, i := float64(c.Hidden), float64(c.Intermediate)
+	embed := (float64(c.VocabSize) + float64(c.MaxPositions) + float64(c.TypeVocabSize)) * h
+	return embed + float64(c.Layers)*(4*h*h+2*h*i)
 }
 
 // prefix is the weight-name prefix of the encoder.

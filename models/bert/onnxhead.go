@@ -2,12 +2,12 @@ package bert
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/advancedclimatesystems/gonnx/onnx"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/onnxgraph"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
@@ -46,7 +46,7 @@ func LoadONNX(path string, cfg Config, b engine.Backend) (*Model, error) {
 // "x.weight_t" (in × out) transposed back. Exports that rename weights
 // (e.g. "onnx::MatMul_123") are not recognised; use safetensors for them.
 func TensorsFromONNX(path string) (map[string]safetensors.Tensor, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxWeights)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // replyCache keeps valid replies as one small JSON file each, written by
@@ -47,7 +49,7 @@ func openCache(dir string) (*replyCache, error) {
 func (c *replyCache) path(key string) string { return filepath.Join(c.dir, key[:2], key+".json") }
 
 func (c *replyCache) get(key string, log *slog.Logger) (cacheEntry, bool) {
-	b, err := os.ReadFile(c.path(key))
+	b, err := safefile.Read(c.path(key), safefile.MaxConfig)
 	if err != nil {
 		return cacheEntry{}, false
 	}

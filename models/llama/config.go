@@ -13,7 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Config holds the fields of a HuggingFace LlamaConfig (config.json) that
@@ -79,7 +80,7 @@ func (t *TokenIDs) UnmarshalJSON(b []byte) error {
 // LoadConfig reads config.json, with HuggingFace's defaults for absent
 // fields.
 func LoadConfig(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxConfig)
 	if err != nil {
 		return Config{}, err
 	}

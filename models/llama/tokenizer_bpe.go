@@ -3,10 +3,10 @@ package llama
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	tk "github.com/pkoukk/tiktoken-go"
 
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"github.com/gleaner-rag/gleaner/models/tokenize"
 )
 
@@ -65,7 +65,7 @@ type tiktokenBPE struct {
 
 // loadTiktokenBPE returns nil (and no error) when path is not such a file.
 func loadTiktokenBPE(path string) (Tokenizer, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxTokenizer)
 	if err != nil {
 		return nil, err
 	}

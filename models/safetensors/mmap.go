@@ -2,9 +2,9 @@ package safetensors
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Map opens a safetensors file memory-mapped read-only: F32 tensors share
@@ -13,7 +13,12 @@ import (
 // are converted as Read does. The tensors are valid until release is
 // called and must not be written.
 func Map(path string) (t map[string]Tensor, release func() error, err error) {
-	fi, err := os.Stat(path)
+	f, err := safefile.Open(path, safefile.MaxWeights) // a regular file: a device cannot be mapped as weights
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	f.Close()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,9 +12,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"unsafe"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Tensor is a named float32 tensor.
@@ -34,7 +35,7 @@ const maxHeader = 100 << 20
 
 // Read loads every tensor of a safetensors file as float32.
 func Read(path string) (map[string]Tensor, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxWeights)
 	if err != nil {
 		return nil, err
 	}

@@ -11,13 +11,14 @@ package tokenize
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"unicode"
 
 	"github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Tokenizer is safe for concurrent use once loaded.
@@ -57,7 +58,7 @@ type config struct {
 // also where the third-party loader would panic.
 func Load(path string) (t *Tokenizer, err error) {
 	defer recoverInto(&err, "tokenize: "+path)
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxTokenizer)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/bert"
 	"github.com/gleaner-rag/gleaner/models/ort"
@@ -259,7 +260,7 @@ var _ models.PairEncoder = (*Encoder)(nil)
 
 // fileHash is the hex sha256 of a file (index.TokenizerHash's definition).
 func fileHash(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxTokenizer)
 	if err != nil {
 		return "", err
 	}

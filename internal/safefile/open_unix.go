@@ -1,6 +1,6 @@
 //go:build unix
 
-package corpus
+package safefile
 
 import (
 	"os"
