@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -93,4 +95,42 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Errorf("requests: %d ok, %d not accepted, %d failed (want none failed)", ok.Load(), refused.Load(), failed.Load())
 	}
 	t.Logf("drain under load: %d requests ok, %d not accepted after SIGTERM, %d failed; index %s", ok.Load(), refused.Load(), failed.Load(), filepath.Base(idir))
+}
+
+// A client that stalls its request body does not keep the drain from
+// ending: past --grace the server closes it and exits 0.
+func TestServeExitsAfterGraceWithStalledClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server process")
+	}
+	_, idir := buildFullIndex(t, t.TempDir(), 13)
+	cmd := child([]string{"serve", "--index", "ix=" + idir, "--addr", "127.0.0.1:0", "--grace", "500ms", "--body-timeout", "1m"})
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, "http://") {
+		t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
+	}
+	host := strings.TrimSpace(line[strings.Index(line, "http://")+len("http://"):])
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"index\":")
+	time.Sleep(200 * time.Millisecond) // let the server take the request (not a timing assert: the exit code is)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM beside a stalled body\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "grace of 500ms over") {
+		t.Fatalf("no word of the connections cut:\n%s", stderr.String())
+	}
 }
