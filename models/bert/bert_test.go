@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
@@ -194,5 +195,10 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if m.Head != nil {
 		t.Error("bi-encoder has a head")
+	}
+	nan := RandomTensors(cfg, 1, true)
+	nan["bert.encoder.layer.0.attention.self.query.weight"].Data[3] = float32(math.NaN())
+	if _, err := New(cfg, nan, cpu.New()); err == nil || !strings.Contains(err.Error(), "attention.self.query.weight") {
+		t.Errorf("NaN weight: %v", err)
 	}
 }

@@ -3,7 +3,10 @@ package bert
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/models"
@@ -42,6 +45,9 @@ func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkFinite(t); err != nil {
+		return nil, err
+	}
 	w, err := loadWeights(cfg, t)
 	if err != nil {
 		return nil, err
@@ -62,6 +68,19 @@ func New(cfg Config, t map[string]safetensors.Tensor, b engine.Backend) (*Model,
 		}
 	}
 	return m, nil
+}
+
+// checkFinite refuses weights holding NaN or infinities, naming the
+// tensor: such a model scores every pair NaN, which would rank silently.
+func checkFinite(t map[string]safetensors.Tensor) error {
+	for _, name := range slices.Sorted(maps.Keys(t)) {
+		for i, x := range t[name].Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("bert: weight %s holds %v at element %d: refusing a model with NaN or infinite weights", name, x, i)
+			}
+		}
+	}
+	return nil
 }
 
 // Close frees the weights' copies on the backend; the model must not be
