@@ -117,16 +117,7 @@ func TestMain(m *testing.M) {
 
 func newServer(t *testing.T, mutate func(*server.Config)) (*server.Server, *httptest.Server, *client.Client) {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Indexes = map[string]string{"synth": testIndex(t)}
-	cfg.Backend = cpu.New()
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustServer(t, mutate)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
 	c, err := client.New(hs.URL, hs.Client())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,21 +29,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Skip("-short: starts a server process")
 	}
 	_, idir := buildFullIndex(t, t.TempDir(), 13)
-	cmd := child([]string{"serve", "--index", "ix=" + idir, "--addr", "127.0.0.1:0", "--grace", "20s"})
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.Contains(line, "http://") {
-		t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
-	}
-	base := strings.TrimSpace(line[strings.Index(line, "http://"):])
+	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "20s")
 	c, _ := client.New(base, &http.Client{Timeout: 30 * time.Second})
 
 	var ok, refused, failed atomic.Int32
@@ -104,21 +91,8 @@ func TestServeExitsAfterGraceWithStalledClient(t *testing.T) {
 		t.Skip("-short: starts a server process")
 	}
 	_, idir := buildFullIndex(t, t.TempDir(), 13)
-	cmd := child([]string{"serve", "--index", "ix=" + idir, "--addr", "127.0.0.1:0", "--grace", "500ms", "--body-timeout", "1m"})
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.Contains(line, "http://") {
-		t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
-	}
-	host := strings.TrimSpace(line[strings.Index(line, "http://")+len("http://"):])
+	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "500ms", "--body-timeout", "1m")
+	host := strings.TrimPrefix(base, "http://")
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
@@ -133,4 +107,25 @@ func TestServeExitsAfterGraceWithStalledClient(t *testing.T) {
 	if !strings.Contains(stderr.String(), "grace of 500ms over") {
 		t.Fatalf("no word of the connections cut:\n%s", stderr.String())
 	}
+}
+
+// startServe runs `gleaner serve args…` as a process and returns it, its
+// base URL and its stderr, once it listens.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := child(append([]string{"serve"}, args...))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.Contains(line, "http://") {
+		t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
+	}
+	return cmd, strings.TrimSpace(line[strings.Index(line, "http://"):]), stderr
 }
