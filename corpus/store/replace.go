@@ -85,7 +85,7 @@ func Promote(src, final string) error {
 func ReplaceDir(src, final string, owned func(name string) bool) error {
 	// "a/../a" names final through itself: once final moves aside, that
 	// spelling no longer resolves, so work with the lexical path.
-	src, final = filepath.Clean(src), filepath.Clean(final)
+	src, final = filepath.Clean(src), Target(final)
 	foreign, err := foreignEntries(final, owned)
 	if err != nil {
 		return err
@@ -141,14 +141,33 @@ func foreignEntries(dir string, owned func(string) bool) ([]string, error) {
 	return out, nil
 }
 
+// Target is where a write to dir lands: dir itself, or, when dir is a
+// symbolic link to a folder, that folder. A rewrite replaces the folder
+// the link names and keeps the link (renaming over dir would replace the
+// link with a folder and leave its target stale). Parent folders are left
+// as given.
+func Target(dir string) string {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return real
+		}
+	}
+	return dir
+}
+
 // StageDir returns a fresh hidden folder beside final for a store that will
 // be finished there (more files, a trained head) before Promote.
 func StageDir(final string) (string, error) {
-	final = filepath.Clean(final)
+	final = Target(final)
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+".staging-")
+	dir, err := os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+".staging-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // readable as the folder it becomes, as NewWriter's
+	}
+	return dir, err
 }
 
 // Debris lists the hidden siblings that interrupted writes of final left

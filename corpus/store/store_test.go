@@ -197,3 +197,37 @@ func TestRewriteKeepsUserFiles(t *testing.T) {
 		t.Errorf("the old index is damaged after a refused rewrite: %v", err)
 	}
 }
+
+// A rewrite through a symbolic link to a store replaces the folder it
+// names and keeps the link.
+func TestRewriteThroughALinkKeepsTheLink(t *testing.T) {
+	root := t.TempDir()
+	real, link := filepath.Join(root, "real"), filepath.Join(root, "link")
+	writeStore(t, real)
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	err := Build(link, func(w *Writer) (map[string]any, error) {
+		return map[string]any{"v": 2.0}, w.F32("x.f32", []float32{7})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	r, err := Open(real, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if x, _ := r.F32("x.f32"); len(x) != 1 || x[0] != 7 {
+		t.Fatalf("the folder the link names was not rewritten: %v", x)
+	}
+	if debris, _ := filepath.Glob(filepath.Join(root, ".*")); len(debris) != 0 {
+		t.Fatalf("left behind %v", debris)
+	}
+	if fi, _ := os.Stat(real); fi.Mode().Perm() != 0o755 {
+		t.Fatalf("store folder mode %v, want 0755 (others may serve it)", fi.Mode().Perm())
+	}
+}

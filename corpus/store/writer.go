@@ -23,7 +23,7 @@ type Writer struct {
 // NewWriter starts a store that will appear at dir on Commit. It refuses at
 // once a dir that holds something other than a gleaner index (CheckTarget).
 func NewWriter(dir string) (*Writer, error) {
-	dir = filepath.Clean(dir)
+	dir = Target(dir)
 	if err := CheckTarget(dir); err != nil {
 		return nil, err
 	}
@@ -32,6 +32,10 @@ func NewWriter(dir string) (*Writer, error) {
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700 would hide the store from a server run as another user
+		os.RemoveAll(tmp)
 		return nil, err
 	}
 	return &Writer{final: dir, tmp: tmp, files: map[string]FileInfo{}}, nil
