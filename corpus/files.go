@@ -3,6 +3,7 @@ package corpus
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -276,26 +277,15 @@ func (im *importer) readFile(p, rel string) error {
 // readSource reads a regular file of at most max bytes and checks that it
 // is text: valid UTF-8 with no NUL byte.
 func readSource(p string, max int64) ([]byte, error) {
-	if st, err := os.Stat(p); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", safefile.Kind(st.Mode()))
+	f, err := safefile.Open(p, max) // regular files only, size checked on what was opened
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == p {
+		err = pe.Err // the FileError names the path
 	}
-	f, err := safefile.Open(p, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat() // of what was opened: a FIFO swapped in since is caught here
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", safefile.Kind(st.Mode()))
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%d bytes, over the limit of %d per file", st.Size(), max)
-	}
 	src, err := readBounded(f, max)
 	if err != nil {
 		return nil, err

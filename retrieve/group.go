@@ -37,7 +37,7 @@ func RetrieveDocuments(ctx context.Context, m Method, ix *index.Index, q Query, 
 	if k <= 0 {
 		return nil, nil
 	}
-	depth := min(ix.N(), groupFanout*k)
+	depth := fanout(ix, k)
 	for {
 		hits, err := m.Retrieve(ctx, q, depth)
 		if err != nil {
@@ -47,7 +47,7 @@ func RetrieveDocuments(ctx context.Context, m Method, ix *index.Index, q Query, 
 		if len(docs) >= k || len(hits) < depth || depth >= ix.N() {
 			return docs, nil
 		}
-		depth = min(ix.N(), depth*groupFanout)
+		depth = min(ix.N(), depth*groupFanout) // depth ≤ N: no overflow
 	}
 }
 
@@ -56,10 +56,19 @@ func RetrieveDocuments(ctx context.Context, m Method, ix *index.Index, q Query, 
 // fixed at groupFanout·k (a stream cannot be asked again); a list may
 // then hold fewer than k documents.
 func RetrieveDocumentsStream(ctx context.Context, m StreamingMethod, ix *index.Index, q Query, k int, emit func([]Hit) bool) error {
-	depth := min(ix.N(), groupFanout*k)
+	depth := fanout(ix, k)
 	return m.RetrieveStream(ctx, q, depth, func(hits []Hit) bool {
 		return emit(BestPerDocument(ix, hits, k))
 	})
+}
+
+// fanout is the first passage depth for k documents: groupFanout·k, at
+// most every node (and no overflow for a huge k).
+func fanout(ix *index.Index, k int) int {
+	if k > ix.N()/groupFanout { // 4k would pass N
+		return ix.N()
+	}
+	return groupFanout * k
 }
 
 // BestPerDocument keeps the first (best) hit of each document in a ranked

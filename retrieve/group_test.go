@@ -85,3 +85,12 @@ func TestGroupByDocumentAsksDeeper(t *testing.T) {
 		t.Fatal("a bad group-by accepted")
 	}
 }
+
+func TestGroupByDocumentHugeK(t *testing.T) {
+	ix := indextest.Open(t, docIndex(t))
+	m := &ranked{order: []int32{0, 3, 6}}
+	got, err := retrieve.RetrieveDocuments(context.Background(), m, ix, retrieve.Query{Text: "x"}, 1<<62)
+	if err != nil || len(got) != 3 || !slices.Equal(m.asked, []int{15}) {
+		t.Fatalf("k 2^62: %v %v, asked %v", got, err, m.asked)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/tune"
 )
 
 type evalFlags struct {
@@ -122,7 +124,9 @@ func runEval(cmd *cobra.Command, g *globals, f *evalFlags) (*eval.Report, error)
 	}
 	if p := f.sf.profile; p != nil && p.Tuned != nil && !cmd.Flags().Changed("k") { // report at the cut-off it was tuned for
 		if _, k, ok := strings.Cut(p.Tuned.Metric, "@"); ok {
-			fmt.Sscan(k, &f.k)
+			if n, err := strconv.Atoi(k); err == nil && tune.CheckMetric(p.Tuned.Metric) == nil {
+				f.k = n // a record a hand edited into nonsense is ignored, not trusted
+			}
 		}
 	}
 	names, err := methodList(f.methods)

@@ -27,30 +27,33 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: grew past %d bytes while read", path, max)
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("grew past %d bytes while read", max)}
 	}
 	return b, nil
 }
 
 // Open opens the regular file at path for reading, refusing one over max
 // bytes. The check is made on what was opened, so a file swapped for a
-// FIFO after a stat is caught too; the open itself does not block.
+// FIFO after a stat is caught too; the open itself does not block. Its
+// own refusals are *fs.PathError (Op "read") naming path.
 func Open(path string, max int64) (*os.File, error) {
+	refuse := func(err error) error { return &fs.PathError{Op: "read", Path: path, Err: err} }
 	if st, err := os.Stat(path); err != nil {
 		return nil, err
 	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
+		return nil, refuse(fmt.Errorf("%w (%s)", ErrNotRegular, Kind(st.Mode())))
 	}
 	f, err := openNoBlock(path)
 	if err != nil {
 		return nil, err
 	}
 	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
-	}
-	if err == nil && st.Size() > max {
-		err = fmt.Errorf("%s: %d bytes, over the limit of %d for this kind of file", path, st.Size(), max)
+	switch {
+	case err != nil:
+	case !st.Mode().IsRegular():
+		err = refuse(fmt.Errorf("%w (%s)", ErrNotRegular, Kind(st.Mode())))
+	case st.Size() > max:
+		err = refuse(fmt.Errorf("%d bytes, over the limit of %d for this kind of file", st.Size(), max))
 	}
 	if err != nil {
 		f.Close()
