@@ -13,6 +13,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/internal/jsonfile"
 	"slices"
 	"strings"
 )
@@ -79,17 +80,9 @@ type profileFile struct {
 }
 
 func parseProfile(b []byte) (*Profile, error) {
-	if err := noRepeatedKeys(json.NewDecoder(bytes.NewReader(b)), 0); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var raw profileFile
-	if err := dec.Decode(&raw); err != nil {
+	if err := jsonfile.Decode(b, &raw); err != nil {
 		return nil, jsonProblem(err)
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the JSON object")
 	}
 	if raw.Method == Auto {
 		return nil, fmt.Errorf(`method "auto" is what runs without a profile; a profile names a method: %w`, ErrInvalid)
@@ -152,45 +145,6 @@ func jsonProblem(err error) error {
 	}
 	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
 		return fmt.Errorf("unknown field %s (want method, settings, group_by, tuned)", excerptOf(strings.TrimPrefix(s, "json: unknown field ")))
-	}
-	return err
-}
-
-// noRepeatedKeys walks a JSON value and refuses an object with a key twice
-// (encoding/json would keep the last silently).
-func noRepeatedKeys(dec *json.Decoder, depth int) error {
-	if depth > 64 {
-		return errors.New("nested over 64 deep")
-	}
-	t, err := dec.Token()
-	if err != nil {
-		return jsonProblem(err)
-	}
-	switch t {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := k.(string)
-			if seen[key] {
-				return fmt.Errorf("key %q is given twice", excerptOf(key))
-			}
-			seen[key] = true
-			if err := noRepeatedKeys(dec, depth+1); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-	case json.Delim('['):
-		for dec.More() {
-			if err := noRepeatedKeys(dec, depth+1); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
 	}
 	return err
 }
@@ -271,25 +225,7 @@ func WriteProfile(path string, p *Profile, replace bool) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // gone once renamed
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), mode)
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return jsonfile.Replace(path, append(b, '\n'), mode)
 }
 
 // Auto is the method name that picks DefaultProfile for the index.
