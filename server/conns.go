@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -49,6 +50,9 @@ func newConnGuard(max int, m *metrics) *connGuard {
 
 // track is http.Server's ConnState hook.
 func (g *connGuard) track(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok { // admit saw the connection under TLS
+		c = tc.NetConn()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch st {

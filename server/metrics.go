@@ -21,14 +21,16 @@ type metrics struct {
 	shed          prometheus.Counter
 	conns         prometheus.Gauge
 	rejectedConns prometheus.Counter
+	// authRefused counts requests refused for their key, by reason.
+	authRefused *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gleaner_requests_total",
-		Help: "Retrieve requests by method and HTTP status."}, []string{"method", "code"})
+		Help: "Retrieve requests by index, method and HTTP status (\"?\" before they are known)."}, []string{"index", "method", "code"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gleaner_request_seconds",
-		Help: "Retrieve latency by method.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"method"})
+		Help: "Retrieve latency by index and method.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"index", "method"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gleaner_in_flight", Help: "Retrieve requests being served."})
 	m.rejected = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_rejected_total",
 		Help: "Requests turned away with 503 because the server was at max in flight."})
@@ -41,7 +43,9 @@ func newMetrics() *metrics {
 	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gleaner_connections", Help: "Open client connections."})
 	m.rejectedConns = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_connections_rejected_total",
 		Help: "Connections closed at once because every connection at the cap was serving a request."})
-	m.reg.MustRegister(m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
+	m.authRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gleaner_auth_refused_total",
+		Help: "Requests refused for their key: missing, invalid, scope (403) or rate (429)."}, []string{"reason"})
+	m.reg.MustRegister(m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

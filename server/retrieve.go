@@ -22,9 +22,9 @@ import (
 // retrieve serves POST /v1/retrieve.
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	code, method := http.StatusOK, "?"
+	code, method, ixName := http.StatusOK, "?", "?" // "?" until known: labels stay bounded
 	defer func() {
-		s.metrics.requests.WithLabelValues(method, strconv.Itoa(code)).Inc()
+		s.metrics.requests.WithLabelValues(ixName, method, strconv.Itoa(code)).Inc()
 	}()
 	// The body is read before a slot is taken, within BodyTimeout: a client
 	// that never finishes its body holds its connection until then, never
@@ -62,6 +62,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"method", "unknown method " + clip(strconv.Quote(req.Method)) + " (GET /v1/methods lists them)"})
 		return
 	}
+	if !mayUse(r.Context(), req.Index) { // the same answer whether the index exists or not
+		code = http.StatusForbidden
+		s.metrics.authRefused.WithLabelValues("index").Inc()
+		writeError(w, code, &FieldError{"index", "this key may not use that index"})
+		return
+	}
 	set, release := s.acquire()
 	if set == nil {
 		code = http.StatusServiceUnavailable
@@ -76,7 +82,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.applyDefaults(req, e.ix)
-	method = req.Method
+	method, ixName = req.Method, req.Index
 	cfg, err := s.config(req)
 	if err != nil {
 		code = http.StatusBadRequest
@@ -99,7 +105,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer done()
 	code = s.answer(ctx, w, e.ix, m, req, start)
-	s.metrics.latency.WithLabelValues(method).Observe(time.Since(start).Seconds())
+	s.metrics.latency.WithLabelValues(ixName, method).Observe(time.Since(start).Seconds())
 }
 
 // readBody reads a request body of at most MaxBodyBytes that must arrive

@@ -22,6 +22,7 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server/api"
+	"github.com/gleaner-rag/gleaner/server/auth"
 )
 
 // Config configures a Server. Start from DefaultConfig: every field is used
@@ -57,9 +58,19 @@ type Config struct {
 	// MaxOptionSets bounds the distinct option sets per index and method
 	// whose methods (schedulers, caches) the server keeps.
 	MaxOptionSets int
-	// Pprof serves /debug/pprof/.
-	Pprof  bool
-	Logger *slog.Logger
+	// Pprof serves /debug/pprof/ (to admin keys).
+	Pprof bool
+	// Keys are the API keys requests must present (auth.Load); nil only
+	// with InsecureNoAuth, which serves every request without a key (for
+	// a server on loopback: the CLI refuses it on any other address).
+	Keys           *auth.Keyring
+	InsecureNoAuth bool
+	// SeparateAdmin moves the admin routes (reload, metrics, profiling)
+	// from Handler to AdminHandler, for a listener of their own.
+	SeparateAdmin bool
+	Logger        *slog.Logger
+	// AuditLogger gets one line per admin action and keys reload.
+	AuditLogger *slog.Logger
 }
 
 // DefaultConfig serves with the methods' defaults, 256 requests in
@@ -67,7 +78,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048,
-		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default()}
+		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default(), AuditLogger: slog.Default()}
 }
 
 func (c Config) validate() error {
@@ -80,8 +91,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: max in flight %d, timeout %v, body timeout %v and max option sets %d must be positive (start from DefaultConfig)", c.MaxInFlight, c.Timeout, c.BodyTimeout, c.MaxOptionSets)
 	case c.Limits.MaxBodyBytes < 1 || c.Limits.MaxQueryBytes < 1 || c.Limits.MaxK < 1:
 		return fmt.Errorf("server: limits %+v must be positive (start from DefaultConfig)", c.Limits)
-	case c.Logger == nil:
-		return errors.New("server: nil logger")
+	case c.Logger == nil || c.AuditLogger == nil:
+		return errors.New("server: nil logger or audit logger (start from DefaultConfig)")
+	case c.Keys == nil && !c.InsecureNoAuth:
+		return errors.New("server: no keys: set Config.Keys (auth.Load), or InsecureNoAuth to serve without authentication")
+	case c.Keys != nil && c.InsecureNoAuth:
+		return errors.New("server: both Keys and InsecureNoAuth are set; choose one")
 	case c.Backend == nil:
 		return errors.New("server: Config.Backend is nil (open one with engine.Open, after importing kernels/cpu)")
 	}
@@ -150,6 +165,8 @@ type Server struct {
 	metrics  *metrics
 	guard    *connGuard
 	ready    atomic.Bool
+	keys     atomic.Pointer[auth.Keyring]
+	limits   limiters
 }
 
 // New opens every index (read-only, shared by all requests).
@@ -164,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
 	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
 	s.set.Store(set)
+	s.keys.Store(cfg.Keys)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	if ms, ok := cfg.Backend.(engine.MemoryStater); ok {
 		s.metrics.reg.MustRegister(newMemoryCollector(ms))
@@ -208,9 +226,19 @@ func Routes() []string {
 		"GET /healthz", "GET /readyz", "GET /metrics"}
 }
 
-// Handler is the HTTP API (openapi.yaml).
-func (s *Server) Handler() http.Handler {
-	handlers := map[string]http.Handler{
+// routeScopes are the scope each route needs ("": none, the health
+// checks); openapi.yaml lists them as x-scope.
+var routeScopes = map[string]auth.Scope{
+	"POST /v1/retrieve": auth.Read, "GET /v1/indexes": auth.Read, "GET /v1/methods": auth.Read,
+	"POST /v1/admin/reload": auth.Admin, "GET /metrics": auth.Admin, "GET /healthz": "", "GET /readyz": "",
+	"/debug/pprof/": auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
+}
+
+// RouteScope is the scope a route of Routes needs ("" for none).
+func RouteScope(route string) auth.Scope { return routeScopes[route] }
+
+func (s *Server) handlers() map[string]http.Handler {
+	hs := map[string]http.Handler{
 		"POST /v1/retrieve":     http.HandlerFunc(s.retrieve),
 		"GET /v1/indexes":       http.HandlerFunc(s.indexes),
 		"GET /v1/methods":       http.HandlerFunc(s.methods),
@@ -219,14 +247,40 @@ func (s *Server) Handler() http.Handler {
 		"GET /readyz":           http.HandlerFunc(s.readyz),
 		"GET /metrics":          promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}),
 	}
-	mux := http.NewServeMux()
-	for _, route := range Routes() {
-		mux.Handle(route, handlers[route])
-	}
 	if s.cfg.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		hs["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
+		hs["/debug/pprof/profile"] = http.HandlerFunc(pprof.Profile)
+		hs["/debug/pprof/trace"] = http.HandlerFunc(pprof.Trace)
+	}
+	return hs
+}
+
+// Handler is the HTTP API (openapi.yaml). Every route but the health
+// checks needs a key with its scope (Config.Keys); with SeparateAdmin the
+// admin routes are left to AdminHandler.
+func (s *Server) Handler() http.Handler {
+	return s.mux(func(scope auth.Scope) bool { return !s.cfg.SeparateAdmin || scope != auth.Admin })
+}
+
+// AdminHandler serves the admin routes (and the health checks) for a
+// listener of their own (Config.SeparateAdmin); they still need an admin
+// key.
+func (s *Server) AdminHandler() http.Handler {
+	return s.mux(func(scope auth.Scope) bool { return scope == auth.Admin || scope == "" })
+}
+
+// mux serves the routes whose scope keep accepts.
+func (s *Server) mux(keep func(auth.Scope) bool) http.Handler {
+	mux := http.NewServeMux()
+	for pattern, h := range s.handlers() {
+		scope := routeScopes[pattern]
+		if !keep(scope) {
+			continue
+		}
+		if scope != "" {
+			h = s.requireKey(scope, h)
+		}
+		mux.Handle(pattern, h)
 	}
 	return s.accessLog(mux)
 }
@@ -274,7 +328,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("ready\n"))
 }
 
-func (s *Server) indexes(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) indexes(w http.ResponseWriter, r *http.Request) {
 	set, release := s.acquire()
 	if set == nil {
 		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "shutting down"})
@@ -283,6 +337,9 @@ func (s *Server) indexes(w http.ResponseWriter, _ *http.Request) {
 	defer release()
 	out := []api.Index{}
 	for name, e := range set.entries {
+		if !mayUse(r.Context(), name) {
+			continue
+		}
 		m := e.ix.Meta
 		sections := []string{}
 		for _, st := range e.ix.Sections() {

@@ -283,7 +283,7 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestDrain(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"synth": testIndex(t)}
-	cfg.Backend = cpu.New()
+	cfg.Backend, cfg.InsecureNoAuth = cpu.New(), true
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -340,12 +340,20 @@ func TestOpenAPIMatchesHandlers(t *testing.T) {
 	_, hs, _ := newServer(t, nil)
 	doc := string(server.OpenAPI)
 	var documented []string
+	scopes := map[string]string{}
 	path := ""
 	for _, line := range strings.Split(doc, "\n") {
 		if m := regexp.MustCompile(`^  (/\S*):$`).FindStringSubmatch(line); m != nil {
 			path = m[1]
 		} else if m := regexp.MustCompile(`^    (get|post|put|delete):$`).FindStringSubmatch(line); m != nil && path != "" {
 			documented = append(documented, strings.ToUpper(m[1])+" "+path)
+		} else if m := regexp.MustCompile(`^      x-scope: (\w+)$`).FindStringSubmatch(line); m != nil {
+			scopes[documented[len(documented)-1]] = m[1]
+		}
+	}
+	for _, r := range server.Routes() {
+		if got := string(server.RouteScope(r)); scopes[r] != got {
+			t.Errorf("%s: openapi.yaml says scope %q, the server needs %q", r, scopes[r], got)
 		}
 	}
 	routes := server.Routes()
@@ -536,7 +544,7 @@ func TestStartRefusesBadServerSettings(t *testing.T) {
 	for _, c := range [][2]string{{"graph-kind", "nosuch"}, {"model", "/nonexistent"}, {"bmax", "0"}} {
 		cfg := server.DefaultConfig()
 		cfg.Indexes = map[string]string{"synth": testIndex(t)}
-		cfg.Backend = cpu.New()
+		cfg.Backend, cfg.InsecureNoAuth = cpu.New(), true
 		cfg.Settings.Set(c[0], c[1])
 		if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), c[0]) {
 			t.Errorf("%s=%s: %v, want an error naming it", c[0], c[1], err)
@@ -589,7 +597,7 @@ func TestStartRefusesAProfileAnIndexCannotRun(t *testing.T) {
 	} {
 		cfg := server.DefaultConfig()
 		cfg.Indexes = map[string]string{"synth": testIndex(t)}
-		cfg.Backend, cfg.Profile = cpu.New(), p
+		cfg.Backend, cfg.Profile, cfg.InsecureNoAuth = cpu.New(), p, true
 		if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "profile") {
 			if s != nil {
 				s.Close(context.Background())
@@ -700,21 +708,32 @@ func TestIdleFloodLeavesClientsServed(t *testing.T) {
 
 // gauge reads one metric of s's registry.
 func gauge(t *testing.T, s *server.Server, name string) float64 {
+	return counter(t, s, name, "")
+}
+
+// counter reads one metric of s's registry: the series whose (only)
+// label has the value label, or the first series when label is "".
+func counter(t *testing.T, s *server.Server, name, label string) float64 {
 	t.Helper()
 	mfs, err := s.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != label) {
+				continue
+			}
 			if m.GetGauge() != nil {
 				return m.GetGauge().GetValue()
 			}
 			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("no metric %s", name)
+	t.Fatalf("no metric %s{%s}", name, label)
 	return 0
 }
 
@@ -723,7 +742,7 @@ func mustServer(t *testing.T, mutate func(*server.Config)) *server.Server {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"synth": testIndex(t)}
-	cfg.Backend = cpu.New()
+	cfg.Backend, cfg.InsecureNoAuth = cpu.New(), true
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -56,7 +56,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg.Backend = be
+	cfg.Backend, cfg.InsecureNoAuth = be, true
 	if *kinds != "" {
 		cfg.Settings.Set("graph-kind", *kinds)
 	}

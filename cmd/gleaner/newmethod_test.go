@@ -197,7 +197,7 @@ func TestAMethodInOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := server.DefaultConfig()
-	cfg.Indexes, cfg.Backend = map[string]string{"ix": idir}, be
+	cfg.Indexes, cfg.Backend, cfg.InsecureNoAuth = map[string]string{"ix": idir}, be, true
 	s, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)

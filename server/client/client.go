@@ -21,8 +21,9 @@ import (
 
 // Client talks to one server (or a load balancer in front of replicas).
 type Client struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token string
 }
 
 // New returns a client for the server at base (e.g. "http://127.0.0.1:8080").
@@ -38,8 +39,16 @@ func New(base string, hc *http.Client) (*Client, error) {
 	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}, nil
 }
 
+// WithToken returns a client that presents token (an API key from
+// gleaner keys add) as "Authorization: Bearer <token>" on every request.
+func (c *Client) WithToken(token string) *Client {
+	out := *c
+	out.token = token
+	return &out
+}
+
 // APIError is a non-2xx answer: the HTTP status, the server's message and
-// field, and for 503 the Retry-After the server asked for.
+// field, and for 503 and 429 the Retry-After the server asked for.
 type APIError struct {
 	Status     int
 	RetryAfter string
@@ -124,6 +133,9 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 
 // do sends r and turns a non-2xx answer into an *APIError.
 func (c *Client) do(r *http.Request) (*http.Response, error) {
+	if c.token != "" {
+		r.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(r)
 	if err != nil {
 		return nil, err
