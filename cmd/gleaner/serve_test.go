@@ -29,7 +29,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Skip("-short: starts a server process")
 	}
 	_, idir := buildFullIndex(t, t.TempDir(), 13)
-	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "20s")
+	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "20s", "--insecure-no-auth")
 	c, _ := client.New(base, &http.Client{Timeout: 30 * time.Second})
 
 	var ok, refused, failed atomic.Int32
@@ -91,7 +91,7 @@ func TestServeExitsAfterGraceWithStalledClient(t *testing.T) {
 		t.Skip("-short: starts a server process")
 	}
 	_, idir := buildFullIndex(t, t.TempDir(), 13)
-	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "500ms", "--body-timeout", "1m")
+	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--grace", "500ms", "--body-timeout", "1m", "--insecure-no-auth")
 	host := strings.TrimPrefix(base, "http://")
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
@@ -113,6 +113,14 @@ func TestServeExitsAfterGraceWithStalledClient(t *testing.T) {
 // base URL and its stderr, once it listens.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
+	cmd, urls, stderr := startServeN(t, 1, args...)
+	return cmd, urls[0], stderr
+}
+
+// startServeN is startServe for a server with n listeners (--admin-addr):
+// their base URLs in the order it prints them.
+func startServeN(t *testing.T, n int, args ...string) (*exec.Cmd, []string, *bytes.Buffer) {
+	t.Helper()
 	cmd := child(append([]string{"serve"}, args...))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -123,9 +131,16 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.Contains(line, "http://") {
-		t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	r := bufio.NewReader(out)
+	var urls []string
+	for range n {
+		line, err := r.ReadString('\n')
+		i := strings.Index(line, "http")
+		if err != nil || i < 0 {
+			t.Fatalf("serve did not start: %q %v\n%s", line, err, stderr.String())
+		}
+		urls = append(urls, strings.TrimSpace(line[i:]))
 	}
-	return cmd, strings.TrimSpace(line[strings.Index(line, "http://"):]), stderr
+	return cmd, urls, stderr
 }

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/client"
+)
+
+// writeCert writes a self-signed certificate for 127.0.0.1 (serial
+// number serial) and its key, and returns a pool that trusts it.
+func writeCert(t *testing.T, certFile, keyFile string, serial int64) *x509.CertPool {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "gleaner test"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool
+}
+
+// addKey runs `gleaner keys add` and returns the token it prints.
+func addKey(t *testing.T, file string, args ...string) string {
+	t.Helper()
+	out, err := run(t, append([]string{"keys", "add", "--file", file}, args...)...)
+	if err != nil {
+		t.Fatalf("keys add: %v\n%s", err, out)
+	}
+	return strings.SplitN(out, "\n", 2)[0]
+}
+
+// serial is the serial number of the certificate a TLS server at base
+// presents to a new connection.
+func serial(t *testing.T, base string, pool *x509.CertPool) int64 {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(base, "https://"), &tls.Config{RootCAs: pool, InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+// TestServeKeysTLSAndReload runs gleaner serve as a process with keys,
+// TLS and an admin listener, talking to it with a real HTTPS client: a
+// key is needed and checked, SIGHUP rereads a revoked key and a rotated
+// certificate, admin actions reach the audit log, and SIGTERM exits 0.
+func TestServeKeysTLSAndReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server process")
+	}
+	dir := t.TempDir()
+	_, idir := buildFullIndex(t, dir, 13)
+	keys, audit := filepath.Join(dir, "keys.json"), filepath.Join(dir, "audit.jsonl")
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pool := writeCert(t, certFile, keyFile, 1)
+	app := addKey(t, keys, "--id", "app", "--scope", "read", "--index", "ix")
+	ops := addKey(t, keys, "--id", "ops", "--scope", "admin", "--index", "*")
+	cmd, urls, stderr := startServeN(t, 2, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--keys", keys, "--tls-cert", certFile, "--tls-key", keyFile, "--audit-log", audit)
+	api, admin := urls[0], urls[1]
+	if !strings.HasPrefix(api, "https://") || !strings.HasPrefix(admin, "https://") {
+		t.Fatalf("not HTTPS: %v", urls)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c, _ := client.New(api, hc)
+	ctx := context.Background()
+	req := server.RetrieveRequest{Index: "ix", Query: "band city", K: ptr(3)}
+	if _, err := c.Retrieve(ctx, req); status(err) != 401 {
+		t.Fatalf("no key: %v", err)
+	}
+	if resp, err := c.WithToken(app).Retrieve(ctx, req); err != nil || len(resp.Hits) != 3 {
+		t.Fatalf("with the key: %v %v", resp, err)
+	}
+	if _, err := c.WithToken(ops).Retrieve(ctx, req); status(err) != 403 {
+		t.Fatalf("an admin key retrieving: %v", err)
+	}
+	adminReq, _ := http.NewRequest("POST", admin+"/v1/admin/reload", nil)
+	adminReq.Header.Set("Authorization", "Bearer "+ops)
+	if resp, err := hc.Do(adminReq); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("reload on the admin listener: %v %v", resp, err)
+	}
+	// Revoke the app key and rotate the certificate; SIGHUP applies both.
+	if out, err := run(t, "keys", "revoke", "--file", keys, "--id", "app"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	pool2 := writeCert(t, certFile, keyFile, 2)
+	if got := serial(t, api, pool); got != 1 {
+		t.Fatalf("serial %d before SIGHUP", got)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for serial(t, api, pool) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the certificate was not reloaded\n%s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hc = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool2}}}
+	c, _ = client.New(api, hc)
+	if _, err := c.WithToken(app).Retrieve(ctx, req); status(err) != 401 {
+		t.Errorf("a revoked key after SIGHUP: %v", err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr)
+	}
+	b, _ := os.ReadFile(audit)
+	for _, want := range []string{`"key":"ops"`, `"action":"POST /v1/admin/reload"`, `"action":"keys reloaded"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("audit log lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), ops) || strings.Contains(stderr.String(), ops) {
+		t.Error("a token reached a log")
+	}
+}
+
+func ptr(k int) *int { return &k }
+
+func status(err error) int {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// serve refuses to run open unless asked, and open only on loopback.
+func TestServeRefusesOpenServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds an index")
+	}
+	dir := t.TempDir()
+	_, idir := buildFullIndex(t, dir, 13)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "needs API keys"},
+		{[]string{"--insecure-no-auth", "--addr", "0.0.0.0:0"}, "only on a loopback address"},
+		{[]string{"--insecure-no-auth", "--addr", "127.0.0.1:0", "--admin-addr", "0.0.0.0:0"}, "only on a loopback address"},
+		{[]string{"--insecure-no-auth", "--keys", "k.json"}, "choose one"},
+		{[]string{"--keys", filepath.Join(dir, "none.json")}, "keys file"},
+		{[]string{"--insecure-no-auth", "--tls-cert", "c.pem"}, "go together"},
+	} {
+		out, err := run(t, append([]string{"serve", "--index", "ix=" + idir}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+	}
+}
+
+// A config file sets any flag, the command line wins, and
+// --print-config's output read back prints itself.
+func TestServeConfigFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "serve.json")
+	os.WriteFile(cfg, []byte(`{"index": ["a=idx/a", "b=idx/b"], "max-in-flight": 7, "insecure-no-auth": true,
+		"timeout": "3s", "addr": "127.0.0.1:9999", "bmax": 12}`), 0o644)
+	first, err := run(t, "serve", "--config", cfg, "--addr", "127.0.0.1:7000", "--print-config")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, first)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(first), &got); err != nil {
+		t.Fatalf("%v\n%s", err, first)
+	}
+	want := map[string]any{"max-in-flight": "7", "insecure-no-auth": "true", "timeout": "3s", "addr": "127.0.0.1:7000", "bmax": "12"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if ix, _ := got["index"].([]any); len(ix) != 2 || ix[1] != "b=idx/b" {
+		t.Errorf("index = %v", got["index"])
+	}
+	again := filepath.Join(dir, "again.json")
+	os.WriteFile(again, []byte(first), 0o644)
+	second, err := run(t, "serve", "--config", again, "--print-config")
+	if err != nil || second != first {
+		t.Fatalf("round trip differs (%v):\n%s\nvs\n%s", err, first, second)
+	}
+	for body, want := range map[string]string{
+		`{"no-such-flag": 1}`:        `"no-such-flag": no such flag`,
+		`{"max-in-flight": "many"}`:  `"max-in-flight"`,
+		`{"addr": ["a", "b"]}`:       "takes one value",
+		`{"addr": {"x": 1}}`:         "want text",
+		`{"config": "other.json"}`:   "no such flag",
+		`{"addr": "a", "addr": "b"}`: "given twice",
+	} {
+		os.WriteFile(cfg, []byte(body), 0o644)
+		if out, err := run(t, "serve", "--config", cfg, "--print-config"); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), cfg) {
+			t.Errorf("%s: %v\n%s", body, err, out)
+		}
+	}
+}
