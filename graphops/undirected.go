@@ -111,3 +111,46 @@ func (a *Adjacency) EachUndirected(v int, fn func(u int32)) {
 
 // TotalDegree is v's number of incident edges in this view.
 func (a *Adjacency) TotalDegree(v int) int { return int(a.Ptr[v+1] - a.Ptr[v]) }
+
+// Induced is the subgraph of a on the vertices keep accepts: the same
+// vertex numbering, every edge with an end outside removed and strengths
+// recomputed, so a walk on it equals one on the graph without those
+// vertices (they are left isolated).
+func (a *Adjacency) Induced(keep func(int32) bool) *Adjacency {
+	n := a.N()
+	out := &Adjacency{Ptr: make([]int64, n+1), Strength: make([]float64, n)}
+	for v := 0; v < n; v++ {
+		cnt := int64(0)
+		if keep(int32(v)) {
+			for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
+				if keep(a.Idx[p]) {
+					cnt++
+				}
+			}
+		}
+		out.Ptr[v+1] = out.Ptr[v] + cnt
+	}
+	out.Idx = make([]int32, out.Ptr[n])
+	if a.W != nil {
+		out.W = make([]float64, out.Ptr[n])
+	}
+	for v := 0; v < n; v++ {
+		q := out.Ptr[v]
+		if !keep(int32(v)) {
+			continue
+		}
+		for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
+			if !keep(a.Idx[p]) {
+				continue
+			}
+			w := a.Weight(p)
+			out.Idx[q] = a.Idx[p]
+			if out.W != nil {
+				out.W[q] = w
+			}
+			out.Strength[v] += w
+			q++
+		}
+	}
+	return out
+}

@@ -44,6 +44,8 @@ type Index struct {
 	views    map[string]*graphops.Adjacency
 	devMu    sync.Mutex
 	devBufs  map[boundKey]engine.Buffer
+	memoMu   sync.Mutex
+	memo     map[string]*memoEntry
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once

@@ -36,6 +36,7 @@ func (p BM25Params) Validate() error {
 // Document lengths are exact (Lucene stores them lossily in one byte; the
 // effect on rankings is negligible). BM25 is safe for concurrent use.
 type BM25 struct {
+	prm  BM25Params
 	p    *Postings
 	idf  []float32
 	norm []float32
@@ -48,7 +49,7 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 		return nil, err
 	}
 	n := p.NumDocs()
-	s := &BM25{p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n)}
+	s := &BM25{prm: prm, p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n)}
 	for t := range s.idf {
 		df := float64(p.Ptr[t+1] - p.Ptr[t])
 		s.idf[t] = float32(math.Log(1 + (float64(n)-df+0.5)/(df+0.5)))
@@ -162,4 +163,55 @@ func (s *BM25) ScoreDoc(terms []int, d uint32) float32 {
 		}
 	}
 	return sc
+}
+
+// ScoreAllWithin is ScoreAll over the documents keep accepts, as if they
+// were the whole collection: N, the average length and each term's document
+// frequency count only them, so the scores equal those of an index built
+// from those documents alone (documents outside get 0). It reads the
+// postings of the query's terms and every document's length once.
+func (s *BM25) ScoreAllWithin(query string, dst []float32, keep func(d uint32) bool) (int, error) {
+	if len(dst) != len(s.norm) {
+		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", len(s.norm), len(dst))
+	}
+	clear(dst)
+	var total float64
+	n := 0
+	for d, l := range s.p.DocLen {
+		if keep(uint32(d)) {
+			total += float64(l)
+			n++
+		}
+	}
+	avg := max(total/float64(max(n, 1)), 1e-9)
+	matched := 0
+	for _, w := range Analyze(query) {
+		t := s.p.Terms.Lookup(w)
+		if t < 0 {
+			continue
+		}
+		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
+		df := 0
+		for _, d := range s.p.Doc[lo:hi] {
+			if keep(d) {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
+		for i, d := range s.p.Doc[lo:hi] {
+			if !keep(d) {
+				continue
+			}
+			tf := float32(s.p.TF[lo+int64(i)])
+			if dst[d] == 0 {
+				matched++
+			}
+			norm := float32(s.prm.K1 * (1 - s.prm.B + s.prm.B*float64(s.p.DocLen[d])/avg))
+			dst[d] += idf * tf / (tf + norm)
+		}
+	}
+	return matched, nil
 }
