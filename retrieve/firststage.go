@@ -97,9 +97,17 @@ func (s *Stage) Kind() string { return s.kind }
 
 // Scores returns every node's first-stage score for q, or nil when q
 // matches nothing (no BM25 term and no embeddable text).
+//
+// Under a filter (q.Allow) the scores are those of the index holding only
+// the allowed nodes (BM25's statistics and every normalisation count only
+// them); a node outside scores 0 (bm25, hybrid) or −Inf (vector), and
+// Ranking never returns it.
 func (s *Stage) Scores(ctx context.Context, q Query) ([]float32, error) {
 	if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
 		return nil, ErrEmptyQuery
+	}
+	if err := CheckAllow(s.ix, q); err != nil {
+		return nil, err
 	}
 	var lex, vec []float32
 	var err error
@@ -113,6 +121,7 @@ func (s *Stage) Scores(ctx context.Context, q Query) ([]float32, error) {
 			return nil, err
 		}
 	}
+	keep := q.Allow.Keep()
 	switch {
 	case s.kind == StageBM25:
 		return lex, nil
@@ -121,9 +130,9 @@ func (s *Stage) Scores(ctx context.Context, q Query) ([]float32, error) {
 	case lex == nil && vec == nil:
 		return nil, nil
 	case s.h.Fusion == FusionRRF:
-		return rrf(lex, vec, s.h.RRFK, s.h.Depth), nil
+		return rrf(lex, vec, s.h.RRFK, s.h.Depth, keep), nil
 	}
-	return convex(lex, vec, s.h.Weight), nil
+	return convex(lex, vec, s.h.Weight, keep), nil
 }
 
 // bm25 is BM25 divided by the query's best score; nil when nothing matches.
@@ -132,7 +141,13 @@ func (s *Stage) bm25(q Query) ([]float32, error) {
 		return nil, nil
 	}
 	sc := make([]float32, s.ix.N())
-	n, err := s.ix.BM25.ScoreAll(q.Text, sc)
+	var n int
+	var err error
+	if q.Allow != nil {
+		n, err = s.ix.BM25.ScoreAllWithin(q.Text, sc, func(d uint32) bool { return q.Allow.Has(int(d)) })
+	} else {
+		n, err = s.ix.BM25.ScoreAll(q.Text, sc)
+	}
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -146,8 +161,8 @@ func (s *Stage) bm25(q Query) ([]float32, error) {
 	return sc, nil
 }
 
-// vector is the query's dot product with every node vector; nil when the
-// query has no embeddable term.
+// vector is the query's dot product with every node vector (−Inf for a
+// node outside q.Allow); nil when the query has no embeddable term.
 func (s *Stage) vector(ctx context.Context, q Query) ([]float32, error) {
 	v, err := EmbedQuery(ctx, s.ix, q)
 	if errors.Is(err, index.ErrEmptyEmbedding) || errors.Is(err, ErrEmptyQuery) {
@@ -156,12 +171,22 @@ func (s *Stage) vector(ctx context.Context, q Query) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DenseScores(ctx, s.be, s.ix, v)
+	sc, err := DenseScores(ctx, s.be, s.ix, v)
+	if err != nil || q.Allow == nil {
+		return sc, err
+	}
+	for i := range sc {
+		if !q.Allow.Has(i) {
+			sc[i] = float32(math.Inf(-1))
+		}
+	}
+	return sc, nil
 }
 
-// convex fuses max-normalised BM25 and min–max-normalised vector scores;
-// either may be nil (it then contributes 0).
-func convex(lex, vec []float32, w float64) []float32 {
+// convex fuses max-normalised BM25 and min–max-normalised vector scores
+// (over the nodes keep accepts; nil: all); either may be nil (it then
+// contributes 0). A node keep refuses scores 0.
+func convex(lex, vec []float32, w float64, keep func(int32) bool) []float32 {
 	n := max(len(lex), len(vec))
 	out := make([]float32, n)
 	if lex != nil {
@@ -171,12 +196,16 @@ func convex(lex, vec []float32, w float64) []float32 {
 	}
 	if vec != nil {
 		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for _, x := range vec {
-			lo, hi = min(lo, x), max(hi, x)
+		for i, x := range vec {
+			if keep == nil || keep(int32(i)) {
+				lo, hi = min(lo, x), max(hi, x)
+			}
 		}
 		if hi > lo {
 			for i, x := range vec {
-				out[i] += float32(1-w) * (x - lo) / (hi - lo)
+				if keep == nil || keep(int32(i)) {
+					out[i] += float32(1-w) * (x - lo) / (hi - lo)
+				}
 			}
 		}
 	}
@@ -185,7 +214,7 @@ func convex(lex, vec []float32, w float64) []float32 {
 
 // rrf is reciprocal-rank fusion of the top depth of each ranking, scaled so
 // a node first in both rankings scores 1.
-func rrf(lex, vec []float32, k, depth int) []float32 {
+func rrf(lex, vec []float32, k, depth int, keep func(int32) bool) []float32 {
 	n := max(len(lex), len(vec))
 	out := make([]float32, n)
 	scale := (float64(k) + 1) / 2 // float64: k may be as large as an int holds
@@ -194,7 +223,9 @@ func rrf(lex, vec []float32, k, depth int) []float32 {
 			continue
 		}
 		for r, h := range topPositive(sc, depth, i == 0) { // BM25 ranks only the nodes it matched
-			out[h.Index] += float32(scale / (float64(k) + float64(r) + 1))
+			if keep == nil || keep(h.Index) {
+				out[h.Index] += float32(scale / (float64(k) + float64(r) + 1))
+			}
 		}
 	}
 	return out
@@ -202,7 +233,8 @@ func rrf(lex, vec []float32, k, depth int) []float32 {
 
 // Ranking is the stage's top depth nodes by score, best first, ties by
 // lower node number. Under bm25 and hybrid a node scoring 0 matched
-// nothing (or is the least similar node of all) and is left out.
+// nothing (or is the least similar node of all) and is left out; a node
+// scoring −Inf (outside a filter) is always left out.
 func (s *Stage) Ranking(sc []float32, depth int) []Hit {
 	if sc == nil {
 		return nil
@@ -213,7 +245,7 @@ func (s *Stage) Ranking(sc []float32, depth int) []Hit {
 func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
 	top := engine.NewTopK(min(depth, len(sc)))
 	for i, x := range sc {
-		if x > 0 || !positiveOnly {
+		if x > 0 || !positiveOnly && !math.IsInf(float64(x), -1) {
 			top.Push(int32(i), x)
 		}
 	}

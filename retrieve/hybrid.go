@@ -8,7 +8,7 @@ import (
 
 func init() {
 	Must(Register(Def[HybridOptions]{Name: "hybrid", Summary: "the hybrid first stage on its own: BM25 and vector search fused",
-		Defaults: DefaultHybrid, Params: (*HybridOptions).Params,
+		Defaults: DefaultHybrid, Params: (*HybridOptions).Params, Filters: true,
 		Tune: &Tuning{Axes: []TuneAxis{{Setting: "hybrid-weight", Values: []string{"0.8", "0.5", "0.3"}}}},
 		New: func(ix *index.Index, env Env, o HybridOptions) (Method, error) {
 			st, err := NewStage(ix, env.Backend, StageOptions{Kind: StageHybrid, Hybrid: o})

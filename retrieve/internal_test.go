@@ -9,7 +9,7 @@ import (
 func TestFusions(t *testing.T) {
 	lex := []float32{1, 0.5, 0, 0}        // BM25 / max: node 2 and 3 match nothing
 	vec := []float32{0.2, -0.2, 0.6, 0.2} // cosines: min −0.2, max 0.6
-	got := convex(lex, vec, 0.7)
+	got := convex(lex, vec, 0.7, nil)
 	want := []float32{0.7 + 0.3*0.5, 0.35, 0.3, 0.3 * 0.5}
 	for i := range want {
 		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
@@ -18,7 +18,7 @@ func TestFusions(t *testing.T) {
 	}
 	// rrf, k = 60: BM25 ranks 0, 1 (2 and 3 unmatched); vector ranks 2, 0, 3, 1
 	// (0 and 3 tie at 0.2: lower node first).
-	r := rrf(lex, vec, 60, 1000)
+	r := rrf(lex, vec, 60, 1000, nil)
 	s := 61.0 / 2
 	wantR := []float64{s * (1.0/61 + 1.0/62), s * (1.0/62 + 1.0/64), s / 61, s / 63}
 	for i := range wantR {
@@ -27,17 +27,17 @@ func TestFusions(t *testing.T) {
 		}
 	}
 	// depth 1: only each ranking's first counts.
-	r1 := rrf(lex, vec, 60, 1)
+	r1 := rrf(lex, vec, 60, 1, nil)
 	if r1[0] != 0.5 || r1[2] != 0.5 || r1[1] != 0 || r1[3] != 0 {
 		t.Errorf("rrf at depth 1 = %v, want [0.5 0 0.5 0]", r1)
 	}
 	// k near the largest int: node 0 (ranks 1 and 2) scores ≈ 1, as k+rank
 	// must not wrap around.
-	if rk := rrf(lex, vec, math.MaxInt-1, 1000); math.Abs(float64(rk[0])-1) > 1e-6 {
+	if rk := rrf(lex, vec, math.MaxInt-1, 1000, nil); math.Abs(float64(rk[0])-1) > 1e-6 {
 		t.Errorf("rrf at k = MaxInt−1 scores node 0 %v, want ≈ 1", rk[0])
 	}
 	// one side missing: the other alone decides.
-	if c := convex(nil, vec, 0.7); c[1] != 0 || math.Abs(float64(c[2])-0.3) > 1e-7 {
+	if c := convex(nil, vec, 0.7, nil); c[1] != 0 || math.Abs(float64(c[2])-0.3) > 1e-7 {
 		t.Errorf("convex without BM25 = %v", c)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 // Hit is one ranked node: Index is its number in the index.
@@ -22,10 +23,38 @@ type Hit = engine.Hit
 
 // Query is one request. Vector, when set, replaces embedding Text (for
 // indexes built on precomputed vectors).
+//
+// Allow, when set, is the nodes the query may see (filter.Eval of a
+// metadata filter, an ACL): a method that honours filters (Info.Filters)
+// ranks, scores, walks and quotes no other node, and its results equal
+// those of the index with the other nodes deleted; a method that does not
+// refuses the query with ErrFilterUnsupported. nil is every node.
 type Query struct {
 	ID     string
 	Text   string
 	Vector []float32
+	Allow  *filter.Set
+}
+
+// ErrFilterUnsupported is returned by a method that cannot honour
+// Query.Allow yet; it never answers such a query unfiltered.
+var ErrFilterUnsupported = fmt.Errorf("retrieve: the method does not support filters yet (GET /v1/methods and gleaner query --help say which do): %w", ErrInvalid)
+
+// RefuseFilter is the first check of a method that does not honour
+// filters: ErrFilterUnsupported, naming it, for a query with Allow set.
+func RefuseFilter(q Query, method string) error {
+	if q.Allow != nil {
+		return fmt.Errorf("%s: %w", method, ErrFilterUnsupported)
+	}
+	return nil
+}
+
+// CheckAllow checks that q.Allow (if set) is a set over ix's nodes.
+func CheckAllow(ix *index.Index, q Query) error {
+	if q.Allow != nil && q.Allow.N() != ix.N() {
+		return fmt.Errorf("retrieve: the query's filter set is over %d nodes, the index has %d: %w", q.Allow.N(), ix.N(), ErrInvalid)
+	}
+	return nil
 }
 
 // Method ranks the index's nodes for a query. Implementations are safe for

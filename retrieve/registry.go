@@ -56,6 +56,10 @@ type Def[O any] struct {
 	// (package tune), which tries every combination of its axes' values.
 	// Ablations and methods for other kinds of corpora leave it nil.
 	Tune *Tuning
+	// Filters says the method honours Query.Allow (its results equal those
+	// of the index with the other nodes deleted); a method without it
+	// refuses filtered queries (RefuseFilter).
+	Filters bool
 }
 
 // Tuning is what `gleaner tune` tries of a method: each axis a setting
@@ -179,6 +183,7 @@ type component struct {
 	reads               []string
 	host                string
 	tune                *Tuning
+	filters             bool
 	newConfig           func() *Config
 }
 
@@ -231,7 +236,7 @@ func Register[O any](d Def[O]) error {
 	if d.Defaults == nil || d.Params == nil || d.New == nil {
 		return fmt.Errorf("retrieve: method %q: Defaults, Params and New are required", d.Name)
 	}
-	c := &component{kind: kindMethod, name: d.Name, summary: d.Summary, reads: d.Reads, host: d.Host, tune: d.Tune}
+	c := &component{kind: kindMethod, name: d.Name, summary: d.Summary, reads: d.Reads, host: d.Host, tune: d.Tune, filters: d.Filters}
 	c.newConfig = func() *Config {
 		o := d.Defaults()
 		cfg := newConfig(c, &o, d.Params)
@@ -301,6 +306,7 @@ type Info struct {
 	Reads         []string // methods: the index sections needed
 	Host          string   // non-empty: runs on the host, and why
 	Tune          *Tuning  // methods: what gleaner tune tries (nil: not a candidate)
+	Filters       bool     // methods: honours Query.Allow (metadata filters, ACLs)
 	Params        []*Param
 }
 
@@ -310,7 +316,7 @@ func infos(kind string) []Info {
 	out := make([]Info, 0, len(components[kind]))
 	for _, c := range components[kind] {
 		out = append(out, Info{Name: c.name, Summary: c.summary, Long: c.long, Group: c.group, Section: c.section,
-			Reads: c.reads, Host: c.host, Tune: c.tune, Params: c.newConfig().params.list})
+			Reads: c.reads, Host: c.host, Tune: c.tune, Filters: c.filters, Params: c.newConfig().params.list})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out
@@ -521,4 +527,11 @@ func Readers(name string) []string {
 		}
 	}
 	return out
+}
+
+// SupportsFilters reports whether the method called name honours
+// Query.Allow.
+func SupportsFilters(name string) bool {
+	c, err := lookup(kindMethod, name)
+	return err == nil && c.filters
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
@@ -17,7 +18,7 @@ func (*NoOptions) Params(*Params) {}
 
 func init() {
 	Must(Register(Def[NoOptions]{Name: "vector", Summary: "exact dense search over the index's vectors (on the backend)",
-		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params, Tune: &Tuning{},
+		Defaults: func() NoOptions { return NoOptions{} }, Params: (*NoOptions).Params, Tune: &Tuning{}, Filters: true,
 		New: func(ix *index.Index, env Env, _ NoOptions) (Method, error) { return NewVector(ix, env.Backend) }}))
 }
 
@@ -50,7 +51,16 @@ func (m *Vector) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 
 // RetrieveBatch embeds the queries and scans the matrix once for all of
 // them. A query whose terms are all outside the LSA vocabulary gets no hits.
+// A filtered query (Query.Allow) is ranked on its own over its nodes.
 func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit, error) {
+	for _, q := range qs {
+		if err := CheckAllow(m.ix, q); err != nil {
+			return nil, err
+		}
+		if q.Allow != nil {
+			return m.filtered(ctx, qs, k)
+		}
+	}
 	d := m.ix.Meta.Dims
 	batch := make([]float32, 0, len(qs)*d)
 	empty := make([]bool, len(qs))
@@ -77,4 +87,22 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 		}
 	}
 	return hits, nil
+}
+
+// filtered ranks each query over its allowed nodes: every node's score,
+// then the top k of those in the set.
+func (m *Vector) filtered(ctx context.Context, qs []Query, k int) ([][]Hit, error) {
+	st := &Stage{ix: m.ix, be: m.be, kind: StageVector}
+	out := make([][]Hit, len(qs))
+	for i, q := range qs {
+		if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
+			return nil, ErrEmptyQuery
+		}
+		sc, err := st.vector(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = st.Ranking(sc, k)
+	}
+	return out, nil
 }

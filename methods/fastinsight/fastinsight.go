@@ -162,6 +162,9 @@ func (m *fastInsight) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]
 // RetrieveStream emits the ranking after every GRanker call (10, 20, …,
 // b_max nodes at the defaults); emit returning false stops early.
 func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return err
+	}
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}

@@ -121,6 +121,9 @@ func (m *fuseRAG) Name() string { return "fuserag" }
 // Evidence runs stage 1 for q: the first stage's Start best nodes, then the
 // greedy walk. It returns nil for a query nothing matches.
 func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evidence, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	sc, err := m.st.Scores(ctx, q)
 	if err != nil || sc == nil {
 		return nil, err
@@ -168,6 +171,9 @@ func relevance(sc []float32) []float64 {
 // scores fall with the order (min(Budget, nodes) − position: exact in
 // float32 whatever the budget), as the greedy gains need not.
 func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	ev, err := m.Evidence(ctx, q)
 	if err != nil || ev == nil {
 		return nil, err
@@ -184,6 +190,9 @@ func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retr
 // budget cl100k_base tokens (the stand-in for the decoder's tokenizer when
 // no decoder is loaded).
 func (m *fuseRAG) BuildContext(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	if err := retrieve.CheckBudget(budget); err != nil {
 		return nil, err
 	}

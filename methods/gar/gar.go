@@ -165,6 +165,9 @@ func (p *prio) top(n int) []int32 {
 
 // RetrieveStream emits the ranking of scored documents after every batch.
 func (m *gar) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return err
+	}
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}

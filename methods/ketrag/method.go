@@ -142,6 +142,9 @@ func pieceChunks(k *KETRAG) [][]int32 {
 
 // Retrieve implements Method.
 func (m *ketrag) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	c, cand, err := m.assemble(ctx, q, m.o.Budget)
 	if err != nil {
 		return nil, err
@@ -172,6 +175,9 @@ func (m *ketrag) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retri
 
 // BuildContext implements ContextBuilder: KET-RAG's context with λ = budget.
 func (m *ketrag) BuildContext(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	if err := retrieve.CheckBudget(budget); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/vecmath"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 // Restart vectors (Options.Reset).
@@ -57,14 +58,14 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ppr", Summary: "personalized PageRank over the graph, restarted from the first stage's top results",
-		Defaults: DefaultOptions, Params: (*Options).Params, Host: "PageRank runs on the host (a sparse iteration per query)",
+		Defaults: DefaultOptions, Params: (*Options).Params, Host: "PageRank runs on the host (a sparse iteration per query)", Filters: true,
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}},
 			{Setting: "ppr-seeds", Values: []string{"5", "2", "10"}}, {Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			return newNamed("ppr", ix, env, o)
 		}}))
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ppr-bm25", Summary: "HippoRAG 2's baseline: PageRank restarted from every passage's BM25 score",
-		Defaults: DefaultOptions, Host: "PageRank runs on the host (a sparse iteration per query)",
+		Defaults: DefaultOptions, Host: "PageRank runs on the host (a sparse iteration per query)", Filters: true,
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
@@ -122,30 +123,39 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	if err != nil || sc == nil {
 		return nil, err
 	}
-	reset := m.reset(sc)
+	reset := m.reset(sc, q.Allow)
 	if reset == nil {
 		return nil, nil
 	}
 	m.once.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
+	adj := m.adj
+	if q.Allow != nil { // walk only the allowed nodes: no mass passes through another
+		adj = adj.Induced(q.Allow.Keep())
+	}
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
 	po.MaxIter = max(po.MaxIter, graphops.PPRIterations(m.o.Damping, po.Tol))
-	pi, _, err := graphops.PersonalizedPageRank(ctx, m.adj, reset, po)
+	pi, _, err := graphops.PersonalizedPageRank(ctx, adj, reset, po)
 	if err != nil {
 		return nil, err
 	}
 	top := engine.NewTopK(min(k, len(pi)))
 	for v, x := range pi {
-		top.Push(int32(v), float32(x))
+		if q.Allow.Has(v) {
+			top.Push(int32(v), float32(x))
+		}
 	}
 	return top.Results(), nil
 }
 
-// reset builds the restart vector from the first-stage scores; nil when
-// nothing distinguishes any passage.
-func (m *ppr) reset(sc []float32) []float64 {
+// reset builds the restart vector from the first-stage scores (over the
+// allowed nodes; nil: all); nil when nothing distinguishes any passage.
+func (m *ppr) reset(sc []float32, allow *filter.Set) []float64 {
 	r := make([]float64, len(sc))
 	if m.o.Reset == ResetDense {
+		if allow != nil {
+			return denseWithin(sc, allow)
+		}
 		for i, x := range sc {
 			r[i] = float64(x)
 		}
@@ -165,6 +175,30 @@ func (m *ppr) reset(sc []float32) []float64 {
 	}
 	if len(seeds) == 0 {
 		return nil
+	}
+	return r
+}
+
+// denseWithin is the dense reset over the allowed nodes alone: their
+// scores min–max scaled among themselves, 0 elsewhere.
+func denseWithin(sc []float32, allow *filter.Set) []float64 {
+	var kept []float64
+	for i, x := range sc {
+		if allow.Has(i) {
+			kept = append(kept, float64(x))
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	kept = vecmath.MinMaxScaled(kept, passageMass)
+	r := make([]float64, len(sc))
+	j := 0
+	for i := range sc {
+		if allow.Has(i) {
+			r[i] = kept[j]
+			j++
+		}
 	}
 	return r
 }

@@ -85,6 +85,9 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*re2, 
 func (m *re2) Name() string { return m.name }
 
 func (m *re2) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, retrieve.ErrEmptyQuery
 	}

@@ -150,6 +150,9 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 
 // Retrieve implements Method.
 func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	if !m.khop {
 		_, sims, err := m.querySims(ctx, q)
 		if err != nil {

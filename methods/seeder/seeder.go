@@ -101,6 +101,9 @@ func (s *seederMethod) start(ctx context.Context) error {
 
 // Retrieve implements Method.
 func (s *seederMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, s.Name()); err != nil {
+		return nil, err
+	}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}

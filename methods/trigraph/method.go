@@ -217,6 +217,9 @@ func (m *Method) Name() string {
 
 // Retrieve implements Method.
 func (m *Method) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+		return nil, err
+	}
 	hits, _, err := m.Trace(ctx, q, k)
 	return hits, err
 }

@@ -1,0 +1,111 @@
+package filter
+
+import "math/bits"
+
+// Set is a set of node numbers of one index (a bitset). A nil *Set is no
+// restriction: every node. Sets are immutable once made, so safe for
+// concurrent use.
+type Set struct {
+	n     int
+	words []uint64
+	count int
+}
+
+// NewSet is the set of the given nodes of an index of n nodes.
+func NewSet(n int, nodes ...int32) *Set {
+	s := &Set{n: n, words: make([]uint64, (n+63)/64)}
+	for _, v := range nodes {
+		s.add(int(v))
+	}
+	s.recount()
+	return s
+}
+
+// All is the set of every node of an index of n nodes.
+func All(n int) *Set {
+	s := &Set{n: n, words: make([]uint64, (n+63)/64)}
+	for i := range s.words {
+		s.words[i] = ^uint64(0)
+	}
+	s.trim()
+	s.recount()
+	return s
+}
+
+func (s *Set) add(v int) { s.words[v>>6] |= 1 << (v & 63) }
+
+func (s *Set) trim() {
+	if r := s.n & 63; r != 0 {
+		s.words[len(s.words)-1] &= 1<<r - 1
+	}
+}
+
+func (s *Set) recount() {
+	s.count = 0
+	for _, w := range s.words {
+		s.count += bits.OnesCount64(w)
+	}
+}
+
+// Has reports whether node v is in the set (always, for a nil set).
+func (s *Set) Has(v int) bool {
+	if s == nil {
+		return true
+	}
+	return v >= 0 && v < s.n && s.words[v>>6]&(1<<(v&63)) != 0
+}
+
+// Len is the number of nodes in the set.
+func (s *Set) Len() int { return s.count }
+
+// N is the number of nodes of the index the set is over.
+func (s *Set) N() int { return s.n }
+
+// and, or and not combine sets over the same index.
+func (s *Set) and(o *Set) *Set {
+	out := &Set{n: s.n, words: make([]uint64, len(s.words))}
+	for i := range out.words {
+		out.words[i] = s.words[i] & o.words[i]
+	}
+	out.recount()
+	return out
+}
+
+func (s *Set) or(o *Set) *Set {
+	out := &Set{n: s.n, words: make([]uint64, len(s.words))}
+	for i := range out.words {
+		out.words[i] = s.words[i] | o.words[i]
+	}
+	out.recount()
+	return out
+}
+
+func (s *Set) not() *Set {
+	out := &Set{n: s.n, words: make([]uint64, len(s.words))}
+	for i := range out.words {
+		out.words[i] = ^s.words[i]
+	}
+	out.trim()
+	out.recount()
+	return out
+}
+
+// Intersect is the nodes in both a and b; nil stands for every node.
+func Intersect(a, b *Set) *Set {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return a.and(b)
+}
+
+// Keep is Has as a function (nil when s is nil), for code that takes a
+// node predicate.
+func (s *Set) Keep() func(int32) bool {
+	if s == nil {
+		return nil
+	}
+	return func(v int32) bool { return s.Has(int(v)) }
+}
