@@ -41,6 +41,9 @@ func (s *Server) SetKeys(k *auth.Keyring) error {
 	if k != nil && s.cfg.InsecureNoAuth {
 		return errors.New("server: started with InsecureNoAuth; restart it with keys to require them")
 	}
+	if s.cfg.ACLField == "" && k.HasGroups() {
+		return errors.New("server: the keys carry ACL groups but the server has no ACL field: they would see every node")
+	}
 	s.keys.Store(k)
 	s.limits.reset()
 	s.cfg.AuditLogger.Info("audit", "action", "keys reloaded", "keys", k.Len())

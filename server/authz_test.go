@@ -8,11 +8,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
 	"github.com/gleaner-rag/gleaner/server/auth"
 	"github.com/gleaner-rag/gleaner/server/client"
 )
@@ -293,4 +299,130 @@ func series(t *testing.T, s *server.Server, name string, want map[string]string)
 		}
 	}
 	return 0
+}
+
+// aclIndex builds an index whose nodes carry ACL groups: every third node
+// is eng's, every third but one legal's, the rest public. It returns the
+// folder and each node's groups by id.
+func aclIndex(t *testing.T) (string, map[string][]any) {
+	t.Helper()
+	c := synth.Generate(synth.Options{People: 40, Cities: 6, Countries: 3, Bands: 8, Queries: 4, Seed: 5})
+	acl := map[string][]any{}
+	for i := range c.Nodes {
+		switch i % 3 {
+		case 0:
+			acl[c.Nodes[i].ID] = []any{"eng"}
+		case 1:
+			acl[c.Nodes[i].ID] = []any{"legal"}
+		}
+		if g, ok := acl[c.Nodes[i].ID]; ok {
+			c.Nodes[i].Meta = map[string]any{"acl": g}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "acl")
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 8
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	return dir, acl
+}
+
+// A key's ACL groups are ANDed into every request: no hit outside them,
+// for every method that takes filters; methods that cannot are refused;
+// a request's own filter narrows further.
+func TestACLGroupsRestrictEveryRequest(t *testing.T) {
+	dir, acl := aclIndex(t)
+	ring, tok := keyring(t,
+		auth.Key{ID: "eng", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}, Groups: []string{"eng"}},
+		auth.Key{ID: "both", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}, Groups: []string{"eng", "legal"}},
+		auth.Key{ID: "public", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}})
+	_, hs, _ := authServer(t, ring, func(c *server.Config) {
+		c.Indexes = map[string]string{"acl": dir}
+		c.ACLField = "acl"
+	})
+	c, _ := client.New(hs.URL, hs.Client())
+	ctx := context.Background()
+	sees := func(key string, groups ...string) func(id string) bool {
+		return func(id string) bool {
+			g, restricted := acl[id]
+			if !restricted {
+				return true
+			}
+			for _, want := range groups {
+				if slices.Contains(g, any(want)) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, k := range []struct {
+		id     string
+		groups []string
+	}{{"eng", []string{"eng"}}, {"both", []string{"eng", "legal"}}, {"public", nil}} {
+		allowed := sees(k.id, k.groups...)
+		for _, method := range []string{"bm25", "ppr", "vector", "hybrid", "ppr-bm25", ""} {
+			for _, query := range []string{"band city born", "country capital", "city band"} {
+				resp, err := c.WithToken(tok[k.id]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: query, Method: method, K: api.K(50)})
+				if err != nil {
+					t.Fatalf("%s %s: %v", k.id, method, err)
+				}
+				if len(resp.Hits) == 0 {
+					t.Errorf("%s %s %q: no hits", k.id, method, query)
+				}
+				for _, h := range resp.Hits {
+					if !allowed(h.ID) {
+						t.Fatalf("key %s, method %s: %s (groups %v) returned", k.id, method, h.ID, acl[h.ID])
+					}
+				}
+			}
+		}
+	}
+	_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "fastinsight"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Body.Field != "method" || !strings.Contains(ae.Body.Error, "access control") {
+		t.Errorf("a method without filter support under ACLs: %v", err)
+	}
+	// The request's own filter: only public nodes for the eng key.
+	resp, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band city", Method: "bm25", K: api.K(50),
+		Filter: []byte(`{"field":"acl","exists":false}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range resp.Hits {
+		if _, restricted := acl[h.ID]; restricted {
+			t.Errorf("the filter let %s through", h.ID)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"field":"acl"}`:             "exactly one of eq",
+		`{"and":[]}`:                  "and of nothing",
+		`{"field":"x","eq":[1]}`:      "want text, a number or a boolean",
+		`{"field":"x","eq":1,"eq":2}`: "given twice",
+		`{"field":"x","gt":true}`:     "no order",
+		`{"nope":1}`:                  "unknown field",
+		strings.Repeat(`{"not":`, 40) + `{"field":"x","eq":1}` + strings.Repeat("}", 40): "nested deeper",
+	} {
+		_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "bm25", Filter: []byte(body)})
+		if !errors.As(err, &ae) || ae.Status != 400 || ae.Body.Field != "filter" || !strings.Contains(ae.Body.Error, want) {
+			t.Errorf("filter %.40s: %v, want 400 on filter saying %q", body, err, want)
+		}
+	}
+}
+
+// Keys with ACL groups need an ACL field: without one they would see
+// every node, so the server refuses them at start and on a keys reload.
+func TestGroupsNeedAnACLField(t *testing.T) {
+	ring, _ := keyring(t, auth.Key{ID: "g", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}, Groups: []string{"eng"}})
+	cfg := server.DefaultConfig()
+	cfg.Indexes, cfg.Backend, cfg.Keys = map[string]string{"synth": testIndex(t)}, cpu.New(), ring
+	if _, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "ACL") {
+		t.Errorf("start: %v", err)
+	}
+	plain, _ := keyring(t, auth.Key{ID: "p", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}})
+	s, _, _ := authServer(t, plain, nil)
+	if err := s.SetKeys(ring); err == nil || !strings.Contains(err.Error(), "ACL") {
+		t.Errorf("reload: %v", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 // retrieve serves POST /v1/retrieve.
@@ -89,6 +90,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err)
 		return
 	}
+	allow, err := s.allowed(r.Context(), req, e.ix)
+	if err != nil {
+		code = statusOf(err)
+		writeError(w, code, err)
+		return
+	}
 	timeout := s.cfg.Timeout
 	// Compared in milliseconds: a huge timeout_ms would overflow a Duration.
 	if req.TimeoutMS > 0 && int64(req.TimeoutMS) < timeout.Milliseconds() {
@@ -104,8 +111,51 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	code = s.answer(ctx, w, e.ix, m, req, start)
+	code = s.answer(ctx, w, e.ix, m, req, allow, start)
 	s.metrics.latency.WithLabelValues(ixName, method).Observe(time.Since(start).Seconds())
+}
+
+// allowed is the set of nodes the request may see: its filter ANDed with
+// its key's ACL (Config.ACLField); nil when neither restricts it. A method
+// that cannot honour a filter is refused here, before it runs.
+func (s *Server) allowed(ctx context.Context, req *RetrieveRequest, ix *index.Index) (*filter.Set, error) {
+	var f *filter.Filter
+	if len(req.Filter) > 0 {
+		var err error
+		if f, err = filter.Parse(req.Filter); err != nil {
+			return nil, &FieldError{"filter", clip(strings.TrimPrefix(err.Error(), "filter: "))}
+		}
+	}
+	if s.cfg.ACLField != "" {
+		var groups []string
+		if k := KeyOf(ctx); k != nil {
+			groups = k.Groups
+		}
+		f = filter.And(f, filter.ACL(s.cfg.ACLField, groups))
+	}
+	if f == nil {
+		return nil, nil
+	}
+	if !retrieve.SupportsFilters(req.Method) {
+		what := "filters"
+		if len(req.Filter) == 0 {
+			what = "the access control this server applies to every request"
+		}
+		return nil, &FieldError{"method", fmt.Sprintf("%s does not support %s yet; methods that do: %s",
+			clip(strconv.Quote(req.Method)), what, strings.Join(filterMethods(), ", "))}
+	}
+	return filter.Eval(ix, f)
+}
+
+// filterMethods are the methods that honour filters.
+func filterMethods() []string {
+	var out []string
+	for _, n := range retrieve.Names() {
+		if retrieve.SupportsFilters(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // readBody reads a request body of at most MaxBodyBytes that must arrive
@@ -160,8 +210,8 @@ func (s *Server) applyDefaults(req *RetrieveRequest, ix *index.Index) {
 }
 
 // answer runs the method and writes the response; it returns the status.
-func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.Index, m retrieve.Method, req *RetrieveRequest, start time.Time) int {
-	q := retrieve.Query{Text: req.Query}
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.Index, m retrieve.Method, req *RetrieveRequest, allow *filter.Set, start time.Time) int {
+	q := retrieve.Query{Text: req.Query, Allow: allow}
 	sm, streaming := m.(retrieve.StreamingMethod)
 	grouped := req.GroupBy == retrieve.GroupDocument
 	if !req.Stream || !streaming {

@@ -65,6 +65,11 @@ type Config struct {
 	// a server on loopback: the CLI refuses it on any other address).
 	Keys           *auth.Keyring
 	InsecureNoAuth bool
+	// ACLField, when set, is the metadata field holding each node's ACL
+	// groups: every request sees only the nodes that list one of its key's
+	// groups or have no such field (retrieve/filter.ACL), and only methods
+	// that honour filters serve. Keys with groups need it.
+	ACLField string
 	// SeparateAdmin moves the admin routes (reload, metrics, profiling)
 	// from Handler to AdminHandler, for a listener of their own.
 	SeparateAdmin bool
@@ -97,6 +102,8 @@ func (c Config) validate() error {
 		return errors.New("server: no keys: set Config.Keys (auth.Load), or InsecureNoAuth to serve without authentication")
 	case c.Keys != nil && c.InsecureNoAuth:
 		return errors.New("server: both Keys and InsecureNoAuth are set; choose one")
+	case c.ACLField == "" && c.Keys.HasGroups():
+		return errors.New("server: keys carry ACL groups but no ACL field is set (--acl-field): they would see every node")
 	case c.Backend == nil:
 		return errors.New("server: Config.Backend is nil (open one with engine.Open, after importing kernels/cpu)")
 	}
@@ -367,7 +374,7 @@ func (s *Server) methodList() api.Methods {
 		if err != nil { // validated at start
 			continue
 		}
-		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads, Host: in.Host}
+		m := api.Method{Name: in.Name, Summary: in.Summary, Settings: []api.Setting{}, Reads: in.Reads, Host: in.Host, Filters: in.Filters}
 		for _, p := range cfg.Params() {
 			m.Settings = append(m.Settings, api.Setting{Name: p.JSONName(), Type: string(p.Kind()), Default: p.Value(), Usage: p.Usage(), Local: p.IsLocal()})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 func newQuery(g *globals) *cobra.Command {
@@ -19,6 +20,7 @@ func newQuery(g *globals) *cobra.Command {
 	var sf *settingFlags
 	var k int
 	var withContext bool
+	var filterJSON string
 	cmd := &cobra.Command{
 		Use: "query --index <dir> [--method bm25] [-k 10] <text...>",
 		Example: `  gleaner query --index idx/scifact "vitamin D and bone density"
@@ -82,12 +84,15 @@ func newQuery(g *globals) *cobra.Command {
 				return err
 			}
 			defer retrieve.CloseAll(context.Background(), m)
-			text := strings.Join(args, " ")
+			q := retrieve.Query{Text: strings.Join(args, " ")}
+			if q.Allow, err = filterFlag(ix, filterJSON); err != nil {
+				return err
+			}
 			if withContext {
-				return printContext(cmd, m, ix, retrieve.Query{Text: text}, budget)
+				return printContext(cmd, m, ix, q, budget)
 			}
 			start := time.Now()
-			hits, err := retrieveGrouped(cmd.Context(), m, ix, retrieve.Query{Text: text}, k, groupBy)
+			hits, err := retrieveGrouped(cmd.Context(), m, ix, q, k, groupBy)
 			if err != nil {
 				return err
 			}
@@ -102,6 +107,7 @@ func newQuery(g *globals) *cobra.Command {
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of results")
 	cmd.Flags().StringVar(&profile, "profile", "", "a profile from gleaner tune: its method, settings and grouping (flags given win)")
 	cmd.Flags().StringVar(&groupBy, "group-by", retrieve.GroupPassage, "passage, or document: rank documents by their best passage")
+	cmd.Flags().StringVar(&filterJSON, "filter", "", `metadata filter as JSON, e.g. '{"field":"team","eq":"platform"}' (docs/serving.md#filters); only methods that support filters take one`)
 	cmd.Flags().BoolVar(&withContext, "context", false, "print the LLM context instead of the ranking: ketrag's own, other methods' top nodes; --budget tokens")
 	sf = addSettingFlags(cmd.Flags(), retrieve.Methods(), "--method")
 	cmd.Flags().StringVar(&biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from")
@@ -207,4 +213,16 @@ func printHits(out io.Writer, ix *index.Index, hits []retrieve.Hit, groupBy stri
 			fmt.Fprintf(w, "%d\t%.4f\t%s\t%s\n", i+1, h.Score, ix.NodeID(int(h.Index)), ix.Title(int(h.Index)))
 		}
 	}
+}
+
+// filterFlag is --filter's set of nodes over ix (nil without the flag).
+func filterFlag(ix *index.Index, text string) (*filter.Set, error) {
+	if text == "" {
+		return nil, nil
+	}
+	f, err := filter.Parse([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("--filter: %w", err)
+	}
+	return filter.Eval(ix, f)
 }

@@ -88,6 +88,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.StringVar(&o.adminAddr, "admin-addr", "", "serve the admin routes (reload, /metrics, /debug/pprof) here instead of on --addr")
 	fl.StringVar(&o.keys, "keys", "", "the API keys file (gleaner keys add); reread on SIGHUP")
 	fl.BoolVar(&o.insecure, "insecure-no-auth", false, "serve without API keys: anyone who can connect may query and reload (loopback addresses only)")
+	fl.StringVar(&cfg.ACLField, "acl-field", "", "metadata field of each node's ACL groups: a request sees only nodes listing one of its key's groups, or without the field")
 	fl.StringVar(&o.auditLog, "audit-log", "", "append the audit lines (admin actions, keys reloads) to this file as JSON (default: the log)")
 	fl.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; reread on SIGHUP")
 	fl.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")

@@ -3,6 +3,8 @@
 // a caller links it (and server/client, built on it) without the engine.
 package api
 
+import "encoding/json"
+
 // RetrieveRequest is the body of POST /v1/retrieve.
 type RetrieveRequest struct {
 	Index string `json:"index"`
@@ -33,6 +35,11 @@ type RetrieveRequest struct {
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 	// Text adds each hit's text to the response.
 	Text bool `json:"text,omitempty"`
+	// Filter restricts the request to the nodes whose metadata match it
+	// (package retrieve/filter: {"field": "team", "eq": "platform"},
+	// {"and": [...]}, …); only methods whose "filters" is true in GET
+	// /v1/methods take one. A key's ACL groups are ANDed in by the server.
+	Filter json.RawMessage `json:"filter,omitempty"`
 	// GroupBy is "passage" (the default: a hit is a node) or "document": a
 	// hit is a document, scored by its best passage, which the hit shows.
 	GroupBy string `json:"group_by,omitempty"`
@@ -102,6 +109,9 @@ type Method struct {
 	// Host, when set, says which of the method's work runs on the host
 	// whatever backend the server runs, and why.
 	Host string `json:"host,omitempty"`
+	// Filters says the method takes a filter (and serves keys with ACL
+	// groups); the others refuse a filtered request with 400.
+	Filters bool `json:"filters"`
 }
 
 // Methods is the body of GET /v1/methods.

@@ -93,8 +93,13 @@ func (r *Keyring) File() File {
 	return File{Version: r.file.Version, Keys: slices.Clone(r.file.Keys)}
 }
 
-// Len is the number of keys.
-func (r *Keyring) Len() int { return len(r.keys) }
+// Len is the number of keys (0 for a nil keyring).
+func (r *Keyring) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.keys)
+}
 
 // Key returns the key with the given id, or nil.
 func (r *Keyring) Key(id string) *Key {
@@ -118,4 +123,17 @@ func Save(path string, f File) error {
 		return err
 	}
 	return jsonfile.Replace(path, append(b, '\n'), 0o600)
+}
+
+// HasGroups reports whether some key carries ACL groups.
+func (r *Keyring) HasGroups() bool {
+	if r == nil {
+		return false
+	}
+	for _, e := range r.keys {
+		if len(e.key.Groups) > 0 {
+			return true
+		}
+	}
+	return false
 }
