@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 )
@@ -102,15 +104,16 @@ func (s *Stage) Kind() string { return s.kind }
 // the allowed nodes (BM25's statistics and every normalisation count only
 // them); a node outside scores 0 (bm25, hybrid) or −Inf (vector), and
 // Ranking never returns it.
-func (s *Stage) Scores(ctx context.Context, q Query) ([]float32, error) {
+func (s *Stage) Scores(ctx context.Context, q Query) (_ []float32, err error) {
 	if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
 		return nil, ErrEmptyQuery
 	}
+	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.filtered", q.Allow != nil))
+	defer func() { end(err) }()
 	if err := CheckAllow(s.ix, q); err != nil {
 		return nil, err
 	}
 	var lex, vec []float32
-	var err error
 	if s.kind != StageVector {
 		if lex, err = s.bm25(q); err != nil {
 			return nil, err

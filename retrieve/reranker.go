@@ -1,6 +1,8 @@
 package retrieve
 
 import (
+	"go.opentelemetry.io/otel/attribute"
+
 	"context"
 	"errors"
 	"fmt"
@@ -149,7 +151,9 @@ func (r *Reranker) EncodedPairs() int {
 }
 
 // ScoreNodes scores nodes with a session's latents and a head.
-func ScoreNodes(ctx context.Context, sess *models.Session, h *models.Head, nodes []int32) ([]float32, error) {
+func ScoreNodes(ctx context.Context, sess *models.Session, h *models.Head, nodes []int32) (_ []float32, err error) {
+	ctx, end := StartSpan(ctx, "rerank batch", attribute.Int("gleaner.nodes", len(nodes)))
+	defer func() { end(err) }()
 	H, err := sess.Latents(ctx, nodes)
 	if err != nil {
 		return nil, err

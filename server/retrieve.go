@@ -91,6 +91,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	allow, err := s.allowed(r.Context(), req, e.ix)
+	annotate(r, req, allow != nil)
 	if err != nil {
 		code = statusOf(err)
 		writeError(w, code, err)
@@ -210,8 +211,16 @@ func (s *Server) applyDefaults(req *RetrieveRequest, ix *index.Index) {
 }
 
 // answer runs the method and writes the response; it returns the status.
-func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.Index, m retrieve.Method, req *RetrieveRequest, allow *filter.Set, start time.Time) int {
+func (s *Server) answer(ctx context.Context, w http.ResponseWriter, ix *index.Index, m retrieve.Method, req *RetrieveRequest, allow *filter.Set, start time.Time) (code int) {
 	q := retrieve.Query{Text: req.Query, Allow: allow}
+	ctx, end := retrieve.StartSpan(ctx, "method "+m.Name())
+	defer func() {
+		var err error
+		if code >= 500 {
+			err = fmt.Errorf("status %d", code)
+		}
+		end(err)
+	}()
 	sm, streaming := m.(retrieve.StreamingMethod)
 	grouped := req.GroupBy == retrieve.GroupDocument
 	if !req.Stream || !streaming {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -73,7 +74,10 @@ type Config struct {
 	// SeparateAdmin moves the admin routes (reload, metrics, profiling)
 	// from Handler to AdminHandler, for a listener of their own.
 	SeparateAdmin bool
-	Logger        *slog.Logger
+	// Tracing, when set, traces every request (a server span, continuing
+	// a W3C traceparent) and the methods' stages under it; nil: off.
+	Tracing trace.TracerProvider
+	Logger  *slog.Logger
 	// AuditLogger gets one line per admin action and keys reload.
 	AuditLogger *slog.Logger
 }
@@ -287,7 +291,7 @@ func (s *Server) mux(keep func(auth.Scope) bool) http.Handler {
 		if scope != "" {
 			h = s.requireKey(scope, h)
 		}
-		mux.Handle(pattern, h)
+		mux.Handle(pattern, s.traced(pattern, h))
 	}
 	return s.accessLog(mux)
 }

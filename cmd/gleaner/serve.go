@@ -67,6 +67,14 @@ server/openapi.yaml; server/client is the Go client.`,
 				return err // the server checks too; this speaks of flags
 			}
 			cfg.Backend, cfg.Logger, cfg.Settings = g.be, g.log, sf.overrides()
+			if o.otlp != "" {
+				tp, err := newTracing(o.otlp, o.traceRatio)
+				if err != nil {
+					return err
+				}
+				defer tp.Shutdown(context.Background()) // flush the spans queued
+				cfg.Tracing = tp
+			}
 			s, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -92,6 +100,8 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.StringVar(&o.auditLog, "audit-log", "", "append the audit lines (admin actions, keys reloads) to this file as JSON (default: the log)")
 	fl.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; reread on SIGHUP")
 	fl.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fl.StringVar(&o.otlp, "otlp-endpoint", "", "send OpenTelemetry traces (a span per request and per method stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318; off when empty")
+	fl.Float64Var(&o.traceRatio, "trace-ratio", 1, "with --otlp-endpoint: the fraction of requests traced (a caller's sampled traceparent is always followed)")
 	fl.StringVar(&o.config, "config", "", "read flags from this JSON file ({\"flag-name\": value}); flags on the command line win")
 	fl.BoolVar(&o.printConfig, "print-config", false, "print the configuration (every flag, after --config) as a --config file, and exit")
 	fl.StringVar(&o.profile, "profile", "", "a profile from gleaner tune: the method (and its settings and grouping) of requests that name none")
@@ -115,7 +125,8 @@ server/openapi.yaml; server/client is the Go client.`,
 type serveFlags struct {
 	indexes                                  []string
 	addr, adminAddr, keys, auditLog, profile string
-	tlsCert, tlsKey, config                  string
+	tlsCert, tlsKey, config, otlp            string
+	traceRatio                               float64
 	insecure, printConfig                    bool
 	grace                                    time.Duration
 	sf                                       *settingFlags

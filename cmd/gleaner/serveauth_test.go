@@ -11,12 +11,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -227,5 +230,40 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 		if out, err := run(t, "serve", "--config", cfg, "--print-config"); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), cfg) {
 			t.Errorf("%s: %v\n%s", body, err, out)
 		}
+	}
+}
+
+// serve --otlp-endpoint sends its spans to an OTLP/HTTP collector (here a
+// stand-in that counts the exports); the queue is flushed at SIGTERM.
+func TestServeExportsTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a server process")
+	}
+	var exports, bytesIn atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			exports.Add(1)
+			bytesIn.Add(int64(len(b)))
+		}
+	}))
+	defer collector.Close()
+	_, idir := buildFullIndex(t, t.TempDir(), 13)
+	cmd, base, stderr := startServe(t, "--index", "ix="+idir, "--addr", "127.0.0.1:0", "--insecure-no-auth", "--otlp-endpoint", collector.URL)
+	c, _ := client.New(base, http.DefaultClient)
+	for range 3 {
+		if _, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "ix", Query: "band city", Method: "ppr"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if exports.Load() == 0 || bytesIn.Load() < 100 {
+		t.Fatalf("the collector got %d exports (%d bytes)\n%s", exports.Load(), bytesIn.Load(), stderr)
+	}
+	if out, err := run(t, "serve", "--index", "ix="+idir, "--insecure-no-auth", "--otlp-endpoint", "localhost:4318"); err == nil || !strings.Contains(err.Error(), "want http") {
+		t.Errorf("a bad endpoint: %v\n%s", err, out)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
@@ -135,7 +137,9 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
 	po.MaxIter = max(po.MaxIter, graphops.PPRIterations(m.o.Damping, po.Tol))
+	_, end := retrieve.StartSpan(ctx, "pagerank", attribute.Int("gleaner.vertices", adj.N()))
 	pi, _, err := graphops.PersonalizedPageRank(ctx, adj, reset, po)
+	end(err)
 	if err != nil {
 		return nil, err
 	}
