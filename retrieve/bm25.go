@@ -2,9 +2,11 @@ package retrieve
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
 func init() {
@@ -31,9 +33,33 @@ func (m bm25) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if q.Allow == nil {
 		return m.ix.BM25.Search(q.Text, k), nil
 	}
-	sc := make([]float32, m.ix.N())
-	if _, err := m.ix.BM25.ScoreAllWithin(q.Text, sc, func(d uint32) bool { return q.Allow.Has(int(d)) }); err != nil {
+	sub, err := subsetOf(m.ix, q)
+	if err != nil {
 		return nil, err
 	}
-	return topPositive(sc, k, true), nil
+	return m.ix.BM25.SearchWithin(q.Text, k, sub), nil
+}
+
+// bm25Within scores q over its allowed nodes as if they were the whole
+// index (lexical.BM25.ScoreAllWithin).
+func bm25Within(ix *index.Index, q Query, sc []float32) (int, error) {
+	sub, err := subsetOf(ix, q)
+	if err != nil {
+		return 0, err
+	}
+	return ix.BM25.ScoreAllWithin(q.Text, sc, sub)
+}
+
+// subsetOf is q's allowed nodes as BM25's subset, made once per set and
+// scorer (a set may serve two indexes of one size).
+func subsetOf(ix *index.Index, q Query) (*lexical.Subset, error) {
+	type made struct {
+		sub *lexical.Subset
+		err error
+	}
+	m := q.Allow.Memo(fmt.Sprintf("bm25 %p", ix.BM25), func() any {
+		sub, err := ix.BM25.NewSubset(q.Allow.Words())
+		return made{sub, err}
+	}).(made)
+	return m.sub, m.err
 }

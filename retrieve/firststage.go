@@ -147,7 +147,7 @@ func (s *Stage) bm25(q Query) ([]float32, error) {
 	var n int
 	var err error
 	if q.Allow != nil {
-		n, err = s.ix.BM25.ScoreAllWithin(q.Text, sc, func(d uint32) bool { return q.Allow.Has(int(d)) })
+		n, err = bm25Within(s.ix, q, sc)
 	} else {
 		n, err = s.ix.BM25.ScoreAll(q.Text, sc)
 	}

@@ -165,53 +165,110 @@ func (s *BM25) ScoreDoc(terms []int, d uint32) float32 {
 	return sc
 }
 
-// ScoreAllWithin is ScoreAll over the documents keep accepts, as if they
-// were the whole collection: N, the average length and each term's document
-// frequency count only them, so the scores equal those of an index built
-// from those documents alone (documents outside get 0). It reads the
-// postings of the query's terms and every document's length once.
-func (s *BM25) ScoreAllWithin(query string, dst []float32, keep func(d uint32) bool) (int, error) {
+// Subset is a subset of a BM25 collection scored as a collection of its
+// own: its size, its documents' length norms under its average length,
+// and (filled as queries need them) its terms' document frequencies. Make
+// one per subset with NewSubset and share it across queries; it is safe
+// for concurrent use.
+type Subset struct {
+	words []uint64 // bitset of the documents
+	n     int
+	norm  []float32
+	df    sync.Map // term id → int: the subset's document frequency
+}
+
+// NewSubset is the subset of documents whose bits are set in words (bit d
+// of words[d/64]); words must cover every document.
+func (s *BM25) NewSubset(words []uint64) (*Subset, error) {
+	if len(words)*64 < len(s.norm) {
+		return nil, fmt.Errorf("lexical: a subset of %d bits for %d documents", len(words)*64, len(s.norm))
+	}
+	sub := &Subset{words: words, norm: make([]float32, len(s.norm))}
+	var total float64
+	for d, l := range s.p.DocLen {
+		if sub.has(uint32(d)) {
+			total += float64(l)
+			sub.n++
+		}
+	}
+	avg := max(total/float64(max(sub.n, 1)), 1e-9) // as NewBM25 computes it
+	for d, l := range s.p.DocLen {
+		if sub.has(uint32(d)) {
+			sub.norm[d] = float32(s.prm.K1 * (1 - s.prm.B + s.prm.B*float64(l)/avg))
+		}
+	}
+	return sub, nil
+}
+
+func (sub *Subset) has(d uint32) bool { return sub.words[d>>6]&(1<<(d&63)) != 0 }
+
+// docFreq is term t's document frequency within the subset.
+func (s *BM25) docFreq(sub *Subset, t int) int {
+	if v, ok := sub.df.Load(t); ok {
+		return v.(int)
+	}
+	df := 0
+	for _, d := range s.p.Doc[s.p.Ptr[t]:s.p.Ptr[t+1]] {
+		if sub.has(d) {
+			df++
+		}
+	}
+	sub.df.Store(t, df)
+	return df
+}
+
+// ScoreAllWithin is ScoreAll over a subset, as if it were the whole
+// collection: N, the average length and each term's document frequency
+// count only its documents, so the scores equal those of an index built
+// from them alone (documents outside get 0).
+func (s *BM25) ScoreAllWithin(query string, dst []float32, sub *Subset) (int, error) {
 	if len(dst) != len(s.norm) {
 		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", len(s.norm), len(dst))
 	}
 	clear(dst)
-	var total float64
-	n := 0
-	for d, l := range s.p.DocLen {
-		if keep(uint32(d)) {
-			total += float64(l)
-			n++
-		}
+	a := &accum{score: dst}
+	s.addWithin(a, Analyze(query), sub)
+	return len(a.touched), nil
+}
+
+// SearchWithin is Search over a subset, scored as ScoreAllWithin does; it
+// touches only the matching postings.
+func (s *BM25) SearchWithin(query string, k int, sub *Subset) []engine.Hit {
+	a := s.pool.Get().(*accum)
+	defer s.pool.Put(a)
+	s.addWithin(a, Analyze(query), sub)
+	top := engine.NewTopK(k)
+	for _, d := range a.touched {
+		top.Push(d, a.score[d])
+		a.score[d] = 0
 	}
-	avg := max(total/float64(max(n, 1)), 1e-9)
-	matched := 0
-	for _, w := range Analyze(query) {
+	a.touched = a.touched[:0]
+	return top.Results()
+}
+
+// addWithin accumulates the terms' BM25 over the subset with its
+// statistics.
+func (s *BM25) addWithin(a *accum, terms []string, sub *Subset) {
+	for _, w := range terms {
 		t := s.p.Terms.Lookup(w)
 		if t < 0 {
 			continue
 		}
-		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
-		df := 0
-		for _, d := range s.p.Doc[lo:hi] {
-			if keep(d) {
-				df++
-			}
-		}
+		df := s.docFreq(sub, t)
 		if df == 0 {
 			continue
 		}
-		idf := float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
+		idf := float32(math.Log(1 + (float64(sub.n)-float64(df)+0.5)/(float64(df)+0.5)))
+		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
 		for i, d := range s.p.Doc[lo:hi] {
-			if !keep(d) {
+			if !sub.has(d) {
 				continue
 			}
 			tf := float32(s.p.TF[lo+int64(i)])
-			if dst[d] == 0 {
-				matched++
+			if a.score[d] == 0 {
+				a.touched = append(a.touched, int32(d))
 			}
-			norm := float32(s.prm.K1 * (1 - s.prm.B + s.prm.B*float64(s.p.DocLen[d])/avg))
-			dst[d] += idf * tf / (tf + norm)
+			a.score[d] += idf * tf / (tf + sub.norm[d])
 		}
 	}
-	return matched, nil
 }

@@ -1,9 +1,11 @@
 package filter
 
 import (
+	"container/list"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/gleaner-rag/gleaner/index"
 )
@@ -55,7 +57,9 @@ func buildColumns(ix *index.Index) *columns {
 }
 
 // Eval is the set of ix's nodes f matches; nil f matches every node
-// (returned as nil, "no restriction").
+// (returned as nil, "no restriction"). The sets of the last cacheSize
+// distinct filters of an index are kept, so a key's ACL, repeated on every
+// request, is evaluated once.
 func Eval(ix *index.Index, f *Filter) (*Set, error) {
 	if f == nil {
 		return nil, nil
@@ -67,7 +71,56 @@ func Eval(ix *index.Index, f *Filter) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.eval(f, ix.N()), nil
+	cache := ix.Memo("filter.sets", func() any { return newLRU(cacheSize) }).(*lru)
+	key := f.String()
+	if s := cache.get(key); s != nil {
+		return s, nil
+	}
+	s := c.eval(f, ix.N())
+	cache.put(key, s)
+	return s, nil
+}
+
+// cacheSize is how many evaluated sets an index keeps.
+const cacheSize = 128
+
+// lru is a small least-recently-used map of sets by filter text.
+type lru struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *lruEntry, most recent first
+	by    map[string]*list.Element
+}
+
+type lruEntry struct {
+	key string
+	set *Set
+}
+
+func newLRU(max int) *lru { return &lru{max: max, order: list.New(), by: map[string]*list.Element{}} }
+
+func (c *lru) get(key string) *Set {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.by[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*lruEntry).set
+	}
+	return nil
+}
+
+func (c *lru) put(key string, s *Set) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.by[key]; ok {
+		return
+	}
+	c.by[key] = c.order.PushFront(&lruEntry{key, s})
+	if c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.by, last.Value.(*lruEntry).key)
+	}
 }
 
 func (c *columns) eval(f *Filter, n int) *Set {

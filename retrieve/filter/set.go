@@ -1,14 +1,19 @@
 package filter
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync"
+)
 
 // Set is a set of node numbers of one index (a bitset). A nil *Set is no
 // restriction: every node. Sets are immutable once made, so safe for
 // concurrent use.
 type Set struct {
-	n     int
-	words []uint64
-	count int
+	n      int
+	words  []uint64
+	count  int
+	memoMu sync.Mutex
+	memo   map[string]*memoEntry
 }
 
 // NewSet is the set of the given nodes of an index of n nodes.
@@ -54,6 +59,10 @@ func (s *Set) Has(v int) bool {
 	}
 	return v >= 0 && v < s.n && s.words[v>>6]&(1<<(v&63)) != 0
 }
+
+// Words are the set's bits (node v is bit v%64 of word v/64), for
+// scorers that test membership in a loop; do not modify them.
+func (s *Set) Words() []uint64 { return s.words }
 
 // Len is the number of nodes in the set.
 func (s *Set) Len() int { return s.count }
@@ -108,4 +117,27 @@ func (s *Set) Keep() func(int32) bool {
 		return nil
 	}
 	return func(v int32) bool { return s.Has(int(v)) }
+}
+
+// Memo returns the value stored on the set under key, making it with make
+// the first time: what a method derives from a set (BM25's statistics
+// over it) is computed once for all the queries that share the set.
+func (s *Set) Memo(key string, make func() any) any {
+	s.memoMu.Lock()
+	e, ok := s.memo[key]
+	if !ok {
+		if s.memo == nil {
+			s.memo = map[string]*memoEntry{}
+		}
+		e = &memoEntry{}
+		s.memo[key] = e
+	}
+	s.memoMu.Unlock()
+	e.once.Do(func() { e.v = make() })
+	return e.v
+}
+
+type memoEntry struct {
+	once sync.Once
+	v    any
 }
