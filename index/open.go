@@ -342,3 +342,8 @@ func (ix *Index) Names() []string {
 	}
 	return out
 }
+
+// Scrub checks that every file the index serves still holds the bytes its
+// manifest's checksums promise (store.Reader.Scrub): a mapped file
+// rewritten in place is reported, naming it, rather than served.
+func (ix *Index) Scrub() error { return ix.r.Scrub() }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
@@ -32,6 +33,9 @@ type entry struct {
 	ix    *index.Index
 	env   retrieve.Env
 	limit int
+	// damaged is set by a scrub that found a file changed under the
+	// index: it is not served until a reload.
+	damaged atomic.Pointer[error]
 
 	mu      sync.Mutex
 	methods map[string]*held
@@ -53,7 +57,7 @@ type held struct {
 func openSet(cfg Config) (*indexSet, error) {
 	set := &indexSet{entries: map[string]*entry{}, done: make(chan struct{})}
 	for name, dir := range cfg.Indexes {
-		ix, err := index.Open(dir, store.OpenOptions{})
+		ix, err := index.Open(dir, store.OpenOptions{Copy: cfg.IndexMemory == MemoryCopy})
 		if err != nil {
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)

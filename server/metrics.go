@@ -23,6 +23,8 @@ type metrics struct {
 	rejectedConns prometheus.Counter
 	// authRefused counts requests refused for their key, by reason.
 	authRefused *prometheus.CounterVec
+	// damaged is 1 for an index whose files changed under it.
+	damaged *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -45,7 +47,9 @@ func newMetrics() *metrics {
 		Help: "Connections closed at once because every connection at the cap was serving a request."})
 	m.authRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gleaner_auth_refused_total",
 		Help: "Requests refused for their key: missing, invalid, scope (403) or rate (429)."}, []string{"reason"})
-	m.reg.MustRegister(m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
+	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gleaner_index_damaged",
+		Help: "1 for an index whose files changed on disk since it was opened (found by the scrub): not served until a reload."}, []string{"index"})
+	m.reg.MustRegister(m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

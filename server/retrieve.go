@@ -82,6 +82,11 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"index", "unknown index " + clip(strconv.Quote(req.Index))})
 		return
 	}
+	if d := e.damaged.Load(); d != nil {
+		code = http.StatusServiceUnavailable
+		writeError(w, code, &FieldError{"index", clip(strconv.Quote(req.Index)) + " changed on disk since it was opened and is not served; rebuild it and reload"})
+		return
+	}
 	s.applyDefaults(req, e.ix)
 	method, ixName = req.Method, req.Index
 	cfg, err := s.config(req)

@@ -74,6 +74,16 @@ type Config struct {
 	// SeparateAdmin moves the admin routes (reload, metrics, profiling)
 	// from Handler to AdminHandler, for a listener of their own.
 	SeparateAdmin bool
+	// IndexMemory is how indexes are held: MemoryCopy (read into memory:
+	// files changed or truncated on disk afterwards change nothing) or
+	// MemoryMap (mapped: shared page cache, for indexes larger than the
+	// memory to spare; a file truncated under it can crash the process,
+	// and ScrubInterval catches files rewritten in place).
+	IndexMemory string
+	// ScrubInterval, when positive, rechecks every served file's checksum
+	// that often; an index whose files changed is answered 503 until a
+	// reload (and /readyz fails).
+	ScrubInterval time.Duration
 	// Tracing, when set, traces every request (a server span, continuing
 	// a W3C traceparent) and the methods' stages under it; nil: off.
 	Tracing trace.TracerProvider
@@ -82,11 +92,17 @@ type Config struct {
 	AuditLogger *slog.Logger
 }
 
+// The ways an index is held in memory (Config.IndexMemory).
+const (
+	MemoryCopy = "copy"
+	MemoryMap  = "map"
+)
+
 // DefaultConfig serves with the methods' defaults, 256 requests in
 // flight, a 10 s timeout and 1 MiB bodies; set Indexes and Backend.
 func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
-		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048,
+		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default(), AuditLogger: slog.Default()}
 }
 
@@ -106,6 +122,10 @@ func (c Config) validate() error {
 		return errors.New("server: no keys: set Config.Keys (auth.Load), or InsecureNoAuth to serve without authentication")
 	case c.Keys != nil && c.InsecureNoAuth:
 		return errors.New("server: both Keys and InsecureNoAuth are set; choose one")
+	case c.IndexMemory != MemoryCopy && c.IndexMemory != MemoryMap:
+		return fmt.Errorf("server: index memory %q: want %q or %q", c.IndexMemory, MemoryCopy, MemoryMap)
+	case c.ScrubInterval < 0:
+		return fmt.Errorf("server: negative scrub interval %v", c.ScrubInterval)
 	case c.ACLField == "" && c.Keys.HasGroups():
 		return errors.New("server: keys carry ACL groups but no ACL field is set (--acl-field): they would see every node")
 	case c.Backend == nil:
@@ -178,6 +198,8 @@ type Server struct {
 	ready    atomic.Bool
 	keys     atomic.Pointer[auth.Keyring]
 	limits   limiters
+	stop     chan struct{} // closed by Close: ends the scrubber
+	stopOnce sync.Once
 }
 
 // New opens every index (read-only, shared by all requests).
@@ -198,6 +220,10 @@ func New(cfg Config) (*Server, error) {
 		s.metrics.reg.MustRegister(newMemoryCollector(ms))
 	}
 	s.ready.Store(true)
+	s.stop = make(chan struct{})
+	if cfg.ScrubInterval > 0 {
+		go s.scrubEvery(cfg.ScrubInterval, s.stop)
+	}
 	return s, nil
 }
 
@@ -215,6 +241,7 @@ func (s *Server) Reload(ctx context.Context) error {
 		return err
 	}
 	old := s.set.Swap(set)
+	s.metrics.damaged.Reset() // the new set is freshly verified
 	s.cfg.Logger.Info("indexes reloaded", "indexes", len(set.entries))
 	go old.retire(context.WithoutCancel(ctx))
 	return nil
@@ -224,6 +251,7 @@ func (s *Server) Reload(ctx context.Context) error {
 // requests using them are done (or ctx ends).
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
+	s.stopOnce.Do(func() { close(s.stop) })
 	if set := s.set.Swap(nil); set != nil {
 		return set.retire(ctx)
 	}
@@ -334,6 +362,10 @@ func (r *statusRecorder) Flush() {
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() || s.set.Load() == nil {
 		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready"})
+		return
+	}
+	if err := s.damagedIndex(); err != nil {
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: " + err.Error()})
 		return
 	}
 	w.Write([]byte("ready\n"))

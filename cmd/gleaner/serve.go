@@ -115,6 +115,8 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
 	fl.IntVar(&cfg.MaxOptionSets, "max-option-sets", cfg.MaxOptionSets, "distinct option sets kept per index and method; another evicts the least recently used")
 	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (to admin keys)")
+	fl.StringVar(&cfg.IndexMemory, "index-memory", cfg.IndexMemory, "copy: read the indexes into memory (files changed on disk afterwards change nothing); map: map them (shared page cache, for indexes larger than the memory to spare)")
+	fl.DurationVar(&cfg.ScrubInterval, "scrub-interval", 0, "recheck every served file's checksum this often (0: never); an index changed on disk gets 503 until a reload")
 	fl.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM, how long requests in flight may take to finish")
 	sf = addSettingFlags(fl, retrieve.Methods(), "--method")
 	o.sf = sf

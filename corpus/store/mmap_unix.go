@@ -18,6 +18,14 @@ func mapReadOnly(path string, size int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return mapOpened(f, size)
+}
+
+// mapOpened maps size bytes of an open file read-only.
+func mapOpened(f *os.File, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
 	return unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 }
 

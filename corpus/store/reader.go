@@ -2,19 +2,25 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 )
 
-// Reader is an opened store. Arrays it returns alias memory-mapped files and
-// stay valid until Close; a Reader is safe for concurrent reads.
+// Reader is an opened store. Arrays it returns alias its files' memory
+// (mapped, or copied with OpenOptions.Copy) and stay valid until Close; a
+// Reader is safe for concurrent reads.
 type Reader struct {
 	Dir      string
 	Manifest Manifest
 	maps     map[string][]byte
+	copied   bool
 }
 
 // OpenOptions controls Open's checks.
@@ -22,21 +28,55 @@ type OpenOptions struct {
 	// SkipChecksums skips the CRC pass (sizes are always checked). Use it
 	// only for stores you just verified.
 	SkipChecksums bool
+	// Copy reads every file into memory instead of mapping it: a file
+	// truncated or rewritten in place afterwards can neither crash the
+	// process (a mapped page past the end of a truncated file raises
+	// SIGBUS) nor change what it reads. It costs the store's size in
+	// memory; mapped stores share the page cache instead (Scrub detects
+	// files changed under them).
+	Copy bool
 }
+
+// swapRetryWait is how long Open waits before its one retry when the
+// folder vanished under it: a rebuild swaps an index in with two renames,
+// and an open between them finds no folder.
+const swapRetryWait = 200 * time.Millisecond
+
+// beforeOpen is called at the start of each open attempt (tests make a
+// swap happen there).
+var beforeOpen = func(attempt int) {}
 
 // Open maps the store at dir after checking its manifest, the format
 // version, every file's size and (unless skipped) every file's checksum.
+// Every file is opened through the folder opened first (os.Root), so an
+// open that races a rebuild's swap reads one whole store, the old or the
+// new; an open that finds the folder gone mid-swap retries once.
 func Open(dir string, opt OpenOptions) (*Reader, error) {
 	if !hostIsLittleEndian() {
 		return nil, fmt.Errorf("store: %s: big-endian hosts are not supported", dir)
 	}
-	m, err := readManifest(dir)
+	r, err := open(dir, opt, 1)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		time.Sleep(swapRetryWait)
+		r, err = open(dir, opt, 2)
+	}
+	return r, err
+}
+
+func open(dir string, opt OpenOptions, attempt int) (*Reader, error) {
+	beforeOpen(attempt)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s is not a gleaner index (no %s): %w", dir, ManifestFile, err)
+	}
+	defer root.Close()
+	m, err := readManifest(root, dir)
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
+	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}, copied: opt.Copy}
 	for name, fi := range m.Files {
-		if err := r.mapFile(name, fi, !opt.SkipChecksums); err != nil {
+		if err := r.mapFile(root, name, fi, !opt.SkipChecksums); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -44,9 +84,9 @@ func Open(dir string, opt OpenOptions) (*Reader, error) {
 	return r, nil
 }
 
-func readManifest(dir string) (Manifest, error) {
+func readManifest(root *os.Root, dir string) (Manifest, error) {
 	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := root.ReadFile(ManifestFile)
 	if err != nil {
 		return m, fmt.Errorf("store: %s is not a gleaner index (no %s): %w", dir, ManifestFile, err)
 	}
@@ -74,29 +114,67 @@ func parseManifest(b []byte, dir string) (Manifest, error) {
 	return m, nil
 }
 
-func (r *Reader) mapFile(name string, fi FileInfo, verify bool) error {
+func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo, verify bool) error {
 	if filepath.Base(name) != name {
 		return corrupt(r.Dir, ManifestFile, "file name %q escapes the index folder", name)
 	}
-	path := filepath.Join(r.Dir, name)
-	st, err := os.Stat(path)
+	f, err := root.Open(name)
 	if err != nil {
 		return corrupt(r.Dir, name, "%v", err)
 	}
-	if st.Size() != fi.Bytes {
+	defer f.Close()
+	st, err := f.Stat() // what was opened, not what the name points at now
+	switch {
+	case err != nil:
+		return corrupt(r.Dir, name, "%v", err)
+	case !st.Mode().IsRegular():
+		return corrupt(r.Dir, name, "not a regular file (%s)", st.Mode().Type())
+	case st.Size() != fi.Bytes:
 		return corrupt(r.Dir, name, "size %d bytes, manifest says %d (truncated or replaced)", st.Size(), fi.Bytes)
-	}
-	if fi.Bytes%elemSize(fi.Kind) != 0 {
+	case fi.Bytes%elemSize(fi.Kind) != 0:
 		return corrupt(r.Dir, name, "size %d is not a multiple of its %s elements", fi.Bytes, fi.Kind)
 	}
-	b, err := mapReadOnly(path, fi.Bytes)
+	var b []byte
+	if r.copied {
+		b, err = readAligned(f, fi.Bytes)
+	} else {
+		b, err = mapOpened(f, fi.Bytes)
+	}
 	if err != nil {
-		return fmt.Errorf("store: mapping %s: %w", path, err)
+		return fmt.Errorf("store: reading %s: %w", filepath.Join(r.Dir, name), err)
 	}
 	r.maps[name] = b
 	if verify {
 		if got := crc32.Checksum(b, castagnoli); got != fi.CRC32C {
 			return corrupt(r.Dir, name, "checksum %08x, manifest says %08x", got, fi.CRC32C)
+		}
+	}
+	return nil
+}
+
+// readAligned reads exactly size bytes of f into 8-byte-aligned memory
+// (the arrays are read in place as int64 and float32).
+func readAligned(f *os.File, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	words := make([]uint64, (size+7)/8)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("shorter than its %d bytes: %w", size, err)
+	}
+	return b, nil
+}
+
+// Scrub recomputes every file's checksum over the bytes the reader serves
+// and compares it with the manifest: a mapped file rewritten in place
+// since Open is reported (ErrCorrupt, naming it) instead of being served
+// as valid data. Copied stores cannot change; Scrub checks them too.
+func (r *Reader) Scrub() error {
+	for name, b := range r.maps {
+		fi := r.Manifest.Files[name]
+		if got := crc32.Checksum(b, castagnoli); got != fi.CRC32C {
+			return corrupt(r.Dir, name, "changed in place since it was opened: checksum %08x, manifest says %08x", got, fi.CRC32C)
 		}
 	}
 	return nil
@@ -167,6 +245,10 @@ func (r *Reader) JSON(name string, v any) error {
 func (r *Reader) Close() error {
 	var first error
 	for name, b := range r.maps {
+		if r.copied {
+			delete(r.maps, name)
+			continue
+		}
 		if err := unmap(b); err != nil && first == nil {
 			first = err
 		}
