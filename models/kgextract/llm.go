@@ -110,7 +110,7 @@ func NewLLM(o LLMOptions) (*LLM, error) {
 		return nil, err
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{}
+		o.Client = &http.Client{CheckRedirect: sameHostOnly}
 	}
 	l := &LLM{o: o, sem: make(chan struct{}, o.Concurrency), log: o.Logger}
 	if l.log == nil {
@@ -280,12 +280,33 @@ func (l *LLM) complete(ctx context.Context, text string) (string, int, int, erro
 	content := cr.Choices[0].Message.Content
 	in, out := 0, 0
 	switch {
+	case cr.Usage != nil && !validUsage(cr.Usage.Prompt, cr.Usage.Completion):
+		return "", 0, 0, fmt.Errorf("the reply's usage is %d prompt and %d completion tokens: want 0 to %d each", cr.Usage.Prompt, cr.Usage.Completion, maxUsage)
 	case cr.Usage != nil:
 		in, out = cr.Usage.Prompt, cr.Usage.Completion
 	case l.o.Count != nil:
 		in, out = l.o.Count(extractionPrompt)+l.o.Count(text), l.o.Count(content)
 	}
 	return content, in, out, nil
+}
+
+// maxUsage bounds the tokens one reply may claim: a server's bug (or a
+// hostile one) must not make the cost report negative or overflow it.
+const maxUsage = 1 << 30
+
+func validUsage(in, out int) bool { return in >= 0 && out >= 0 && in <= maxUsage && out <= maxUsage }
+
+// sameHostOnly is the default client's redirect policy: a redirect to
+// another host would send it the API key's request body (the user's text),
+// so it is refused with an error naming both hosts.
+func sameHostOnly(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if from := via[0].URL; req.URL.Host != from.Host || req.URL.Scheme != from.Scheme {
+		return &fatalError{fmt.Errorf("the LLM server at %s redirected to %s://%s; gleaner follows redirects only within one host (set LLMOptions.Client to follow others)", from.Host, req.URL.Scheme, req.URL.Host)}
+	}
+	return nil
 }
 
 // statusError sorts a non-200 reply into retryable and fatal.

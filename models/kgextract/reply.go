@@ -83,8 +83,8 @@ func parseReply(content string) (Graph, int, error) {
 		w := 1.0
 		switch {
 		case rel.Weight == nil:
-		case math.IsNaN(*rel.Weight) || math.IsInf(*rel.Weight, 0) || *rel.Weight <= 0:
-			repairs++
+		case math.IsNaN(*rel.Weight) || math.IsInf(*rel.Weight, 0) || *rel.Weight <= 0 || *rel.Weight > math.MaxFloat32:
+			repairs++ // the graph stores weights as float32: a larger one would become +Inf
 		default:
 			w = *rel.Weight
 		}
