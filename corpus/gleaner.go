@@ -237,11 +237,13 @@ func Write(dir string, c *Corpus) error {
 		return err
 	}
 	dir = store.Target(dir) // a symbolic link to a corpus folder keeps pointing at it
+	store.CleanDebris(dir) // what a killed write of this folder left
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp) // gone once renamed into place
+	defer store.Hold(tmp)()
 	if err := writeJSONL(filepath.Join(tmp, NodesFile), c.Nodes); err != nil {
 		return err
 	}

@@ -51,9 +51,7 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if lost := droppedKinds(prev, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}
-	if debris := store.Debris(dir); len(debris) > 0 {
-		cfg.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
-	}
+	CleanDebris(cfg.log, dir)
 	if len(c.Nodes) == 0 {
 		return fmt.Errorf("index: the corpus has no nodes")
 	}
@@ -85,6 +83,7 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := write(ctx, c, staged, &cfg, b); err != nil {
 		return err
 	}
+	defer store.Hold(staged)() // a concurrent build must not take it for debris
 	for _, f := range finish {
 		if err := f(ctx, staged); err != nil {
 			return err
@@ -425,4 +424,17 @@ func (t relationTable) kindList() []string {
 		}
 	}
 	return out
+}
+
+// CleanDebris removes what interrupted writes of dir left behind (a kill
+// -9 cannot clean up after itself) and says so; folders another process
+// is still writing are named and kept.
+func CleanDebris(log *slog.Logger, dir string) {
+	removed, busy := store.CleanDebris(dir)
+	if len(removed) > 0 {
+		log.Warn("removed hidden folders left by interrupted writes", "folders", removed)
+	}
+	if len(busy) > 0 {
+		log.Warn("hidden folders of writes still running in another process; left alone", "folders", busy)
+	}
 }

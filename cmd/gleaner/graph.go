@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
@@ -90,9 +89,7 @@ func newGraphBuild(g *globals) *cobra.Command {
 // runBuild runs a configured build step on the index at dir and says what
 // it stored.
 func runBuild(cmd *cobra.Command, g *globals, dir string, cfg *retrieve.Config, biEncoder, pooling string) error {
-	if debris := store.Debris(dir); len(debris) > 0 {
-		g.log.Warn("hidden folders left by interrupted builds; remove them to free the space", "folders", debris)
-	}
+	index.CleanDebris(g.log, dir)
 	env := retrieve.BuildEnv{Backend: g.be, Logger: g.log, Progress: progress.New(os.Stderr, g.log, 2*time.Second),
 		Getenv: os.Getenv, Out: cmd.OutOrStdout()}
 	if biEncoder != "" {

@@ -364,8 +364,20 @@ func TestKillDuringIndex(t *testing.T) {
 			t.Errorf("kill at %v (%s): the target changed without a finished build", d, stage)
 		}
 	}
+	left := len(store.Debris(idir))
 	t.Logf("kill -9 during `gleaner index`: old index intact %d / %d; kills by stage %v (a full rebuild took %v); hidden debris folders left: %d",
-		intact, len(at), stages, full, len(store.Debris(idir)))
+		intact, len(at), stages, full, left)
+	// The next run names and removes what the kills left.
+	out, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("the run after the kills: %v\n%s", err, out)
+	}
+	if d := store.Debris(idir); len(d) != 0 {
+		t.Errorf("debris after the next run: %v", d)
+	}
+	if left > 0 && !strings.Contains(out, "removed hidden folders") {
+		t.Errorf("the next run did not say it removed %d folders:\n%s", left, out)
+	}
 }
 
 func child(args []string) *exec.Cmd {

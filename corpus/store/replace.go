@@ -176,8 +176,9 @@ func StageDir(final string) (string, error) {
 func Debris(final string) []string {
 	final = filepath.Clean(final)
 	var out []string
-	for _, pat := range []string{".tmp-*", ".staging-*"} {
-		m, _ := filepath.Glob(filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+pat))
+	base := filepath.Base(final)
+	for _, pat := range []string{"." + base + ".tmp-*", "." + base + ".staging-*", ".." + base + ".staging-*.tmp-*"} {
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(final), pat))
 		out = append(out, m...)
 	}
 	slices.Sort(out)

@@ -18,6 +18,7 @@ type Writer struct {
 	final, tmp string
 	files      map[string]FileInfo
 	done       bool
+	release    func() // drops the lock on tmp (Hold)
 }
 
 // NewWriter starts a store that will appear at dir on Commit. It refuses at
@@ -38,7 +39,7 @@ func NewWriter(dir string) (*Writer, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	return &Writer{final: dir, tmp: tmp, files: map[string]FileInfo{}}, nil
+	return &Writer{final: dir, tmp: tmp, files: map[string]FileInfo{}, release: Hold(tmp)}, nil
 }
 
 // asBytes views a numeric slice as its little-endian bytes (gleaner refuses
@@ -137,6 +138,7 @@ func (w *Writer) Commit(meta map[string]any) error {
 
 func (w *Writer) swapIn() error {
 	w.done = true
+	defer w.release()
 	if err := Promote(w.tmp, w.final); err != nil {
 		os.RemoveAll(w.tmp)
 		return err
@@ -149,6 +151,7 @@ func (w *Writer) Abort() {
 	if !w.done {
 		w.done = true
 		os.RemoveAll(w.tmp)
+		w.release()
 	}
 }
 
