@@ -237,7 +237,7 @@ func Write(dir string, c *Corpus) error {
 		return err
 	}
 	dir = store.Target(dir) // a symbolic link to a corpus folder keeps pointing at it
-	store.CleanDebris(dir) // what a killed write of this folder left
+	store.CleanDebris(dir)  // what a killed write of this folder left
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return err
