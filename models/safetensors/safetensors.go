@@ -47,15 +47,15 @@ func Read(path string) (map[string]Tensor, error) {
 // (b must then outlive them and never change).
 func parse(b []byte, path string, alias bool) (map[string]Tensor, error) {
 	if len(b) < 8 {
-		return nil, fmt.Errorf("safetensors: %s: too short", path)
+		return nil, fmt.Errorf("safetensors: %s: %d bytes, too short to be a safetensors file (it starts with an 8-byte header length)", path, len(b))
 	}
 	n := binary.LittleEndian.Uint64(b[:8])
 	if n > maxHeader || 8+n > uint64(len(b)) {
-		return nil, fmt.Errorf("safetensors: %s: header length %d does not fit the file", path, n)
+		return nil, fmt.Errorf("safetensors: %s: the header claims %d bytes and the file has %d: not a safetensors file, or truncated", path, n, len(b)-8)
 	}
 	var hdr map[string]json.RawMessage
 	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
-		return nil, fmt.Errorf("safetensors: %s: header: %w", path, err)
+		return nil, fmt.Errorf("safetensors: %s: the header is not a JSON object of tensors (%v): not a safetensors file, or damaged", path, err)
 	}
 	data := b[8+n:]
 	out := map[string]Tensor{}

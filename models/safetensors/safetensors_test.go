@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"reflect"
 	"slices"
 	"testing"
@@ -63,5 +64,22 @@ func TestMapEqualsRead(t *testing.T) {
 	}
 	if _, _, err := Map(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("a missing file mapped")
+	}
+}
+
+// Files that are not safetensors say so in words.
+func TestNotSafetensorsSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string][]byte{
+		"short": {1, 2, 3},
+		"huge":  {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '{', '}'},
+		"text":  append([]byte{4, 0, 0, 0, 0, 0, 0, 0}, "abcd"...),
+	} {
+		p := filepath.Join(dir, name+".safetensors")
+		os.WriteFile(p, body, 0o644)
+		_, err := Read(p)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "safetensors file") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -62,6 +62,9 @@ func Load(path string) (t *Tokenizer, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkShape(b); err != nil {
+		return nil, fmt.Errorf("tokenize: %s: %w", path, err)
+	}
 	var c config
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("tokenize: %s: %w", path, err)
@@ -173,6 +176,6 @@ func (t *Tokenizer) Single(a []int32, maxLen int) ([]int32, []int32) {
 // package edge where gleaner stops dependencies' panics.
 func recoverInto(err *error, what string) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%s: malformed tokenizer (the loader failed: %v)", what, r)
+		*err = fmt.Errorf("%s: malformed tokenizer: the tokenizer library could not read it (%v)", what, r)
 	}
 }
