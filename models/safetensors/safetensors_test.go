@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
