@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -93,7 +93,7 @@ func twoWikiQuery(path string, rec int, id, text string, facts []string, byTitle
 // readJSONArray decodes a whole JSON file, reporting the byte offset's line
 // on syntax errors.
 func readJSONArray(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxWeights) // a dataset file: large, but a regular file of known size
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 )
@@ -26,7 +26,7 @@ func init() {
 
 // TokenizerHash identifies a tokenizer.json by its content.
 func TokenizerHash(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxTokenizer)
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,7 +380,7 @@ func checkReportPath(path string) error {
 	if st.IsDir() {
 		return fmt.Errorf("--report %s is a folder; give a file name such as %s", path, filepath.Join(path, "report.json"))
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, safefile.MaxTokenizer)
 	var r struct {
 		Methods []json.RawMessage `json:"methods"`
 		Cutoffs []int             `json:"cutoffs"`
