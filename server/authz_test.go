@@ -426,3 +426,15 @@ func TestGroupsNeedAnACLField(t *testing.T) {
 		t.Errorf("reload: %v", err)
 	}
 }
+
+// A body with invalid UTF-8 is a 400 that says where, never a query with
+// the bad bytes silently replaced.
+func TestInvalidUTF8IsRefused(t *testing.T) {
+	_, hs, _ := newServer(t, nil)
+	for _, body := range []string{"{\"index\":\"synth\",\"query\":\"band \xff city\"}", "{\"index\":\"synth\",\"query\":\"\xc3\"}"} {
+		code, resp, _ := call(t, hs, "POST", "/v1/retrieve", "", body)
+		if code != 400 || !strings.Contains(resp, "not valid UTF-8 (at byte") {
+			t.Errorf("%q: %d %s", body, code, resp)
+		}
+	}
+}
