@@ -50,6 +50,28 @@ func (s *Server) SetKeys(k *auth.Keyring) error {
 	return nil
 }
 
+// ReloadKeys replaces the keys with what load returns (a reread keys
+// file), writing an audit line either way: a failed reload keeps the keys
+// in use.
+func (s *Server) ReloadKeys(load func() (*auth.Keyring, error)) error {
+	k, err := load()
+	if err == nil {
+		err = s.SetKeys(k)
+	}
+	if err != nil {
+		s.cfg.AuditLogger.Error("audit", "action", "keys reload failed; the keys in use are kept", "err", err)
+	}
+	return err
+}
+
+// methodNotAllowed answers 405 for a route's path under another method.
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, &FieldError{Msg: "method not allowed; use " + allow})
+	})
+}
+
 // requireKey admits a request to a route that needs scope: an unknown or
 // missing key gets 401, a key without the scope 403, a key over its rate
 // 429 with Retry-After; nothing in the answers says which keys, scopes or
@@ -185,7 +207,7 @@ func (l *limiters) retryAfter(k *auth.Key) int {
 	if k == nil || k.Rate == 0 {
 		return 1
 	}
-	return max(1, int(math.Ceil(1/k.Rate)))
+	return int(min(math.Ceil(1/k.Rate), 3600)) // auth refuses rates under 1/1000 s; clamp all the same
 }
 
 func (l *limiters) reset() {

@@ -25,6 +25,8 @@ type metrics struct {
 	authRefused *prometheus.CounterVec
 	// damaged is 1 for an index whose files changed under it.
 	damaged *prometheus.GaugeVec
+	// panics counts requests that panicked (answered 500).
+	panics prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -49,7 +51,9 @@ func newMetrics() *metrics {
 		Help: "Requests refused for their key: missing, invalid, scope (403) or rate (429)."}, []string{"reason"})
 	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gleaner_index_damaged",
 		Help: "1 for an index whose files changed on disk since it was opened (found by the scrub): not served until a reload."}, []string{"index"})
-	m.reg.MustRegister(m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_panics_total",
+		Help: "Requests that panicked, answered 500 and logged as errors."})
+	m.reg.MustRegister(m.panics, m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,16 +1,22 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/auth"
 	"github.com/gleaner-rag/gleaner/server/client"
 )
 
@@ -108,7 +114,7 @@ func TestScrubStopsServingAChangedIndex(t *testing.T) {
 	resp, _ := hs.Client().Get(hs.URL + "/readyz")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 503 || !strings.Contains(string(body), "synth") {
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "changed on disk") || strings.Contains(string(body), "synth") {
 		t.Errorf("/readyz: %d %s", resp.StatusCode, body)
 	}
 	if got := counter(t, s, "gleaner_index_damaged", "synth"); got != 1 {
@@ -123,5 +129,69 @@ func TestScrubStopsServingAChangedIndex(t *testing.T) {
 	}
 	if err := s.Scrub(ctx); err != nil {
 		t.Errorf("scrub after the reload: %v", err)
+	}
+}
+
+// panicking panics while it retrieves, as a method reading a damaged
+// mapped file would.
+type panicking struct{}
+
+func (panicking) Name() string { return "test-panic-retrieve" }
+func (panicking) Retrieve(context.Context, retrieve.Query, int) ([]retrieve.Hit, error) {
+	var s []int
+	return nil, fmt.Errorf("unreachable %d", s[3])
+}
+
+func init() {
+	retrieve.Must(retrieve.Register(retrieve.Def[retrieve.NoOptions]{Name: "test-panic-retrieve", Summary: "panics while retrieving",
+		Defaults: func() retrieve.NoOptions { return retrieve.NoOptions{} }, Params: (*retrieve.NoOptions).Params,
+		New: func(*index.Index, retrieve.Env, retrieve.NoOptions) (retrieve.Method, error) { return panicking{}, nil }}))
+}
+
+// A request that panics is answered 500 (not a dropped connection),
+// logged as an error and counted; on mapped indexes it starts a scrub.
+func TestRequestPanicIsAnsweredAndCounted(t *testing.T) {
+	var logs bytes.Buffer
+	s, _, c := newServer(t, func(cfg *server.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+	})
+	_, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: "band", Method: "test-panic-retrieve"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 500 {
+		t.Fatalf("a panicking request: %v", err)
+	}
+	if got := gauge(t, s, "gleaner_panics_total"); got != 1 {
+		t.Errorf("gleaner_panics_total = %v", got)
+	}
+	if !strings.Contains(logs.String(), "request panicked") || !strings.Contains(logs.String(), "index out of range") {
+		t.Errorf("the panic was not logged as an error:\n%s", logs.String())
+	}
+}
+
+// Another method on an admin path is an admin request: the key is checked
+// and the attempt audited before the 405; a failed keys reload is audited
+// and keeps the keys.
+func TestAdminPathsAndKeyReloadsAreAlwaysAudited(t *testing.T) {
+	ring, tok := keyring(t, auth.Key{ID: "ops", Scopes: []auth.Scope{auth.Admin}, Indexes: []string{"*"}})
+	s, hs, audit := authServer(t, ring, nil)
+	for _, c := range []struct {
+		method, path, token string
+		want                int
+	}{{"GET", "/v1/admin/reload", "", 401}, {"DELETE", "/v1/admin/reload", tok["ops"], 405}, {"POST", "/metrics", tok["ops"], 405}} {
+		if code, body, _ := call(t, hs, c.method, c.path, c.token, ""); code != c.want {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, code, body, c.want)
+		}
+	}
+	if n := strings.Count(audit.String(), `"msg":"audit"`); n != 3 {
+		t.Errorf("%d audit lines for 3 admin-path requests:\n%s", n, audit)
+	}
+	if err := s.ReloadKeys(func() (*auth.Keyring, error) { return nil, errors.New("keys file: not a regular file") }); err == nil {
+		t.Fatal("a failed reload reported success")
+	}
+	if !strings.Contains(audit.String(), "keys reload failed") {
+		t.Errorf("no audit line for the failed reload:\n%s", audit)
+	}
+	if code, _, _ := call(t, hs, "POST", "/v1/admin/reload", tok["ops"], ""); code != 200 {
+		t.Errorf("the old keys stopped working after a failed reload: %d", code)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -320,6 +322,11 @@ func (s *Server) mux(keep func(auth.Scope) bool) http.Handler {
 			h = s.requireKey(scope, h)
 		}
 		mux.Handle(pattern, s.traced(pattern, h))
+		if method, path, ok := strings.Cut(pattern, " "); ok && scope == auth.Admin {
+			// Another method on an admin path is still an admin request:
+			// the key is checked and the attempt audited, then 405.
+			mux.Handle(path, s.requireKey(scope, methodNotAllowed(method)))
+		}
 	}
 	return s.accessLog(mux)
 }
@@ -337,6 +344,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
+		defer s.recoverPanic(rec, r, id)
 		next.ServeHTTP(rec, r)
 		s.cfg.Logger.Info("request", "id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"ms", float64(time.Since(start).Microseconds())/1000)
@@ -346,9 +354,40 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	wrote  bool // headers sent
 }
 
-func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status, r.wrote = code, true
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// recoverPanic turns a request's panic into a logged error, a metric and
+// a 500 (net/http would only drop the connection and log it quietly). On
+// mapped indexes a panic is likeliest a file changed in place, so it
+// scrubs them at once: a damaged index stops being served.
+func (s *Server) recoverPanic(rec *statusRecorder, r *http.Request, id string) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.metrics.panics.Inc()
+	s.cfg.Logger.Error("request panicked", "id", id, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	if s.cfg.IndexMemory == MemoryMap {
+		go s.Scrub(context.Background())
+	}
+	if !rec.wrote {
+		writeError(rec, http.StatusInternalServerError, &FieldError{Msg: "internal error (logged with the request id)"})
+	}
+}
 
 // Unwrap lets http.ResponseController reach the connection (the body's
 // read deadline).
@@ -364,8 +403,8 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready"})
 		return
 	}
-	if err := s.damagedIndex(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: " + err.Error()})
+	if s.damagedIndex() != nil { // which one, and why, is in the log: /readyz needs no key
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: an index changed on disk; see the log"})
 		return
 	}
 	w.Write([]byte("ready\n"))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -46,6 +47,12 @@ func applyConfigFile(fl *pflag.FlagSet, path string) error {
 	return nil
 }
 
+// The JSON kind each flag type takes in a config file.
+var (
+	numberFlags = []string{"int", "int64", "int32", "uint", "float64", "float32", "float"}
+	listFlags   = []string{"stringArray", "stringSlice", "ints", "strings"}
+)
+
 func setFromConfig(fl *pflag.FlagSet, name string, v json.RawMessage) error {
 	f := fl.Lookup(name)
 	if f == nil || slices.Contains(notInConfig, name) {
@@ -54,31 +61,40 @@ func setFromConfig(fl *pflag.FlagSet, name string, v json.RawMessage) error {
 	if f.Changed { // given on the command line
 		return nil
 	}
-	vals, err := configValues(v)
+	vals, err := configValues(f.Value.Type(), v)
 	if err != nil {
 		return err
 	}
-	_, repeatable := f.Value.(pflag.SliceValue)
-	if !repeatable && len(vals) != 1 {
-		return fmt.Errorf("takes one value, got a list of %d", len(vals))
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		return sv.Replace(vals)
 	}
-	if repeatable {
-		return f.Value.(pflag.SliceValue).Replace(vals)
+	if slices.Contains(listFlags, f.Value.Type()) { // a setting's list: comma-separated on the command line
+		return fl.Set(name, strings.Join(vals, ","))
 	}
-	if err := fl.Set(name, vals[0]); err != nil {
-		return err
-	}
-	return nil
+	return fl.Set(name, vals[0])
 }
 
-// configValues is a config value as flag text: a scalar as one value, a
-// list as its elements.
-func configValues(v json.RawMessage) ([]string, error) {
-	var list []json.RawMessage
-	if json.Unmarshal(v, &list) == nil {
+// configValues is a config value as flag text, refusing a JSON kind the
+// flag's type does not take: a number for a number flag, a boolean for a
+// switch, a list for a list flag, text for the rest (durations: "30s").
+func configValues(typ string, v json.RawMessage) ([]string, error) {
+	want := "text"
+	switch {
+	case slices.Contains(numberFlags, typ):
+		want = "a number"
+	case typ == "bool":
+		want = "true or false"
+	case slices.Contains(listFlags, typ):
+		want = "a list"
+	}
+	if want == "a list" {
+		var list []json.RawMessage
+		if json.Unmarshal(v, &list) != nil {
+			return nil, fmt.Errorf("want a list (a %s flag)", typ)
+		}
 		out := make([]string, 0, len(list))
 		for _, e := range list {
-			s, err := scalarText(e)
+			s, err := scalarText(e, map[string]string{"ints": "a number"}[typ])
 			if err != nil {
 				return nil, err
 			}
@@ -86,42 +102,92 @@ func configValues(v json.RawMessage) ([]string, error) {
 		}
 		return out, nil
 	}
-	s, err := scalarText(v)
-	return []string{s}, err
+	s, err := scalarText(v, want)
+	if err != nil {
+		return nil, fmt.Errorf("%w (a %s flag)", err, typ)
+	}
+	return []string{s}, nil
 }
 
-func scalarText(v json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s, nil
-	}
-	var n json.Number
-	if json.Unmarshal(v, &n) == nil {
+// scalarText is a JSON scalar of the wanted kind as text ("" wants text).
+func scalarText(v json.RawMessage, want string) (string, error) {
+	switch want {
+	case "a number":
+		var inf string // a float setting may be "inf" or "-inf", as on the command line
+		if json.Unmarshal(v, &inf) == nil && slices.Contains([]string{"inf", "+inf", "-inf"}, strings.ToLower(inf)) {
+			return inf, nil
+		}
+		var n json.Number
+		dec := json.NewDecoder(strings.NewReader(string(v)))
+		dec.UseNumber()
+		if dec.Decode(&n) != nil || n == "" {
+			return "", fmt.Errorf("want a number, got %s", clipJSON(v))
+		}
 		return n.String(), nil
-	}
-	var b bool
-	if json.Unmarshal(v, &b) == nil {
+	case "true or false":
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return "", fmt.Errorf("want true or false, got %s", clipJSON(v))
+		}
 		return strconv.FormatBool(b), nil
 	}
-	return "", errors.New("want text, a number, a boolean or a list of them")
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", fmt.Errorf("want text, got %s", clipJSON(v))
+	}
+	return s, nil
 }
 
-// printConfig writes every flag's value as a config file: lists for
-// repeatable flags, text for the rest (read back as given).
+func clipJSON(v json.RawMessage) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "…"
+	}
+	return string(v)
+}
+
+// printConfig writes every flag's value as a config file, each of the
+// JSON kind it takes (numbers, booleans, lists, text). Method settings
+// appear only when set: unset, each method uses its own default.
 func printConfig(w io.Writer, fl *pflag.FlagSet) error {
 	out := map[string]any{}
 	fl.VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(notInConfig, f.Name) {
 			return
 		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
+		typ, text := f.Value.Type(), f.Value.String()
+		_, setting := f.Value.(*textValue)
+		switch sv, isSlice := f.Value.(pflag.SliceValue); {
+		case setting && !f.Changed:
+		case isSlice:
 			out[f.Name] = append([]string{}, sv.GetSlice()...)
-			return
+		case slices.Contains(listFlags, typ):
+			out[f.Name] = listOf(typ, text)
+		case slices.Contains(numberFlags, typ) && json.Valid([]byte(text)):
+			out[f.Name] = json.Number(text)
+		case typ == "bool":
+			out[f.Name] = text == "true"
+		default:
+			out[f.Name] = text
 		}
-		out[f.Name] = f.Value.String()
 	})
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
+}
+
+// listOf is a setting's comma-separated text as a JSON list.
+func listOf(typ, text string) any {
+	parts := []string{}
+	if text != "" {
+		parts = strings.Split(text, ",")
+	}
+	if typ != "ints" {
+		return parts
+	}
+	nums := make([]json.Number, len(parts))
+	for i, p := range parts {
+		nums[i] = json.Number(strings.TrimSpace(p))
+	}
+	return nums
 }

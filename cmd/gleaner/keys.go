@@ -37,14 +37,6 @@ func newKeysAdd() *cobra.Command {
   gleaner keys add --file keys.json --id ops --scope admin --index '*'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := auth.LoadOrEmpty(file)
-			if err != nil {
-				return err
-			}
-			at := slices.IndexFunc(f.Keys, func(have auth.Key) bool { return have.ID == k.ID })
-			if at >= 0 && !replace {
-				return fmt.Errorf("--id %q: %s has that key already (--replace gives it a new token and these settings)", k.ID, file)
-			}
 			for _, sc := range scopes {
 				k.Scopes = append(k.Scopes, auth.Scope(sc))
 			}
@@ -53,17 +45,25 @@ func newKeysAdd() *cobra.Command {
 				return keyFlagError(err)
 			}
 			k.Hash = hash
-			if at >= 0 {
-				f.Keys[at] = k
-			} else {
-				f.Keys = append(f.Keys, k)
-			}
-			if err := auth.Save(file, f); err != nil {
+			replaced := false
+			err = auth.Update(file, func(f *auth.File) error {
+				at := slices.IndexFunc(f.Keys, func(have auth.Key) bool { return have.ID == k.ID })
+				switch {
+				case at >= 0 && !replace:
+					return fmt.Errorf("--id %q: %s has that key already (--replace gives it a new token and these settings)", k.ID, file)
+				case at >= 0:
+					f.Keys[at], replaced = k, true
+				default:
+					f.Keys = append(f.Keys, k)
+				}
+				return nil
+			})
+			if err != nil {
 				return keyFlagError(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok)
 			verb := "added to"
-			if at >= 0 {
+			if replaced {
 				verb = "replaced in"
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "gleaner: key %q %s %s; its token is above and is not stored anywhere\n", k.ID, verb, file)
@@ -145,17 +145,15 @@ func newKeysRevoke() *cobra.Command {
 		Short: "Remove a key (a server started with --keys drops it on SIGHUP)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := auth.Load(file)
+			err := auth.Update(file, func(f *auth.File) error {
+				i := slices.IndexFunc(f.Keys, func(k auth.Key) bool { return k.ID == id })
+				if i < 0 {
+					return fmt.Errorf("--id %q: %s has no such key", id, file)
+				}
+				f.Keys = slices.Delete(f.Keys, i, i+1)
+				return nil
+			})
 			if err != nil {
-				return err
-			}
-			f := r.File()
-			i := slices.IndexFunc(f.Keys, func(k auth.Key) bool { return k.ID == id })
-			if i < 0 {
-				return fmt.Errorf("--id %q: %s has no such key", id, file)
-			}
-			f.Keys = slices.Delete(f.Keys, i, i+1)
-			if err := auth.Save(file, f); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "gleaner: key %q revoked; send the server SIGHUP to drop it now\n", id)

@@ -21,6 +21,9 @@ func newTracing(endpoint string, ratio float64) (*sdktrace.TracerProvider, error
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--otlp-endpoint %q: want http(s)://host:port[/v1/traces]", endpoint)
 	}
+	if u.User != nil {
+		return nil, fmt.Errorf("--otlp-endpoint: credentials in the URL would show in --print-config and logs; give them in OTEL_EXPORTER_OTLP_HEADERS")
+	}
 	if !(ratio > 0 && ratio <= 1) {
 		return nil, fmt.Errorf("--trace-ratio %v: want a fraction in (0, 1]", ratio)
 	}

@@ -54,11 +54,11 @@ server/openapi.yaml; server/client is the Go client.`,
   gleaner serve --index wiki=idx/wiki --insecure-no-auth   # loopback only, for trying it out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.Flags(), o.config); err != nil {
+			if err := applyConfigFile(cmd.LocalFlags(), o.config); err != nil { // not the global flags: they act before serve runs
 				return err
 			}
 			if o.printConfig {
-				return printConfig(cmd.OutOrStdout(), cmd.Flags())
+				return printConfig(cmd.OutOrStdout(), cmd.LocalFlags())
 			}
 			if err := o.fill(&cfg, g); err != nil {
 				return err
@@ -192,7 +192,8 @@ func (o *serveFlags) fillAuth(cfg *server.Config, g *globals) error {
 		}
 		cfg.Keys = ring
 	}
-	cfg.AuditLogger = g.log
+	// Audit lines are kept whatever --log-level says: stderr by default.
+	cfg.AuditLogger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if o.auditLog != "" {
 		f, err := os.OpenFile(o.auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -272,11 +273,7 @@ func isLoopback(a net.Addr) bool {
 func (o *serveFlags) reload(s *server.Server) error {
 	errs := []error{s.Reload(context.Background())}
 	if o.keys != "" {
-		ring, err := auth.Load(o.keys)
-		if err == nil {
-			err = s.SetKeys(ring)
-		}
-		errs = append(errs, err)
+		errs = append(errs, s.ReloadKeys(func() (*auth.Keyring, error) { return auth.Load(o.keys) }))
 	}
 	if o.cert != nil {
 		errs = append(errs, o.cert.Reload())

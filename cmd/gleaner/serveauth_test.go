@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -203,7 +204,7 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(first), &got); err != nil {
 		t.Fatalf("%v\n%s", err, first)
 	}
-	want := map[string]any{"max-in-flight": "7", "insecure-no-auth": "true", "timeout": "3s", "addr": "127.0.0.1:7000", "bmax": "12"}
+	want := map[string]any{"max-in-flight": 7.0, "insecure-no-auth": true, "timeout": "3s", "addr": "127.0.0.1:7000", "bmax": 12.0}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
@@ -221,7 +222,7 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"no-such-flag": 1}`:        `"no-such-flag": no such flag`,
 		`{"max-in-flight": "many"}`:  `"max-in-flight"`,
-		`{"addr": ["a", "b"]}`:       "takes one value",
+		`{"addr": ["a", "b"]}`:       "want text",
 		`{"addr": {"x": 1}}`:         "want text",
 		`{"config": "other.json"}`:   "no such flag",
 		`{"addr": "a", "addr": "b"}`: "given twice",
@@ -265,5 +266,22 @@ func TestServeExportsTraces(t *testing.T) {
 	}
 	if out, err := run(t, "serve", "--index", "ix="+idir, "--insecure-no-auth", "--otlp-endpoint", "localhost:4318"); err == nil || !strings.Contains(err.Error(), "want http") {
 		t.Errorf("a bad endpoint: %v\n%s", err, out)
+	}
+}
+
+// Audit lines are written whatever --log-level says (the default, warn,
+// would drop them: they are info lines).
+func TestAuditLinesIgnoreTheLogLevel(t *testing.T) {
+	g := &globals{log: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	o := &serveFlags{insecure: true}
+	cfg := server.DefaultConfig()
+	if err := o.fillAuth(&cfg, g); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.AuditLogger.Enabled(context.Background(), slog.LevelInfo) {
+		t.Error("the audit logger drops info lines")
+	}
+	if _, err := newTracing("http://user:secret@127.0.0.1:4318", 1); err == nil || !strings.Contains(err.Error(), "credentials") {
+		t.Errorf("credentials in the OTLP URL: %v", err)
 	}
 }

@@ -89,8 +89,8 @@ func (k *Key) check() error {
 		return &FieldError{Field: "scopes", Msg: fmt.Sprintf("none; give one or more of %v", Scopes())}
 	case len(k.Indexes) == 0:
 		return &FieldError{Field: "indexes", Msg: `none; list the index names the key may use, or "*" for all`}
-	case k.Rate < 0 || k.Rate > 1e6 || k.Rate != k.Rate:
-		return &FieldError{Field: "rate", Msg: fmt.Sprintf("%v: want 0 (no limit) to 1e6 requests per second", k.Rate)}
+	case k.Rate != 0 && !(k.Rate >= 1e-3 && k.Rate <= 1e6):
+		return &FieldError{Field: "rate", Msg: fmt.Sprintf("%v: want 0 (no limit), or 0.001 (one per 1,000 s) to 1e6 requests per second", k.Rate)}
 	case k.Burst < 0 || k.Burst > 1e6:
 		return &FieldError{Field: "burst", Msg: fmt.Sprintf("%d: want 0 to 1000000", k.Burst)}
 	}

@@ -1,8 +1,10 @@
 package auth
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,6 +66,7 @@ func TestBadKeysAreNamed(t *testing.T) {
 		{func(k *Key) { k.Hash = "sha256:0011:" + strings.Repeat("0", 64) }, "salt"},
 		{func(k *Key) { k.Hash = "sha256:" + strings.Repeat("0", 32) + ":abcd" }, "digest"},
 		{func(k *Key) { k.Rate = -1 }, "rate"},
+		{func(k *Key) { k.Rate = 1e-19 }, "rate"},
 		{func(k *Key) { k.Burst = -1 }, "burst"},
 		{func(k *Key) { k.Groups = []string{""} }, "groups"},
 	}
@@ -122,5 +125,52 @@ func TestLoadIsStrictAndSaveRoundTrips(t *testing.T) {
 	os.Symlink("/dev/null", p)
 	if err := Save(p, File{Version: FileVersion}); err == nil {
 		t.Error("Save replaced a symbolic link")
+	}
+}
+
+// Concurrent updates of one keys file keep every change: 20 adds racing
+// each other and a revoke leave 19 keys, the revoked one gone.
+func TestConcurrentUpdatesKeepEveryChange(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "keys.json")
+	victim, _ := mustKey(t, "victim", Admin)
+	if err := Save(p, File{Version: FileVersion, Keys: []Key{victim}}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 21)
+	for i := range 20 {
+		go func() {
+			k, _ := mustKey(t, fmt.Sprintf("k%d", i), Read)
+			errs <- Update(p, func(f *File) error { f.Keys = append(f.Keys, k); return nil })
+		}()
+	}
+	go func() {
+		errs <- Update(p, func(f *File) error {
+			f.Keys = slices.DeleteFunc(f.Keys, func(k Key) bool { return k.ID == "victim" })
+			return nil
+		})
+	}()
+	for range 21 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 20 || r.Key("victim") != nil {
+		t.Fatalf("%d keys after 20 adds and a revoke (victim kept: %v)", r.Len(), r.Key("victim") != nil)
+	}
+}
+
+// A keys file other users may write is refused: anyone could add a key.
+func TestWritableKeysFileIsRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "keys.json")
+	if err := Save(p, File{Version: FileVersion}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, 0o666)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+		t.Fatalf("a 0666 keys file: %v", err)
 	}
 }

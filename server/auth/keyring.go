@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"slices"
 
 	"github.com/gleaner-rag/gleaner/internal/jsonfile"
@@ -63,6 +64,9 @@ func Load(path string) (*Keyring, error) {
 	b, err := safefile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("keys file: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("keys file %s: mode %v lets other users write it (and add a key of their own): chmod go-w %s", path, st.Mode().Perm(), path)
 	}
 	var f File
 	if err := jsonfile.Decode(b, &f); err != nil {
