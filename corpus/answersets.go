@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 )
 
 // Answer-only datasets: questions with gold answers but no gold passages,
@@ -110,7 +112,7 @@ func eachLine(path string, fn func(line int, text string) error) error {
 			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if !utf8.Valid(b) {
-			return recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, firstInvalidUTF8(b)+1))
+			return recErr(path, line, "", fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, excerpt.InvalidUTF8At(b)+1))
 		}
 		if i := bytes.IndexByte(b, 0); i >= 0 {
 			return recErr(path, line, "", fmt.Errorf("%w: NUL character at byte %d", ErrMalformed, i+1))

@@ -337,7 +337,7 @@ func transcodeHTML(src []byte) ([]byte, error) {
 	enc, name, certain := charset.DetermineEncoding(src, "")
 	declared := certain || bytes.Contains(head, []byte("charset"))
 	if !declared || name == "utf-8" || name == "" {
-		i := firstInvalidUTF8(src)
+		i := excerpt.InvalidUTF8At(src)
 		return nil, fmt.Errorf("%w: invalid UTF-8 on line %d, byte %d, and no other charset declared", ErrMalformed, lineAt(src, i), i+1)
 	}
 	out, err := enc.NewDecoder().Bytes(src)
@@ -355,7 +355,7 @@ func checkText(src []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: binary content (a NUL byte on line %d, byte %d)", ErrMalformed, lineAt(src, i), i+1)
 	}
 	if !utf8.Valid(src) {
-		i := firstInvalidUTF8(src)
+		i := excerpt.InvalidUTF8At(src)
 		return nil, fmt.Errorf("%w: invalid UTF-8 on line %d, byte %d", ErrMalformed, lineAt(src, i), i+1)
 	}
 	return src, nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
 )
 
 // MaxRecordBytes bounds one record: a JSONL line, a line of a text corpus,
@@ -24,24 +26,13 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // into one.)
 func checkRawRecord(b []byte) (field string, err error) {
 	if !utf8.Valid(b) {
-		off := firstInvalidUTF8(b)
+		off := excerpt.InvalidUTF8At(b)
 		return fieldAt(b, off), fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off+1)
 	}
 	if off := escapedNUL(b); off >= 0 {
 		return fieldAt(b, off), fmt.Errorf("%w: NUL character (\\u0000) at byte %d", ErrMalformed, off+1)
 	}
 	return "", nil
-}
-
-func firstInvalidUTF8(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }
 
 // escapedNUL finds a \u0000 escape (not an escaped backslash followed by

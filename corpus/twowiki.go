@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // ReadTwoWiki reads the HippoRAG 2WikiMultihopQA layout: corpus.json (a JSON
@@ -105,7 +107,7 @@ func readJSONArray(path string, v any) error {
 func decodeJSONArray(b []byte, path string, v any) error {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	if !utf8.Valid(b) {
-		off := firstInvalidUTF8(b)
+		off := excerpt.InvalidUTF8At(b)
 		return recErr(path, 1+bytes.Count(b[:off], []byte("\n")), fieldAt(b, off), fmt.Errorf("%w: invalid UTF-8 at byte %d", ErrMalformed, off+1))
 	}
 	if off := escapedNUL(b); off >= 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/internal/memo"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
@@ -44,8 +45,7 @@ type Index struct {
 	views    map[string]*graphops.Adjacency
 	devMu    sync.Mutex
 	devBufs  map[boundKey]engine.Buffer
-	memoMu   sync.Mutex
-	memo     map[string]*memoEntry
+	memo     memo.Map
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once

@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/gleaner-rag/gleaner/internal/safefile"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // The tokens section: every node's token ids (title + text, no special

@@ -1,14 +1,14 @@
 package retrieve
 
 import (
-	"go.opentelemetry.io/otel/attribute"
-
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"

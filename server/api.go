@@ -58,7 +58,7 @@ func DecodeRequest(r io.Reader, l Limits) (*RetrieveRequest, error) {
 		return nil, &FieldError{Msg: fmt.Sprintf("a body over %d bytes", l.MaxBodyBytes)}
 	}
 	if !utf8.Valid(body) { // encoding/json would turn the bad bytes into U+FFFD silently
-		return nil, &FieldError{Msg: fmt.Sprintf("the body is not valid UTF-8 (at byte %d)", invalidAt(body))}
+		return nil, &FieldError{Msg: fmt.Sprintf("the body is not valid UTF-8 (at byte %d)", excerpt.InvalidUTF8At(body))}
 	}
 	if err := checkKeys(body); err != nil {
 		return nil, err
@@ -180,18 +180,6 @@ func objectKeys(dec *json.Decoder, prefix string, nested func(string) bool) (key
 		return nil, false, nil
 	}
 	return keys, true, nil
-}
-
-// invalidAt is the offset of b's first byte that is not valid UTF-8.
-func invalidAt(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }
 
 // clip shortens a name or value an error repeats.

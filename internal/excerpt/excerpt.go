@@ -19,3 +19,16 @@ func Of(s string, max int) string {
 	}
 	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
+
+// InvalidUTF8At is the offset of b's first byte that is not valid UTF-8
+// (len(b) when all of it is), for errors that say where.
+func InvalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}

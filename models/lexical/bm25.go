@@ -89,6 +89,11 @@ func (s *BM25) SearchTerms(terms []string, k int) []engine.Hit {
 		}
 		s.addTerm(a, t)
 	}
+	return a.top(k)
+}
+
+// top is the k best touched documents; it clears the accumulator.
+func (a *accum) top(k int) []engine.Hit {
 	top := engine.NewTopK(k)
 	for _, d := range a.touched {
 		top.Push(d, a.score[d])
@@ -237,13 +242,7 @@ func (s *BM25) SearchWithin(query string, k int, sub *Subset) []engine.Hit {
 	a := s.pool.Get().(*accum)
 	defer s.pool.Put(a)
 	s.addWithin(a, Analyze(query), sub)
-	top := engine.NewTopK(k)
-	for _, d := range a.touched {
-		top.Push(d, a.score[d])
-		a.score[d] = 0
-	}
-	a.touched = a.touched[:0]
-	return top.Results()
+	return a.top(k)
 }
 
 // addWithin accumulates the terms' BM25 over the subset with its

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"container/list"
 	"encoding/json"
 	"fmt"
@@ -193,23 +194,11 @@ func compare(a, b any) (int, bool) {
 	switch x := a.(type) {
 	case float64:
 		if y, ok := b.(float64); ok {
-			switch {
-			case x < y:
-				return -1, true
-			case x > y:
-				return 1, true
-			}
-			return 0, true
+			return cmp.Compare(x, y), true
 		}
 	case string:
 		if y, ok := b.(string); ok {
-			switch {
-			case x < y:
-				return -1, true
-			case x > y:
-				return 1, true
-			}
-			return 0, true
+			return cmp.Compare(x, y), true
 		}
 	}
 	return 0, false

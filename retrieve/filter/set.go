@@ -2,18 +2,18 @@ package filter
 
 import (
 	"math/bits"
-	"sync"
+
+	"github.com/gleaner-rag/gleaner/internal/memo"
 )
 
 // Set is a set of node numbers of one index (a bitset). A nil *Set is no
 // restriction: every node. Sets are immutable once made, so safe for
 // concurrent use.
 type Set struct {
-	n      int
-	words  []uint64
-	count  int
-	memoMu sync.Mutex
-	memo   map[string]*memoEntry
+	n     int
+	words []uint64
+	count int
+	memo  memo.Map
 }
 
 // NewSet is the set of the given nodes of an index of n nodes.
@@ -122,22 +122,4 @@ func (s *Set) Keep() func(int32) bool {
 // Memo returns the value stored on the set under key, making it with make
 // the first time: what a method derives from a set (BM25's statistics
 // over it) is computed once for all the queries that share the set.
-func (s *Set) Memo(key string, make func() any) any {
-	s.memoMu.Lock()
-	e, ok := s.memo[key]
-	if !ok {
-		if s.memo == nil {
-			s.memo = map[string]*memoEntry{}
-		}
-		e = &memoEntry{}
-		s.memo[key] = e
-	}
-	s.memoMu.Unlock()
-	e.once.Do(func() { e.v = make() })
-	return e.v
-}
-
-type memoEntry struct {
-	once sync.Once
-	v    any
-}
+func (s *Set) Memo(key string, make func() any) any { return s.memo.Get(key, make) }
