@@ -87,6 +87,21 @@ func (s *LatentService) Session(ctx context.Context, query string, noCache bool)
 	return &Session{svc: s, q: q, noCache: noCache, cache: map[int32][]float32{}}, nil
 }
 
+// SessionWithin is Session for a query restricted to sub (nil: every
+// node): an encoder whose latents depend on corpus statistics prepares
+// the query over the subset alone (SubsetPreparer).
+func (s *LatentService) SessionWithin(ctx context.Context, query string, noCache bool, sub NodeSubset) (*Session, error) {
+	sp, ok := s.enc.(SubsetPreparer)
+	if sub == nil || !ok {
+		return s.Session(ctx, query, noCache)
+	}
+	q, err := sp.PrepareWithin(ctx, query, sub)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{svc: s, q: q, noCache: noCache, cache: map[int32][]float32{}}, nil
+}
+
 // Encoded is the number of pairs the encoder has computed for this query.
 func (se *Session) Encoded() int {
 	se.mu.Lock()

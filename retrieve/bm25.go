@@ -2,10 +2,10 @@ package retrieve
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
@@ -51,15 +51,16 @@ func bm25Within(ix *index.Index, q Query, sc []float32) (int, error) {
 }
 
 // subsetOf is q's allowed nodes as BM25's subset, made once per set and
-// scorer (a set may serve two indexes of one size).
+// scorer.
 func subsetOf(ix *index.Index, q Query) (*lexical.Subset, error) {
-	type made struct {
-		sub *lexical.Subset
-		err error
+	return lexical.SubsetOf(ix.BM25, q.Allow)
+}
+
+// Subset is q's allowed nodes for a pair encoder (models.NodeSubset), nil
+// when q is not filtered.
+func Subset(q Query) models.NodeSubset {
+	if q.Allow == nil {
+		return nil // not a typed nil: encoders test for none
 	}
-	m := q.Allow.Memo(fmt.Sprintf("bm25 %p", ix.BM25), func() any {
-		sub, err := ix.BM25.NewSubset(q.Allow.Words())
-		return made{sub, err}
-	}).(made)
-	return m.sub, m.err
+	return q.Allow
 }

@@ -104,3 +104,15 @@ func mentionTargets(ix *index.Index) (titles, texts []string) {
 	}
 	return titles, texts
 }
+
+// AllowedView is the graph a query may walk: adj itself, or under a filter
+// (q.Allow) the subgraph of the allowed nodes, every edge touching another
+// removed and degrees recounted, so a walk, a neighbourhood or a degree
+// equals one on the index without the other nodes. It costs one pass over
+// the edges per filtered query.
+func AllowedView(adj *graphops.Adjacency, q Query) *graphops.Adjacency {
+	if q.Allow == nil {
+		return adj
+	}
+	return adj.Induced(q.Allow.Keep())
+}

@@ -89,7 +89,7 @@ var variants = []variant{
 func init() {
 	for _, v := range variants {
 		retrieve.Must(retrieve.Register(retrieve.Def[Options]{
-			Name: v.name, Summary: v.summary, Defaults: DefaultOptions, Params: v.params,
+			Name: v.name, Summary: v.summary, Defaults: DefaultOptions, Params: v.params, Filters: true,
 			New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 				v.fix(&o)
 				return newNamed(v.name, ix, env, o)
@@ -162,9 +162,6 @@ func (m *fastInsight) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]
 // RetrieveStream emits the ranking after every GRanker call (10, 20, …,
 // b_max nodes at the defaults); emit returning false stops early.
 func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return err
-	}
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}
@@ -189,10 +186,11 @@ func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k in
 // fiState is one query's retrieval state.
 type fiState struct {
 	sess  *models.Session
-	sim   []float32 // first-stage score of every node (I_sim)
-	order []int32   // the first stage's ranking, for the initial batch and refills
-	next  int       // position in order for refills
-	ret   []int32   // N_ret, in the current GRanker order
+	adj   *graphops.Adjacency // the graph the query may walk (retrieve.AllowedView)
+	sim   []float32           // first-stage score of every node (I_sim)
+	order []int32             // the first stage's ranking, for the initial batch and refills
+	next  int                 // position in order for refills
+	ret   []int32             // N_ret, in the current GRanker order
 	in    map[int32]bool
 }
 
@@ -201,7 +199,7 @@ func (m *fastInsight) start(ctx context.Context, q retrieve.Query) (*fiState, er
 	if err != nil || sim == nil {
 		return nil, err
 	}
-	st := &fiState{sim: sim, in: map[int32]bool{}}
+	st := &fiState{sim: sim, in: map[int32]bool{}, adj: retrieve.AllowedView(m.adj, q)}
 	for _, h := range m.st.Ranking(sim, 2*min(m.o.BMax, len(sim))) { // refills may take up to b_max of them
 		st.order = append(st.order, h.Index)
 	}
@@ -209,7 +207,7 @@ func (m *fastInsight) start(ctx context.Context, q retrieve.Query) (*fiState, er
 	if err != nil {
 		return nil, err
 	}
-	if st.sess, err = svc.Session(ctx, q.Text, m.o.NoCache); err != nil {
+	if st.sess, err = svc.SessionWithin(ctx, q.Text, m.o.NoCache, retrieve.Subset(q)); err != nil {
 		return nil, err
 	}
 	m.refill(st, min(m.o.Batch, m.o.BMax))
@@ -235,7 +233,7 @@ func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]retrieve.Hit,
 		return nil, err
 	}
 	if m.o.Alpha > 0 {
-		if H, err = m.smooth(st.ret, H); err != nil {
+		if H, err = m.smooth(st.adj, st.ret, H); err != nil {
 			return nil, err
 		}
 	}
@@ -259,8 +257,8 @@ func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]retrieve.Hit,
 
 // smooth computes H' = (1−α)H + αPH on the engine (on a queue of its
 // own, where the backend has them: queries smooth concurrently).
-func (m *fastInsight) smooth(nodes []int32, H []float32) ([]float32, error) {
-	sub := graphops.InducedAdj(m.adj, nodes)
+func (m *fastInsight) smooth(adj *graphops.Adjacency, nodes []int32, H []float32) ([]float32, error) {
+	sub := graphops.InducedAdj(adj, nodes)
 	d := m.CE.Enc.Dim()
 	be, release, err := engine.OnQueue(m.be)
 	if err != nil {
@@ -318,8 +316,8 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 	}
 	cands := map[int32]*cand{}
 	for _, u := range st.ret {
-		for p := m.adj.Ptr[u]; p < m.adj.Ptr[u+1]; p++ {
-			n := m.adj.Idx[p]
+		for p := st.adj.Ptr[u]; p < st.adj.Ptr[u+1]; p++ {
+			n := st.adj.Idx[p]
 			if st.in[n] {
 				continue
 			}
@@ -346,7 +344,7 @@ func (m *fastInsight) stex(st *fiState) []int32 {
 		if rmax > 1 {
 			istr = 1 - float64(c.best-1)/float64(rmax-1)
 		}
-		if cmax := min(int(m.adj.Ptr[c.v+1]-m.adj.Ptr[c.v]), rmax); cmax > 1 {
+		if cmax := min(int(st.adj.Ptr[c.v+1]-st.adj.Ptr[c.v]), rmax); cmax > 1 {
 			istr += float64(a-1) / float64(cmax-1)
 		}
 		list = append(list, scored{c.v, istr, float64(st.sim[c.v])})

@@ -46,7 +46,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "gar", Summary: "GAR: adaptive reranking of the first stage and its graph frontier, streaming each batch",
-		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"},
+		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"}, Filters: true,
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
 		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
@@ -165,13 +165,11 @@ func (p *prio) top(n int) []int32 {
 
 // RetrieveStream emits the ranking of scored documents after every batch.
 func (m *gar) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return err
-	}
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}
 	m.adjMu.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
+	adj := retrieve.AllowedView(m.adj, q) // under a filter: the frontier never reaches another node
 	svc, err := m.Service()
 	if err != nil {
 		return err
@@ -180,14 +178,14 @@ func (m *gar) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit 
 	if err != nil || len(r0) == 0 {
 		return err
 	}
-	sess, err := svc.Session(ctx, q.Text, false)
+	sess, err := svc.SessionWithin(ctx, q.Text, false, retrieve.Subset(q))
 	if err != nil {
 		return err
 	}
-	return m.loop(ctx, sess, r0, k, emit)
+	return m.loop(ctx, sess, adj, r0, k, emit)
 }
 
-func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []retrieve.Hit, k int, emit func([]retrieve.Hit) bool) error {
+func (m *gar) loop(ctx context.Context, sess *models.Session, adj *graphops.Adjacency, r0 []retrieve.Hit, k int, emit func([]retrieve.Hit) bool) error {
 	initial, frontier := newPrio(), newPrio()
 	for _, h := range r0 {
 		initial.set(h.Index, h.Score)
@@ -212,7 +210,7 @@ func (m *gar) loop(ctx context.Context, sess *models.Session, r0 []retrieve.Hit,
 			scored = append(scored, garScored{retrieve.Hit{Index: v, Score: scores[i]}, it})
 		}
 		if len(scored) < m.o.Budget {
-			minscore = m.grow(frontier, batch, scores, done, m.o.Budget-len(scored), minscore)
+			minscore = m.grow(adj, frontier, batch, scores, done, m.o.Budget-len(scored), minscore)
 		}
 		if !emit(m.ranking(scored, r0, done, k)) {
 			return nil
@@ -232,7 +230,7 @@ type garScored struct {
 // neighbours only while the frontier holds fewer than rem documents or its
 // score reaches minscore, which falls to the lowest score that added one.
 // It returns the new minscore.
-func (m *gar) grow(frontier *prio, batch []int32, scores []float32, done map[int32]bool, rem int, minscore float32) float32 {
+func (m *gar) grow(adj *graphops.Adjacency, frontier *prio, batch []int32, scores []float32, done map[int32]bool, rem int, minscore float32) float32 {
 	order := make([]int, len(batch))
 	for i := range order {
 		order[i] = i
@@ -249,8 +247,8 @@ func (m *gar) grow(frontier *prio, batch []int32, scores []float32, done map[int
 			continue
 		}
 		hit := false
-		for p := m.adj.Ptr[d]; p < m.adj.Ptr[d+1]; p++ {
-			if t := m.adj.Idx[p]; !done[t] {
+		for p := adj.Ptr[d]; p < adj.Ptr[d+1]; p++ {
+			if t := adj.Idx[p]; !done[t] {
 				hit = frontier.set(t, sd) || hit
 			}
 		}

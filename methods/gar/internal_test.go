@@ -41,7 +41,7 @@ func TestGARFrontierRule(t *testing.T) {
 	m := &gar{adj: adj, o: Options{Budget: 10, Batch: 3}}
 	frontier := newPrio()
 	done := map[int32]bool{0: true, 1: true, 2: true}
-	minscore := m.grow(frontier, []int32{1, 0, 2}, []float32{0.5, 0.9, 0.1}, done, 2, float32(math.Inf(1)))
+	minscore := m.grow(adj, frontier, []int32{1, 0, 2}, []float32{0.5, 0.9, 0.1}, done, 2, float32(math.Inf(1)))
 	if got := frontier.top(10); !slices.Equal(got, []int32{10, 11}) || minscore != 0.9 {
 		t.Errorf("frontier %v, minscore %v; want [10 11] and 0.9 (documents 1 and 2 come after the frontier is full)", got, minscore)
 	}

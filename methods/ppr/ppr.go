@@ -130,10 +130,7 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 		return nil, nil
 	}
 	m.once.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
-	adj := m.adj
-	if q.Allow != nil { // walk only the allowed nodes: no mass passes through another
-		adj = adj.Induced(q.Allow.Keep())
-	}
+	adj := retrieve.AllowedView(m.adj, q) // walk only the allowed nodes: no mass passes through another
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
 	po.MaxIter = max(po.MaxIter, graphops.PPRIterations(m.o.Damping, po.Tol))

@@ -34,14 +34,14 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "re2", Summary: "retrieve then rerank: the first stage's top bmax rescored by the cross-encoder",
-		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"},
+		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{"head"}, Filters: true,
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			return newNamed("re2", ix, env, o)
 		}}))
 	// re2-vector fixes its first stage: vector search's top results.
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "re2-vector", Summary: "FastInsight's Re2 baseline: vector search's top bmax reranked",
-		Defaults: DefaultOptions, Reads: []string{"head"},
+		Defaults: DefaultOptions, Reads: []string{"head"}, Filters: true,
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
 			p.Drop("first-stage")
@@ -85,9 +85,6 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*re2, 
 func (m *re2) Name() string { return m.name }
 
 func (m *re2) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, retrieve.ErrEmptyQuery
 	}
@@ -104,7 +101,9 @@ func (m *re2) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	for i := range nodes {
 		nodes[i] = first[i].Index
 	}
-	sess, err := svc.Session(ctx, q.Text, false)
+	// Under a filter the first stage ranks only allowed nodes, and the
+	// encoder's corpus statistics count only them (SessionWithin).
+	sess, err := svc.SessionWithin(ctx, q.Text, false, retrieve.Subset(q))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/models"
 )
 
 // BM25Params are the Lucene BM25 parameters. Anserini's defaults, used for
@@ -222,6 +223,51 @@ func (s *BM25) docFreq(sub *Subset, t int) int {
 	return df
 }
 
+// SubsetOf is set's Subset of s, made once per set and scorer (a set may
+// serve two indexes of one size) and shared by every query over the set.
+func SubsetOf(s *BM25, set models.NodeSubset) (*Subset, error) {
+	type made struct {
+		sub *Subset
+		err error
+	}
+	m := set.Memo(fmt.Sprintf("bm25 %p", s), func() any {
+		sub, err := s.NewSubset(set.Words())
+		return made{sub, err}
+	}).(made)
+	return m.sub, m.err
+}
+
+// idfWithin is term t's idf over the subset (as NewBM25 computes it over
+// the whole collection); ok is false when no document of the subset has t,
+// which an index of the subset alone would not know.
+func (s *BM25) idfWithin(t int, sub *Subset) (idf float32, ok bool) {
+	df := s.docFreq(sub, t)
+	if df == 0 {
+		return 0, false
+	}
+	return float32(math.Log(1 + (float64(sub.n)-float64(df)+0.5)/(float64(df)+0.5))), true
+}
+
+// ScoreDocWithin is ScoreDoc over the subset: the BM25 an index of the
+// subset alone gives document d (which must be in it), for terms
+// looked up as TermsWithin does.
+func (s *BM25) ScoreDocWithin(terms []int, d uint32, sub *Subset) float32 {
+	var sc float32
+	for _, t := range terms {
+		if t < 0 {
+			continue
+		}
+		idf, ok := s.idfWithin(t, sub)
+		if !ok {
+			continue
+		}
+		if tf := float32(s.p.TermFreq(t, d)); tf > 0 {
+			sc += idf * tf / (tf + sub.norm[d])
+		}
+	}
+	return sc
+}
+
 // ScoreAllWithin is ScoreAll over a subset, as if it were the whole
 // collection: N, the average length and each term's document frequency
 // count only its documents, so the scores equal those of an index built
@@ -253,11 +299,10 @@ func (s *BM25) addWithin(a *accum, terms []string, sub *Subset) {
 		if t < 0 {
 			continue
 		}
-		df := s.docFreq(sub, t)
-		if df == 0 {
+		idf, ok := s.idfWithin(t, sub)
+		if !ok {
 			continue
 		}
-		idf := float32(math.Log(1 + (float64(sub.n)-float64(df)+0.5)/(float64(df)+0.5)))
 		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
 		for i, d := range s.p.Doc[lo:hi] {
 			if !sub.has(d) {

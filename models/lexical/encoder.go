@@ -35,6 +35,16 @@ func (e *Encoder) Prepare(_ context.Context, query string) (models.Prepared, err
 	return &prepared{text: query, q: e.M.Prepare(query)}, nil
 }
 
+// PrepareWithin implements models.SubsetPreparer: the query's features
+// over the subset alone (InteractionModel.PrepareWithin).
+func (e *Encoder) PrepareWithin(_ context.Context, query string, set models.NodeSubset) (models.Prepared, error) {
+	sub, err := SubsetOf(e.M.BM, set)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{text: query, q: e.M.PrepareWithin(query, sub)}, nil
+}
+
 // Encode implements models.PairEncoder.
 func (e *Encoder) Encode(ctx context.Context, p models.Prepared, nodes []int32, out []float32) error {
 	pq, ok := p.(*prepared)
@@ -84,4 +94,7 @@ func (e *Encoder) FitStandardization(raw []float32, n int) {
 	}
 }
 
-var _ models.PairEncoder = (*Encoder)(nil)
+var (
+	_ models.PairEncoder    = (*Encoder)(nil)
+	_ models.SubsetPreparer = (*Encoder)(nil)
+)

@@ -82,11 +82,18 @@ type QueryState struct {
 	bigrams map[[2]string]bool
 	inQuery map[string]bool
 	vec     []float32
+	sub     *Subset // nil: the whole index
 }
 
 // Prepare analyzes a query once for any number of nodes.
-func (m *InteractionModel) Prepare(text string) *QueryState {
-	q := &QueryState{terms: Analyze(text), bigrams: map[[2]string]bool{}, inQuery: map[string]bool{}}
+func (m *InteractionModel) Prepare(text string) *QueryState { return m.PrepareWithin(text, nil) }
+
+// PrepareWithin is Prepare over a subset of the index (nil: all of it):
+// idfs and BM25 count only the subset, and a term none of its documents
+// has counts as unknown, so the features equal those of an index built
+// from the subset alone (for nodes in it).
+func (m *InteractionModel) PrepareWithin(text string, sub *Subset) *QueryState {
+	q := &QueryState{terms: Analyze(text), bigrams: map[[2]string]bool{}, inQuery: map[string]bool{}, sub: sub}
 	seen := map[string]bool{}
 	for i, w := range q.terms {
 		q.inQuery[w] = true
@@ -99,7 +106,14 @@ func (m *InteractionModel) Prepare(text string) *QueryState {
 		seen[w] = true
 		t := m.P.Terms.Lookup(w)
 		idf := 0.0
-		if t >= 0 {
+		switch {
+		case t >= 0 && sub != nil:
+			x, ok := m.BM.idfWithin(t, sub)
+			if !ok {
+				t = -1 // no document of the subset has it
+			}
+			idf = float64(x)
+		case t >= 0:
 			idf = float64(m.BM.IDF(t))
 		}
 		q.ids, q.idf = append(q.ids, t), append(q.idf, idf)
@@ -125,7 +139,11 @@ func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
 		}
 	}
 	title, text := m.nodeTerms(i)
-	out[0] = m.BM.ScoreDoc(q.ids, d)
+	if q.sub != nil {
+		out[0] = m.BM.ScoreDocWithin(q.ids, d, q.sub)
+	} else {
+		out[0] = m.BM.ScoreDoc(q.ids, d)
+	}
 	out[1] = ratio(covIDF, q.sumIDF)
 	out[2] = ratio(cov, float64(len(q.ids)))
 	out[3] = bigramOverlap(q, title, text)
