@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
@@ -379,7 +380,15 @@ func TestACLGroupsRestrictEveryRequest(t *testing.T) {
 			}
 		}
 	}
-	_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "fastinsight"})
+	// The index's size, as each key sees it: no count reveals hidden nodes.
+	public := len(aclNodes(dir)) - len(acl)
+	for key, want := range map[string]int{"public": public, "eng": public + countGroup(acl, "eng")} {
+		ixs, err := c.WithToken(tok[key]).Indexes(ctx)
+		if err != nil || len(ixs) != 1 || ixs[0].Nodes != want {
+			t.Errorf("key %s sees the index as %+v (%v), want %d nodes", key, ixs, err, want)
+		}
+	}
+	_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "nexusrag"})
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Body.Field != "method" || !strings.Contains(ae.Body.Error, "access control") {
 		t.Errorf("a method without filter support under ACLs: %v", err)
@@ -437,4 +446,29 @@ func TestInvalidUTF8IsRefused(t *testing.T) {
 			t.Errorf("%q: %d %s", body, code, resp)
 		}
 	}
+}
+
+// aclNodes are the node ids of the index at dir.
+func aclNodes(dir string) []string {
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return nil
+	}
+	defer ix.Close()
+	ids := make([]string, ix.N())
+	for i := range ids {
+		ids[i] = ix.NodeID(i)
+	}
+	return ids
+}
+
+// countGroup counts the nodes whose ACL lists g.
+func countGroup(acl map[string][]any, g string) int {
+	n := 0
+	for _, gs := range acl {
+		if slices.Contains(gs, any(g)) {
+			n++
+		}
+	}
+	return n
 }

@@ -23,7 +23,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 	"github.com/gleaner-rag/gleaner/server/api"
 	"github.com/gleaner-rag/gleaner/server/auth"
 )
@@ -429,10 +431,50 @@ func (s *Server) indexes(w http.ResponseWriter, r *http.Request) {
 				sections = append(sections, st.Name)
 			}
 		}
-		out = append(out, api.Index{Name: name, Nodes: m.Nodes, Edges: m.Edges, GraphKinds: m.GraphKinds, Head: e.ix.HeadFile() != nil, Sections: sections})
+		nodes, edges, err := s.visibleSize(r.Context(), e)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		out = append(out, api.Index{Name: name, Nodes: nodes, Edges: edges, GraphKinds: m.GraphKinds, Head: e.ix.HeadFile() != nil, Sections: sections})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	writeJSON(w, http.StatusOK, out)
+}
+
+// visibleSize is an index's node and edge counts as the request's key
+// sees it: under ACLs only its nodes and the edges between them, so no
+// count reveals nodes it may not see.
+func (s *Server) visibleSize(ctx context.Context, e *entry) (nodes, edges int, err error) {
+	if s.cfg.ACLField == "" {
+		return e.ix.Meta.Nodes, e.ix.Meta.Edges, nil
+	}
+	var groups []string
+	if k := KeyOf(ctx); k != nil {
+		groups = k.Groups
+	}
+	allow, err := filter.Eval(e.ix, filter.ACL(s.cfg.ACLField, groups))
+	if err != nil {
+		return 0, 0, err
+	}
+	edges = allow.Memo("edges", func() any { return edgesWithin(e.ix.Graph, allow) }).(int)
+	return allow.Len(), edges, nil
+}
+
+// edgesWithin counts the graph's edges whose two ends are in allow.
+func edgesWithin(g *graphops.Graph, allow *filter.Set) int {
+	n := 0
+	for v := 0; v+1 < len(g.Out.Ptr); v++ {
+		if !allow.Has(v) {
+			continue
+		}
+		for _, u := range g.Out.Idx[g.Out.Ptr[v]:g.Out.Ptr[v+1]] {
+			if allow.Has(int(u)) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (s *Server) methods(w http.ResponseWriter, _ *http.Request) {
