@@ -30,13 +30,14 @@ func newServe(g *globals) *cobra.Command {
 		Short: "Serve retrieval over HTTP (API keys, TLS, JSON and NDJSON streaming, /metrics, reload, graceful drain)",
 		Long: `Serve the methods over the given indexes (opened read-only once, shared by all requests).
 
-  POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "graph_kinds", "options", "stream", "timeout_ms", "text"}
+  POST /v1/retrieve     {"index", "query", "method", "k", "first_stage", "graph_kinds", "options", "filter", "group_by", "stream", "timeout_ms", "text"}
   GET  /v1/indexes, /v1/methods (every method's settings), /healthz, /readyz, /metrics (Prometheus)
   POST /v1/admin/reload reopens the index folders (rebuilt in place) and swaps them in atomically
 
 Every request but /healthz and /readyz needs "Authorization: Bearer <token>", a key of --keys (made
 by gleaner keys add) with the scope the route needs: read for retrieval and the lists, admin for
-reload, /metrics and /debug/pprof. A key may use only its indexes and is held to its rate. Only
+reload, /metrics and /debug/pprof. A key may use only its indexes and is held to its rate; with
+--acl-field it sees only the nodes of its groups and the public ones. Only
 --insecure-no-auth serves without keys, and only on a loopback address. --admin-addr moves the admin
 routes to a listener of their own. --tls-cert and --tls-key serve HTTPS.
 
@@ -97,7 +98,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.StringVar(&o.keys, "keys", "", "the API keys file (gleaner keys add); reread on SIGHUP")
 	fl.BoolVar(&o.insecure, "insecure-no-auth", false, "serve without API keys: anyone who can connect may query and reload (loopback addresses only)")
 	fl.StringVar(&cfg.ACLField, "acl-field", "", "metadata field of each node's ACL groups: a request sees only nodes listing one of its key's groups, or without the field")
-	fl.StringVar(&o.auditLog, "audit-log", "", "append the audit lines (admin actions, keys reloads) to this file as JSON (default: the log)")
+	fl.StringVar(&o.auditLog, "audit-log", "", "append the audit lines (admin requests, keys reloads) to this file as JSON (default: stderr, whatever --log-level)")
 	fl.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; reread on SIGHUP")
 	fl.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fl.StringVar(&o.otlp, "otlp-endpoint", "", "send OpenTelemetry traces (a span per request and per method stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318; off when empty")
