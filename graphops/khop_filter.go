@@ -43,6 +43,9 @@ type KHopScores struct {
 	Node   func(u int32) float64
 	Rel    func(r int32) float64
 	Source func(v int32, hop int) float64
+	// Keep, when set, is the nodes the expansion may reach (a query's
+	// filter): the others are not there at all.
+	Keep func(u int32) bool
 }
 
 // KHopFilter expands seeds hop by hop over g's edges in both directions:
@@ -82,7 +85,7 @@ func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOption
 			for _, dir := range []*CSR{&g.Out, &g.In} {
 				for p := dir.Ptr[v]; p < dir.Ptr[v+1]; p++ {
 					u := dir.Idx[p]
-					if kept[u] {
+					if kept[u] || s.Keep != nil && !s.Keep(u) {
 						continue
 					}
 					r := int32(-1) // a graph without relations

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
@@ -49,9 +49,9 @@ func TestEveryMethodHonoursOrRefusesFilters(t *testing.T) {
 // random graphs with random metadata and random filters and ACLs, the
 // results with a filter equal the results on an index built from the
 // corpus with the filtered-out nodes (and their edges) removed: the same
-// nodes, in the same order, with the same scores. Vectors are fixed per
-// node (precomputed), so both indexes embed alike; BM25's statistics are
-// the reduced corpus's.
+// nodes, in the same order, with the same scores. Texts embed with a
+// corpus-independent embedder, so both indexes embed alike; BM25's
+// statistics are the reduced corpus's.
 func TestFiltersEqualDeletion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds 15 indexes")
@@ -69,10 +69,9 @@ func TestFiltersEqualDeletion(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		c := synth.Generate(synth.Options{People: 40, Cities: 8, Countries: 3, Bands: 12, Queries: 6, Seed: seed})
 		randomMeta(rng, c)
-		vecs := randomVectors(rng, c, 8)
 		dir := t.TempDir()
-		ix := buildWithVectors(t, c, vecs, dir, "full", nil)
-		qs := queries(rng, c, 8)
+		ix := buildEmbedded(t, c, dir, "full", nil)
+		qs := queries(c)
 		checked := 0
 		for trial := 0; checked < 4 && trial < 40; trial++ {
 			f := randomFilter(rng, 2)
@@ -85,7 +84,7 @@ func TestFiltersEqualDeletion(t *testing.T) {
 			}
 			checked++
 			red := reduced(c, allow, ix)
-			rix := buildWithVectors(t, red, vecs, dir, fmt.Sprintf("reduced-%d", trial), ix.HeadFile())
+			rix := buildEmbedded(t, red, dir, fmt.Sprintf("reduced-%d", trial), ix.HeadFile())
 			for _, name := range methods {
 				compareFiltered(t, fmt.Sprintf("seed %d, %s, filter %s", seed, name, f), ix, rix, name, qs, allow)
 			}
@@ -211,28 +210,36 @@ func randomFilter(rng *rand.Rand, depth int) *filter.Filter {
 
 func ptrTo[T any](v T) *T { return &v }
 
-func randomVectors(rng *rand.Rand, c *corpus.Corpus, d int) map[string][]float64 {
-	out := map[string][]float64{}
-	for _, n := range c.Nodes {
-		v := make([]float64, d)
-		for i := range v {
-			v[i] = rng.NormFloat64()
+// hashEmbedder is a text embedder that depends on nothing but the text:
+// each analysed term adds a fixed pseudo-random vector (seeded by the
+// term), so two indexes of different corpora embed alike, as a
+// bi-encoder would, and queries (and KG relation names) embed too.
+type hashEmbedder struct{}
+
+func (hashEmbedder) Name() string { return "test-hash" }
+func (hashEmbedder) Dim() int     { return 8 }
+func (hashEmbedder) Embed(_ context.Context, texts []string) ([]float32, error) {
+	out := make([]float32, 0, 8*len(texts))
+	for _, t := range texts {
+		v := make([]float32, 8)
+		for _, w := range lexical.Analyze(t) {
+			h := fnv.New64a()
+			h.Write([]byte(w))
+			rng := rand.New(rand.NewPCG(h.Sum64(), 1))
+			for i := range v {
+				v[i] += float32(rng.NormFloat64())
+			}
 		}
-		out[n.ID] = v
+		out = append(out, v...)
 	}
-	return out
+	return out, nil
 }
 
-// queries are c's questions with random vectors (text for BM25, the
-// vector for vector search).
-func queries(rng *rand.Rand, c *corpus.Corpus, d int) []retrieve.Query {
+// queries are c's questions.
+func queries(c *corpus.Corpus) []retrieve.Query {
 	var qs []retrieve.Query
 	for _, q := range c.Queries {
-		v := make([]float32, d)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		qs = append(qs, retrieve.Query{ID: q.ID, Text: q.Text, Vector: v})
+		qs = append(qs, retrieve.Query{ID: q.ID, Text: q.Text})
 	}
 	return qs
 }
@@ -257,26 +264,18 @@ func reduced(c *corpus.Corpus, allow *filter.Set, ix *index.Index) *corpus.Corpu
 	return out
 }
 
-// buildWithVectors indexes c with the given vectors of its nodes and opens
-// it. With head nil it trains a small head; otherwise it stores that one,
-// so a reduced index reranks with the full index's head (nothing it holds
-// is then fitted on its own corpus).
-func buildWithVectors(t *testing.T, c *corpus.Corpus, vecs map[string][]float64, dir, name string, head *index.HeadFile) *index.Index {
+// buildEmbedded indexes c with the hash embedder and opens it. With head
+// nil it trains a small head; otherwise it stores that one, so a reduced
+// index reranks with the full index's head (nothing it holds is then
+// fitted on its own corpus).
+func buildEmbedded(t *testing.T, c *corpus.Corpus, dir, name string, head *index.HeadFile) *index.Index {
 	t.Helper()
-	var b strings.Builder
-	for _, n := range c.Nodes {
-		fmt.Fprintf(&b, `{"id":%q,"vector":%s}`+"\n", n.ID, strings.ReplaceAll(fmt.Sprint(vecs[n.ID]), " ", ","))
-	}
-	vp := filepath.Join(dir, name+".vectors.jsonl")
-	if err := os.WriteFile(vp, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	idir := filepath.Join(dir, name)
 	headOpt := index.WithHead(testindex.SmallHead())
 	if head != nil {
 		headOpt = index.WithoutHead()
 	}
-	if err := index.Build(context.Background(), c, idir, index.WithEmbedder(index.EmbedderPrecomputed), index.WithVectors(vp), headOpt); err != nil {
+	if err := index.Build(context.Background(), c, idir, index.WithTextEmbedder(hashEmbedder{}), headOpt); err != nil {
 		t.Fatal(err)
 	}
 	if head != nil {
@@ -284,5 +283,10 @@ func buildWithVectors(t *testing.T, c *corpus.Corpus, vecs map[string][]float64,
 			t.Fatal(err)
 		}
 	}
-	return testindex.Open(t, idir)
+	ix, err := index.OpenWithEmbedder(idir, hashEmbedder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
 }

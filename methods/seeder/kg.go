@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func init() {
 			name, summary = "kg-khop", "SeedER's stages 1–2: the K-hop-with-filtering candidate graph ranked by cosine"
 			params = (*KGOptions).Params
 		}
-		retrieve.Must(retrieve.Register(retrieve.Def[KGOptions]{Name: name, Summary: summary, Defaults: DefaultKGOptions, Params: params,
+		retrieve.Must(retrieve.Register(retrieve.Def[KGOptions]{Name: name, Summary: summary, Defaults: DefaultKGOptions, Params: params, Filters: true,
 			Host: "linking and the k-hop expansion run on the host; the question's cosines run on the backend",
 			New: func(ix *index.Index, env retrieve.Env, o KGOptions) (retrieve.Method, error) {
 				return newKG(ix, env, o, khop)
@@ -150,7 +151,7 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 
 // Retrieve implements Method.
 func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
+	if err := retrieve.CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}
 	if !m.khop {
@@ -158,7 +159,7 @@ func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]ret
 		if err != nil {
 			return nil, err
 		}
-		seeds, _ := m.linker.seeds(q.Text, sims, m.o.K0, k)
+		seeds, _ := m.linkerFor(q).seeds(q.Text, sims, m.o.K0, k, q.Allow.Keep())
 		return ranked(seeds, sims), nil
 	}
 	c, err := m.candidates(ctx, q)
@@ -171,6 +172,17 @@ func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]ret
 	}
 	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b)) })
 	return ranked(nodes[:min(k, len(nodes))], c.sims), nil
+}
+
+// linkerFor is the dictionary a query may link to: every node's names, or
+// under a filter those of its nodes alone (made once per filter set).
+func (m *kgMethod) linkerFor(q retrieve.Query) *entityLinker {
+	if q.Allow == nil {
+		return m.linker
+	}
+	return q.Allow.Memo(fmt.Sprintf("seeder linker %p", m.ix), func() any {
+		return newLinkerWithin(m.ix, q.Allow.Keep())
+	}).(*entityLinker)
 }
 
 // querySims prepares the method once, embeds the question and returns its
@@ -227,7 +239,7 @@ func (m *kgMethod) candidates(ctx context.Context, q retrieve.Query) (*kgCandida
 			c.relSims[r] = float64(vecmath.Dot(qv, v))
 		}
 	}
-	seeds, linked := m.linker.seeds(q.Text, c.sims, m.o.K0, m.o.K0)
+	seeds, linked := m.linkerFor(q).seeds(q.Text, c.sims, m.o.K0, m.o.K0, q.Allow.Keep())
 	for _, v := range seeds[:linked] {
 		c.linked[v] = true
 	}
@@ -235,6 +247,7 @@ func (m *kgMethod) candidates(ctx context.Context, q retrieve.Query) (*kgCandida
 		Edge: m.keepEdge,
 		Node: func(u int32) float64 { return float64(c.sims[u]) },
 		Rel:  c.relSim,
+		Keep: q.Allow.Keep(),
 		Source: func(v int32, hop int) float64 {
 			if hop == 1 && c.linked[v] {
 				return 1 // a seed the question names passes full weight (methods.md §3.1)

@@ -42,8 +42,18 @@ func usableName(toks []string) bool {
 	return false
 }
 
-func newEntityLinker(ix *index.Index) *entityLinker {
-	return newLinker(ix.N(), func(v int) []string { return append([]string{ix.Title(v)}, ix.Aliases(v)...) })
+func newEntityLinker(ix *index.Index) *entityLinker { return newLinkerWithin(ix, nil) }
+
+// newLinkerWithin is the dictionary of the nodes keep accepts (nil: all):
+// a name of another node must not even take part in the longest-match
+// rule, or it would hide a shorter name the query may see.
+func newLinkerWithin(ix *index.Index, keep func(int32) bool) *entityLinker {
+	return newLinker(ix.N(), func(v int) []string {
+		if keep != nil && !keep(int32(v)) {
+			return nil
+		}
+		return append([]string{ix.Title(v)}, ix.Aliases(v)...)
+	})
 }
 
 // newLinker builds the dictionary of n nodes' names.
@@ -117,7 +127,7 @@ func (l *entityLinker) link(query string) []linkMatch {
 // then node id, one slot per node, keeps k0 and fills to k with the nodes
 // nearest the query (sims: every node's cosine). It returns the seeds and
 // how many of them came from the dictionary.
-func (l *entityLinker) seeds(query string, sims []float32, k0, k int) ([]int32, int) {
+func (l *entityLinker) seeds(query string, sims []float32, k0, k int, keep func(int32) bool) ([]int32, int) {
 	ms := l.link(query)
 	slices.SortFunc(ms, func(a, b linkMatch) int {
 		return cmp.Or(cmp.Compare(b.end-b.start, a.end-a.start), cmp.Compare(sims[b.node], sims[a.node]), cmp.Compare(a.node, b.node))
@@ -132,7 +142,9 @@ func (l *entityLinker) seeds(query string, sims []float32, k0, k int) ([]int32, 
 	if len(out) < k {
 		top := engine.NewTopK(k)
 		for v, s := range sims {
-			top.Push(int32(v), s)
+			if keep == nil || keep(int32(v)) {
+				top.Push(int32(v), s)
+			}
 		}
 		for _, h := range top.Results() {
 			if len(out) == k {

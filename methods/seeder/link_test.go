@@ -19,7 +19,7 @@ func TestEntityLinkerMatches(t *testing.T) {
 	if !slices.Equal(got, []int32{0, 3}) {
 		t.Fatalf("matches %+v", ms)
 	}
-	seeds, linked := l.seeds("Is it where ANN-LEE lives, near paris?", []float32{0.1, 0.9, 0.8, 0.2}, 5, 3)
+	seeds, linked := l.seeds("Is it where ANN-LEE lives, near paris?", []float32{0.1, 0.9, 0.8, 0.2}, 5, 3, nil)
 	if !slices.Equal(seeds, []int32{0, 3, 1}) || linked != 2 {
 		t.Fatalf("seeds %v (%d linked): the longer match first, then the nearest unlinked node", seeds, linked)
 	}
