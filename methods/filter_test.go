@@ -14,6 +14,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
+	"github.com/gleaner-rag/gleaner/methods/seeder"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
@@ -67,11 +68,13 @@ func TestFiltersEqualDeletion(t *testing.T) {
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 17))
-		c := synth.Generate(synth.Options{People: 40, Cities: 8, Countries: 3, Bands: 12, Queries: 6, Seed: seed})
+		c := synth.Generate(synth.Options{People: 40, Cities: 8, Countries: 3, Bands: 12, Queries: 20, Seed: seed})
 		randomMeta(rng, c)
 		dir := t.TempDir()
 		ix := buildEmbedded(t, c, dir, "full", nil)
-		qs := queries(c)
+		enc := trainSeeder(t, ix, c)
+		ix = withSeeder(t, ix, enc)
+		qs := queries(c)[14:] // the first 14 train and tune the encoder
 		checked := 0
 		for trial := 0; checked < 4 && trial < 40; trial++ {
 			f := randomFilter(rng, 2)
@@ -85,6 +88,7 @@ func TestFiltersEqualDeletion(t *testing.T) {
 			checked++
 			red := reduced(c, allow, ix)
 			rix := buildEmbedded(t, red, dir, fmt.Sprintf("reduced-%d", trial), ix.HeadFile())
+			rix = withSeeder(t, rix, enc)
 			for _, name := range methods {
 				compareFiltered(t, fmt.Sprintf("seed %d, %s, filter %s", seed, name, f), ix, rix, name, qs, allow)
 			}
@@ -289,4 +293,34 @@ func buildEmbedded(t *testing.T, c *corpus.Corpus, dir, name string, head *index
 	}
 	t.Cleanup(func() { ix.Close() })
 	return ix
+}
+
+// trainSeeder trains a tiny SeedER encoder on the full index's first
+// questions; the full index and the reduced ones all get it as it is (the
+// reduced ones are trained on nothing of their own).
+func trainSeeder(t *testing.T, ix *index.Index, c *corpus.Corpus) *seeder.File {
+	t.Helper()
+	so := testindex.TinySeeder()
+	so.Train.Epochs = 1
+	f, err := seeder.Train(context.Background(), ix, testindex.Env(), seeder.DefaultKGOptions(), so, c.Queries[:10], c.Queries[10:14])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// withSeeder stores the encoder f in the index ix was opened from and
+// reopens it.
+func withSeeder(t *testing.T, ix *index.Index, f *seeder.File) *index.Index {
+	t.Helper()
+	dir := ix.Dir
+	if err := seeder.Set(context.Background(), dir, f); err != nil {
+		t.Fatal(err)
+	}
+	out, err := index.OpenWithEmbedder(dir, hashEmbedder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	return out
 }

@@ -32,7 +32,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "seeder", Summary: "SeedER: seeds, K-hop-with-filtering, then the trained Exphormer encoder selects",
-		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section},
+		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section}, Filters: true,
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
 
@@ -100,8 +100,11 @@ func (s *seederMethod) start(ctx context.Context) error {
 }
 
 // Retrieve implements Method.
+// Under a filter the candidates (stages 1–2, kgMethod.candidates) are
+// allowed nodes only, and the encoder reads nothing but the candidate
+// graph, so no other node reaches it.
 func (s *seederMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, s.Name()); err != nil {
+	if err := retrieve.CheckAllow(s.kg.ix, q); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx); err != nil {
