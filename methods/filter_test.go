@@ -92,6 +92,9 @@ func TestFiltersEqualDeletion(t *testing.T) {
 			for _, name := range methods {
 				compareFiltered(t, fmt.Sprintf("seed %d, %s, filter %s", seed, name, f), ix, rix, name, qs, allow)
 			}
+			// An evidence set larger than the allowed nodes: its scores count
+			// down from the number of nodes, which must be the allowed ones'.
+			compareFiltered(t, fmt.Sprintf("seed %d, fuserag K=1000, filter %s", seed, f), ix, rix, "fuserag", qs, allow, "fuserag-k", "1000")
 		}
 		if checked < 4 {
 			t.Fatalf("seed %d: only %d usable random filters", seed, checked)
@@ -99,12 +102,13 @@ func TestFiltersEqualDeletion(t *testing.T) {
 	}
 }
 
-// compareFiltered runs method name on ix under allow and on rix (the
-// reduced index) unfiltered, and wants the same ranking.
-func compareFiltered(t *testing.T, what string, ix, rix *index.Index, name string, qs []retrieve.Query, allow *filter.Set) {
+// compareFiltered runs method name (with settings, name–value pairs) on
+// ix under allow and on rix (the reduced index) unfiltered, and wants the
+// same ranking.
+func compareFiltered(t *testing.T, what string, ix, rix *index.Index, name string, qs []retrieve.Query, allow *filter.Set, settings ...string) {
 	t.Helper()
-	full := testindex.Method(t, ix, name)
-	red, err := retrieve.NewNamed(name, rix, testindex.Env())
+	full := testindex.Method(t, ix, name, settings...)
+	red, err := testindex.NewMethod(rix, name, settings...)
 	if errors.Is(err, retrieve.ErrNoGraph) {
 		return // the reduced corpus kept no edge: the method cannot run on it at all
 	}

@@ -71,7 +71,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "fuserag", Summary: "FuseRAG's retrieval: a greedy evidence walk from the first stage; knapsack text anchors as its context",
-		Defaults: DefaultOptions, Params: (*Options).Params, Host: "the greedy walk runs on the host (K steps over a few hundred edges)",
+		Defaults: DefaultOptions, Params: (*Options).Params, Host: "the greedy walk runs on the host (K steps over a few hundred edges)", Filters: true,
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "first-stage", Values: []string{"bm25", "hybrid"}}}},
 		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
@@ -120,10 +120,11 @@ func (m *fuseRAG) Name() string { return "fuserag" }
 
 // Evidence runs stage 1 for q: the first stage's Start best nodes, then the
 // greedy walk. It returns nil for a query nothing matches.
+//
+// Under a filter the first stage ranks only allowed nodes and the walk
+// keeps to the allowed subgraph (retrieve.AllowedView), so the evidence,
+// its graph and the anchors quote no other node.
 func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evidence, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	sc, err := m.st.Scores(ctx, q)
 	if err != nil || sc == nil {
 		return nil, err
@@ -145,7 +146,7 @@ func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evi
 			return float64(vecmath.Dot(m.ix.Vectors[int(u)*d:int(u+1)*d], m.ix.Vectors[int(v)*d:int(v+1)*d])) * m.invNorm[u] * m.invNorm[v]
 		},
 	}
-	return graphops.GreedyEvidence(ctx, m.adj, start, graphops.GreedyOptions{Budget: m.o.Budget, Lambda: m.o.Lambda, Stop: m.o.Stop}, scores)
+	return graphops.GreedyEvidence(ctx, retrieve.AllowedView(m.adj, q), start, graphops.GreedyOptions{Budget: m.o.Budget, Lambda: m.o.Lambda, Stop: m.o.Stop}, scores)
 }
 
 // relevance is rel(q, v): the first stage's score over its maximum, so
@@ -171,15 +172,16 @@ func relevance(sc []float32) []float64 {
 // scores fall with the order (min(Budget, nodes) − position: exact in
 // float32 whatever the budget), as the greedy gains need not.
 func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	ev, err := m.Evidence(ctx, q)
 	if err != nil || ev == nil {
 		return nil, err
 	}
 	out := make([]retrieve.Hit, 0, min(k, len(ev.Nodes)))
-	top := min(m.o.Budget, m.ix.N())
+	n := m.ix.N()
+	if q.Allow != nil {
+		n = q.Allow.Len() // the scores must not tell how many nodes the index has beyond the filter
+	}
+	top := min(m.o.Budget, n)
 	for i, v := range ev.Nodes[:min(k, len(ev.Nodes))] {
 		out = append(out, retrieve.Hit{Index: v, Score: float32(top - i)})
 	}
@@ -190,9 +192,6 @@ func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retr
 // budget cl100k_base tokens (the stand-in for the decoder's tokenizer when
 // no decoder is loaded).
 func (m *fuseRAG) BuildContext(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	if err := retrieve.CheckBudget(budget); err != nil {
 		return nil, err
 	}
