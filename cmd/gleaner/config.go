@@ -117,10 +117,10 @@ func scalarText(v json.RawMessage, want string) (string, error) {
 		if json.Unmarshal(v, &inf) == nil && slices.Contains([]string{"inf", "+inf", "-inf"}, strings.ToLower(inf)) {
 			return inf, nil
 		}
-		var n json.Number
+		var n json.Number // a JSON string decodes into a Number too: refuse it first
 		dec := json.NewDecoder(strings.NewReader(string(v)))
 		dec.UseNumber()
-		if dec.Decode(&n) != nil || n == "" {
+		if strings.HasPrefix(strings.TrimSpace(string(v)), `"`) || dec.Decode(&n) != nil || n == "" {
 			return "", fmt.Errorf("want a number, got %s", clipJSON(v))
 		}
 		return n.String(), nil

@@ -224,6 +224,10 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 		`{"max-in-flight": "many"}`:  `"max-in-flight"`,
 		`{"addr": ["a", "b"]}`:       "want text",
 		`{"addr": {"x": 1}}`:         "want text",
+		`{"max-k": "5"}`:             "want a number",
+		`{"pprof": "true"}`:          "want true or false",
+		`{"timeout": 3}`:             "want text",
+		`{"index": "a=b"}`:           "want a list",
 		`{"config": "other.json"}`:   "no such flag",
 		`{"addr": "a", "addr": "b"}`: "given twice",
 	} {
