@@ -48,7 +48,7 @@ func newMetrics() *metrics {
 	m.rejectedConns = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_connections_rejected_total",
 		Help: "Connections closed at once because every connection at the cap was serving a request."})
 	m.authRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gleaner_auth_refused_total",
-		Help: "Requests refused for their key: missing, invalid, scope (403) or rate (429)."}, []string{"reason"})
+		Help: "Requests refused for their key: missing or invalid (401), scope or index (403), rate (429)."}, []string{"reason"})
 	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gleaner_index_damaged",
 		Help: "1 for an index whose files changed on disk since it was opened (found by the scrub): not served until a reload."}, []string{"index"})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_panics_total",
