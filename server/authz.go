@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -59,9 +60,13 @@ func (s *Server) ReloadKeys(load func() (*auth.Keyring, error)) error {
 		err = s.SetKeys(k)
 	}
 	if err != nil {
-		s.cfg.AuditLogger.Error("audit", "action", "keys reload failed; the keys in use are kept", "err", err)
+		s.metrics.keysStale.Set(1)
+		err = fmt.Errorf("keys reload failed, so the keys in use are kept, including any this edit revoked: fix the file and reload again (gleaner keys revoke rewrites it safely): %w", err)
+		s.cfg.AuditLogger.Error("audit", "action", "keys reload failed", "err", err)
+		return err
 	}
-	return err
+	s.metrics.keysStale.Set(0)
+	return nil
 }
 
 // methodNotAllowed answers 405 for a route's path under another method.

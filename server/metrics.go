@@ -27,6 +27,8 @@ type metrics struct {
 	damaged *prometheus.GaugeVec
 	// panics counts requests that panicked (answered 500).
 	panics prometheus.Counter
+	// keysStale is 1 while the last keys reload failed.
+	keysStale prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -53,7 +55,9 @@ func newMetrics() *metrics {
 		Help: "1 for an index whose files changed on disk since it was opened (found by the scrub): not served until a reload."}, []string{"index"})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "gleaner_panics_total",
 		Help: "Requests that panicked, answered 500 and logged as errors."})
-	m.reg.MustRegister(m.panics, m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
+	m.keysStale = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gleaner_keys_reload_failed",
+		Help: "1 while the last keys reload failed: the keys from before it, revoked ones included, are still accepted."})
+	m.reg.MustRegister(m.keysStale, m.panics, m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -70,6 +71,9 @@ type Config struct {
 	// a server on loopback: the CLI refuses it on any other address).
 	Keys           *auth.Keyring
 	InsecureNoAuth bool
+	// LoadKeys, when set, rereads the keys (auth.Load of the keys file) on
+	// every ReloadAll: SIGHUP and POST /v1/admin/reload alike.
+	LoadKeys func() (*auth.Keyring, error)
 	// ACLField, when set, is the metadata field holding each node's ACL
 	// groups: every request sees only the nodes that list one of its key's
 	// groups or have no such field (retrieve/filter.ACL), and only methods
@@ -204,6 +208,8 @@ type Server struct {
 	limits   limiters
 	stop     chan struct{} // closed by Close: ends the scrubber
 	stopOnce sync.Once
+	certMu   sync.Mutex
+	certs    []*Certificate // TLSListener's, reread by ReloadAll
 }
 
 // New opens every index (read-only, shared by all requests).
@@ -249,6 +255,23 @@ func (s *Server) Reload(ctx context.Context) error {
 	s.cfg.Logger.Info("indexes reloaded", "indexes", len(set.entries))
 	go old.retire(context.WithoutCancel(ctx))
 	return nil
+}
+
+// ReloadAll rereads everything the server serves from files: the indexes
+// (Reload), the keys (Config.LoadKeys) and the TLS pairs of TLSListener.
+// A part that fails keeps what it had; the error names each failure.
+func (s *Server) ReloadAll(ctx context.Context) error {
+	errs := []error{s.Reload(ctx)}
+	if s.cfg.LoadKeys != nil {
+		errs = append(errs, s.ReloadKeys(s.cfg.LoadKeys))
+	}
+	s.certMu.Lock()
+	certs := slices.Clone(s.certs)
+	s.certMu.Unlock()
+	for _, c := range certs {
+		errs = append(errs, c.Reload())
+	}
+	return errors.Join(errs...)
 }
 
 // Close marks the server not ready and releases the indexes once the
@@ -501,8 +524,8 @@ func (s *Server) methodList() api.Methods {
 }
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
-	if err := s.Reload(r.Context()); err != nil {
-		writeError(w, http.StatusInternalServerError, &FieldError{Msg: err.Error()})
+	if err := s.ReloadAll(r.Context()); err != nil {
+		writeError(w, http.StatusInternalServerError, &FieldError{Msg: "reload: " + err.Error() + " (the parts that failed keep what they had)"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "reloaded"})

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/internal/safefile"
@@ -54,6 +55,12 @@ func (c *Certificate) Config() *tls.Config {
 // TLSListener is Listener(ln) with TLS on top: the connection cap counts
 // connections before their handshake, and net/http bounds the handshake
 // by HeaderTimeout.
+// ReloadAll rereads c.
 func (s *Server) TLSListener(ln net.Listener, c *Certificate) net.Listener {
+	s.certMu.Lock()
+	if !slices.Contains(s.certs, c) {
+		s.certs = append(s.certs, c)
+	}
+	s.certMu.Unlock()
 	return tls.NewListener(s.Listener(ln), c.Config())
 }

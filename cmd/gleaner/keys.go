@@ -79,7 +79,7 @@ func newKeysAdd() *cobra.Command {
 	fl.Float64Var(&k.Rate, "rate", 0, "requests per second the key may make (0: no limit)")
 	fl.IntVar(&k.Burst, "burst", 0, "requests the key may make at once above its rate (0: the rate, at least 1)")
 	fl.StringVar(&k.Note, "note", "", "free text kept with the key (who holds it, why)")
-	fl.BoolVar(&replace, "replace", false, "replace the key of that id if there is one (a new token: the old one stops working at the server's next SIGHUP)")
+	fl.BoolVar(&replace, "replace", false, "replace the key of that id if there is one (a new token: the old one stops working at the server's next reload)")
 	for _, name := range []string{"file", "id", "scope", "index"} {
 		cmd.MarkFlagRequired(name)
 	}
@@ -142,7 +142,7 @@ func newKeysRevoke() *cobra.Command {
 	var file, id string
 	cmd := &cobra.Command{
 		Use:   "revoke --file keys.json --id NAME",
-		Short: "Remove a key (a server started with --keys drops it on SIGHUP)",
+		Short: "Remove a key (a server started with --keys drops it on reload)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := auth.Update(file, func(f *auth.File) error {
@@ -156,7 +156,7 @@ func newKeysRevoke() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "gleaner: key %q revoked; send the server SIGHUP to drop it now\n", id)
+			fmt.Fprintf(cmd.ErrOrStderr(), "gleaner: key %q revoked; send the server SIGHUP (or POST /v1/admin/reload) to drop it now\n", id)
 			return nil
 		},
 	}

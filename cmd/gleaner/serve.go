@@ -44,9 +44,9 @@ routes to a listener of their own. --tls-cert and --tls-key serve HTTPS.
 The method flags (--bmax, --model, …) set what requests start from; a request's "options" change any
 setting but the local ones (--model, --runtime, --precision), which only the server sets.
 
-At --max-in-flight requests the server answers 503 with Retry-After at once. SIGHUP rereads the
-indexes, the keys file and the TLS pair; SIGTERM or Ctrl-C stops accepting, lets requests in flight
-finish within --grace, and exits 0. --config reads any of these flags from a JSON file (the command
+At --max-in-flight requests the server answers 503 with Retry-After at once. SIGHUP (or POST
+/v1/admin/reload) rereads the indexes, the keys file and the TLS pair; SIGTERM or Ctrl-C stops
+accepting, lets requests in flight finish within --grace, and exits 0. --config reads any of these flags from a JSON file (the command
 line wins); --print-config writes the configuration in that form. The API is described in
 server/openapi.yaml; server/client is the Go client.`,
 		Example: `  gleaner keys add --file keys.json --id app --scope read --index wiki   # prints the token
@@ -88,7 +88,7 @@ server/openapi.yaml; server/client is the Go client.`,
 			for _, ep := range eps {
 				fmt.Fprintf(cmd.OutOrStdout(), "serving %s on %s\n", ep.what, ep.url())
 			}
-			return serve(cmd.Context(), s, eps, o.grace, func() error { return o.reload(s) })
+			return serve(cmd.Context(), s, eps, o.grace, func() error { return s.ReloadAll(context.Background()) })
 		},
 	}
 	fl := cmd.Flags()
@@ -192,6 +192,7 @@ func (o *serveFlags) fillAuth(cfg *server.Config, g *globals) error {
 			return fmt.Errorf("--keys: %w", err)
 		}
 		cfg.Keys = ring
+		cfg.LoadKeys = func() (*auth.Keyring, error) { return auth.Load(o.keys) }
 	}
 	// Audit lines are kept whatever --log-level says: stderr by default.
 	cfg.AuditLogger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -267,19 +268,6 @@ func closeAll(eps []endpoint) {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
-}
-
-// reload rereads the indexes, the keys file and the TLS pair (SIGHUP); a
-// part that fails keeps what it had.
-func (o *serveFlags) reload(s *server.Server) error {
-	errs := []error{s.Reload(context.Background())}
-	if o.keys != "" {
-		errs = append(errs, s.ReloadKeys(func() (*auth.Keyring, error) { return auth.Load(o.keys) }))
-	}
-	if o.cert != nil {
-		errs = append(errs, o.cert.Reload())
-	}
-	return errors.Join(errs...)
 }
 
 // serve runs until SIGTERM/SIGINT (drain, exit 0) or a listener error;

@@ -139,6 +139,35 @@ func TestServeKeysTLSAndReload(t *testing.T) {
 	if _, err := c.WithToken(app).Retrieve(ctx, req); status(err) != 401 {
 		t.Errorf("a revoked key after SIGHUP: %v", err)
 	}
+	// The admin endpoint rereads the keys as SIGHUP does; a broken file
+	// keeps the keys in use and says so.
+	app2 := addKey(t, keys, "--id", "app2", "--scope", "read", "--index", "ix")
+	adminPost := func() (int, string) {
+		r, _ := http.NewRequest("POST", admin+"/v1/admin/reload", nil)
+		r.Header.Set("Authorization", "Bearer "+ops)
+		resp, err := hc.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := adminPost(); code != 200 {
+		t.Fatalf("reload: %d %s", code, body)
+	}
+	if _, err := c.WithToken(app2).Retrieve(ctx, req); err != nil {
+		t.Errorf("a key added before POST /v1/admin/reload: %v", err)
+	}
+	if err := os.WriteFile(keys, []byte("{broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := adminPost(); code != 500 || !strings.Contains(body, "keys in use are kept") {
+		t.Errorf("reload of a broken keys file: %d %s", code, body)
+	}
+	if _, err := c.WithToken(app2).Retrieve(ctx, req); err != nil {
+		t.Errorf("the keys in use after a failed reload: %v", err)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, stderr)
