@@ -420,7 +420,7 @@ func TestFrontMatterKeepsWhatWasWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"ticket": "00123", "id": "9007199254740993", "n": 42.0, "x": 1.5, "big": "123456789012345678901234567890",
-		"inf": ".inf", "hex": "0x1F", "ok": true, "when": "2025-03-14", "owner.name": "Ada", "tags": []any{"a", 2.0, false}}
+		"inf": ".inf", "hex": "0x1F", "ok": true, "when": "2025-03-14", "empty": []any{}, "owner.name": "Ada", "tags": []any{"a", 2.0, false}}
 	if !reflect.DeepEqual(meta, want) {
 		t.Fatalf("meta\n got %#v\nwant %#v", meta, want)
 	}

@@ -106,7 +106,9 @@ func flattenYAML(prefix string, m *yaml.Node, out map[string]any, depth int) err
 			return fmt.Errorf("%w: line %d: field %q: %v", ErrMalformed, v.Line, name, err)
 		}
 		if val == nil {
-			continue // "tags:" with nothing says nothing
+			// "acl:" with nothing is kept as an empty list: the field is
+			// there (no group), not absent (public).
+			val = []any{}
 		}
 		if _, dup := out[name]; dup {
 			return fmt.Errorf("%w: line %d: field %q is given twice (a dotted name and a nested one meet)", ErrMalformed, k.Line, name)

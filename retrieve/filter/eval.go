@@ -145,7 +145,9 @@ func (c *columns) eval(f *Filter, n int) *Set {
 	}
 	s := &Set{n: n, words: make([]uint64, (n+63)/64)}
 	for i, vals := range c.fields[f.Field] {
-		if vals != nil && slices.ContainsFunc(vals, f.matches) {
+		// A field present as [] or null exists: `acl: []` is an ACL that
+		// admits no group, never a public node.
+		if vals != nil && (f.Exists != nil || slices.ContainsFunc(vals, f.matches)) {
 			s.add(i)
 		}
 	}

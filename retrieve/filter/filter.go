@@ -10,7 +10,7 @@
 //	{"field": "team", "eq": "platform"}          equality (a list field: any element)
 //	{"field": "tags", "in": ["a", "b"]}          membership (any element of a list field)
 //	{"field": "year", "gte": 2020, "lt": 2025}   ranges (numbers, or text compared bytewise)
-//	{"field": "owner", "exists": true}           presence
+//	{"field": "owner", "exists": true}           presence (even as [] or null)
 //	{"and": [...]}, {"or": [...]}, {"not": {...}}
 //
 // The field "document" is the node's document id. A node without the field
@@ -218,8 +218,9 @@ func And(fs ...*Filter) *Filter {
 }
 
 // ACL is the filter of an access-control field: a node whose field lists
-// one of groups, or that has no such field (it is public). A caller with
-// no groups sees only public nodes.
+// one of groups, or that has no such field (it is public). A node whose
+// field is empty ([] or null) is nobody's. Groups match exactly, case
+// included. A caller with no groups sees only public nodes.
 func ACL(field string, groups []string) *Filter {
 	public := &Filter{Not: &Filter{Field: field, Exists: ptr(true)}}
 	if len(groups) == 0 {

@@ -22,6 +22,8 @@ func metaIndex(t *testing.T) *index.Index {
 		{ID: "c", Text: "gamma three", Meta: map[string]any{"team": "red", "year": 2023, "tags": []any{"y"}, "date": "2024-05-01"}},
 		{ID: "d", Text: "delta four", Doc: "doc1"},
 		{ID: "e", Text: "epsilon five", Doc: "doc1", Meta: map[string]any{"year": "2020", "date": "2023-01-31"}},
+		{ID: "f", Text: "zeta six", Meta: map[string]any{"team": []any{}}},
+		{ID: "g", Text: "eta seven", Meta: map[string]any{"team": nil}},
 	}}
 	dir := filepath.Join(t.TempDir(), "ix")
 	if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
@@ -52,7 +54,8 @@ func TestEval(t *testing.T) {
 		`{"field":"draft","eq":true}`:                                      "b",
 		`{"field":"draft","eq":"true"}`:                                    "",
 		`{"field":"team","exists":false}`:                                  "d e",
-		`{"not":{"field":"team","eq":"red"}}`:                              "b d e",
+		`{"field":"team","exists":true}`:                                   "a b c f g", // [] and null are present
+		`{"not":{"field":"team","eq":"red"}}`:                              "b d e f g",
 		`{"field":"document","eq":"doc1"}`:                                 "d e",
 		`{"or":[{"field":"team","eq":"blue"},{"field":"tags","eq":"x"}]}`:  "a b",
 		`{"and":[{"field":"team","eq":"red"},{"field":"year","lt":2020}]}`: "a",
@@ -81,7 +84,8 @@ func TestEval(t *testing.T) {
 
 func TestACL(t *testing.T) {
 	ix := metaIndex(t)
-	// "team" as the ACL field: a and c are red's, b blue's, d and e public.
+	// "team" as the ACL field: a and c are red's, b blue's, d and e public;
+	// f and g have the field but no group (`team: []`, `team:`), so nobody's.
 	for groups, want := range map[string]string{"": "d e", "red": "a c d e", "red blue": "a b c d e", "green": "d e"} {
 		s, err := filter.Eval(ix, filter.ACL("team", strings.Fields(groups)))
 		if err != nil {
