@@ -172,7 +172,7 @@ func (cfg *config) trainHead(ctx context.Context, staged string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("index: training the cross-encoder head (index.WithoutHead skips it): %w", err)
+		return fmt.Errorf("index: training the cross-encoder head: %w", err)
 	}
 	cfg.log.Info("head trained", "groups", rep.Groups, "heldout_accuracy", math.Round(rep.Accuracy*1e4)/1e4, "bm25_accuracy", math.Round(rep.BM25Accuracy*1e4)/1e4)
 	_, err = SetHead(ctx, staged, hf)

@@ -26,8 +26,9 @@ var notInConfig = []string{"config", "print-config", "help"}
 // value}, a value being text, a number, a boolean or a list for a
 // repeatable flag), except those given on the command line, which win.
 // An unknown flag, a value of the wrong kind or a bad value is an error
-// naming the file and the flag.
-func applyConfigFile(fl *pflag.FlagSet, path string) error {
+// naming the file and the flag. A global flag (one of global) is refused
+// with a word on where it goes: it acts before the command runs.
+func applyConfigFile(fl, global *pflag.FlagSet, path string) error {
 	if path == "" {
 		return nil
 	}
@@ -40,6 +41,9 @@ func applyConfigFile(fl *pflag.FlagSet, path string) error {
 		return fmt.Errorf("--config %s: %w", path, err)
 	}
 	for name, v := range raw {
+		if global.Lookup(name) != nil && fl.Lookup(name) == nil {
+			return fmt.Errorf("--config %s: %q is a global flag; it acts before serve reads the file, so give it on the command line (gleaner --%s … serve)", path, name, name)
+		}
 		if err := setFromConfig(fl, name, v); err != nil {
 			return fmt.Errorf("--config %s: %q: %w", path, name, err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/progress"
+	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/transformer"
 )
@@ -104,6 +106,9 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		opts = append(opts, index.WithoutHead())
 	}
 	if err := index.Build(cmd.Context(), c, f.out, opts...); err != nil {
+		if errors.Is(err, headtrain.ErrTooFewGroups) {
+			return fmt.Errorf("%w; --train-head=false builds the index without one (re2, gar and fastinsight need it)", err)
+		}
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", len(c.Nodes), len(c.Edges), f.out, time.Since(start).Round(time.Millisecond))

@@ -55,7 +55,7 @@ server/openapi.yaml; server/client is the Go client.`,
   gleaner serve --index wiki=idx/wiki --insecure-no-auth   # loopback only, for trying it out`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfigFile(cmd.LocalFlags(), o.config); err != nil { // not the global flags: they act before serve runs
+			if err := applyConfigFile(cmd.LocalFlags(), cmd.InheritedFlags(), o.config); err != nil { // not the global flags: they act before serve runs
 				return err
 			}
 			if o.printConfig {
@@ -104,7 +104,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.StringVar(&o.otlp, "otlp-endpoint", "", "send OpenTelemetry traces (a span per request and per method stage) to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318; off when empty")
 	fl.Float64Var(&o.traceRatio, "trace-ratio", 1, "with --otlp-endpoint: the fraction of requests traced (a caller's sampled traceparent is always followed)")
 	fl.StringVar(&o.config, "config", "", "read flags from this JSON file ({\"flag-name\": value}); flags on the command line win")
-	fl.BoolVar(&o.printConfig, "print-config", false, "print the configuration (every flag, after --config) as a --config file, and exit")
+	fl.BoolVar(&o.printConfig, "print-config", false, "print the configuration (every serve flag after --config, and the method settings that were set) as a --config file, and exit")
 	fl.StringVar(&o.profile, "profile", "", "a profile from gleaner tune: the method (and its settings and grouping) of requests that name none")
 	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests served at once; more get 503 with Retry-After")
 	fl.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a request may run (timeout_ms may ask less)")

@@ -258,6 +258,7 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 		`{"timeout": 3}`:             "want text",
 		`{"index": "a=b"}`:           "want a list",
 		`{"config": "other.json"}`:   "no such flag",
+		`{"log-level": "debug"}`:     "a global flag",
 		`{"addr": "a", "addr": "b"}`: "given twice",
 	} {
 		os.WriteFile(cfg, []byte(body), 0o644)
