@@ -1,6 +1,7 @@
 package graphops
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 )
@@ -29,6 +30,31 @@ type TriGraph struct {
 	// W is NexusRAG's neighbour matrix (§2.3): directed rows (j, w_ij),
 	// heaviest first (ties: lower j first).
 	W CSR
+	// WRows, when set, gives W's rows on demand in place of W: a view of
+	// the Tri-Graph over some passages (a filtered query) computes only
+	// the rows its propagation reaches (NeighbourRow).
+	WRows func(e int32) ([]int32, []float32, error)
+}
+
+// wReader reads W's rows for one propagation: a row WRows fails to give
+// reads as empty, and err holds the first failure.
+type wReader struct {
+	t   *TriGraph
+	err error
+}
+
+// row is row e of W.
+func (r *wReader) row(e int32) ([]int32, []float32) {
+	if r.t.WRows == nil {
+		lo, hi := r.t.W.Ptr[e], r.t.W.Ptr[e+1]
+		return r.t.W.Idx[lo:hi], r.t.W.W[lo:hi]
+	}
+	idx, w, err := r.t.WRows(e)
+	if err != nil {
+		r.err = cmp.Or(r.err, err)
+		return nil, nil
+	}
+	return idx, w
 }
 
 // Validate checks the arrays of a TriGraph read from disk: pointer ranges,

@@ -81,6 +81,35 @@ func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs 
 	return nil
 }
 
+// NeighbourBlock is how many entities' rows of W one GEMM scores.
+const NeighbourBlock = 128
+
+// NeighbourRows computes the rows of W of the entities in block b
+// (b·NeighbourBlock up to NeighbourBlock of them) as BuildNeighbours does,
+// by the same GEMM of the same shape, so with the same rounding: for a
+// view of the Tri-Graph (WRows), whose rows are asked as a query reaches
+// them. vecs are the entity vectors (len(Entities)×dims).
+func (t *TriGraph) NeighbourRows(ctx context.Context, be engine.Backend, vecs []float32, dims, b int, o NeighbourOptions) (CSR, error) {
+	ne := len(t.Entities)
+	lo, hi := b*NeighbourBlock, min((b+1)*NeighbourBlock, ne)
+	if err := o.Validate(); err != nil {
+		return CSR{}, err
+	}
+	if len(vecs) != ne*dims || b < 0 || lo >= ne {
+		return CSR{}, fmt.Errorf("graphops: neighbour block %d: %d vector values for %d entities × %d", b, len(vecs), ne, dims)
+	}
+	sims, err := cosineRows(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), lo, hi)
+	if err != nil {
+		return CSR{}, err
+	}
+	rows := make([][]cand, hi-lo)
+	count := make([]int32, ne)
+	for i := lo; i < hi; i++ {
+		rows[i-lo] = fuseRow(t.cooccurring(i, count, o), sims[i], o)
+	}
+	return rowsToCSR(rows), nil
+}
+
 // cooccurring returns entity i's pruned co-occurrence row, most frequent
 // first (ties: lower id): every other entity in a sentence with i, counted
 // once per distinct sentence. count is zeroed scratch of len(Entities).
@@ -172,6 +201,13 @@ func sortCands(cs []cand, key func(cand) float64) {
 // needed, so BLAS beats the streaming top-k kernel here) and their rows
 // cut to the top k+1.
 func cosineNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int) ([][]cand, error) {
+	return cosineRows(ctx, be, vecs, n, dims, k, 0, n)
+}
+
+// cosineRows is rows from..to−1 of cosineNeighbours, computed alike: a
+// row asked alone (NeighbourRow) gets the scores, so the neighbours, of
+// the whole matrix's build.
+func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, from, to int) ([][]cand, error) {
 	out := make([][]cand, n)
 	if k < 1 {
 		return out, nil
@@ -184,17 +220,17 @@ func cosineNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n,
 		return nil, err
 	}
 	defer be.Free(x)
-	const batch = 128
-	scores, err := be.Alloc(engine.F32, min(batch, n)*n)
+	const batch = NeighbourBlock
+	scores, err := be.Alloc(engine.F32, min(batch, to-from)*n)
 	if err != nil {
 		return nil, err
 	}
 	defer be.Free(scores)
-	for lo := 0; lo < n; lo += batch {
+	for lo := from; lo < to; lo += batch {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		hi := min(lo+batch, n)
+		hi := min(lo+batch, to)
 		g := engine.GemmOp{TransB: true, M: hi - lo, N: n, K: dims, Alpha: 1, A: x, OffA: lo * dims, B: x, C: scores}
 		if err := be.Gemm(g); err != nil {
 			return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)

@@ -1,6 +1,7 @@
 package graphops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -106,19 +107,23 @@ func (t *TriGraph) Propagate(ctx context.Context, seeds []Seed, sim func(sentenc
 	}
 	cur := active.clone()
 	used := map[int32]bool{}
+	w := &wReader{t: t}
 	it := 1
 	for ; len(cur.acts) > 0 && it < o.MaxIter; it++ {
-		if err := ctx.Err(); err != nil {
+		if err := cmp.Or(ctx.Err(), w.err); err != nil {
 			return nil, err
 		}
-		next := t.sentenceRound(cur, used, sim, ew, it, o)
+		next := t.sentenceRound(cur, used, sim, ew, it, o, w)
 		if o.Neighbours {
-			next = t.neighbourHop(next, ew, o.Threshold)
+			next = t.neighbourHop(next, ew, o.Threshold, w)
 		}
 		for _, a := range next.acts {
 			active.set(a)
 		}
 		cur = next
+	}
+	if w.err != nil {
+		return nil, w.err
 	}
 	return &Propagation{Weights: ew, Active: active.acts, Rounds: it - 1}, nil
 }
@@ -126,7 +131,7 @@ func (t *TriGraph) Propagate(ctx context.Context, seeds []Seed, sim func(sentenc
 // sentenceRound is path 1: each frontier entity at or above δ spreads
 // through its top η unused sentences to every entity they mention
 // (itself included).
-func (t *TriGraph) sentenceRound(cur *frontier, used map[int32]bool, sim func(int32) float32, ew []float64, it int, o PropagationOptions) *frontier {
+func (t *TriGraph) sentenceRound(cur *frontier, used map[int32]bool, sim func(int32) float32, ew []float64, it int, o PropagationOptions, wr *wReader) *frontier {
 	next := newFrontier()
 	delta := o.Threshold
 	for _, a := range cur.acts {
@@ -143,7 +148,7 @@ func (t *TriGraph) sentenceRound(cur *frontier, used map[int32]bool, sim func(in
 				v := base
 				if o.Neighbours {
 					v = delta // non-neighbour floor
-					if w, ok := t.neighbourWeight(a.Entity, e); ok {
+					if w, ok := neighbourWeight(wr, a.Entity, e); ok {
 						v = max(min(base, w), delta)
 					}
 				}
@@ -157,11 +162,12 @@ func (t *TriGraph) sentenceRound(cur *frontier, used map[int32]bool, sim func(in
 
 // neighbourHop is path 2: one hop over W from the sentence round's
 // frontier; an entity already in the frontier keeps its activation.
-func (t *TriGraph) neighbourHop(front *frontier, ew []float64, delta float64) *frontier {
+func (t *TriGraph) neighbourHop(front *frontier, ew []float64, delta float64, wr *wReader) *frontier {
 	next := front.clone()
 	for _, a := range front.acts {
-		for q := t.W.Ptr[a.Entity]; q < t.W.Ptr[a.Entity+1]; q++ {
-			j, v := t.W.Idx[q], a.Score*float64(t.W.W[q])
+		idx, w := wr.row(a.Entity)
+		for q, j := range idx {
+			v := a.Score * float64(w[q])
 			if v < delta || next.has(j) {
 				continue
 			}
@@ -173,10 +179,11 @@ func (t *TriGraph) neighbourHop(front *frontier, ew []float64, delta float64) *f
 }
 
 // neighbourWeight returns W[e][j] when j is a neighbour of e.
-func (t *TriGraph) neighbourWeight(e, j int32) (float64, bool) {
-	for q := t.W.Ptr[e]; q < t.W.Ptr[e+1]; q++ {
-		if t.W.Idx[q] == j {
-			return float64(t.W.W[q]), true
+func neighbourWeight(wr *wReader, e, j int32) (float64, bool) {
+	idx, w := wr.row(e)
+	for q, x := range idx {
+		if x == j {
+			return float64(w[q]), true
 		}
 	}
 	return 0, false

@@ -3,6 +3,8 @@ package graphops
 import (
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
@@ -245,5 +247,47 @@ func TestPageRankGraphWeights(t *testing.T) {
 	}
 	if b, _ := tg.PageRankGraph(false); b.Strength[1] != 1 {
 		t.Fatalf("without adjacent edges passage 1's strength = %v, want 1", b.Strength[1])
+	}
+}
+
+// NeighbourRows, the rows a filtered view asks for one block at a time,
+// equal BuildNeighbours' on random Tri-Graphs.
+func TestNeighbourRowEqualsBuild(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	filled := 0
+	for trial := range 20 {
+		ne, dims := 5+rng.IntN(40), 1+rng.IntN(4)
+		var sents [][]int32
+		for range 3 + rng.IntN(60) {
+			var s []int32
+			for range 1 + rng.IntN(4) {
+				s = append(s, int32(rng.IntN(ne)))
+			}
+			sents = append(sents, s)
+		}
+		tg := tinyTriGraph(ne, sents, nil)
+		vecs := make([]float32, ne*dims)
+		for i := range vecs {
+			vecs[i] = float32(rng.IntN(5) - 2) // small integers: exact dot products, many ties
+		}
+		o := NeighbourOptions{CoShare: []float64{0.1, 1}[trial%2], CoCap: 200, SimTopK: rng.IntN(6), Kappa: 1 + rng.IntN(5), Alpha: 0.5, Threshold: 0.3}
+		if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, dims, o); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tg.NeighbourRows(context.Background(), cpu.New(), vecs, dims, 0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range ne {
+			idx, w := rows.Idx[rows.Ptr[e]:rows.Ptr[e+1]], rows.W[rows.Ptr[e]:rows.Ptr[e+1]]
+			lo, hi := tg.W.Ptr[e], tg.W.Ptr[e+1]
+			if !slices.Equal(idx, tg.W.Idx[lo:hi]) || !slices.Equal(w, tg.W.W[lo:hi]) {
+				t.Fatalf("trial %d, entity %d: row %v %v, built %v %v", trial, e, idx, w, tg.W.Idx[lo:hi], tg.W.W[lo:hi])
+			}
+			filled += min(len(idx), 1)
+		}
+	}
+	if filled < 100 {
+		t.Fatalf("only %d non-empty rows compared", filled)
 	}
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/seeder"
+	"github.com/gleaner-rag/gleaner/methods/trigraph"
 	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
@@ -72,6 +75,7 @@ func TestFiltersEqualDeletion(t *testing.T) {
 		randomMeta(rng, c)
 		dir := t.TempDir()
 		ix := buildEmbedded(t, c, dir, "full", nil)
+		ix = withTriGraph(t, ix, c)
 		enc := trainSeeder(t, ix, c)
 		ix = withSeeder(t, ix, enc)
 		qs := queries(c)[14:] // the first 14 train and tune the encoder
@@ -88,6 +92,7 @@ func TestFiltersEqualDeletion(t *testing.T) {
 			checked++
 			red := reduced(c, allow, ix)
 			rix := buildEmbedded(t, red, dir, fmt.Sprintf("reduced-%d", trial), ix.HeadFile())
+			rix = withTriGraph(t, rix, c)
 			rix = withSeeder(t, rix, enc)
 			for _, name := range methods {
 				compareFiltered(t, fmt.Sprintf("seed %d, %s, filter %s", seed, name, f), ix, rix, name, qs, allow)
@@ -311,6 +316,33 @@ func trainSeeder(t *testing.T, ix *index.Index, c *corpus.Corpus) *seeder.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// withTriGraph builds the Tri-Graph of the index ix was opened from and
+// reopens it. Its NER finds c's titles (and prose names): the full
+// corpus's, for the full and the reduced indexes alike, as the embedder is
+// the same for both.
+func withTriGraph(t *testing.T, ix *index.Index, c *corpus.Corpus) *index.Index {
+	t.Helper()
+	var titles []string
+	for _, n := range c.Nodes {
+		titles = append(titles, n.Title)
+	}
+	ex, err := ner.New("both", titles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := trigraph.DefaultBuildOptions()
+	o.Backend, o.Extractor = cpu.New(), ex
+	if _, err := trigraph.Set(context.Background(), ix.Dir, hashEmbedder{}, o); err != nil {
+		t.Fatal(err)
+	}
+	out, err := index.OpenWithEmbedder(ix.Dir, hashEmbedder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	return out
 }
 
 // withSeeder stores the encoder f in the index ix was opened from and

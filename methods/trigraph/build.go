@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -86,7 +87,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 	o.Progress.Stage("tri-graph occurrences", 0)
 	tg.Occur = occurrences(texts, tg.Entities, o.BonusWholeWord)
 	o.Progress.Finish()
-	out := &TriGraph{TriGraph: tg.TriGraph, SentenceText: tg.sentText}
+	out := &TriGraph{TriGraph: tg.TriGraph, SentenceText: tg.sentText, order: tg.order}
 	if out.EntityVecs, err = ix.EmbedTexts(ctx, "entities", tg.Entities, o.Progress); err != nil {
 		return nil, err
 	}
@@ -155,6 +156,7 @@ func passageEntities(ctx context.Context, seg *ner.Segmenter, ex ner.EntityExtra
 type assembled struct {
 	*graphops.TriGraph
 	sentText []string
+	order    passageOrder
 }
 
 // assemble numbers entities (by first mention) and sentences (distinct
@@ -166,6 +168,7 @@ func assemble(texts []string, pn []passageNER) assembled {
 	var sentText []string
 	var sentEnts [][]int32
 	pe := graphops.CSR{Ptr: make([]int64, len(texts)+1), Idx: []int32{}, W: []float32{}}
+	ps := graphops.CSR{Ptr: make([]int64, len(texts)+1), Idx: []int32{}}
 	id := func(e string) int32 {
 		if k, ok := entID[e]; ok {
 			return k
@@ -176,9 +179,11 @@ func assemble(texts []string, pn []passageNER) assembled {
 	}
 	for p := range pn {
 		for _, s := range pn[p].sents {
-			if _, ok := sentID[s[0]]; ok {
+			if k, ok := sentID[s[0]]; ok {
+				ps.Idx = append(ps.Idx, k)
 				continue
 			}
+			ps.Idx = append(ps.Idx, int32(len(sentText)))
 			sentID[s[0]] = int32(len(sentText))
 			sentText = append(sentText, s[0])
 			row := make([]int32, 0, len(s)-1)
@@ -192,12 +197,14 @@ func assemble(texts []string, pn []passageNER) assembled {
 			pe.W = append(pe.W, float32(strings.Count(texts[p], e)))
 		}
 		pe.Ptr[p+1] = int64(len(pe.Idx))
+		ps.Ptr[p+1] = int64(len(ps.Idx))
 	}
+	order := passageOrder{entities: slices.Clone(pe.Idx), sentences: ps}
 	tg.Sentences = len(sentText)
 	tg.SentEnts = graphops.RowsCSR(sentEnts)
 	tg.EntSents = graphops.Transpose(tg.SentEnts, len(tg.Entities))
 	tg.PassEnts = graphops.SortRows(pe)
-	return assembled{tg, sentText}
+	return assembled{tg, sentText, order}
 }
 
 // occurrences counts, per entity, its non-overlapping occurrences in every

@@ -127,7 +127,7 @@ func init() {
 			params = func(o *Options, p *retrieve.Params) { o.Params(p); p.Drop("passage-ratio") } // LinearRAG's alone
 		}
 		retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: name, Summary: summary, Defaults: DefaultOptions, Params: params,
-			Reads: []string{Section}, Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "passage-weight", Values: []string{"0.05", "0.3"}}}},
+			Reads: []string{Section}, Filters: true, Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "passage-weight", Values: []string{"0.05", "0.3"}}}},
 			Host: "propagation and PageRank run on the host (sparse, per query); entity linking and passage scores run on the backend",
 			New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 				return newMethod(ix, env, o, nexus)
@@ -157,8 +157,9 @@ func newMethod(ix *index.Index, env retrieve.Env, o Options, nexus bool) (*Metho
 	if env.Backend == nil {
 		return nil, retrieve.ErrNoBackend
 	}
-	if o.NER == nil {
-		ex, err := indexExtractor(ix, tg)
+	ownNER := o.NER == nil
+	if ownNER {
+		ex, err := indexExtractor(ix, tg, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: question NER: %w", name, err)
 		}
@@ -172,7 +173,9 @@ func newMethod(ix *index.Index, env retrieve.Env, o Options, nexus bool) (*Metho
 	if err != nil {
 		return nil, err
 	}
-	return &Method{nexus: nexus, ix: ix, tg: tg, o: o, be: env.Backend, st: st, seg: seg}, nil
+	m := &Method{nexus: nexus, ix: ix, tg: tg, o: o, be: env.Backend, st: st, seg: seg, ownNER: ownNER}
+	m.full = &graph{tg: tg, ner: o.NER}
+	return m, nil
 }
 
 // Method is NexusRAG (nexus: neighbour clamp, W hop, exp passage
@@ -188,21 +191,73 @@ type Method struct {
 	be    engine.Backend
 	st    *retrieve.Stage
 	seg   *ner.Segmenter
-	once  sync.Once
-	plan  *graphops.PPRPlan
-	adjEr error
-	exact struct {
+	full  *graph // the whole Tri-Graph; a filtered query walks a view's
+	// ownNER: the question NER is the index's (Options.NER nil), so a view
+	// gets the one its own passages' titles make.
+	ownNER bool
+}
+
+// graph is the Tri-Graph one query walks, with what the method derives
+// from it once: the whole index's, or a view over a filter's passages.
+type graph struct {
+	tg       *TriGraph
+	passages []int32 // graph passage → index node; nil: the same numbers
+	ner      ner.EntityExtractor
+	once     sync.Once
+	plan     *graphops.PPRPlan
+	adjEr    error
+	exact    struct {
 		once sync.Once
 		ids  map[string]int32 // lowercased surface string → its first entity
 	}
 }
 
-// indexExtractor rebuilds the extractor the Tri-Graph was built with.
-func indexExtractor(ix *index.Index, tg *TriGraph) (ner.EntityExtractor, error) {
+// graphFor is the graph a query walks: the whole Tri-Graph, or the view
+// over its allowed passages (made once per filter set and options).
+func (m *Method) graphFor(q retrieve.Query) (*graph, error) {
+	if q.Allow == nil {
+		return m.full, nil
+	}
+	if err := retrieve.CheckAllow(m.ix, q); err != nil {
+		return nil, err
+	}
+	v, err := viewOf(m.tg, q.Allow, m.ix.Meta.Dims, m.be)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name(), err)
+	}
+	// What a graph derives depends on no other option.
+	key := fmt.Sprintf("trigraph.graph adjacent=%v own-ner=%v", m.o.Adjacent, m.ownNER)
+	type made struct {
+		g   *graph
+		err error
+	}
+	r := q.Allow.Memo(key, func() any {
+		g := &graph{tg: v.tg, passages: v.passages, ner: m.o.NER}
+		var err error
+		if m.ownNER { // a title gazetteer of the allowed passages' titles alone
+			g.ner, err = indexExtractor(m.ix, m.tg, v.passages)
+		}
+		return made{g, err}
+	}).(made)
+	if r.err != nil {
+		return nil, fmt.Errorf("%s: question NER: %w", m.Name(), r.err)
+	}
+	return r.g, nil
+}
+
+// indexExtractor rebuilds the extractor the Tri-Graph was built with, its
+// gazetteer made of the titles of the given nodes (nil: every node).
+func indexExtractor(ix *index.Index, tg *TriGraph, nodes []int32) (ner.EntityExtractor, error) {
 	var titles []string
 	if name := tg.Meta.NER; name == "titles" || name == "both" {
-		for i := 0; i < ix.N(); i++ {
-			titles = append(append(titles, ix.Title(i)), ix.Aliases(i)...)
+		add := func(i int) { titles = append(append(titles, ix.Title(i)), ix.Aliases(i)...) }
+		if nodes == nil {
+			for i := range ix.N() {
+				add(i)
+			}
+		}
+		for _, i := range nodes {
+			add(int(i))
 		}
 	}
 	return ner.New(tg.Meta.NER, titles)
@@ -217,9 +272,6 @@ func (m *Method) Name() string {
 
 // Retrieve implements Method.
 func (m *Method) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	hits, _, err := m.Trace(ctx, q, k)
 	return hits, err
 }
@@ -251,20 +303,24 @@ func (m *Method) Trace(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, tr, fmt.Errorf("%s needs question text (its entities seed the walk): %w", m.Name(), retrieve.ErrEmptyQuery)
 	}
+	g, err := m.graphFor(q)
+	if err != nil {
+		return nil, tr, err
+	}
 	qv, err := m.queryVector(ctx, q)
 	if err != nil {
 		return nil, tr, err
 	}
-	dpr, signal, err := m.passageScores(ctx, q, qv)
+	dpr, signal, err := m.passageScores(ctx, q, qv, g)
 	if err != nil {
 		return nil, tr, err
 	}
 	lap("embed")
-	if tr.QuestionEntities, err = m.questionEntities(ctx, q.Text); err != nil {
+	if tr.QuestionEntities, err = m.questionEntities(ctx, g, q.Text); err != nil {
 		return nil, tr, err
 	}
 	lap("ner")
-	seeds, err := m.link(ctx, tr)
+	seeds, err := m.link(ctx, g, tr)
 	if err != nil {
 		return nil, tr, err
 	}
@@ -274,29 +330,56 @@ func (m *Method) Trace(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 		if !signal {
 			return nil, tr, nil // nothing to rank by, as bm25 and vector answer such a question
 		}
-		return topPassages(dpr, k), tr, nil
+		return g.indexHits(topPassages(dpr, k)), tr, nil
 	}
-	hits, err := m.walk(ctx, qv, dpr, signal, seeds, k, tr, lap)
-	return hits, tr, err
+	hits, err := m.walk(ctx, g, qv, dpr, signal, seeds, k, tr, lap)
+	return g.indexHits(hits), tr, err
 }
 
-// passageScores is every passage's similarity to the question: the dense
-// cosine, or the configured first stage. signal is false when the question
+// indexHits renames a view's passages to index nodes.
+func (g *graph) indexHits(hits []retrieve.Hit) []retrieve.Hit {
+	if g.passages != nil {
+		for i := range hits {
+			hits[i].Index = g.passages[hits[i].Index]
+		}
+	}
+	return hits
+}
+
+// passageScores is every passage's similarity to the question (g's
+// passages): the dense cosine, or the configured first stage (over the
+// allowed passages' statistics). signal is false when the question
 // matches nothing (a zero query vector, no BM25 term); the scores are then
 // zeros.
-func (m *Method) passageScores(ctx context.Context, q retrieve.Query, qv []float32) ([]float32, bool, error) {
+func (m *Method) passageScores(ctx context.Context, q retrieve.Query, qv []float32, g *graph) ([]float32, bool, error) {
+	np := g.tg.Passages
 	if m.o.PassageScores == retrieve.StageVector {
 		if _, ok := vecmath.Unit(qv); !ok {
-			return make([]float32, m.ix.N()), false, nil
+			return make([]float32, np), false, nil
 		}
 		sc, err := retrieve.DenseScores(ctx, m.be, m.ix, qv)
-		return sc, true, err
+		return g.gather(sc), true, err
 	}
 	sc, err := m.st.Scores(ctx, q)
-	if sc == nil && err == nil {
-		return make([]float32, m.ix.N()), false, nil
+	if err != nil || sc == nil {
+		return make([]float32, np), false, err
 	}
-	return sc, true, err
+	sc = g.gather(sc)
+	// Over a view, a question whose terms only filtered-out passages hold
+	// scores all zeros: as on a build without them, that is no signal.
+	return sc, g.passages == nil || slices.ContainsFunc(sc, func(x float32) bool { return x != 0 }), nil
+}
+
+// gather is the index-wide scores of g's passages.
+func (g *graph) gather(sc []float32) []float32 {
+	if g.passages == nil || sc == nil {
+		return sc
+	}
+	out := make([]float32, len(g.passages))
+	for i, p := range g.passages {
+		out[i] = sc[p]
+	}
+	return out
 }
 
 // queryVector embeds the question; a question the embedder cannot
@@ -318,8 +401,8 @@ func (m *Method) queryVector(ctx context.Context, q retrieve.Query) ([]float32, 
 
 // questionEntities runs the NER over the question's sentences and returns
 // the distinct lowercased entities, in order (the reference lowercases).
-func (m *Method) questionEntities(ctx context.Context, text string) ([]string, error) {
-	sents, err := ner.Extract(ctx, m.seg, m.o.NER, text)
+func (m *Method) questionEntities(ctx context.Context, g *graph, text string) ([]string, error) {
+	sents, err := ner.Extract(ctx, m.seg, g.ner, text)
 	if err != nil {
 		return nil, err
 	}
@@ -342,16 +425,16 @@ func (m *Method) questionEntities(ctx context.Context, text string) ([]string, e
 // embedder (LSA) identical text is the argmax, and among the entities tied
 // at cosine 1 (LSA stems "Girls" and "Girl" alike) it is the right one. A
 // mention the embedder cannot represent links to nothing.
-func (m *Method) link(ctx context.Context, tr *Trace) ([]graphops.Seed, error) {
-	if len(tr.QuestionEntities) == 0 || len(m.tg.Entities) == 0 {
+func (m *Method) link(ctx context.Context, g *graph, tr *Trace) ([]graphops.Seed, error) {
+	if len(tr.QuestionEntities) == 0 || len(g.tg.Entities) == 0 {
 		return nil, nil
 	}
 	var seeds []graphops.Seed
 	var rest []string
 	for _, mention := range tr.QuestionEntities {
-		if e, ok := m.exactEntity(mention); ok {
+		if e, ok := g.exactEntity(mention); ok {
 			seeds = append(seeds, graphops.Seed{Entity: e, Score: 1})
-			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: m.tg.Entities[e], Score: 1})
+			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: g.tg.Entities[e], Score: 1})
 		} else {
 			rest = append(rest, mention)
 		}
@@ -359,27 +442,27 @@ func (m *Method) link(ctx context.Context, tr *Trace) ([]graphops.Seed, error) {
 	if len(rest) == 0 {
 		return seeds, nil
 	}
-	more, err := m.linkByCosine(ctx, rest, tr)
+	more, err := m.linkByCosine(ctx, g, rest, tr)
 	return append(seeds, more...), err
 }
 
 // exactEntity looks a lowercased mention up among the entities.
-func (m *Method) exactEntity(mention string) (int32, bool) {
-	m.exact.once.Do(func() {
-		m.exact.ids = make(map[string]int32, len(m.tg.Entities))
-		for e, s := range m.tg.Entities {
-			if _, dup := m.exact.ids[strings.ToLower(s)]; !dup {
-				m.exact.ids[strings.ToLower(s)] = int32(e)
+func (g *graph) exactEntity(mention string) (int32, bool) {
+	g.exact.once.Do(func() {
+		g.exact.ids = make(map[string]int32, len(g.tg.Entities))
+		for e, s := range g.tg.Entities {
+			if _, dup := g.exact.ids[strings.ToLower(s)]; !dup {
+				g.exact.ids[strings.ToLower(s)] = int32(e)
 			}
 		}
 	})
-	e, ok := m.exact.ids[mention]
+	e, ok := g.exact.ids[mention]
 	return e, ok
 }
 
 // linkByCosine links mentions to the entity of highest cosine (ties: the
 // lower entity number), on the backend.
-func (m *Method) linkByCosine(ctx context.Context, mentions []string, tr *Trace) ([]graphops.Seed, error) {
+func (m *Method) linkByCosine(ctx context.Context, g *graph, mentions []string, tr *Trace) ([]graphops.Seed, error) {
 	d := m.ix.Meta.Dims
 	vs, err := m.ix.Embedder.Embed(ctx, mentions)
 	if err != nil {
@@ -395,7 +478,7 @@ func (m *Method) linkByCosine(ctx context.Context, mentions []string, tr *Trace)
 			kept, q = append(kept, mention), append(q, v...)
 		}
 	}
-	best, scores, err := retrieve.Nearest(ctx, m.be, m.ix, "trigraph.entity_vectors", m.tg.EntityVecs, len(m.tg.Entities), d, q, len(kept))
+	best, scores, err := m.nearestEntities(ctx, g, q, len(kept))
 	if err != nil {
 		return nil, err
 	}
@@ -403,29 +486,51 @@ func (m *Method) linkByCosine(ctx context.Context, mentions []string, tr *Trace)
 	for i, mention := range kept {
 		if e := best[i]; e >= 0 {
 			seeds = append(seeds, graphops.Seed{Entity: e, Score: float64(scores[i])})
-			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: m.tg.Entities[e], Score: float64(scores[i])})
+			tr.Seeds = append(tr.Seeds, TraceSeed{Mention: mention, Entity: g.tg.Entities[e], Score: float64(scores[i])})
 		}
 	}
 	return seeds, nil
 }
 
+// nearestEntities is each of the nq query rows' entity of highest inner
+// product: on the backend for the whole Tri-Graph, on the host for a view
+// (a few mentions against its entities; ties: the lower entity).
+func (m *Method) nearestEntities(ctx context.Context, g *graph, q []float32, nq int) ([]int32, []float32, error) {
+	d, ne := m.ix.Meta.Dims, len(g.tg.Entities)
+	if g.passages == nil {
+		return retrieve.Nearest(ctx, m.be, m.ix, "trigraph.entity_vectors", g.tg.EntityVecs, ne, d, q, nq)
+	}
+	best, scores := make([]int32, nq), make([]float32, nq)
+	for i := range nq {
+		top := engine.NewTopK(1)
+		for e := range ne {
+			top.Push(int32(e), vecmath.Dot(q[i*d:(i+1)*d], g.tg.EntityVecs[e*d:(e+1)*d]))
+		}
+		best[i] = -1
+		if h := top.Results(); len(h) > 0 {
+			best[i], scores[i] = h[0].Index, h[0].Score
+		}
+	}
+	return best, scores, nil
+}
+
 // walk propagates from the seeds, sets the restart vector and ranks the
 // passages by personalized PageRank.
-func (m *Method) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds []graphops.Seed, k int, tr *Trace, lap func(string)) ([]retrieve.Hit, error) {
+func (m *Method) walk(ctx context.Context, g *graph, qv, dpr []float32, signal bool, seeds []graphops.Seed, k int, tr *Trace, lap func(string)) ([]retrieve.Hit, error) {
 	po := graphops.PropagationOptions{MaxIter: m.o.MaxIter, Threshold: m.o.Threshold, Sentences: m.o.Sentences, Neighbours: m.nexus}
 	uq, ok := vecmath.Unit(qv) // cosines, whatever the index's metric (the sentence vectors are unit)
 	if !ok {
 		uq = qv // zero: every similarity 0
 	}
-	prop, err := m.tg.Propagate(ctx, seeds, m.sentenceSims(uq), po)
+	prop, err := g.tg.Propagate(ctx, seeds, m.sentenceSims(g, uq), po)
 	if err != nil {
 		return nil, err
 	}
 	tr.Rounds, tr.Active = prop.Rounds, prop.Active
 	lap("propagate")
-	bonus := make([]float64, m.tg.Passages)
-	m.tg.PassageBonus(prop.Active, bonus)
-	reset := m.reset(dpr, bonus, prop.Weights)
+	bonus := make([]float64, g.tg.Passages)
+	g.tg.PassageBonus(prop.Active, bonus)
+	reset := m.reset(g, dpr, bonus, prop.Weights)
 	lap("bonus")
 	if !slices.ContainsFunc(reset, func(x float64) bool { return x > 0 }) {
 		tr.Fallback = true // nothing restarts the walk (ω_p = 0 and no positive weight)
@@ -434,16 +539,16 @@ func (m *Method) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds
 		}
 		return topPassages(dpr, k), nil
 	}
-	m.once.Do(func() {
-		adj, err := m.tg.PageRankGraph(m.o.Adjacent)
-		if m.adjEr = err; err == nil {
-			m.plan = graphops.NewPPRPlan(adj)
+	g.once.Do(func() {
+		adj, err := g.tg.PageRankGraph(m.o.Adjacent)
+		if g.adjEr = err; err == nil {
+			g.plan = graphops.NewPPRPlan(adj)
 		}
 	})
-	if m.adjEr != nil {
-		return nil, m.adjEr
+	if g.adjEr != nil {
+		return nil, g.adjEr
 	}
-	pi, _, err := m.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: graphops.PPRIterations(m.o.Damping, m.o.Tolerance)})
+	pi, _, err := g.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: graphops.PPRIterations(m.o.Damping, m.o.Tolerance)})
 	if errors.Is(err, graphops.ErrNoConvergence) {
 		return nil, fmt.Errorf("%s: %w (damping %v, tolerance %v: lower the damping or raise the tolerance, --tg-damping / --tg-tol)", m.Name(), err, m.o.Damping, m.o.Tolerance)
 	}
@@ -451,8 +556,8 @@ func (m *Method) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds
 		return nil, fmt.Errorf("%s: %w", m.Name(), err)
 	}
 	lap("pagerank")
-	top := engine.NewTopK(min(k, m.tg.Passages))
-	for p := 0; p < m.tg.Passages; p++ {
+	top := engine.NewTopK(min(k, g.tg.Passages))
+	for p := 0; p < g.tg.Passages; p++ {
 		top.Push(int32(p), float32(pi[p]))
 	}
 	return top.Results(), nil
@@ -460,14 +565,14 @@ func (m *Method) walk(ctx context.Context, qv, dpr []float32, signal bool, seeds
 
 // sentenceSims returns a memoised cosine of each sentence with the
 // question: propagation reads only the sentences of activated entities.
-func (m *Method) sentenceSims(qv []float32) func(int32) float32 {
+func (m *Method) sentenceSims(g *graph, qv []float32) func(int32) float32 {
 	d := m.ix.Meta.Dims
 	memo := map[int32]float32{}
 	return func(s int32) float32 {
 		if v, ok := memo[s]; ok {
 			return v
 		}
-		v := vecmath.Dot(m.tg.SentenceVecs[int(s)*d:(int(s)+1)*d], qv)
+		v := vecmath.Dot(g.tg.SentenceVecs[int(s)*d:(int(s)+1)*d], qv)
 		memo[s] = v
 		return v
 	}
@@ -477,8 +582,8 @@ func (m *Method) sentenceSims(qv []float32) func(int32) float32 {
 // passage p (NexusRAG: exp(minmax(max(dpr, 0))) + bonus; LinearRAG:
 // passage_ratio·minmax(dpr) + ln(1 + bonus)) and the cumulative entity
 // weights, NaN and negatives → 0 (the reference's rule, on both parts).
-func (m *Method) reset(dpr []float32, bonus, ew []float64) []float64 {
-	np := m.tg.Passages
+func (m *Method) reset(g *graph, dpr []float32, bonus, ew []float64) []float64 {
+	np := g.tg.Passages
 	r := make([]float64, np+len(ew))
 	for p, x := range dpr {
 		r[p] = float64(x)

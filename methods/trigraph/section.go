@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
@@ -18,7 +19,12 @@ const (
 	fSentences     = "sentences" // strings
 	fEntVec        = "entity_vectors.f32"
 	fSentVec       = "sentence_vectors.f32"
-	buildHint      = "build one with `gleaner graph build --kind trigraph --index <dir>` (trigraph.Set)"
+	// The passages' mentions in reading order (Tri-Graphs built since
+	// filters: a filtered query numbers its view from them).
+	fOrderEnts    = "pass_order_idx.i32" // each passage's entities in first-mention order; rows as pass_ents
+	fOrderSentPtr = "pass_sents_ptr.i64"
+	fOrderSentIdx = "pass_sents_idx.i32" // each passage's sentences, in order
+	buildHint     = "build one with `gleaner graph build --kind trigraph --index <dir>` (trigraph.Set)"
 )
 
 // ErrNoTriGraph is returned when nexusrag or linearrag runs on an index
@@ -53,6 +59,16 @@ type TriGraph struct {
 	SentenceText []string  // nil when opened from disk (read Sentence(i))
 	Meta         Meta
 	sentences    index.Strings
+	order        passageOrder // empty in a Tri-Graph built before filters
+}
+
+// passageOrder is each passage's entities (in first-mention order; rows as
+// PassEnts's) and sentences (in order, repeats included), as the build met
+// them: a view over some passages numbers its entities and sentences from
+// it exactly as a build over those passages alone would.
+type passageOrder struct {
+	entities  []int32
+	sentences graphops.CSR
 }
 
 // Meta describes the Tri-Graph in the manifest.
@@ -112,6 +128,7 @@ func (t *TriGraph) write(w *index.SectionWriter) error {
 	errs := []error{
 		w.Strings(fEntities, t.Entities), w.Strings(fSentences, t.SentenceText),
 		w.F32(fEntVec, t.EntityVecs), w.F32(fSentVec, t.SentenceVecs),
+		w.I32(fOrderEnts, t.order.entities), w.I64(fOrderSentPtr, t.order.sentences.Ptr), w.I32(fOrderSentIdx, t.order.sentences.Idx),
 	}
 	for _, c := range csrs {
 		g := c.get(t.TriGraph)
@@ -156,7 +173,48 @@ func load(ix *index.Index, r *index.SectionReader) (any, error) {
 	if err := tg.check(ix.Meta.Dims); err != nil {
 		return nil, err
 	}
+	if r.Has(fOrderEnts) {
+		if err := tg.loadOrder(r); err != nil {
+			return nil, err
+		}
+	}
 	return tg, nil
+}
+
+// loadOrder reads and checks the passages' mention order.
+func (t *TriGraph) loadOrder(r *index.SectionReader) error {
+	var e1, e2, e3 error
+	t.order.entities, e1 = r.I32(fOrderEnts)
+	t.order.sentences.Ptr, e2 = r.I64(fOrderSentPtr)
+	t.order.sentences.Idx, e3 = r.I32(fOrderSentIdx)
+	if err := errors.Join(e1, e2, e3); err != nil {
+		return err
+	}
+	return t.order.check(t.TriGraph)
+}
+
+// check validates the order against the Tri-Graph: each passage's entity
+// row holds the entities of its PassEnts row, and sentence ids are in range.
+func (o passageOrder) check(t *graphops.TriGraph) error {
+	if len(o.entities) != len(t.PassEnts.Idx) {
+		return fmt.Errorf("%s: %d entries, pass_ents has %d", fOrderEnts, len(o.entities), len(t.PassEnts.Idx))
+	}
+	for p := 0; p < t.Passages; p++ {
+		lo, hi := t.PassEnts.Ptr[p], t.PassEnts.Ptr[p+1]
+		if !slices.Equal(slices.Sorted(slices.Values(o.entities[lo:hi])), t.PassEnts.Idx[lo:hi]) {
+			return fmt.Errorf("%s: passage %d's entities differ from pass_ents", fOrderEnts, p)
+		}
+	}
+	s := o.sentences
+	if len(s.Ptr) != t.Passages+1 || s.Ptr[0] != 0 || s.Ptr[t.Passages] != int64(len(s.Idx)) || !slices.IsSorted(s.Ptr) {
+		return fmt.Errorf("pass_sents: pointers do not cover %d passages and %d entries", t.Passages, len(s.Idx))
+	}
+	for i, x := range s.Idx {
+		if x < 0 || int(x) >= t.Sentences {
+			return fmt.Errorf("pass_sents: entry %d names sentence %d of %d", i, x, t.Sentences)
+		}
+	}
+	return nil
 }
 
 // check validates the arrays' shapes against the manifest.

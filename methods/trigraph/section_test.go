@@ -19,6 +19,8 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 func smallCorpus() *corpus.Corpus {
@@ -115,6 +117,37 @@ func TestTriGraphRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(tg.EntityVecs, want.EntityVecs) || !reflect.DeepEqual(tg.SentenceVecs, want.SentenceVecs) {
 		t.Fatal("vectors differ after the round trip")
+	}
+	if !reflect.DeepEqual(tg.order, want.order) || len(tg.order.sentences.Idx) < want.Sentences {
+		t.Fatal("the passages' mention order differs after the round trip")
+	}
+	// The view over every passage is the Tri-Graph itself (the build
+	// numbers in the same order), W included.
+	all := filter.All(want.Passages)
+	v, err := newView(want, all, ix.Meta.Dims, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v.tg.Entities, want.Entities) || !reflect.DeepEqual(v.tg.PassEnts, want.PassEnts) || !reflect.DeepEqual(v.tg.Occur, want.Occur) ||
+		!reflect.DeepEqual(v.tg.SentEnts, want.SentEnts) || !reflect.DeepEqual(v.tg.EntityVecs, want.EntityVecs) {
+		t.Fatal("the view over every passage differs from the Tri-Graph")
+	}
+	for e := range int32(len(want.Entities)) {
+		idx, w, err := v.tg.WRows(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := want.W.Ptr[e], want.W.Ptr[e+1]
+		if !slices.Equal(idx, want.W.Idx[lo:hi]) || !slices.Equal(w, want.W.W[lo:hi]) {
+			t.Fatalf("entity %d: view row %v %v, W %v %v", e, idx, w, want.W.Idx[lo:hi], want.W.W[lo:hi])
+		}
+	}
+	// A Tri-Graph built before filters has no order: filtered queries are
+	// refused, never answered from the whole graph.
+	old := *want
+	old.order = passageOrder{}
+	if _, err := newView(&old, all, ix.Meta.Dims, cpu.New()); !errors.Is(err, retrieve.ErrFilterUnsupported) {
+		t.Fatalf("a Tri-Graph without order: %v", err)
 	}
 }
 

@@ -1,0 +1,157 @@
+package trigraph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
+)
+
+// errNoOrder is a filtered query on a Tri-Graph built before filters: it
+// lacks the passages' mention order a view is numbered from.
+var errNoOrder = fmt.Errorf("this index's Tri-Graph was built before filters; build it again (gleaner graph build --kind trigraph --index <dir>) to serve filtered queries: %w", retrieve.ErrFilterUnsupported)
+
+// view is the Tri-Graph of the allowed passages alone, as a build over
+// those passages would number and weigh it: entities and sentences in
+// order of first mention among them, their mentions, occurrences and
+// PageRank edges, and W's rows recomputed from their sentences and
+// vectors when a query reaches them. Nothing of another passage enters
+// it, so a filtered query's results equal a rebuild's and say nothing of
+// the passages filtered out. A view is made once per filter set (an ACL,
+// repeated on every request, is one set) and is safe for concurrent use.
+type view struct {
+	tg       *TriGraph
+	passages []int32 // view passage → index node
+}
+
+// viewOf returns the view of tg over allow, made once per set.
+func viewOf(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*view, error) {
+	type made struct {
+		v   *view
+		err error
+	}
+	r := allow.Memo("trigraph.view", func() any {
+		v, err := newView(tg, allow, dims, be)
+		return made{v, err}
+	}).(made)
+	return r.v, r.err
+}
+
+func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*view, error) {
+	if tg.order.entities == nil && len(tg.PassEnts.Idx) > 0 {
+		return nil, errNoOrder
+	}
+	v := &view{passages: []int32{}}     // never nil: nil means the whole index
+	local := make([]int32, tg.Passages) // index node → view passage, −1 when filtered out
+	for p := range tg.Passages {
+		local[p] = -1
+		if allow.Has(p) {
+			local[p] = int32(len(v.passages))
+			v.passages = append(v.passages, int32(p))
+		}
+	}
+	ent, entOld := firstSeen(len(tg.Entities), v.passages, tg.PassEnts.Ptr, tg.order.entities)
+	_, sentOld := firstSeen(tg.Sentences, v.passages, tg.order.sentences.Ptr, tg.order.sentences.Idx)
+	g := &graphops.TriGraph{Passages: len(v.passages), Sentences: len(sentOld), Entities: make([]string, len(entOld))}
+	for e, old := range entOld {
+		g.Entities[e] = tg.Entities[old]
+	}
+	g.SentEnts = resorted(remapRows(tg.SentEnts, sentOld, ent))
+	g.EntSents = graphops.Transpose(g.SentEnts, len(entOld))
+	g.PassEnts = graphops.SortRows(remapRows(tg.PassEnts, v.passages, ent))
+	g.Occur = remapRows(tg.Occur, entOld, local)
+	v.tg = &TriGraph{TriGraph: g, EntityVecs: gatherRows(tg.EntityVecs, entOld, dims), SentenceVecs: gatherRows(tg.SentenceVecs, sentOld, dims), Meta: tg.Meta}
+	v.tg.Meta.Entities, v.tg.Meta.Sentences, v.tg.Meta.Mentions = len(entOld), len(sentOld), len(g.PassEnts.Idx)
+	g.WRows = v.neighbourRows(be, dims, tg.Meta.Neighbours)
+	return v, nil
+}
+
+// neighbourRows computes W's rows of the view as they are asked, a block
+// at a time on be as the build computes them, keeping each block.
+func (v *view) neighbourRows(be engine.Backend, dims int, o graphops.NeighbourOptions) func(int32) ([]int32, []float32, error) {
+	var mu sync.Mutex
+	blocks := map[int]graphops.CSR{}
+	return func(e int32) ([]int32, []float32, error) {
+		b := int(e) / graphops.NeighbourBlock
+		mu.Lock()
+		rows, ok := blocks[b]
+		mu.Unlock()
+		if !ok {
+			// Computed outside the lock: two queries may both compute a block,
+			// alike. Not cancelled with a query: the block is kept for others.
+			var err error
+			if rows, err = v.tg.NeighbourRows(context.Background(), be, v.tg.EntityVecs, dims, b, o); err != nil {
+				return nil, nil, err
+			}
+			mu.Lock()
+			blocks[b] = rows
+			mu.Unlock()
+		}
+		i := int(e) - b*graphops.NeighbourBlock
+		lo, hi := rows.Ptr[i], rows.Ptr[i+1]
+		return rows.Idx[lo:hi], rows.W[lo:hi], nil
+	}
+}
+
+// resorted sorts each row of an unweighted CSR by column.
+func resorted(c graphops.CSR) graphops.CSR {
+	rows := make([][]int32, c.N())
+	for i := range rows {
+		rows[i] = c.Neighbors(i)
+	}
+	return graphops.RowsCSR(rows)
+}
+
+// firstSeen numbers the items of the given rows (ptr, idx) of the passages
+// in order of first appearance: old→new (−1 for an item in none of them)
+// and new→old.
+func firstSeen(n int, passages []int32, ptr []int64, idx []int32) (toNew, toOld []int32) {
+	toNew = make([]int32, n)
+	for i := range toNew {
+		toNew[i] = -1
+	}
+	for _, p := range passages {
+		for _, x := range idx[ptr[p]:ptr[p+1]] {
+			if toNew[x] < 0 {
+				toNew[x] = int32(len(toOld))
+				toOld = append(toOld, x)
+			}
+		}
+	}
+	return toNew, toOld
+}
+
+// remapRows is the CSR whose row i is c's row rows[i] with each column j
+// renamed cols[j], dropping those renamed −1 (weights follow when c has
+// them). The columns keep their order.
+func remapRows(c graphops.CSR, rows []int32, cols []int32) graphops.CSR {
+	out := graphops.CSR{Ptr: make([]int64, len(rows)+1), Idx: []int32{}}
+	if c.W != nil {
+		out.W = []float32{}
+	}
+	for i, r := range rows {
+		for q := c.Ptr[r]; q < c.Ptr[r+1]; q++ {
+			if j := cols[c.Idx[q]]; j >= 0 {
+				out.Idx = append(out.Idx, j)
+				if c.W != nil {
+					out.W = append(out.W, c.W[q])
+				}
+			}
+		}
+		out.Ptr[i+1] = int64(len(out.Idx))
+	}
+	return out
+}
+
+// gatherRows copies the rows of a row-major matrix of width d.
+func gatherRows(m []float32, rows []int32, d int) []float32 {
+	out := make([]float32, 0, len(rows)*d)
+	for _, r := range rows {
+		out = append(out, m[int(r)*d:(int(r)+1)*d]...)
+	}
+	return out
+}
