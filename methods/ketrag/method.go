@@ -61,7 +61,7 @@ func (o Options) Validate() error { return retrieve.Validate(&o, (*Options).Para
 
 func init() {
 	retrieve.Must(retrieve.Register(retrieve.Def[Options]{Name: "ketrag", Summary: "KET-RAG: keyword and skeleton channels assembled into one token-budgeted context",
-		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section}, Tune: &retrieve.Tuning{},
+		Defaults: DefaultOptions, Params: (*Options).Params, Reads: []string{Section}, Tune: &retrieve.Tuning{}, Filters: true,
 		Host: "context assembly runs on the host; keyword, entity and query search run on the backend",
 		New:  func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) { return New(ix, env, o) }}))
 }
@@ -142,9 +142,6 @@ func pieceChunks(k *KETRAG) [][]int32 {
 
 // Retrieve implements Method.
 func (m *ketrag) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	c, cand, err := m.assemble(ctx, q, m.o.Budget)
 	if err != nil {
 		return nil, err
@@ -175,9 +172,6 @@ func (m *ketrag) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retri
 
 // BuildContext implements ContextBuilder: KET-RAG's context with λ = budget.
 func (m *ketrag) BuildContext(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, error) {
-	if err := retrieve.RefuseFilter(q, m.Name()); err != nil {
-		return nil, err
-	}
 	if err := retrieve.CheckBudget(budget); err != nil {
 		return nil, err
 	}
@@ -189,6 +183,10 @@ func (m *ketrag) BuildContext(ctx context.Context, q retrieve.Query, budget int)
 // then the skeleton channel within what is left, skeleton first. It also
 // returns the keyword channel's candidates the context did not quote.
 func (m *ketrag) assemble(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, []int32, error) {
+	s, err := m.scopeOf(q)
+	if err != nil {
+		return nil, nil, err
+	}
 	qv, err := retrieve.EmbedQuery(ctx, m.ix, q)
 	if errors.Is(err, index.ErrEmptyEmbedding) {
 		qv = make([]float32, m.ix.Meta.Dims) // no known term: every similarity is 0, ties go to lower ids
@@ -196,7 +194,7 @@ func (m *ketrag) assemble(ctx context.Context, q retrieve.Query, budget int) (*r
 		return nil, nil, err
 	}
 	sep := m.tok.Count("\n\n")
-	kw, kwNodes, cand, err := m.keywordChannel(ctx, qv, int(float64(budget)*(1-m.o.Theta)))
+	kw, kwNodes, cand, err := m.keywordChannel(ctx, s, qv, int(float64(budget)*(1-m.o.Theta)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,7 +205,7 @@ func (m *ketrag) assemble(ctx context.Context, q retrieve.Query, budget int) (*r
 		if kw.Rows > 0 {
 			left -= sep
 		}
-		sk, nodes, err := m.skeletonChannel(ctx, qv, left, sep)
+		sk, nodes, err := m.skeletonChannel(ctx, s, qv, left, sep)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -271,13 +269,12 @@ type scoredNode struct {
 
 // keywordChannel walks the top keywords' chunks by similarity until 2T
 // tokens are chosen, sorts them by similarity and quotes them within T.
-func (m *ketrag) keywordChannel(ctx context.Context, qv []float32, T int) (*ctxtable.Table, []int32, []int32, error) {
+func (m *ketrag) keywordChannel(ctx context.Context, s *scope, qv []float32, T int) (*ctxtable.Table, []int32, []int32, error) {
 	t := ctxtable.New(m.tok, "-----Text source that may be relevant-----\nid|text\n", max(T, 0))
 	if T <= 0 || m.k.Keywords.Len() == 0 {
 		return t, nil, nil, nil
 	}
-	d := m.ix.Meta.Dims
-	top, err := retrieve.TopRows(ctx, m.be, m.ix, "ketrag.keyword_vectors", m.k.KeywordVecs, m.k.Keywords.Len(), d, qv, m.o.TopKeywords)
+	top, err := m.topRows(ctx, "ketrag.keyword_vectors", m.k.KeywordVecs, m.k.Keywords.Len(), s.keywords, s.full, qv, m.o.TopKeywords)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -328,7 +325,7 @@ walk:
 // entity by entity within (1−TextUnitProp) of maxTokens, then the text
 // units within TextUnitProp of it. It returns the three tables and the
 // chunks the quoted text units came from.
-func (m *ketrag) skeletonChannel(ctx context.Context, qv []float32, maxTokens, sep int) ([]*ctxtable.Table, [][]int32, error) {
+func (m *ketrag) skeletonChannel(ctx context.Context, s *scope, qv []float32, maxTokens, sep int) ([]*ctxtable.Table, [][]int32, error) {
 	k := m.k
 	ne := k.EntityNames.Len()
 	empty := func() []*ctxtable.Table {
@@ -337,7 +334,7 @@ func (m *ketrag) skeletonChannel(ctx context.Context, qv []float32, maxTokens, s
 	if maxTokens <= 0 || ne == 0 {
 		return empty(), nil, nil
 	}
-	top, err := retrieve.TopRows(ctx, m.be, m.ix, "ketrag.entity_vectors", k.EntityVecs, ne, m.ix.Meta.Dims, qv, m.o.TopEntities)
+	top, err := m.topRows(ctx, "ketrag.entity_vectors", k.EntityVecs, ne, s.entities, s.full, qv, m.o.TopEntities)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,13 +346,19 @@ func (m *ketrag) skeletonChannel(ctx context.Context, qv []float32, maxTokens, s
 	localBudget := maxTokens - textBudget - 2*sep // room for the blank lines between the three tables
 	ents := ctxtable.New(m.tok, "-----Entities-----\nid|entity|description|number of relationships\n", max(localBudget, 0))
 	for _, e := range sel {
-		rw := row(strconv.Itoa(int(e)), k.EntityNames.At(int(e)), k.EntityDescs.At(int(e)), strconv.Itoa(int(k.EntityRank[e])))
-		if !ents.AddCounted(rw, m.entityRows.Count(m.tok, int(e), rw)) {
+		rw := row(strconv.Itoa(int(e)), k.EntityNames.At(int(e)), k.EntityDescs.At(int(e)), strconv.Itoa(int(s.rank[e])))
+		n := 0
+		if s.full { // the row, rank included, is the same on every query
+			n = m.entityRows.Count(m.tok, int(e), rw)
+		} else {
+			n = m.tok.Count(rw)
+		}
+		if !ents.AddCounted(rw, n) {
 			break
 		}
 	}
-	rels := m.relationshipTable(sel, localBudget, ents.Used)
-	units, rowNodes := m.textUnitTable(sel, textBudget)
+	rels := m.relationshipTable(s, sel, localBudget, ents.Used)
+	units, rowNodes := m.textUnitTable(s, sel, textBudget)
 	return []*ctxtable.Table{ents, rels, units}, rowNodes, nil
 }
 
@@ -368,22 +371,22 @@ func row(cols ...string) string {
 	return strings.Join(cols, "|") + "\n"
 }
 
-func (m *ketrag) relRank(r int32) int {
-	return int(m.k.EntityRank[m.k.RelSrc[r]] + m.k.EntityRank[m.k.RelDst[r]])
+func (s *scope) relRank(k *KETRAG, r int32) int {
+	return int(s.rank[k.RelSrc[r]] + s.rank[k.RelDst[r]])
 }
 
 // relationshipTable grows the selected entities one by one, each time
 // building the relationship table truncated at the local budget, and keeps
 // the last one that fits beside the entity table (GraphRAG's
 // _build_local_context: when even the first does not fit, none is kept).
-func (m *ketrag) relationshipTable(sel []int32, budget, entityTokens int) *ctxtable.Table {
+func (m *ketrag) relationshipTable(s *scope, sel []int32, budget, entityTokens int) *ctxtable.Table {
 	const header = "-----Relationships-----\nid|source|target|description|weight|rank\n"
 	best := ctxtable.New(m.tok, header, 0)
 	rowTokens := map[int32]int{}
 	for i := 1; i <= len(sel); i++ {
 		t := ctxtable.New(m.tok, header, max(budget, 0))
-		for _, r := range m.filterRelationships(sel[:i]) {
-			rw := m.relRow(r)
+		for _, r := range m.filterRelationships(s, sel[:i]) {
+			rw := m.relRow(s, r)
 			n, ok := rowTokens[r]
 			if !ok {
 				n = m.tok.Count(rw)
@@ -402,10 +405,10 @@ func (m *ketrag) relationshipTable(sel []int32, budget, entityTokens int) *ctxta
 	return best
 }
 
-func (m *ketrag) relRow(r int32) string {
+func (m *ketrag) relRow(s *scope, r int32) string {
 	k := m.k
 	return row(strconv.Itoa(int(r)), k.EntityNames.At(int(k.RelSrc[r])), k.EntityNames.At(int(k.RelDst[r])), k.RelDescs.At(int(r)),
-		pyFloat(float64(k.RelWeight[r])), strconv.Itoa(m.relRank(r)))
+		pyFloat(float64(k.RelWeight[r])), strconv.Itoa(s.relRank(k, r)))
 }
 
 // pyFloat formats a weight as Python's str(float) does ("1.0", "2.5").
@@ -421,7 +424,7 @@ func pyFloat(x float64) string {
 // among the selected entities by rank, then those leaving the selection,
 // ordered by how many selected entities their outside end links to, then
 // rank, at most TopRelationships per selected entity.
-func (m *ketrag) filterRelationships(sel []int32) []int32 {
+func (m *ketrag) filterRelationships(s *scope, sel []int32) []int32 {
 	in := map[int32]bool{}
 	for _, e := range sel {
 		in[e] = true
@@ -429,7 +432,7 @@ func (m *ketrag) filterRelationships(sel []int32) []int32 {
 	seen := map[int32]bool{}
 	var inNet, outNet []int32
 	for _, e := range sel {
-		for _, r := range m.k.EntityRels.Neighbors(int(e)) {
+		for _, r := range s.relationships(m.k, e) {
 			if seen[r] {
 				continue
 			}
@@ -441,7 +444,9 @@ func (m *ketrag) filterRelationships(sel []int32) []int32 {
 			}
 		}
 	}
-	byRank := func(a, b int32) int { return cmp.Or(cmp.Compare(m.relRank(b), m.relRank(a)), cmp.Compare(a, b)) }
+	byRank := func(a, b int32) int {
+		return cmp.Or(cmp.Compare(s.relRank(m.k, b), s.relRank(m.k, a)), cmp.Compare(a, b))
+	}
 	slices.SortFunc(inNet, byRank)
 	if len(outNet) <= 1 {
 		return append(inNet, outNet...)
@@ -470,7 +475,7 @@ func (m *ketrag) filterRelationships(sel []int32) []int32 {
 // then by how many of the entity's relationships came from the unit
 // (GraphRAG's _build_text_unit_context; a unit is quoted once, where
 // GraphRAG's never-filled dedup set lets it repeat).
-func (m *ketrag) textUnitTable(sel []int32, budget int) (*ctxtable.Table, [][]int32) {
+func (m *ketrag) textUnitTable(s *scope, sel []int32, budget int) (*ctxtable.Table, [][]int32) {
 	t := ctxtable.New(m.tok, "-----Sources-----\nid|text\n", max(budget, 0))
 	type unit struct {
 		p       int32
@@ -480,7 +485,7 @@ func (m *ketrag) textUnitTable(sel []int32, budget int) (*ctxtable.Table, [][]in
 	var list []unit
 	for i, e := range sel {
 		count := map[int32]int{}
-		for _, r := range m.k.EntityRels.Neighbors(int(e)) {
+		for _, r := range s.relationships(m.k, e) {
 			for _, p := range m.k.RelPieces.Neighbors(int(r)) {
 				count[p]++
 			}

@@ -23,14 +23,15 @@ func TestFilterRelationshipsGraphRAGOrder(t *testing.T) {
 	}
 	k.EntityRels = graphops.RowsCSR(rows)
 	m := &ketrag{k: k, o: Options{TopRelationships: 1}}
-	if got := m.filterRelationships([]int32{0, 1}); !slices.Equal(got, []int32{0, 1, 2}) {
+	all := &scope{full: true, rank: k.EntityRank}
+	if got := m.filterRelationships(all, []int32{0, 1}); !slices.Equal(got, []int32{0, 1, 2}) {
 		t.Fatalf("got %v, want [0 1 2]: A-B in network, then A-C and B-C (C links both)", got)
 	}
 	m.o.TopRelationships = 10
-	if got := m.filterRelationships([]int32{0, 1}); !slices.Equal(got, []int32{0, 1, 2, 3, 4}) {
+	if got := m.filterRelationships(all, []int32{0, 1}); !slices.Equal(got, []int32{0, 1, 2, 3, 4}) {
 		t.Fatalf("got %v", got)
 	}
-	if got := m.filterRelationships([]int32{3}); !slices.Equal(got, []int32{3}) {
+	if got := m.filterRelationships(all, []int32{3}); !slices.Equal(got, []int32{3}) {
 		t.Fatalf("a single out-of-network relationship: %v", got)
 	}
 }

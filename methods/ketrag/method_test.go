@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 // noKETRAG is an index without KET-RAG's structures.
@@ -224,4 +226,90 @@ func TestEvaluateContextBudgets(t *testing.T) {
 	if _, err := eval.Evaluate(context.Background(), ix, qs, ms[:1], eval.Options{ContextBudgets: []int{0}}); err == nil {
 		t.Fatal("a budget of 0 accepted")
 	}
+}
+
+// TestKETRAGFiltersDiscloseNothing: KET-RAG's structures merge what many
+// chunks say, so a filtered query cannot equal a rebuild; what it must do
+// is quote and rank nothing derived from a filtered-out chunk. Every
+// sentence of node i carries the word mk<i>x; under random filters no
+// hidden node's word may reach the context (entity and relationship
+// descriptions, text units, keyword sources), and every quoted node and
+// hit is allowed. The unfiltered contexts quote hidden nodes' words, so a
+// leak would show.
+func TestKETRAGFiltersDiscloseNothing(t *testing.T) {
+	c := synth.Generate(synth.Options{People: 60, Cities: 12, Countries: 4, Bands: 15, Queries: 20, Seed: 7})
+	for i := range c.Nodes {
+		mark := " " + marker(i) + "."
+		c.Nodes[i].Text = strings.ReplaceAll(strings.TrimSuffix(c.Nodes[i].Text, ".")+".", ".", mark)
+		c.Nodes[i].Meta = map[string]any{"team": []string{"red", "green", "blue"}[i*7%3]}
+	}
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 16
+	dir := indextest.Build(t, c, index.WithLSA(lsa))
+	testindex.AddKETRAG(t, c, dir)
+	ix := indextest.Open(t, dir)
+	o := ketrag.DefaultOptions()
+	o.Budget = 3000
+	m, err := ketrag.New(ix, testindex.Env(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := m.(retrieve.ContextBuilder)
+	leaksUnfiltered, skeletonRows := 0, 0
+	for _, f := range []*filter.Filter{{Field: "team", Eq: "red"}, {Not: &filter.Filter{Field: "team", Eq: "blue"}}} {
+		allow, err := filter.Eval(ix, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cq := range c.Queries {
+			q := retrieve.Query{ID: cq.ID, Text: cq.Text}
+			open, err := cb.BuildContext(context.Background(), q, o.Budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaksUnfiltered += len(hiddenWords(ix, c, allow, open.Text))
+			q.Allow = allow
+			got, err := cb.BuildContext(context.Background(), q, o.Budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := hiddenWords(ix, c, allow, got.Text); len(w) > 0 {
+				t.Fatalf("filter %s, query %q: the context quotes hidden nodes' words %v", f, q.Text, w)
+			}
+			for _, n := range got.Nodes {
+				if !allow.Has(int(n)) {
+					t.Fatalf("filter %s: the context names hidden node %d", f, n)
+				}
+			}
+			for _, s := range got.Sections[:len(got.Sections)-1] {
+				skeletonRows += s.Rows
+			}
+			hits, err := m.Retrieve(context.Background(), q, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hits {
+				if !allow.Has(int(h.Index)) {
+					t.Fatalf("filter %s: hit %d is hidden", f, h.Index)
+				}
+			}
+		}
+	}
+	if leaksUnfiltered == 0 || skeletonRows == 0 {
+		t.Fatalf("the test shows nothing: %d hidden words unfiltered, %d skeleton rows filtered", leaksUnfiltered, skeletonRows)
+	}
+}
+
+func marker(i int) string { return "mk" + strconv.Itoa(i) + "x" }
+
+// hiddenWords are the markers in text of c's nodes outside allow.
+func hiddenWords(ix *index.Index, c *corpus.Corpus, allow *filter.Set, text string) []string {
+	var out []string
+	for i, n := range c.Nodes {
+		v, _ := ix.Lookup(n.ID)
+		if !allow.Has(int(v)) && strings.Contains(text, " "+marker(i)+".") {
+			out = append(out, marker(i))
+		}
+	}
+	return out
 }

@@ -1,0 +1,106 @@
+package ketrag
+
+import (
+	"context"
+	"slices"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/internal/vecmath"
+	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
+)
+
+// scope is what one query may draw on: the whole of KET-RAG's structures,
+// or (a filtered query) only the parts derived from allowed chunks alone.
+//
+// KET-RAG's structures merge what many chunks say: an entity's name, type
+// and description come from every text unit that mentions it, a
+// relationship's weight sums over units, a keyword's vector averages the
+// sentences of every chunk that holds it, and a text unit can span
+// several chunks. None of that can be split back per chunk, so under a
+// filter a text unit is usable only when all its chunks are allowed, an
+// entity only when all its units are usable, a relationship only when its
+// units and both ends are, and a keyword only when all its chunks are
+// allowed. Entity ranks (relationship counts) count the usable
+// relationships. So nothing in a filtered context, ranking or score
+// depends on a filtered-out chunk's text; the price is recall, since a
+// structure shared with a hidden chunk is left out whole. Which chunks
+// form the skeleton was decided at build time over every chunk (PageRank
+// over the chunk graph), like the vectors' basis: a statistical trace,
+// not text.
+type scope struct {
+	full     bool
+	entities []int32 // usable entities, ascending (nil when full)
+	keywords []int32 // usable keywords, ascending (nil when full)
+	relOK    []bool  // usable relationships (nil when full)
+	rank     []int32 // each entity's usable relationships
+}
+
+// scopeOf is the query's scope, made once per filter set.
+func (m *ketrag) scopeOf(q retrieve.Query) (*scope, error) {
+	if q.Allow == nil {
+		return &scope{full: true, rank: m.k.EntityRank}, nil
+	}
+	if err := retrieve.CheckAllow(m.ix, q); err != nil {
+		return nil, err
+	}
+	return q.Allow.Memo("ketrag.scope", func() any { return newScope(m.k, m.pieceChunks, q.Allow) }).(*scope), nil
+}
+
+func newScope(k *KETRAG, pieceChunks [][]int32, allow *filter.Set) *scope {
+	has := func(c int32) bool { return allow.Has(int(c)) }
+	pieceOK := make([]bool, len(pieceChunks))
+	for p, cs := range pieceChunks {
+		pieceOK[p] = len(cs) > 0 && allOf(cs, has)
+	}
+	piecesOK := func(ps []int32) bool { return len(ps) > 0 && allOf(ps, func(p int32) bool { return pieceOK[p] }) }
+	s := &scope{relOK: make([]bool, len(k.RelSrc)), rank: make([]int32, k.EntityNames.Len())}
+	entOK := make([]bool, k.EntityNames.Len())
+	for e := range entOK {
+		if entOK[e] = piecesOK(k.EntityPieces.Neighbors(e)); entOK[e] {
+			s.entities = append(s.entities, int32(e))
+		}
+	}
+	for r := range s.relOK {
+		a, b := k.RelSrc[r], k.RelDst[r]
+		if s.relOK[r] = entOK[a] && entOK[b] && piecesOK(k.RelPieces.Neighbors(r)); s.relOK[r] {
+			s.rank[a]++
+			s.rank[b]++
+		}
+	}
+	for w := range k.Keywords.Len() {
+		if cs := k.KeywordChunks.Neighbors(w); len(cs) > 0 && allOf(cs, has) {
+			s.keywords = append(s.keywords, int32(w))
+		}
+	}
+	return s
+}
+
+func allOf(xs []int32, ok func(int32) bool) bool {
+	return !slices.ContainsFunc(xs, func(x int32) bool { return !ok(x) })
+}
+
+// topRows is the k rows of a vector table (key names its bound copy) of
+// highest inner product with qv among the scope's rows: the backend's scan
+// over the whole table, or a host scan of the usable rows (ties: the lower
+// row, as the scan's).
+func (m *ketrag) topRows(ctx context.Context, key string, vecs []float32, n int, usable []int32, full bool, qv []float32, k int) ([]retrieve.Hit, error) {
+	d := m.ix.Meta.Dims
+	if full {
+		return retrieve.TopRows(ctx, m.be, m.ix, key, vecs, n, d, qv, k)
+	}
+	top := engine.NewTopK(k)
+	for _, r := range usable {
+		top.Push(r, vecmath.Dot(qv, vecs[int(r)*d:(int(r)+1)*d]))
+	}
+	return top.Results(), ctx.Err()
+}
+
+// relationships is entity e's relationships the scope may use.
+func (s *scope) relationships(k *KETRAG, e int32) []int32 {
+	rs := k.EntityRels.Neighbors(int(e))
+	if s.full {
+		return rs
+	}
+	return slices.DeleteFunc(slices.Clone(rs), func(r int32) bool { return !s.relOK[r] })
+}
