@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 GO ?= go
 BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
-RACE_PKGS := ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./methods/... ./graphops/... ./server/... ./fuseattn/... ./cuda
+RACE_PKGS := ./internal/memo ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./methods/... ./graphops/... ./server/... ./fuseattn/... ./cuda
 
 .PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib ort-optional fuzz docs-check cuda-check
 

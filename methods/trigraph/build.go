@@ -12,6 +12,7 @@ import (
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/memo"
 	"github.com/gleaner-rag/gleaner/internal/parallel"
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models/ner"
@@ -87,7 +88,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 	o.Progress.Stage("tri-graph occurrences", 0)
 	tg.Occur = occurrences(texts, tg.Entities, o.BonusWholeWord)
 	o.Progress.Finish()
-	out := &TriGraph{TriGraph: tg.TriGraph, SentenceText: tg.sentText, order: tg.order}
+	out := &TriGraph{TriGraph: tg.TriGraph, SentenceText: tg.sentText, order: tg.order, views: memo.NewLRU[viewKey, viewResult](maxViews)}
 	if out.EntityVecs, err = ix.EmbedTexts(ctx, "entities", tg.Entities, o.Progress); err != nil {
 		return nil, err
 	}

@@ -174,7 +174,7 @@ func newMethod(ix *index.Index, env retrieve.Env, o Options, nexus bool) (*Metho
 		return nil, err
 	}
 	m := &Method{nexus: nexus, ix: ix, tg: tg, o: o, be: env.Backend, st: st, seg: seg, ownNER: ownNER}
-	m.full = &graph{tg: tg, ner: o.NER}
+	m.full = &graph{tg: tg, whole: tg}
 	return m, nil
 }
 
@@ -197,19 +197,33 @@ type Method struct {
 	ownNER bool
 }
 
-// graph is the Tri-Graph one query walks, with what the method derives
-// from it once: the whole index's, or a view over a filter's passages.
+// graph is the Tri-Graph one query walks, with what is derived from it
+// once: the whole index's, or a view over a filter's passages (viewOf).
 type graph struct {
-	tg       *TriGraph
-	passages []int32 // graph passage → index node; nil: the same numbers
-	ner      ner.EntityExtractor
-	once     sync.Once
-	plan     *graphops.PPRPlan
-	adjEr    error
-	exact    struct {
+	tg        *TriGraph
+	whole     *TriGraph // the index's Tri-Graph
+	passages  []int32   // graph passage → index node; nil: the same numbers
+	sentences []int32   // graph sentence → whole's; nil: the same numbers
+	once      sync.Once
+	plan      *graphops.PPRPlan
+	adjEr     error
+	exact     struct {
 		once sync.Once
 		ids  map[string]int32 // lowercased surface string → its first entity
 	}
+	gazetteer struct { // a view's question NER from its passages' titles
+		once sync.Once
+		ex   ner.EntityExtractor
+		err  error
+	}
+}
+
+// sentenceVec is sentence s's vector (d values).
+func (g *graph) sentenceVec(s int32, d int) []float32 {
+	if g.sentences != nil {
+		s = g.sentences[s]
+	}
+	return g.whole.SentenceVecs[int(s)*d : (int(s)+1)*d]
 }
 
 // graphFor is the graph a query walks: the whole Tri-Graph, or the view
@@ -221,28 +235,26 @@ func (m *Method) graphFor(q retrieve.Query) (*graph, error) {
 	if err := retrieve.CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}
-	v, err := viewOf(m.tg, q.Allow, m.ix.Meta.Dims, m.be)
+	g, err := viewOf(m.tg, q.Allow, m.o.Adjacent, m.ix.Meta.Dims, m.be)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name(), err)
 	}
-	// What a graph derives depends on no other option.
-	key := fmt.Sprintf("trigraph.graph adjacent=%v own-ner=%v", m.o.Adjacent, m.ownNER)
-	type made struct {
-		g   *graph
-		err error
+	return g, nil
+}
+
+// questionNER is the extractor of the question's entities: the caller's
+// (Options.NER), the index's, or for a view the index's rebuilt over the
+// allowed passages' titles alone (a hidden title must not become a
+// question entity).
+func (m *Method) questionNER(g *graph) (ner.EntityExtractor, error) {
+	if !m.ownNER || g.passages == nil {
+		return m.o.NER, nil
 	}
-	r := q.Allow.Memo(key, func() any {
-		g := &graph{tg: v.tg, passages: v.passages, ner: m.o.NER}
-		var err error
-		if m.ownNER { // a title gazetteer of the allowed passages' titles alone
-			g.ner, err = indexExtractor(m.ix, m.tg, v.passages)
-		}
-		return made{g, err}
-	}).(made)
-	if r.err != nil {
-		return nil, fmt.Errorf("%s: question NER: %w", m.Name(), r.err)
+	g.gazetteer.once.Do(func() { g.gazetteer.ex, g.gazetteer.err = indexExtractor(m.ix, g.whole, g.passages) })
+	if g.gazetteer.err != nil {
+		return nil, fmt.Errorf("%s: question NER: %w", m.Name(), g.gazetteer.err)
 	}
-	return r.g, nil
+	return g.gazetteer.ex, nil
 }
 
 // indexExtractor rebuilds the extractor the Tri-Graph was built with, its
@@ -402,7 +414,11 @@ func (m *Method) queryVector(ctx context.Context, q retrieve.Query) ([]float32, 
 // questionEntities runs the NER over the question's sentences and returns
 // the distinct lowercased entities, in order (the reference lowercases).
 func (m *Method) questionEntities(ctx context.Context, g *graph, text string) ([]string, error) {
-	sents, err := ner.Extract(ctx, m.seg, g.ner, text)
+	ex, err := m.questionNER(g)
+	if err != nil {
+		return nil, err
+	}
+	sents, err := ner.Extract(ctx, m.seg, ex, text)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +588,7 @@ func (m *Method) sentenceSims(g *graph, qv []float32) func(int32) float32 {
 		if v, ok := memo[s]; ok {
 			return v
 		}
-		v := vecmath.Dot(g.tg.SentenceVecs[int(s)*d:(int(s)+1)*d], qv)
+		v := vecmath.Dot(g.sentenceVec(s, d), qv)
 		memo[s] = v
 		return v
 	}

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
@@ -22,6 +24,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 func env() retrieve.Env { return testindex.Env() }
@@ -299,4 +302,46 @@ func TestEmptyTriGraphFallsBack(t *testing.T) {
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("%v, %v", hits, err)
 	}
+}
+
+// Filtered queries from many goroutines, over more distinct filters than
+// the views an index keeps, answer as the same queries one at a time
+// (run with -race: the views and their W blocks are shared).
+func TestFilteredViewsAreSafeConcurrently(t *testing.T) {
+	c := synth.Generate(synth.Options{People: 40, Cities: 8, Countries: 3, Bands: 10, Queries: 6, Seed: 3})
+	ix := buildTriGraphIndex(t, c, "both")
+	m, err := trigraph.NewNexusRAG(ix, env(), trigraph.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []*filter.Set
+	for s := range 20 { // more than the 16 views kept
+		var nodes []int32
+		for i := range ix.N() {
+			if (i*7+s)%3 != 0 {
+				nodes = append(nodes, int32(i))
+			}
+		}
+		sets = append(sets, filter.NewSet(ix.N(), nodes...))
+	}
+	want := make([][]retrieve.Hit, len(sets)*len(c.Queries))
+	for i := range want {
+		q := retrieve.Query{Text: c.Queries[i%len(c.Queries)].Text, Allow: sets[i/len(c.Queries)]}
+		if want[i], err = m.Retrieve(context.Background(), q, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(want); i += 4 {
+				q := retrieve.Query{Text: c.Queries[i%len(c.Queries)].Text, Allow: sets[i/len(c.Queries)]}
+				got, err := m.Retrieve(context.Background(), q, 5)
+				if err != nil || !slices.Equal(got, want[i]) {
+					t.Errorf("query %d: %v %v, one at a time %v", i, got, err, want[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/memo"
 	"github.com/gleaner-rag/gleaner/models"
 )
 
@@ -60,6 +61,7 @@ type TriGraph struct {
 	Meta         Meta
 	sentences    index.Strings
 	order        passageOrder // empty in a Tri-Graph built before filters
+	views        *viewCache   // filtered queries' views (nil in a view)
 }
 
 // passageOrder is each passage's entities (in first-mention order; rows as
@@ -146,7 +148,7 @@ func load(ix *index.Index, r *index.SectionReader) (any, error) {
 	if err := r.Meta(&m); err != nil {
 		return nil, err
 	}
-	tg := &TriGraph{TriGraph: &graphops.TriGraph{Passages: ix.N(), Sentences: m.Sentences}, Meta: m}
+	tg := &TriGraph{TriGraph: &graphops.TriGraph{Passages: ix.N(), Sentences: m.Sentences}, Meta: m, views: memo.NewLRU[viewKey, viewResult](maxViews)}
 	var errs []error
 	for _, c := range csrs {
 		g := c.get(tg.TriGraph)

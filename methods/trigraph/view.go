@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/internal/memo"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
@@ -15,7 +16,27 @@ import (
 // lacks the passages' mention order a view is numbered from.
 var errNoOrder = fmt.Errorf("this index's Tri-Graph was built before filters; build it again (gleaner graph build --kind trigraph --index <dir>) to serve filtered queries: %w", retrieve.ErrFilterUnsupported)
 
-// view is the Tri-Graph of the allowed passages alone, as a build over
+// maxViews bounds the views an index keeps (each holds its own mention
+// tables, entity vectors and PageRank plan); more distinct filters in turn
+// rebuild theirs.
+const maxViews = 16
+
+// viewKey names a view: the filter's set, and whether consecutive
+// passages are joined (the PageRank plan depends on it).
+type viewKey struct {
+	allow    *filter.Set
+	adjacent bool
+}
+
+// viewCache is an index's views, shared by its methods.
+type viewCache = memo.LRU[viewKey, viewResult]
+
+type viewResult struct {
+	g   *graph
+	err error
+}
+
+// A view is the Tri-Graph of the allowed passages alone, as a build over
 // those passages would number and weigh it: entities and sentences in
 // order of first mention among them, their mentions, occurrences and
 // PageRank edges, and W's rows recomputed from their sentences and
@@ -23,30 +44,23 @@ var errNoOrder = fmt.Errorf("this index's Tri-Graph was built before filters; bu
 // it, so a filtered query's results equal a rebuild's and say nothing of
 // the passages filtered out. A view is made once per filter set (an ACL,
 // repeated on every request, is one set) and is safe for concurrent use.
-type view struct {
-	tg       *TriGraph
-	passages []int32 // view passage → index node
+//
+// viewOf returns the view of tg over allow, made once per set and kept
+// among the index's last maxViews.
+func viewOf(tg *TriGraph, allow *filter.Set, adjacent bool, dims int, be engine.Backend) (*graph, error) {
+	r := tg.views.Get(viewKey{allow, adjacent}, func() viewResult {
+		g, err := newView(tg, allow, dims, be)
+		return viewResult{g, err}
+	})
+	return r.g, r.err
 }
 
-// viewOf returns the view of tg over allow, made once per set.
-func viewOf(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*view, error) {
-	type made struct {
-		v   *view
-		err error
-	}
-	r := allow.Memo("trigraph.view", func() any {
-		v, err := newView(tg, allow, dims, be)
-		return made{v, err}
-	}).(made)
-	return r.v, r.err
-}
-
-func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*view, error) {
+func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*graph, error) {
 	if tg.order.entities == nil && len(tg.PassEnts.Idx) > 0 {
 		return nil, errNoOrder
 	}
-	v := &view{passages: []int32{}}     // never nil: nil means the whole index
-	local := make([]int32, tg.Passages) // index node → view passage, −1 when filtered out
+	v := &graph{whole: tg, passages: []int32{}} // never nil: nil means the whole index
+	local := make([]int32, tg.Passages)         // index node → view passage, −1 when filtered out
 	for p := range tg.Passages {
 		local[p] = -1
 		if allow.Has(p) {
@@ -55,24 +69,26 @@ func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*vie
 		}
 	}
 	ent, entOld := firstSeen(len(tg.Entities), v.passages, tg.PassEnts.Ptr, tg.order.entities)
-	_, sentOld := firstSeen(tg.Sentences, v.passages, tg.order.sentences.Ptr, tg.order.sentences.Idx)
-	g := &graphops.TriGraph{Passages: len(v.passages), Sentences: len(sentOld), Entities: make([]string, len(entOld))}
+	_, v.sentences = firstSeen(tg.Sentences, v.passages, tg.order.sentences.Ptr, tg.order.sentences.Idx)
+	g := &graphops.TriGraph{Passages: len(v.passages), Sentences: len(v.sentences), Entities: make([]string, len(entOld))}
 	for e, old := range entOld {
 		g.Entities[e] = tg.Entities[old]
 	}
-	g.SentEnts = resorted(remapRows(tg.SentEnts, sentOld, ent))
+	g.SentEnts = resorted(remapRows(tg.SentEnts, v.sentences, ent))
 	g.EntSents = graphops.Transpose(g.SentEnts, len(entOld))
 	g.PassEnts = graphops.SortRows(remapRows(tg.PassEnts, v.passages, ent))
 	g.Occur = remapRows(tg.Occur, entOld, local)
-	v.tg = &TriGraph{TriGraph: g, EntityVecs: gatherRows(tg.EntityVecs, entOld, dims), SentenceVecs: gatherRows(tg.SentenceVecs, sentOld, dims), Meta: tg.Meta}
-	v.tg.Meta.Entities, v.tg.Meta.Sentences, v.tg.Meta.Mentions = len(entOld), len(sentOld), len(g.PassEnts.Idx)
-	g.WRows = v.neighbourRows(be, dims, tg.Meta.Neighbours)
+	// The sentence vectors, the bulk, are read through v.sentences.
+	v.tg = &TriGraph{TriGraph: g, EntityVecs: gatherRows(tg.EntityVecs, entOld, dims), Meta: tg.Meta}
+	v.tg.Meta.Entities, v.tg.Meta.Sentences, v.tg.Meta.Mentions = len(entOld), len(v.sentences), len(g.PassEnts.Idx)
+	g.WRows = neighbourRows(v.tg, be, dims, tg.Meta.Neighbours)
 	return v, nil
 }
 
-// neighbourRows computes W's rows of the view as they are asked, a block
-// at a time on be as the build computes them, keeping each block.
-func (v *view) neighbourRows(be engine.Backend, dims int, o graphops.NeighbourOptions) func(int32) ([]int32, []float32, error) {
+// neighbourRows computes W's rows of a view's Tri-Graph t as they are
+// asked, a block at a time on be as the build computes them, keeping each
+// block.
+func neighbourRows(t *TriGraph, be engine.Backend, dims int, o graphops.NeighbourOptions) func(int32) ([]int32, []float32, error) {
 	var mu sync.Mutex
 	blocks := map[int]graphops.CSR{}
 	return func(e int32) ([]int32, []float32, error) {
@@ -84,7 +100,7 @@ func (v *view) neighbourRows(be engine.Backend, dims int, o graphops.NeighbourOp
 			// Computed outside the lock: two queries may both compute a block,
 			// alike. Not cancelled with a query: the block is kept for others.
 			var err error
-			if rows, err = v.tg.NeighbourRows(context.Background(), be, v.tg.EntityVecs, dims, b, o); err != nil {
+			if rows, err = t.NeighbourRows(context.Background(), be, t.EntityVecs, dims, b, o); err != nil {
 				return nil, nil, err
 			}
 			mu.Lock()

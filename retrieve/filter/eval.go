@@ -2,13 +2,12 @@ package filter
 
 import (
 	"cmp"
-	"container/list"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/memo"
 )
 
 // columns are an index's node metadata decoded once: per field, each
@@ -72,57 +71,12 @@ func Eval(ix *index.Index, f *Filter) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache := ix.Memo("filter.sets", func() any { return newLRU(cacheSize) }).(*lru)
-	key := f.String()
-	if s := cache.get(key); s != nil {
-		return s, nil
-	}
-	s := c.eval(f, ix.N())
-	cache.put(key, s)
-	return s, nil
+	cache := ix.Memo("filter.sets", func() any { return memo.NewLRU[string, *Set](cacheSize) }).(*memo.LRU[string, *Set])
+	return cache.Get(f.String(), func() *Set { return c.eval(f, ix.N()) }), nil
 }
 
 // cacheSize is how many evaluated sets an index keeps.
 const cacheSize = 128
-
-// lru is a small least-recently-used map of sets by filter text.
-type lru struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *lruEntry, most recent first
-	by    map[string]*list.Element
-}
-
-type lruEntry struct {
-	key string
-	set *Set
-}
-
-func newLRU(max int) *lru { return &lru{max: max, order: list.New(), by: map[string]*list.Element{}} }
-
-func (c *lru) get(key string) *Set {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.by[key]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*lruEntry).set
-	}
-	return nil
-}
-
-func (c *lru) put(key string, s *Set) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.by[key]; ok {
-		return
-	}
-	c.by[key] = c.order.PushFront(&lruEntry{key, s})
-	if c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.by, last.Value.(*lruEntry).key)
-	}
-}
 
 func (c *columns) eval(f *Filter, n int) *Set {
 	switch {
