@@ -388,7 +388,9 @@ func TestACLGroupsRestrictEveryRequest(t *testing.T) {
 			t.Errorf("key %s sees the index as %+v (%v), want %d nodes", key, ixs, err, want)
 		}
 	}
-	_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "nexusrag"})
+	// Every built-in method takes filters; one registered by this test
+	// (test-block) does not, and is refused before it runs.
+	_, err := c.WithToken(tok["eng"]).Retrieve(ctx, server.RetrieveRequest{Index: "acl", Query: "band", Method: "test-block"})
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != 400 || ae.Body.Field != "method" || !strings.Contains(ae.Body.Error, "access control") {
 		t.Errorf("a method without filter support under ACLs: %v", err)
