@@ -20,6 +20,7 @@ type lruEntry[K comparable, V any] struct {
 	key  K
 	once sync.Once
 	v    V
+	made bool // make returned (it may have panicked instead)
 }
 
 // NewLRU returns an empty LRU of at most n values (at least 1).
@@ -45,8 +46,29 @@ func (c *LRU[K, V]) Get(key K, make func() V) V {
 	}
 	c.mu.Unlock()
 	e := el.Value.(*lruEntry[K, V])
-	e.once.Do(func() { e.v = make() })
+	func() {
+		defer func() {
+			if !e.made { // make panicked, here or for a caller waiting with us: forget the entry
+				c.drop(el)
+			}
+		}()
+		e.once.Do(func() { e.v, e.made = make(), true })
+	}()
+	if !e.made {
+		return make()
+	}
 	return e.v
+}
+
+// drop removes the entry el if it is still kept.
+func (c *LRU[K, V]) drop(el *list.Element) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := el.Value.(*lruEntry[K, V]).key
+	if c.by[key] == el {
+		c.order.Remove(el)
+		delete(c.by, key)
+	}
 }
 
 // Len is how many values are kept.

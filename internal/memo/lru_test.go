@@ -37,3 +37,18 @@ func TestLRU(t *testing.T) {
 		t.Fatalf("made %d", made.Load())
 	}
 }
+
+// A make that panics leaves nothing behind: the next Get makes again.
+func TestLRUForgetsAPanickedMake(t *testing.T) {
+	c := NewLRU[string, int](2)
+	func() {
+		defer func() { recover() }()
+		c.Get("a", func() int { panic("boom") })
+	}()
+	if c.Len() != 0 {
+		t.Fatalf("%d entries kept after a panic", c.Len())
+	}
+	if got := c.Get("a", func() int { return 7 }); got != 7 {
+		t.Fatalf("got %d after a panicked make", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +15,12 @@ import (
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/indextest"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/ketrag"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
@@ -231,22 +235,25 @@ func TestEvaluateContextBudgets(t *testing.T) {
 // TestKETRAGFiltersDiscloseNothing: KET-RAG's structures merge what many
 // chunks say, so a filtered query cannot equal a rebuild; what it must do
 // is quote and rank nothing derived from a filtered-out chunk. Every
-// sentence of node i carries the word mk<i>x; under random filters no
-// hidden node's word may reach the context (entity and relationship
+// sentence of node i starts and ends with the word mk<i>x, and the
+// extractor describes every entity and relationship with its whole unit's
+// text (as an LLM may draw on all of it); under several filters no hidden
+// node's word may reach the context (entity and relationship
 // descriptions, text units, keyword sources), and every quoted node and
 // hit is allowed. The unfiltered contexts quote hidden nodes' words, so a
 // leak would show.
 func TestKETRAGFiltersDiscloseNothing(t *testing.T) {
 	c := synth.Generate(synth.Options{People: 60, Cities: 12, Countries: 4, Bands: 15, Queries: 20, Seed: 7})
 	for i := range c.Nodes {
-		mark := " " + marker(i) + "."
-		c.Nodes[i].Text = strings.ReplaceAll(strings.TrimSuffix(c.Nodes[i].Text, ".")+".", ".", mark)
-		c.Nodes[i].Meta = map[string]any{"team": []string{"red", "green", "blue"}[i*7%3]}
+		m := marker(i)
+		c.Nodes[i].Text = m + " " + strings.ReplaceAll(strings.TrimSuffix(c.Nodes[i].Text, ".")+".", ". ", " "+m+". "+m+" ")
+		c.Nodes[i].Text = strings.TrimSuffix(c.Nodes[i].Text, ".") + " " + m + "."
+		c.Nodes[i].Meta = map[string]any{"team": []string{"red", "green", "blue"}[i*7%3], "n": float64(i)}
 	}
 	lsa := lexical.DefaultLSA()
 	lsa.Dims = 16
 	dir := indextest.Build(t, c, index.WithLSA(lsa))
-	testindex.AddKETRAG(t, c, dir)
+	addUnitWideKETRAG(t, c, dir)
 	ix := indextest.Open(t, dir)
 	o := ketrag.DefaultOptions()
 	o.Budget = 3000
@@ -256,7 +263,9 @@ func TestKETRAGFiltersDiscloseNothing(t *testing.T) {
 	}
 	cb := m.(retrieve.ContextBuilder)
 	leaksUnfiltered, skeletonRows := 0, 0
-	for _, f := range []*filter.Filter{{Field: "team", Eq: "red"}, {Not: &filter.Filter{Field: "team", Eq: "blue"}}} {
+	filters := []*filter.Filter{{Field: "team", Eq: "red"}, {Not: &filter.Filter{Field: "team", Eq: "blue"}},
+		{Field: "n", Lt: float64(len(c.Nodes) / 2)}, {Field: "n", Gte: float64(len(c.Nodes) / 3)}}
+	for _, f := range filters {
 		allow, err := filter.Eval(ix, f)
 		if err != nil {
 			t.Fatal(err)
@@ -302,14 +311,52 @@ func TestKETRAGFiltersDiscloseNothing(t *testing.T) {
 
 func marker(i int) string { return "mk" + strconv.Itoa(i) + "x" }
 
+var markerWord = regexp.MustCompile(`\bmk([0-9]+)x\b`)
+
 // hiddenWords are the markers in text of c's nodes outside allow.
 func hiddenWords(ix *index.Index, c *corpus.Corpus, allow *filter.Set, text string) []string {
 	var out []string
-	for i, n := range c.Nodes {
-		v, _ := ix.Lookup(n.ID)
-		if !allow.Has(int(v)) && strings.Contains(text, " "+marker(i)+".") {
-			out = append(out, marker(i))
+	for _, m := range markerWord.FindAllStringSubmatch(text, -1) {
+		i, _ := strconv.Atoi(m[1])
+		if v, _ := ix.Lookup(c.Nodes[i].ID); !allow.Has(int(v)) {
+			out = append(out, m[0])
 		}
 	}
 	return out
+}
+
+// addUnitWideKETRAG builds KET-RAG's structures as testindex.AddKETRAG
+// does, but each entity's and relationship's description is the whole
+// text the extractor was given.
+func addUnitWideKETRAG(t *testing.T, c *corpus.Corpus, dir string) {
+	t.Helper()
+	var titles []string
+	for _, n := range c.Nodes {
+		titles = append(titles, n.Title)
+	}
+	local, err := kgextract.NewLocal(ner.NewGazetteer(titles, ner.DefaultMinTitleLen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := ketrag.DefaultBuildOptions()
+	o.Backend = cpu.New()
+	o.Extractor = unitWide{local}
+	o.UnitTokens, o.PieceTokens = 300, 80
+	if _, err := ketrag.Set(context.Background(), dir, nil, o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unitWide describes everything it extracts with the whole text.
+type unitWide struct{ kgextract.Extractor }
+
+func (u unitWide) Extract(ctx context.Context, text string) (kgextract.Graph, kgextract.Usage, error) {
+	g, usage, err := u.Extractor.Extract(ctx, text)
+	for i := range g.Entities {
+		g.Entities[i].Description = text
+	}
+	for i := range g.Relationships {
+		g.Relationships[i].Description = text
+	}
+	return g, usage, err
 }

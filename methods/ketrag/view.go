@@ -17,11 +17,12 @@ import (
 // and description come from every text unit that mentions it, a
 // relationship's weight sums over units, a keyword's vector averages the
 // sentences of every chunk that holds it, and a text unit can span
-// several chunks. None of that can be split back per chunk, so under a
-// filter a text unit is usable only when all its chunks are allowed, an
-// entity only when all its units are usable, a relationship only when its
-// units and both ends are, and a keyword only when all its chunks are
-// allowed. Entity ranks (relationship counts) count the usable
+// several chunks. None of that can be split back per chunk. The extractor
+// read whole units (merged core chunks), not pieces, so under a filter an
+// entity is usable only when every unit it came from has only allowed
+// chunks, and a relationship only when its units do and both its ends are
+// usable. A text unit (piece) is quoted only when all its chunks are
+// allowed, and a keyword used only when all its chunks are. Entity ranks (relationship counts) count the usable
 // relationships. So nothing in a filtered context, ranking or score
 // depends on a filtered-out chunk's text; the price is recall, since a
 // structure shared with a hidden chunk is left out whole. Which chunks
@@ -44,16 +45,20 @@ func (m *ketrag) scopeOf(q retrieve.Query) (*scope, error) {
 	if err := retrieve.CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}
-	return q.Allow.Memo("ketrag.scope", func() any { return newScope(m.k, m.pieceChunks, q.Allow) }).(*scope), nil
+	return q.Allow.Memo("ketrag.scope", func() any { return newScope(m.k, q.Allow) }).(*scope), nil
 }
 
-func newScope(k *KETRAG, pieceChunks [][]int32, allow *filter.Set) *scope {
+func newScope(k *KETRAG, allow *filter.Set) *scope {
 	has := func(c int32) bool { return allow.Has(int(c)) }
-	pieceOK := make([]bool, len(pieceChunks))
-	for p, cs := range pieceChunks {
-		pieceOK[p] = len(cs) > 0 && allOf(cs, has)
+	unitOK := make([]bool, len(k.UnitPtr)-1)
+	for u := range unitOK {
+		unitOK[u] = allOf(k.Core[k.UnitPtr[u]:k.UnitPtr[u+1]], has)
 	}
-	piecesOK := func(ps []int32) bool { return len(ps) > 0 && allOf(ps, func(p int32) bool { return pieceOK[p] }) }
+	// An entity or relationship lists at least one piece of every unit it
+	// was extracted from.
+	piecesOK := func(ps []int32) bool {
+		return len(ps) > 0 && allOf(ps, func(p int32) bool { return unitOK[k.PieceUnit[p]] })
+	}
 	s := &scope{relOK: make([]bool, len(k.RelSrc)), rank: make([]int32, k.EntityNames.Len())}
 	entOK := make([]bool, k.EntityNames.Len())
 	for e := range entOK {

@@ -63,8 +63,9 @@ func (o *BuildOptions) validate() error {
 
 // passageNER is one passage's sentences that mention entities.
 type passageNER struct {
-	sents [][]string // per kept sentence: its text, then its entities
-	ents  []string   // the passage's distinct entities, in order
+	sents     [][]string // per kept sentence: its text, then its entities
+	titleOnly [][]bool   // per kept sentence and entity: only a title gazetteer found it there
+	ents      []string   // the passage's distinct entities, in order
 }
 
 // BuildTriGraph runs NER over every node (title and text, as the index
@@ -133,7 +134,8 @@ func extractAll(ctx context.Context, texts []string, o BuildOptions) ([]passageN
 // keeps the sentences that have one.
 func passageEntities(ctx context.Context, seg *ner.Segmenter, ex ner.EntityExtractor, text string) (passageNER, error) {
 	var p passageNER
-	sents, err := ner.Extract(ctx, seg, ex, text)
+	rec := &originRecorder{ex: ex, found: map[string]map[string]bool{}}
+	sents, err := ner.Extract(ctx, seg, rec, text)
 	if err != nil {
 		return p, err
 	}
@@ -143,6 +145,7 @@ func passageEntities(ctx context.Context, seg *ner.Segmenter, ex ner.EntityExtra
 			continue
 		}
 		p.sents = append(p.sents, append([]string{s.Text}, s.Entities...))
+		p.titleOnly = append(p.titleOnly, rec.titleOnly(s))
 		for _, e := range s.Entities {
 			if !seen[e] {
 				seen[e] = true
@@ -151,6 +154,44 @@ func passageEntities(ctx context.Context, seg *ner.Segmenter, ex ner.EntityExtra
 		}
 	}
 	return p, nil
+}
+
+// originRecorder is the build's extractor, noting per line which entities
+// something other than a title gazetteer found (ner.EntitiesByOrigin).
+// One serves one passage.
+type originRecorder struct {
+	ex    ner.EntityExtractor
+	found map[string]map[string]bool // line → entities found other than by title
+}
+
+func (r *originRecorder) Name() string { return r.ex.Name() }
+
+func (r *originRecorder) Entities(ctx context.Context, line string) ([]string, error) {
+	ents, titleOnly, err := ner.EntitiesByOrigin(ctx, r.ex, line)
+	if err != nil {
+		return nil, err
+	}
+	other := map[string]bool{}
+	for i, e := range ents {
+		other[e] = !titleOnly[i]
+	}
+	r.found[line] = other
+	return ents, nil
+}
+
+// titleOnly says, per entity of s, whether only a title gazetteer found it
+// in any of s's lines (as ner.Extract cut them).
+func (r *originRecorder) titleOnly(s ner.Sentence) []bool {
+	out := make([]bool, len(s.Entities))
+	for i, e := range s.Entities {
+		out[i] = true
+		for _, line := range strings.Split(s.Text, "\n") {
+			if r.found[line][e] {
+				out[i] = false
+			}
+		}
+	}
+	return out
 }
 
 // assembled is the Tri-Graph before vectors and W.
@@ -168,6 +209,7 @@ func assemble(texts []string, pn []passageNER) assembled {
 	tg := &graphops.TriGraph{Passages: len(texts)}
 	var sentText []string
 	var sentEnts [][]int32
+	var sentTitleOnly []map[int32]bool // per sentence: its entities only a title gazetteer found
 	pe := graphops.CSR{Ptr: make([]int64, len(texts)+1), Idx: []int32{}, W: []float32{}}
 	ps := graphops.CSR{Ptr: make([]int64, len(texts)+1), Idx: []int32{}}
 	id := func(e string) int32 {
@@ -179,7 +221,7 @@ func assemble(texts []string, pn []passageNER) assembled {
 		return entID[e]
 	}
 	for p := range pn {
-		for _, s := range pn[p].sents {
+		for si, s := range pn[p].sents {
 			if k, ok := sentID[s[0]]; ok {
 				ps.Idx = append(ps.Idx, k)
 				continue
@@ -188,10 +230,13 @@ func assemble(texts []string, pn []passageNER) assembled {
 			sentID[s[0]] = int32(len(sentText))
 			sentText = append(sentText, s[0])
 			row := make([]int32, 0, len(s)-1)
-			for _, e := range s[1:] {
+			only := map[int32]bool{}
+			for i, e := range s[1:] {
 				row = append(row, id(e))
+				only[id(e)] = pn[p].titleOnly[si][i]
 			}
 			sentEnts = append(sentEnts, row)
+			sentTitleOnly = append(sentTitleOnly, only)
 		}
 		for _, e := range pn[p].ents {
 			pe.Idx = append(pe.Idx, id(e))
@@ -204,6 +249,14 @@ func assemble(texts []string, pn []passageNER) assembled {
 	tg.Sentences = len(sentText)
 	tg.SentEnts = graphops.RowsCSR(sentEnts)
 	tg.EntSents = graphops.Transpose(tg.SentEnts, len(tg.Entities))
+	order.titleOnly = make([]byte, len(tg.SentEnts.Idx))
+	for s := range sentEnts {
+		for q := tg.SentEnts.Ptr[s]; q < tg.SentEnts.Ptr[s+1]; q++ {
+			if sentTitleOnly[s][tg.SentEnts.Idx[q]] {
+				order.titleOnly[q] = 1
+			}
+		}
+	}
 	tg.PassEnts = graphops.SortRows(pe)
 	return assembled{tg, sentText, order}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gleaner-rag/gleaner/internal/vecmath"
 	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 // Options configure "nexusrag" and "linearrag" (docs/methods.md
@@ -235,11 +236,33 @@ func (m *Method) graphFor(q retrieve.Query) (*graph, error) {
 	if err := retrieve.CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}
-	g, err := viewOf(m.tg, q.Allow, m.o.Adjacent, m.ix.Meta.Dims, m.be)
+	g, err := viewOf(m.tg, q.Allow, allowedTitles(m.ix, q.Allow), m.o.Adjacent, m.ix.Meta.Dims, m.be)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Name(), err)
 	}
 	return g, nil
+}
+
+// allowedTitles tests whether a string is a title or alias of an allowed
+// node (what a title gazetteer built over them would match), making the
+// set on first use.
+func allowedTitles(ix *index.Index, allow *filter.Set) func(string) bool {
+	var once sync.Once
+	var set map[string]bool
+	return func(s string) bool {
+		once.Do(func() {
+			set = map[string]bool{}
+			for i := range ix.N() {
+				if allow.Has(i) {
+					set[ix.Title(i)] = true
+					for _, a := range ix.Aliases(i) {
+						set[a] = true
+					}
+				}
+			}
+		})
+		return set[s]
+	}
 }
 
 // questionNER is the extractor of the question's entities: the caller's
@@ -372,14 +395,11 @@ func (m *Method) passageScores(ctx context.Context, q retrieve.Query, qv []float
 		sc, err := retrieve.DenseScores(ctx, m.be, m.ix, qv)
 		return g.gather(sc), true, err
 	}
-	sc, err := m.st.Scores(ctx, q)
+	sc, err := m.st.Scores(ctx, q) // nil when nothing matches among the allowed passages
 	if err != nil || sc == nil {
 		return make([]float32, np), false, err
 	}
-	sc = g.gather(sc)
-	// Over a view, a question whose terms only filtered-out passages hold
-	// scores all zeros: as on a build without them, that is no signal.
-	return sc, g.passages == nil || slices.ContainsFunc(sc, func(x float32) bool { return x != 0 }), nil
+	return g.gather(sc), true, nil
 }
 
 // gather is the index-wide scores of g's passages.

@@ -25,6 +25,7 @@ const (
 	fOrderEnts    = "pass_order_idx.i32" // each passage's entities in first-mention order; rows as pass_ents
 	fOrderSentPtr = "pass_sents_ptr.i64"
 	fOrderSentIdx = "pass_sents_idx.i32" // each passage's sentences, in order
+	fTitleOnly    = "sent_titles.bytes"  // bytes as sent_ents: 1 where only a title gazetteer found the entity
 	buildHint     = "build one with `gleaner graph build --kind trigraph --index <dir>` (trigraph.Set)"
 )
 
@@ -68,9 +69,14 @@ type TriGraph struct {
 // PassEnts's) and sentences (in order, repeats included), as the build met
 // them: a view over some passages numbers its entities and sentences from
 // it exactly as a build over those passages alone would.
+//
+// titleOnly marks, beside each sentence→entity entry, the entities that
+// only a title gazetteer found there: a view drops those whose title no
+// allowed node has.
 type passageOrder struct {
 	entities  []int32
 	sentences graphops.CSR
+	titleOnly []byte
 }
 
 // Meta describes the Tri-Graph in the manifest.
@@ -131,6 +137,7 @@ func (t *TriGraph) write(w *index.SectionWriter) error {
 		w.Strings(fEntities, t.Entities), w.Strings(fSentences, t.SentenceText),
 		w.F32(fEntVec, t.EntityVecs), w.F32(fSentVec, t.SentenceVecs),
 		w.I32(fOrderEnts, t.order.entities), w.I64(fOrderSentPtr, t.order.sentences.Ptr), w.I32(fOrderSentIdx, t.order.sentences.Idx),
+		w.Bytes(fTitleOnly, t.order.titleOnly),
 	}
 	for _, c := range csrs {
 		g := c.get(t.TriGraph)
@@ -185,11 +192,12 @@ func load(ix *index.Index, r *index.SectionReader) (any, error) {
 
 // loadOrder reads and checks the passages' mention order.
 func (t *TriGraph) loadOrder(r *index.SectionReader) error {
-	var e1, e2, e3 error
+	var e1, e2, e3, e4 error
 	t.order.entities, e1 = r.I32(fOrderEnts)
 	t.order.sentences.Ptr, e2 = r.I64(fOrderSentPtr)
 	t.order.sentences.Idx, e3 = r.I32(fOrderSentIdx)
-	if err := errors.Join(e1, e2, e3); err != nil {
+	t.order.titleOnly, e4 = r.Bytes(fTitleOnly)
+	if err := errors.Join(e1, e2, e3, e4); err != nil {
 		return err
 	}
 	return t.order.check(t.TriGraph)
@@ -206,6 +214,9 @@ func (o passageOrder) check(t *graphops.TriGraph) error {
 		if !slices.Equal(slices.Sorted(slices.Values(o.entities[lo:hi])), t.PassEnts.Idx[lo:hi]) {
 			return fmt.Errorf("%s: passage %d's entities differ from pass_ents", fOrderEnts, p)
 		}
+	}
+	if len(o.titleOnly) != len(t.SentEnts.Idx) || slices.ContainsFunc(o.titleOnly, func(b byte) bool { return b > 1 }) {
+		return fmt.Errorf("%s: %d flags of 0 or 1 wanted, one per sentence–entity entry (%d)", fTitleOnly, len(o.titleOnly), len(t.SentEnts.Idx))
 	}
 	s := o.sentences
 	if len(s.Ptr) != t.Passages+1 || s.Ptr[0] != 0 || s.Ptr[t.Passages] != int64(len(s.Idx)) || !slices.IsSorted(s.Ptr) {

@@ -124,7 +124,7 @@ func TestTriGraphRoundTrip(t *testing.T) {
 	// The view over every passage is the Tri-Graph itself (the build
 	// numbers in the same order), W included.
 	all := filter.All(want.Passages)
-	v, err := viewOf(want, all, true, ix.Meta.Dims, cpu.New())
+	v, err := viewOf(want, all, func(string) bool { return true }, true, ix.Meta.Dims, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestTriGraphRoundTrip(t *testing.T) {
 	// refused, never answered from the whole graph.
 	old := *want
 	old.order = passageOrder{}
-	if _, err := viewOf(&old, filter.All(want.Passages), true, ix.Meta.Dims, cpu.New()); !errors.Is(err, retrieve.ErrFilterUnsupported) {
+	if _, err := viewOf(&old, filter.All(want.Passages), func(string) bool { return true }, true, ix.Meta.Dims, cpu.New()); !errors.Is(err, retrieve.ErrFilterUnsupported) {
 		t.Fatalf("a Tri-Graph without order: %v", err)
 	}
 }

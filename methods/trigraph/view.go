@@ -3,6 +3,7 @@ package trigraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -47,16 +48,16 @@ type viewResult struct {
 //
 // viewOf returns the view of tg over allow, made once per set and kept
 // among the index's last maxViews.
-func viewOf(tg *TriGraph, allow *filter.Set, adjacent bool, dims int, be engine.Backend) (*graph, error) {
+func viewOf(tg *TriGraph, allow *filter.Set, allowedTitle func(string) bool, adjacent bool, dims int, be engine.Backend) (*graph, error) {
 	r := tg.views.Get(viewKey{allow, adjacent}, func() viewResult {
-		g, err := newView(tg, allow, dims, be)
+		g, err := newView(tg, allow, allowedTitle, dims, be)
 		return viewResult{g, err}
 	})
 	return r.g, r.err
 }
 
-func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*graph, error) {
-	if tg.order.entities == nil && len(tg.PassEnts.Idx) > 0 {
+func newView(tg *TriGraph, allow *filter.Set, allowedTitle func(string) bool, dims int, be engine.Backend) (*graph, error) {
+	if tg.order.sentences.Ptr == nil {
 		return nil, errNoOrder
 	}
 	v := &graph{whole: tg, passages: []int32{}} // never nil: nil means the whole index
@@ -68,21 +69,86 @@ func newView(tg *TriGraph, allow *filter.Set, dims int, be engine.Backend) (*gra
 			v.passages = append(v.passages, int32(p))
 		}
 	}
-	ent, entOld := firstSeen(len(tg.Entities), v.passages, tg.PassEnts.Ptr, tg.order.entities)
-	_, v.sentences = firstSeen(tg.Sentences, v.passages, tg.order.sentences.Ptr, tg.order.sentences.Idx)
+	// A sentence's entity stands unless only the title gazetteer found it
+	// and no allowed node has that title: a build over the allowed passages
+	// would not know the title.
+	kept := func(q int64) bool {
+		return tg.order.titleOnly[q] == 0 || allowedTitle(tg.Entities[tg.SentEnts.Idx[q]])
+	}
+	sentKept := make([]bool, tg.Sentences)
+	for s := range sentKept {
+		for q := tg.SentEnts.Ptr[s]; q < tg.SentEnts.Ptr[s+1] && !sentKept[s]; q++ {
+			sentKept[s] = kept(q)
+		}
+	}
+	mentions := passageMentions(tg, v.passages, kept) // per view passage: its entities, in first-mention order
+	ent, entOld := firstSeen(len(tg.Entities), mentions)
+	_, v.sentences = firstSeen(tg.Sentences, rowsOf(tg.order.sentences, v.passages, func(s int32) bool { return sentKept[s] }))
 	g := &graphops.TriGraph{Passages: len(v.passages), Sentences: len(v.sentences), Entities: make([]string, len(entOld))}
 	for e, old := range entOld {
 		g.Entities[e] = tg.Entities[old]
 	}
-	g.SentEnts = resorted(remapRows(tg.SentEnts, v.sentences, ent))
+	g.SentEnts = resorted(remapRows(tg.SentEnts, v.sentences, ent, kept))
 	g.EntSents = graphops.Transpose(g.SentEnts, len(entOld))
-	g.PassEnts = graphops.SortRows(remapRows(tg.PassEnts, v.passages, ent))
-	g.Occur = remapRows(tg.Occur, entOld, local)
+	g.PassEnts = graphops.SortRows(viewPassEnts(tg, v.passages, mentions, ent))
+	g.Occur = remapRows(tg.Occur, entOld, local, nil)
 	// The sentence vectors, the bulk, are read through v.sentences.
 	v.tg = &TriGraph{TriGraph: g, EntityVecs: gatherRows(tg.EntityVecs, entOld, dims), Meta: tg.Meta}
 	v.tg.Meta.Entities, v.tg.Meta.Sentences, v.tg.Meta.Mentions = len(entOld), len(v.sentences), len(g.PassEnts.Idx)
 	g.WRows = neighbourRows(v.tg, be, dims, tg.Meta.Neighbours)
 	return v, nil
+}
+
+// passageMentions is, per passage, the entities its sentences' kept
+// entries mention, in the passage's first-mention order.
+func passageMentions(tg *TriGraph, passages []int32, kept func(int64) bool) [][]int32 {
+	out := make([][]int32, len(passages))
+	has := map[int32]bool{}
+	for i, p := range passages {
+		clear(has)
+		for _, s := range tg.order.sentences.Neighbors(int(p)) {
+			for q := tg.SentEnts.Ptr[s]; q < tg.SentEnts.Ptr[s+1]; q++ {
+				if kept(q) {
+					has[tg.SentEnts.Idx[q]] = true
+				}
+			}
+		}
+		for _, e := range tg.order.entities[tg.PassEnts.Ptr[p]:tg.PassEnts.Ptr[p+1]] {
+			if has[e] {
+				out[i] = append(out[i], e)
+			}
+		}
+	}
+	return out
+}
+
+// viewPassEnts is PassEnts's rows of the passages, keeping the entities
+// each mentions in the view (renamed by ent), with their counts.
+func viewPassEnts(tg *TriGraph, passages []int32, mentions [][]int32, ent []int32) graphops.CSR {
+	out := graphops.CSR{Ptr: make([]int64, len(passages)+1), Idx: []int32{}, W: []float32{}}
+	for i, p := range passages {
+		for q := tg.PassEnts.Ptr[p]; q < tg.PassEnts.Ptr[p+1]; q++ {
+			if e := tg.PassEnts.Idx[q]; slices.Contains(mentions[i], e) {
+				out.Idx, out.W = append(out.Idx, ent[e]), append(out.W, tg.PassEnts.W[q])
+			}
+		}
+		out.Ptr[i+1] = int64(len(out.Idx))
+	}
+	return out
+}
+
+// rowsOf is the rows of c for the given row numbers, keeping the entries
+// keep accepts.
+func rowsOf(c graphops.CSR, rows []int32, keep func(int32) bool) [][]int32 {
+	out := make([][]int32, len(rows))
+	for i, r := range rows {
+		for _, x := range c.Neighbors(int(r)) {
+			if keep(x) {
+				out[i] = append(out[i], x)
+			}
+		}
+	}
+	return out
 }
 
 // neighbourRows computes W's rows of a view's Tri-Graph t as they are
@@ -122,16 +188,15 @@ func resorted(c graphops.CSR) graphops.CSR {
 	return graphops.RowsCSR(rows)
 }
 
-// firstSeen numbers the items of the given rows (ptr, idx) of the passages
-// in order of first appearance: old→new (−1 for an item in none of them)
-// and new→old.
-func firstSeen(n int, passages []int32, ptr []int64, idx []int32) (toNew, toOld []int32) {
+// firstSeen numbers the items of the rows in order of first appearance:
+// old→new (−1 for an item in none of them) and new→old.
+func firstSeen(n int, rows [][]int32) (toNew, toOld []int32) {
 	toNew = make([]int32, n)
 	for i := range toNew {
 		toNew[i] = -1
 	}
-	for _, p := range passages {
-		for _, x := range idx[ptr[p]:ptr[p+1]] {
+	for _, row := range rows {
+		for _, x := range row {
 			if toNew[x] < 0 {
 				toNew[x] = int32(len(toOld))
 				toOld = append(toOld, x)
@@ -142,16 +207,17 @@ func firstSeen(n int, passages []int32, ptr []int64, idx []int32) (toNew, toOld 
 }
 
 // remapRows is the CSR whose row i is c's row rows[i] with each column j
-// renamed cols[j], dropping those renamed −1 (weights follow when c has
-// them). The columns keep their order.
-func remapRows(c graphops.CSR, rows []int32, cols []int32) graphops.CSR {
+// renamed cols[j], dropping those renamed −1 and the entries q keep (when
+// set) refuses; weights follow when c has them. The columns keep their
+// order.
+func remapRows(c graphops.CSR, rows []int32, cols []int32, keep func(q int64) bool) graphops.CSR {
 	out := graphops.CSR{Ptr: make([]int64, len(rows)+1), Idx: []int32{}}
 	if c.W != nil {
 		out.W = []float32{}
 	}
 	for i, r := range rows {
 		for q := c.Ptr[r]; q < c.Ptr[r+1]; q++ {
-			if j := cols[c.Idx[q]]; j >= 0 {
+			if j := cols[c.Idx[q]]; j >= 0 && (keep == nil || keep(q)) {
 				out.Idx = append(out.Idx, j)
 				if c.W != nil {
 					out.W = append(out.W, c.W[q])

@@ -103,6 +103,35 @@ func (u Union) Name() string {
 	return strings.Join(names, "+")
 }
 
+// EntitiesByOrigin is ex.Entities(sentence) with, for each entity,
+// whether only a title gazetteer found it: a Gazetteer, or only the
+// Gazetteer parts of a Union. Such an entity exists because some node has
+// that title, so a view of the corpus without that node drops it.
+func EntitiesByOrigin(ctx context.Context, ex EntityExtractor, sentence string) ([]string, []bool, error) {
+	parts, ok := ex.(Union)
+	if !ok {
+		parts = Union{ex}
+	}
+	var out []string
+	seen, other := map[string]bool{}, map[string]bool{}
+	for _, e := range parts {
+		ents, err := e.Entities(ctx, sentence)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, gazetteer := e.(*Gazetteer)
+		for _, s := range ents {
+			other[s] = other[s] || !gazetteer
+			out = appendDistinct(out, seen, s)
+		}
+	}
+	titleOnly := make([]bool, len(out))
+	for i, s := range out {
+		titleOnly[i] = !other[s]
+	}
+	return out, titleOnly, nil
+}
+
 // Entities implements EntityExtractor.
 func (u Union) Entities(ctx context.Context, sentence string) ([]string, error) {
 	var out []string

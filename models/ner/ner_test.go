@@ -123,3 +123,32 @@ func TestUnionAndNew(t *testing.T) {
 		t.Fatal("cancelled context ignored")
 	}
 }
+
+type stubExtractor []string
+
+func (stubExtractor) Name() string { return "stub" }
+func (s stubExtractor) Entities(context.Context, string) ([]string, error) {
+	return s, nil
+}
+
+// EntitiesByOrigin gives Union's entities in Union's order, marking those
+// only a Gazetteer part found.
+func TestEntitiesByOrigin(t *testing.T) {
+	g := NewGazetteer([]string{"grinpo zaltun", "Ann Lee"}, DefaultMinTitleLen)
+	u := Union{stubExtractor{"Ann Lee", "Oslo"}, g}
+	line := "Ann Lee met grinpo zaltun in Oslo."
+	want, err := u.Entities(context.Background(), line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, titleOnly, err := EntitiesByOrigin(context.Background(), u, line)
+	if err != nil || !slices.Equal(got, want) || !slices.Equal(titleOnly, []bool{false, false, true}) {
+		t.Fatalf("%v %v %v, want %v with only grinpo zaltun title-only", got, titleOnly, err, want)
+	}
+	if _, only, _ := EntitiesByOrigin(context.Background(), g, line); !slices.Equal(only, []bool{true, true}) {
+		t.Fatalf("a gazetteer alone: %v", only)
+	}
+	if _, only, _ := EntitiesByOrigin(context.Background(), stubExtractor{"Oslo"}, line); !slices.Equal(only, []bool{false}) {
+		t.Fatalf("another extractor: %v", only)
+	}
+}
