@@ -4,9 +4,12 @@
 // groups ANDed with a request filter on every query), on 127.0.0.1
 // (loopback only). It builds a synthetic corpus with ACL and team
 // metadata, runs each setup for -duration per method, prints throughput
-// and latency side by side, and stops by itself.
+// and latency side by side, and stops by itself. Methods that read a
+// section (nexusrag, linearrag: the Tri-Graph with prose and title NER;
+// ketrag: its structures with the local extractor) get it built first.
 //
 //	go run ./benchmarks/secureload -nodes 20000 -duration 10s
+//	go run ./benchmarks/secureload -nodes 3000 -methods nexusrag,ketrag
 package main
 
 import (
@@ -23,16 +26,24 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 	_ "github.com/gleaner-rag/gleaner/methods"
+	"github.com/gleaner-rag/gleaner/methods/ketrag"
+	"github.com/gleaner-rag/gleaner/methods/trigraph"
+	"github.com/gleaner-rag/gleaner/models/kgextract"
+	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server"
 	"github.com/gleaner-rag/gleaner/server/auth"
 )
@@ -43,7 +54,14 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "attack per method and setup")
 	work := flag.String("work", "", "folder for the index (default: a temporary one, removed)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the secured runs here")
+	list := flag.String("methods", "bm25,ppr", "comma-separated methods to measure")
 	flag.Parse()
+	methods = strings.Split(*list, ",")
+	for _, m := range methods {
+		if !retrieve.SupportsFilters(m) {
+			log.Fatalf("secureload: -methods: %q is not a method that takes filters", m)
+		}
+	}
 	if *nodes < 100 || *clients < 1 || *duration <= 0 {
 		log.Fatal("secureload: -nodes ≥ 100, -clients ≥ 1, -duration > 0")
 	}
@@ -60,6 +78,9 @@ func main() {
 	ixDir := filepath.Join(dir, "ix")
 	start := time.Now()
 	if err := index.Build(context.Background(), c, ixDir, index.WithoutHead()); err != nil {
+		log.Fatal(err)
+	}
+	if err := buildSections(ixDir, methods); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("secureload: %d nodes, %d edges, %d queries; indexed in %v; %d clients, %v per run, GOMAXPROCS %d\n\n",
@@ -90,8 +111,45 @@ func main() {
 	}
 }
 
-// methods are the methods measured (both take filters).
-var methods = []string{"bm25", "ppr"}
+// methods are the methods measured (-methods; each takes filters).
+var methods []string
+
+// buildSections builds the sections the methods read: the Tri-Graph
+// (prose and title NER) and KET-RAG's structures (local extractor).
+func buildSections(dir string, methods []string) error {
+	ctx := context.Background()
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	if slices.Contains(methods, "nexusrag") || slices.Contains(methods, "linearrag") {
+		o := trigraph.DefaultBuildOptions()
+		if o.Extractor, err = trigraph.Extractor(dir, "both"); err != nil {
+			return err
+		}
+		o.Backend = be
+		if _, err := trigraph.Set(ctx, dir, nil, o); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(methods, "ketrag") {
+		ix, err := index.Open(dir, store.OpenOptions{})
+		if err != nil {
+			return err
+		}
+		names := ix.Names()
+		ix.Close()
+		o := ketrag.DefaultBuildOptions()
+		if o.Extractor, err = kgextract.NewLocal(ner.NewGazetteer(names, ner.DefaultMinTitleLen)); err != nil {
+			return err
+		}
+		o.Backend = be
+		if _, err := ketrag.Set(ctx, dir, nil, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
