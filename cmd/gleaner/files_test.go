@@ -131,3 +131,23 @@ func TestImportFilesRefusesBadInput(t *testing.T) {
 		t.Fatalf("--force: %v", err)
 	}
 }
+
+// A folder too small to train the reranking head says which flag builds
+// the index without one.
+func TestTinyFolderNamesTheHeadFlag(t *testing.T) {
+	dir := t.TempDir()
+	src, data := filepath.Join(dir, "docs"), filepath.Join(dir, "data")
+	os.MkdirAll(src, 0o755)
+	os.WriteFile(filepath.Join(src, "a.md"), []byte("# A\n\nalpha beta gamma\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "b.md"), []byte("# B\n\nbeta delta\n"), 0o644)
+	if out, err := run(t, "import", "files", src, "-o", data); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	_, err := run(t, "index", data, "-o", filepath.Join(dir, "ix"))
+	if err == nil || !strings.Contains(err.Error(), "--train-head=false") || strings.Contains(err.Error(), "index.WithoutHead") {
+		t.Fatalf("a two-file folder: %v", err)
+	}
+	if out, err := run(t, "index", data, "-o", filepath.Join(dir, "ix"), "--train-head=false"); err != nil {
+		t.Fatalf("--train-head=false: %v %s", err, out)
+	}
+}
