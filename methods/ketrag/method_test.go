@@ -15,12 +15,10 @@ import (
 	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/indextest"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/ketrag"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/lexical"
-	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
@@ -253,7 +251,7 @@ func TestKETRAGFiltersDiscloseNothing(t *testing.T) {
 	lsa := lexical.DefaultLSA()
 	lsa.Dims = 16
 	dir := indextest.Build(t, c, index.WithLSA(lsa))
-	addUnitWideKETRAG(t, c, dir)
+	testindex.AddKETRAGWith(t, c, dir, func(ex kgextract.Extractor) kgextract.Extractor { return unitWide{ex} })
 	ix := indextest.Open(t, dir)
 	o := ketrag.DefaultOptions()
 	o.Budget = 3000
@@ -323,28 +321,6 @@ func hiddenWords(ix *index.Index, c *corpus.Corpus, allow *filter.Set, text stri
 		}
 	}
 	return out
-}
-
-// addUnitWideKETRAG builds KET-RAG's structures as testindex.AddKETRAG
-// does, but each entity's and relationship's description is the whole
-// text the extractor was given.
-func addUnitWideKETRAG(t *testing.T, c *corpus.Corpus, dir string) {
-	t.Helper()
-	var titles []string
-	for _, n := range c.Nodes {
-		titles = append(titles, n.Title)
-	}
-	local, err := kgextract.NewLocal(ner.NewGazetteer(titles, ner.DefaultMinTitleLen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := ketrag.DefaultBuildOptions()
-	o.Backend = cpu.New()
-	o.Extractor = unitWide{local}
-	o.UnitTokens, o.PieceTokens = 300, 80
-	if _, err := ketrag.Set(context.Background(), dir, nil, o); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // unitWide describes everything it extracts with the whole text.

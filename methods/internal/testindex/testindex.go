@@ -173,6 +173,12 @@ func AddTriGraph(t testing.TB, c *corpus.Corpus, dir, nerName string) {
 // AddKETRAG builds KET-RAG's structures with a gazetteer of c's titles.
 func AddKETRAG(t testing.TB, c *corpus.Corpus, dir string) {
 	t.Helper()
+	AddKETRAGWith(t, c, dir, func(ex kgextract.Extractor) kgextract.Extractor { return ex })
+}
+
+// AddKETRAGWith is AddKETRAG with the extractor wrap makes of the local one.
+func AddKETRAGWith(t testing.TB, c *corpus.Corpus, dir string, wrap func(kgextract.Extractor) kgextract.Extractor) {
+	t.Helper()
 	var titles []string
 	for _, n := range c.Nodes {
 		titles = append(titles, n.Title)
@@ -183,7 +189,7 @@ func AddKETRAG(t testing.TB, c *corpus.Corpus, dir string) {
 	}
 	o := ketrag.DefaultBuildOptions()
 	o.Backend = cpu.New()
-	o.Extractor = ex
+	o.Extractor = wrap(ex)
 	o.UnitTokens, o.PieceTokens = 300, 80
 	if _, err := ketrag.Set(context.Background(), dir, nil, o); err != nil {
 		t.Fatal(err)
