@@ -5,6 +5,7 @@ package ppr
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -23,6 +24,13 @@ const (
 	ResetDense = "dense" // HippoRAG 2's: every passage, by its min–max-normalised score
 )
 
+// PageRank solvers (Options.Solver).
+const (
+	SolverAuto  = "auto"  // push on graphs of at least PushFrom vertices with a seeded reset, else exact
+	SolverExact = "exact" // power iteration to 1e-10 in L1 over the whole graph (igraph's semantics)
+	SolverPush  = "push"  // forward local push from the seeds (graphops.LocalPPR): work bounded by PushEps, not by the graph
+)
+
 // Seed weights of the seeded reset (Options.SeedWeight).
 const (
 	SeedByScore = "score" // ∝ the first stage's score
@@ -37,12 +45,18 @@ type Options struct {
 	Seeds      int                   // ppr-seeds: seeds: first-stage results that restart the walk, ≥ 1
 	SeedWeight string                // ppr-seed-weight: seeds: SeedByScore or SeedByRank
 	Damping    float64               // damping: probability of following an edge, in (0, 1)
+	Solver     string                // ppr-solver: SolverAuto, SolverExact or SolverPush
+	PushEps    float64               // ppr-push-eps: push's residual bound per unit of strength, > 0
+	PushFrom   int                   // ppr-push-from: SolverAuto pushes on graphs of at least this many vertices
 }
 
 // DefaultOptions: BM25's top 5 by 1/rank, damping 0.5 (chosen on the
-// declared dev questions, benchmarks/RESULTS.md).
+// declared dev questions, benchmarks/RESULTS.md); the exact solver below
+// 20,000 vertices, local push at ε 1e-6 from there (top-10 overlap with
+// exact ≥ 0.98, benchmarks/RESULTS.md).
 func DefaultOptions() Options {
-	return Options{Stage: retrieve.DefaultStage(), Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5}
+	return Options{Stage: retrieve.DefaultStage(), Reset: ResetSeeds, Seeds: 5, SeedWeight: SeedByRank, Damping: 0.5,
+		Solver: SolverAuto, PushEps: 1e-6, PushFrom: 20000}
 }
 
 // Params binds every setting.
@@ -53,6 +67,9 @@ func (o *Options) Params(p *retrieve.Params) {
 	p.Int(&o.Seeds, "ppr-seeds", "ppr: first-stage results that restart the walk", retrieve.AtLeast(1))
 	p.String(&o.SeedWeight, "ppr-seed-weight", "ppr: seed weight ∝ score or ∝ 1/rank (score|rank)", retrieve.OneOf(SeedByScore, SeedByRank))
 	p.Float(&o.Damping, "damping", "ppr: probability of following an edge, in (0,1)", retrieve.Between(0.0, 1.0))
+	p.String(&o.Solver, "ppr-solver", "ppr: auto (push from --ppr-push-from vertices), exact (power iteration over the whole graph) or push (local push from the seeds)", retrieve.OneOf(SolverAuto, SolverExact, SolverPush))
+	p.Float(&o.PushEps, "ppr-push-eps", "ppr: local push's residual bound per unit of a vertex's strength (smaller: closer to exact, more work)", retrieve.Between(0.0, 1.0))
+	p.Int(&o.PushFrom, "ppr-push-from", "ppr: with ppr-solver auto, the graph size (vertices) from which local push replaces the exact solver", retrieve.AtLeast(1))
 }
 
 // Validate checks every setting.
@@ -71,7 +88,8 @@ func init() {
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
-			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth")
+			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth",
+				"ppr-solver", "ppr-push-eps", "ppr-push-from") // the dense reset restarts everywhere: nothing to push locally
 		},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			o.Stage.Kind, o.Reset = retrieve.StageBM25, ResetDense
@@ -108,6 +126,9 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*ppr, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Solver == SolverPush && o.Reset == ResetDense {
+		return nil, fmt.Errorf("%s: ppr-solver push needs ppr-reset seeds (a dense reset restarts at every passage): %w", name, retrieve.ErrInvalid)
+	}
 	if err := retrieve.RequireGraph(ix, o.GraphKinds, name); err != nil {
 		return nil, err
 	}
@@ -125,16 +146,23 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	if err != nil || sc == nil {
 		return nil, err
 	}
+	m.once.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
+	if m.pushes(m.adj) {
+		seeds := m.seedReset(sc)
+		if seeds == nil {
+			return nil, nil
+		}
+		return m.push(ctx, retrieve.AllowedView(m.adj, q), seeds, q.Allow, k)
+	}
 	reset := m.reset(sc, q.Allow)
 	if reset == nil {
 		return nil, nil
 	}
-	m.once.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
 	adj := retrieve.AllowedView(m.adj, q) // walk only the allowed nodes: no mass passes through another
 	po := graphops.DefaultPPROptions()
 	po.Damping = m.o.Damping
 	po.MaxIter = max(po.MaxIter, graphops.PPRIterations(m.o.Damping, po.Tol))
-	_, end := retrieve.StartSpan(ctx, "pagerank", attribute.Int("gleaner.vertices", adj.N()))
+	_, end := retrieve.StartSpan(ctx, "pagerank", attribute.Int("gleaner.vertices", adj.N()), attribute.String("gleaner.solver", SolverExact))
 	pi, _, err := graphops.PersonalizedPageRank(ctx, adj, reset, po)
 	end(err)
 	if err != nil {
@@ -147,6 +175,45 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 		}
 	}
 	return top.Results(), nil
+}
+
+// pushes says whether the query runs local push: asked for, or auto on a
+// graph of at least PushFrom vertices with a seeded reset.
+func (m *ppr) pushes(adj *graphops.Adjacency) bool {
+	switch m.o.Solver {
+	case SolverPush:
+		return true
+	case SolverAuto:
+		return m.o.Reset == ResetSeeds && adj.N() >= m.o.PushFrom
+	}
+	return false
+}
+
+// push ranks by local push from the seeds: the pushed vertices by their
+// estimate, then, as the exact ranking orders its unreached zeros, the
+// lowest-numbered allowed nodes at 0 up to k. Its work is bounded by the
+// ε and the seeds, not by the graph; the estimate is below PageRank by at
+// most ε × a vertex's strength (graphops.LocalPPR).
+func (m *ppr) push(ctx context.Context, adj *graphops.Adjacency, seeds map[int32]float64, allow *filter.Set, k int) ([]retrieve.Hit, error) {
+	_, end := retrieve.StartSpan(ctx, "pagerank", attribute.Int("gleaner.vertices", adj.N()), attribute.String("gleaner.solver", SolverPush))
+	res, err := graphops.LocalPPR(ctx, adj, seeds, m.o.Damping, m.o.PushEps)
+	end(err)
+	if err != nil {
+		return nil, err
+	}
+	top := engine.NewTopK(min(k, adj.N()))
+	for v, x := range res.P {
+		if allow.Has(int(v)) {
+			top.Push(v, float32(x))
+		}
+	}
+	hits := top.Results()
+	for v := 0; len(hits) < k && v < adj.N(); v++ {
+		if _, pushed := res.P[int32(v)]; !pushed && allow.Has(v) {
+			hits = append(hits, retrieve.Hit{Index: int32(v)})
+		}
+	}
+	return hits, nil
 }
 
 // reset builds the restart vector from the first-stage scores (over the
@@ -162,20 +229,35 @@ func (m *ppr) reset(sc []float32, allow *filter.Set) []float64 {
 		}
 		return vecmath.MinMaxScaled(r, passageMass)
 	}
+	seeds := m.seedReset(sc)
+	if seeds == nil {
+		return nil
+	}
+	for v, w := range seeds {
+		r[v] = w
+	}
+	return r
+}
+
+// seedReset is the seeded restart vector: the first stage's top Seeds
+// results by score or 1/rank; nil when there are none. (The first stage
+// ranks only allowed nodes.)
+func (m *ppr) seedReset(sc []float32) map[int32]float64 {
 	seeds := m.st.Ranking(sc, m.o.Seeds)
+	if len(seeds) == 0 {
+		return nil
+	}
 	byRank := m.o.SeedWeight == SeedByRank
-	if !byRank && len(seeds) > 0 && !(seeds[0].Score > 0) {
+	if !byRank && !(seeds[0].Score > 0) {
 		byRank = true // no positive score to weigh by (all cosines ≤ 0): fall back to 1/rank
 	}
+	r := make(map[int32]float64, len(seeds))
 	for i, h := range seeds {
 		w := float64(h.Score)
 		if byRank {
 			w = 1 / float64(i+1)
 		}
 		r[h.Index] = max(w, 0)
-	}
-	if len(seeds) == 0 {
-		return nil
 	}
 	return r
 }

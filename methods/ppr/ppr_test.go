@@ -2,13 +2,16 @@ package ppr_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/ppr"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 func TestMain(m *testing.M) { testindex.Main(m) }
@@ -91,4 +94,75 @@ func checkAgainst(t *testing.T, hits []retrieve.Hit, pi []float64) {
 			t.Errorf("rank %d out of order", r)
 		}
 	}
+}
+
+// Local push (ppr-solver push) agrees with the exact solver: at the
+// default ε the top-10 overlap over the shared questions is at least 0.98
+// (the bar), and a filtered push returns only allowed nodes; auto
+// pushes from ppr-push-from vertices on, and a dense reset cannot push.
+func TestPushAgreesWithExact(t *testing.T) {
+	ix, qs := testindex.Shared(t)
+	exact := testindex.Method(t, ix, "ppr", "ppr-solver", "exact")
+	push := testindex.Method(t, ix, "ppr", "ppr-solver", "push")
+	autoPush := testindex.Method(t, ix, "ppr", "ppr-push-from", "1")
+	autoExact := testindex.Method(t, ix, "ppr") // the shared index is below 20,000 vertices
+	var overlap float64
+	for _, q := range qs {
+		want, err := exact.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := push.Retrieve(context.Background(), q, 10)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("push: %d hits (%v), exact %d", len(got), err, len(want))
+		}
+		overlap += topOverlap(got, want)
+		if a, _ := autoPush.Retrieve(context.Background(), q, 10); !slices.Equal(a, got) {
+			t.Fatalf("auto from 1 vertex %v, push %v", a, got)
+		}
+		if a, _ := autoExact.Retrieve(context.Background(), q, 10); !slices.Equal(a, want) {
+			t.Fatalf("auto below the threshold %v, exact %v", a, want)
+		}
+	}
+	if mean := overlap / float64(len(qs)); mean < 0.98 {
+		t.Fatalf("top-10 overlap of push with exact %.3f over %d questions, want ≥ 0.98", mean, len(qs))
+	}
+	allow := filter.NewSet(ix.N(), evens(ix.N())...)
+	q := qs[0]
+	q.Allow = allow
+	hits, err := push.Retrieve(context.Background(), q, 20)
+	if err != nil || len(hits) != 20 {
+		t.Fatalf("filtered push: %v %v", hits, err)
+	}
+	for _, h := range hits {
+		if !allow.Has(int(h.Index)) {
+			t.Fatalf("filtered push returned node %d", h.Index)
+		}
+	}
+	if _, err := testindex.NewMethod(ix, "ppr", "ppr-solver", "push", "ppr-reset", "dense"); !errors.Is(err, retrieve.ErrInvalid) {
+		t.Fatalf("push with a dense reset: %v", err)
+	}
+}
+
+func evens(n int) []int32 {
+	var out []int32
+	for v := 0; v < n; v += 2 {
+		out = append(out, int32(v))
+	}
+	return out
+}
+
+// topOverlap is the share of want's nodes that got holds.
+func topOverlap(got, want []retrieve.Hit) float64 {
+	in := map[int32]bool{}
+	for _, h := range got {
+		in[h.Index] = true
+	}
+	n := 0
+	for _, h := range want {
+		if in[h.Index] {
+			n++
+		}
+	}
+	return float64(n) / float64(max(len(want), 1))
 }

@@ -1,0 +1,150 @@
+// Command pprsolver measures ppr's two PageRank solvers on one synthetic
+// index in one run: exact power iteration over the whole graph against
+// local push from the seeds (ppr-solver push, at the default ε). For each
+// it prints the per-query latency and, for push, the top-10 overlap with
+// exact over the corpus's questions; both rankings' Recall@10 against the
+// questions' gold passages shows what the approximation costs in quality.
+//
+//	go run ./benchmarks/pprsolver -nodes 100000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/index"
+	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
+	_ "github.com/gleaner-rag/gleaner/methods"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 100000, "about how many nodes the synthetic corpus has")
+	queries := flag.Int("queries", 300, "questions asked")
+	work := flag.String("work", "", "folder for the index (default: a temporary one, removed)")
+	flag.Parse()
+	if *nodes < 100 || *queries < 1 {
+		log.Fatal("pprsolver: -nodes ≥ 100 and -queries ≥ 1")
+	}
+	dir := *work
+	if dir == "" {
+		d, err := os.MkdirTemp("", "pprsolver")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	people := max(10, *nodes*2/3) // with cities, countries and bands in proportion: about 1.45 nodes per person
+	c := synth.Generate(synth.Options{People: people, Cities: max(4, people/6), Countries: max(2, people/30),
+		Bands: max(4, people/4), Queries: *queries, Seed: 13})
+	ixDir := filepath.Join(dir, "ix")
+	start := time.Now()
+	if err := index.Build(context.Background(), c, ixDir, index.WithoutHead()); err != nil {
+		log.Fatal(err)
+	}
+	built := time.Since(start)
+	ix, err := index.Open(ixDir, store.OpenOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ix.Close()
+	be, err := engine.Open("cpu")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("pprsolver: %d nodes, %d edges, %d questions; indexed in %v\n\n", ix.N(), len(c.Edges), len(c.Queries), built.Round(time.Second))
+	exact := measure(ix, be, c.Queries, "exact")
+	push := measure(ix, be, c.Queries, "push")
+	var overlap float64
+	for i := range exact.hits {
+		overlap += topOverlap(push.hits[i], exact.hits[i])
+	}
+	fmt.Println("| solver | p50 ms | p99 ms | Recall@10 | top-10 overlap with exact |")
+	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("| exact | %.2f | %.2f | %.3f | 1 |\n", exact.p(0.5), exact.p(0.99), recall(ix, c.Queries, exact.hits))
+	fmt.Printf("| push (ε 1e-6) | %.2f | %.2f | %.3f | %.3f |\n", push.p(0.5), push.p(0.99), recall(ix, c.Queries, push.hits), overlap/float64(len(exact.hits)))
+	fmt.Printf("\nexact / push p50: %.1f×\n", exact.p(0.5)/push.p(0.5))
+}
+
+type run struct {
+	hits [][]retrieve.Hit
+	ms   []float64
+}
+
+func (r run) p(q float64) float64 {
+	s := slices.Sorted(slices.Values(r.ms))
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// measure asks every question once (after one warm-up question) with the
+// solver.
+func measure(ix *index.Index, be engine.Backend, qs []corpus.Query, solver string) run {
+	cfg, err := retrieve.NewConfig("ppr")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := cfg.Set("ppr-solver", solver); err != nil {
+		log.Fatal(err)
+	}
+	m, err := retrieve.New(ix, retrieve.Env{Backend: be}, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	m.Retrieve(ctx, retrieve.Query{Text: qs[0].Text}, 10)
+	var r run
+	for _, q := range qs {
+		start := time.Now()
+		hits, err := m.Retrieve(ctx, retrieve.Query{Text: q.Text}, 10)
+		if err != nil {
+			log.Fatal(err)
+		}
+		r.ms = append(r.ms, float64(time.Since(start).Microseconds())/1000)
+		r.hits = append(r.hits, hits)
+	}
+	return r
+}
+
+// recall is the mean share of each question's gold passages in its top 10.
+func recall(ix *index.Index, qs []corpus.Query, hits [][]retrieve.Hit) float64 {
+	var sum float64
+	for i, q := range qs {
+		got := map[string]bool{}
+		for _, h := range hits[i] {
+			got[ix.NodeID(int(h.Index))] = true
+		}
+		n := 0
+		for _, g := range q.Gold {
+			if got[g] {
+				n++
+			}
+		}
+		sum += float64(n) / float64(max(len(q.Gold), 1))
+	}
+	return sum / float64(len(qs))
+}
+
+func topOverlap(got, want []retrieve.Hit) float64 {
+	in := map[int32]bool{}
+	for _, h := range got {
+		in[h.Index] = true
+	}
+	n := 0
+	for _, h := range want {
+		if in[h.Index] {
+			n++
+		}
+	}
+	return float64(n) / float64(max(len(want), 1))
+}
