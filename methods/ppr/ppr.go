@@ -24,6 +24,11 @@ const (
 	ResetDense = "dense" // HippoRAG 2's: every passage, by its min–max-normalised score
 )
 
+// minPushEps bounds ppr-push-eps below: a request's options may set it,
+// and push's work grows as 1/ε (below this the exact solver is cheaper on
+// any graph this machine holds).
+const minPushEps = 1e-12
+
 // PageRank solvers (Options.Solver).
 const (
 	SolverAuto  = "auto"  // push on graphs of at least PushFrom vertices with a seeded reset, else exact
@@ -68,7 +73,7 @@ func (o *Options) Params(p *retrieve.Params) {
 	p.String(&o.SeedWeight, "ppr-seed-weight", "ppr: seed weight ∝ score or ∝ 1/rank (score|rank)", retrieve.OneOf(SeedByScore, SeedByRank))
 	p.Float(&o.Damping, "damping", "ppr: probability of following an edge, in (0,1)", retrieve.Between(0.0, 1.0))
 	p.String(&o.Solver, "ppr-solver", "ppr: auto (push from --ppr-push-from vertices), exact (power iteration over the whole graph) or push (local push from the seeds)", retrieve.OneOf(SolverAuto, SolverExact, SolverPush))
-	p.Float(&o.PushEps, "ppr-push-eps", "ppr: local push's residual bound per unit of a vertex's strength (smaller: closer to exact, more work)", retrieve.Between(0.0, 1.0))
+	p.Float(&o.PushEps, "ppr-push-eps", "ppr: local push's residual bound per unit of a vertex's strength, in [1e-12, 1) (smaller: closer to exact, more work)", retrieve.Within(minPushEps, 1.0), retrieve.Between(0.0, 1.0))
 	p.Int(&o.PushFrom, "ppr-push-from", "ppr: with ppr-solver auto, the graph size (vertices) from which local push replaces the exact solver", retrieve.AtLeast(1))
 }
 

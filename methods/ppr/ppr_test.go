@@ -142,6 +142,11 @@ func TestPushAgreesWithExact(t *testing.T) {
 	if _, err := testindex.NewMethod(ix, "ppr", "ppr-solver", "push", "ppr-reset", "dense"); !errors.Is(err, retrieve.ErrInvalid) {
 		t.Fatalf("push with a dense reset: %v", err)
 	}
+	for _, eps := range []string{"0", "1e-300", "1", "NaN"} {
+		if _, err := testindex.NewMethod(ix, "ppr", "ppr-push-eps", eps); err == nil {
+			t.Errorf("ppr-push-eps %s accepted", eps)
+		}
+	}
 }
 
 func evens(n int) []int32 {
