@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // Metric names; a cut-off is appended as "@k".
@@ -118,4 +120,24 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Overlap is the share of want's nodes that got also holds: how well an
+// approximate ranking (local push) keeps an exact one's top k. Empty want
+// overlaps fully.
+func Overlap(got, want []engine.Hit) float64 {
+	if len(want) == 0 {
+		return 1
+	}
+	in := make(map[int32]bool, len(got))
+	for _, h := range got {
+		in[h.Index] = true
+	}
+	n := 0
+	for _, h := range want {
+		if in[h.Index] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(want))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
 )
 
@@ -188,5 +189,23 @@ func TestWriteTRECKeepsOrder(t *testing.T) {
 	}
 	if back["q"][3].Score != 1e-9 {
 		t.Errorf("a tiny score was rounded: %v", back["q"][3].Score)
+	}
+}
+
+func TestOverlap(t *testing.T) {
+	h := func(ids ...int32) []engine.Hit {
+		var out []engine.Hit
+		for _, i := range ids {
+			out = append(out, engine.Hit{Index: i})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		got, want []engine.Hit
+		x         float64
+	}{{h(1, 2, 3), h(3, 2, 1), 1}, {h(1, 2), h(2, 5, 6, 7), 0.25}, {nil, h(1), 0}, {h(1), nil, 1}} {
+		if x := Overlap(c.got, c.want); x != c.x {
+			t.Errorf("Overlap(%v, %v) = %v, want %v", c.got, c.want, x, c.x)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/vecmath"
 )
 
 // EmbedQuery is q's vector as the index compares it: q.Vector prepared as
@@ -111,6 +112,20 @@ func Nearest(ctx context.Context, be engine.Backend, ix *index.Index, key string
 		}
 	}
 	return best, scores, nil
+}
+
+// TopRowsWhere is TopRows on the host over the rows of a row-major array
+// of width d that keep accepts: for a view or a subset a filter leaves,
+// which a bound copy of the whole array cannot scan. Ties go to the lower
+// row, as the backend scan's.
+func TopRowsWhere(rows []float32, d int, keep func(row int32) bool, q []float32, k int) []Hit {
+	top := engine.NewTopK(k)
+	for r := range int32(len(rows) / d) {
+		if keep(r) {
+			top.Push(r, vecmath.Dot(q, rows[int(r)*d:(int(r)+1)*d]))
+		}
+	}
+	return top.Results()
 }
 
 // TopRows returns the k rows of a bound index array (see Nearest) with the

@@ -22,6 +22,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/index"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 	_ "github.com/gleaner-rag/gleaner/methods"
@@ -68,7 +69,7 @@ func main() {
 	push := measure(ix, be, c.Queries, "push")
 	var overlap float64
 	for i := range exact.hits {
-		overlap += topOverlap(push.hits[i], exact.hits[i])
+		overlap += eval.Overlap(push.hits[i], exact.hits[i])
 	}
 	fmt.Println("| solver | p50 ms | p99 ms | Recall@10 | top-10 overlap with exact |")
 	fmt.Println("|---|---|---|---|---|")
@@ -116,35 +117,17 @@ func measure(ix *index.Index, be engine.Backend, qs []corpus.Query, solver strin
 	return r
 }
 
-// recall is the mean share of each question's gold passages in its top 10.
+// recall is the mean Recall@10 of the rankings against the questions' gold
+// passages.
 func recall(ix *index.Index, qs []corpus.Query, hits [][]retrieve.Hit) float64 {
 	var sum float64
 	for i, q := range qs {
-		got := map[string]bool{}
-		for _, h := range hits[i] {
-			got[ix.NodeID(int(h.Index))] = true
+		ids := make([]string, len(hits[i]))
+		for j, h := range hits[i] {
+			ids[j] = ix.NodeID(int(h.Index))
 		}
-		n := 0
-		for _, g := range q.Gold {
-			if got[g] {
-				n++
-			}
-		}
-		sum += float64(n) / float64(max(len(q.Gold), 1))
+		m, _ := eval.Score(ids, q.Judgements(), []int{10}) // a question without gold counts 0
+		sum += m[eval.Name(eval.Recall, 10)]
 	}
 	return sum / float64(len(qs))
-}
-
-func topOverlap(got, want []retrieve.Hit) float64 {
-	in := map[int32]bool{}
-	for _, h := range got {
-		in[h.Index] = true
-	}
-	n := 0
-	for _, h := range want {
-		if in[h.Index] {
-			n++
-		}
-	}
-	return float64(n) / float64(max(len(want), 1))
 }

@@ -274,7 +274,7 @@ func (m *ketrag) keywordChannel(ctx context.Context, s *scope, qv []float32, T i
 	if T <= 0 || m.k.Keywords.Len() == 0 {
 		return t, nil, nil, nil
 	}
-	top, err := m.topRows(ctx, "ketrag.keyword_vectors", m.k.KeywordVecs, m.k.Keywords.Len(), s.keywords, s.full, qv, m.o.TopKeywords)
+	top, err := m.topRows(ctx, s, "ketrag.keyword_vectors", m.k.KeywordVecs, m.k.Keywords.Len(), s.keywordOK, qv, m.o.TopKeywords)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -334,7 +334,7 @@ func (m *ketrag) skeletonChannel(ctx context.Context, s *scope, qv []float32, ma
 	if maxTokens <= 0 || ne == 0 {
 		return empty(), nil, nil
 	}
-	top, err := m.topRows(ctx, "ketrag.entity_vectors", k.EntityVecs, ne, s.entities, s.full, qv, m.o.TopEntities)
+	top, err := m.topRows(ctx, s, "ketrag.entity_vectors", k.EntityVecs, ne, s.entityOK, qv, m.o.TopEntities)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/gleaner-rag/gleaner/engine"
-	"github.com/gleaner-rag/gleaner/internal/vecmath"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
@@ -22,19 +20,19 @@ import (
 // entity is usable only when every unit it came from has only allowed
 // chunks, and a relationship only when its units do and both its ends are
 // usable. A text unit (piece) is quoted only when all its chunks are
-// allowed, and a keyword used only when all its chunks are. Entity ranks (relationship counts) count the usable
-// relationships. So nothing in a filtered context, ranking or score
+// allowed, and a keyword used only when all its chunks are. Entity ranks
+// (relationship counts) count the usable relationships. So nothing in a filtered context, ranking or score
 // depends on a filtered-out chunk's text; the price is recall, since a
 // structure shared with a hidden chunk is left out whole. Which chunks
 // form the skeleton was decided at build time over every chunk (PageRank
 // over the chunk graph), like the vectors' basis: a statistical trace,
 // not text.
 type scope struct {
-	full     bool
-	entities []int32 // usable entities, ascending (nil when full)
-	keywords []int32 // usable keywords, ascending (nil when full)
-	relOK    []bool  // usable relationships (nil when full)
-	rank     []int32 // each entity's usable relationships
+	full      bool
+	entityOK  []bool  // usable entities (nil when full)
+	keywordOK []bool  // usable keywords (nil when full)
+	relOK     []bool  // usable relationships (nil when full)
+	rank      []int32 // each entity's usable relationships
 }
 
 // scopeOf is the query's scope, made once per filter set.
@@ -59,24 +57,21 @@ func newScope(k *KETRAG, allow *filter.Set) *scope {
 	piecesOK := func(ps []int32) bool {
 		return len(ps) > 0 && allOf(ps, func(p int32) bool { return unitOK[k.PieceUnit[p]] })
 	}
-	s := &scope{relOK: make([]bool, len(k.RelSrc)), rank: make([]int32, k.EntityNames.Len())}
-	entOK := make([]bool, k.EntityNames.Len())
-	for e := range entOK {
-		if entOK[e] = piecesOK(k.EntityPieces.Neighbors(e)); entOK[e] {
-			s.entities = append(s.entities, int32(e))
-		}
+	s := &scope{entityOK: make([]bool, k.EntityNames.Len()), keywordOK: make([]bool, k.Keywords.Len()),
+		relOK: make([]bool, len(k.RelSrc)), rank: make([]int32, k.EntityNames.Len())}
+	for e := range s.entityOK {
+		s.entityOK[e] = piecesOK(k.EntityPieces.Neighbors(e))
 	}
 	for r := range s.relOK {
 		a, b := k.RelSrc[r], k.RelDst[r]
-		if s.relOK[r] = entOK[a] && entOK[b] && piecesOK(k.RelPieces.Neighbors(r)); s.relOK[r] {
+		if s.relOK[r] = s.entityOK[a] && s.entityOK[b] && piecesOK(k.RelPieces.Neighbors(r)); s.relOK[r] {
 			s.rank[a]++
 			s.rank[b]++
 		}
 	}
-	for w := range k.Keywords.Len() {
-		if cs := k.KeywordChunks.Neighbors(w); len(cs) > 0 && allOf(cs, has) {
-			s.keywords = append(s.keywords, int32(w))
-		}
+	for w := range s.keywordOK {
+		cs := k.KeywordChunks.Neighbors(w)
+		s.keywordOK[w] = len(cs) > 0 && allOf(cs, has)
 	}
 	return s
 }
@@ -86,19 +81,14 @@ func allOf(xs []int32, ok func(int32) bool) bool {
 }
 
 // topRows is the k rows of a vector table (key names its bound copy) of
-// highest inner product with qv among the scope's rows: the backend's scan
-// over the whole table, or a host scan of the usable rows (ties: the lower
-// row, as the scan's).
-func (m *ketrag) topRows(ctx context.Context, key string, vecs []float32, n int, usable []int32, full bool, qv []float32, k int) ([]retrieve.Hit, error) {
-	d := m.ix.Meta.Dims
-	if full {
-		return retrieve.TopRows(ctx, m.be, m.ix, key, vecs, n, d, qv, k)
+// highest inner product with qv among the rows usable says the scope may
+// use: the backend's scan over the whole table, or a host scan of the
+// usable rows.
+func (m *ketrag) topRows(ctx context.Context, s *scope, key string, vecs []float32, n int, usable []bool, qv []float32, k int) ([]retrieve.Hit, error) {
+	if s.full {
+		return retrieve.TopRows(ctx, m.be, m.ix, key, vecs, n, m.ix.Meta.Dims, qv, k)
 	}
-	top := engine.NewTopK(k)
-	for _, r := range usable {
-		top.Push(r, vecmath.Dot(qv, vecs[int(r)*d:(int(r)+1)*d]))
-	}
-	return top.Results(), ctx.Err()
+	return retrieve.TopRowsWhere(vecs, m.ix.Meta.Dims, func(r int32) bool { return usable[r] }, qv, k), ctx.Err()
 }
 
 // relationships is entity e's relationships the scope may use.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/eval"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/methods/ppr"
@@ -116,7 +117,7 @@ func TestPushAgreesWithExact(t *testing.T) {
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("push: %d hits (%v), exact %d", len(got), err, len(want))
 		}
-		overlap += topOverlap(got, want)
+		overlap += eval.Overlap(got, want)
 		if a, _ := autoPush.Retrieve(context.Background(), q, 10); !slices.Equal(a, got) {
 			t.Fatalf("auto from 1 vertex %v, push %v", a, got)
 		}
@@ -155,19 +156,4 @@ func evens(n int) []int32 {
 		out = append(out, int32(v))
 	}
 	return out
-}
-
-// topOverlap is the share of want's nodes that got holds.
-func topOverlap(got, want []retrieve.Hit) float64 {
-	in := map[int32]bool{}
-	for _, h := range got {
-		in[h.Index] = true
-	}
-	n := 0
-	for _, h := range want {
-		if in[h.Index] {
-			n++
-		}
-	}
-	return float64(n) / float64(max(len(want), 1))
 }

@@ -182,14 +182,10 @@ func (r *originRecorder) Entities(ctx context.Context, line string) ([]string, e
 // titleOnly says, per entity of s, whether only a title gazetteer found it
 // in any of s's lines (as ner.Extract cut them).
 func (r *originRecorder) titleOnly(s ner.Sentence) []bool {
+	lines := strings.Split(s.Text, "\n")
 	out := make([]bool, len(s.Entities))
 	for i, e := range s.Entities {
-		out[i] = true
-		for _, line := range strings.Split(s.Text, "\n") {
-			if r.found[line][e] {
-				out[i] = false
-			}
-		}
+		out[i] = !slices.ContainsFunc(lines, func(line string) bool { return r.found[line][e] })
 	}
 	return out
 }

@@ -538,12 +538,8 @@ func (m *Method) nearestEntities(ctx context.Context, g *graph, q []float32, nq 
 	}
 	best, scores := make([]int32, nq), make([]float32, nq)
 	for i := range nq {
-		top := engine.NewTopK(1)
-		for e := range ne {
-			top.Push(int32(e), vecmath.Dot(q[i*d:(i+1)*d], g.tg.EntityVecs[e*d:(e+1)*d]))
-		}
 		best[i] = -1
-		if h := top.Results(); len(h) > 0 {
+		if h := retrieve.TopRowsWhere(g.tg.EntityVecs, d, func(int32) bool { return true }, q[i*d:(i+1)*d], 1); len(h) > 0 {
 			best[i], scores[i] = h[0].Index, h[0].Score
 		}
 	}
