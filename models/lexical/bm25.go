@@ -41,7 +41,9 @@ type BM25 struct {
 	p    *Postings
 	idf  []float32
 	norm []float32
-	pool sync.Pool
+	// bound caches each term's largest contribution (maxscore.go).
+	bound []uint32
+	pool  sync.Pool
 }
 
 // NewBM25 prepares a scorer over p.
@@ -50,7 +52,7 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 		return nil, err
 	}
 	n := p.NumDocs()
-	s := &BM25{prm: prm, p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n)}
+	s := &BM25{prm: prm, p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n), bound: make([]uint32, p.Terms.Len())}
 	for t := range s.idf {
 		df := float64(p.Ptr[t+1] - p.Ptr[t])
 		s.idf[t] = float32(math.Log(1 + (float64(n)-df+0.5)/(df+0.5)))
@@ -79,8 +81,25 @@ func (s *BM25) Search(query string, k int) []engine.Hit {
 	return s.SearchTerms(Analyze(query), k)
 }
 
-// SearchTerms is Search over already analyzed terms.
+// SearchTerms is Search over already analyzed terms. It runs MaxScore
+// (maxscore.go), which reads only the postings that can change the top k
+// and returns exactly what scoring every match would.
 func (s *BM25) SearchTerms(terms []string, k int) []engine.Hit {
+	ids := make([]int, 0, len(terms))
+	for _, w := range terms {
+		if t := s.p.Terms.Lookup(w); t >= 0 {
+			ids = append(ids, t)
+		}
+	}
+	if k <= 0 || len(ids) == 0 {
+		return []engine.Hit{}
+	}
+	return s.maxScore(ids, k)
+}
+
+// searchExhaustive is SearchTerms by scoring every document that matches
+// a term; MaxScore's results must equal it.
+func (s *BM25) searchExhaustive(terms []string, k int) []engine.Hit {
 	a := s.pool.Get().(*accum)
 	defer s.pool.Put(a)
 	for _, w := range terms {

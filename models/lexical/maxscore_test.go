@@ -1,0 +1,83 @@
+package lexical
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// zipfTexts are n documents over a Zipfian vocabulary, with every fifth one
+// a copy of an earlier one so that scores tie.
+func zipfTexts(rng *rand.Rand, n, vocab int) []string {
+	z := rand.NewZipf(rng, 1.1, 1, uint64(vocab-1))
+	texts := make([]string, n)
+	for d := range texts {
+		if d > 0 && d%5 == 0 {
+			texts[d] = texts[rng.IntN(d)]
+			continue
+		}
+		w := make([]string, 3+rng.IntN(60))
+		for i := range w {
+			w[i] = fmt.Sprintf("w%d", z.Uint64())
+		}
+		texts[d] = strings.Join(w, " ")
+	}
+	return texts
+}
+
+// MaxScore returns exactly what scoring every matching document returns:
+// the same documents, scores and tie order, for short and long queries,
+// repeated terms, unknown terms, and k from 1 to beyond the matches.
+func TestMaxScoreEqualsExhaustive(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		texts := zipfTexts(rng, 300+rng.IntN(3000), 50+rng.IntN(3000))
+		p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prm := BM25Params{K1: rng.Float64() * 2, B: rng.Float64()}
+		bm, err := NewBM25(p, prm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z := rand.NewZipf(rng, 1.05, 1, 4000)
+		for qi := range 200 {
+			terms := make([]string, 1+rng.IntN(12))
+			for i := range terms {
+				terms[i] = fmt.Sprintf("w%d", z.Uint64())
+			}
+			if qi%7 == 0 { // a repeated term
+				terms = append(terms, terms[0], terms[0])
+			}
+			for _, k := range []int{1, 2, 10, 100, len(texts) + 5} {
+				got, want := bm.SearchTerms(terms, k), bm.searchExhaustive(terms, k)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d, %v, k %d:\nmaxscore   %v\nexhaustive %v", seed, terms, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// The cursors' galloping search lands on the first posting at or after
+// its target from any start.
+func TestCursorSeek(t *testing.T) {
+	docs := []uint32{2, 3, 5, 8, 13, 21, 34, 55, 89, 144}
+	for start := range docs {
+		for d := uint32(0); d < 150; d++ {
+			c := cursor{docs: docs, pos: start}
+			c.seek(d)
+			want := start
+			for want < len(docs) && docs[want] < d {
+				want++
+			}
+			if c.pos != want {
+				t.Fatalf("seek(%d) from %d: at %d, want %d", d, start, c.pos, want)
+			}
+		}
+	}
+}
