@@ -41,9 +41,11 @@ type BM25 struct {
 	p    *Postings
 	idf  []float32
 	norm []float32
-	// bound caches each term's largest contribution (maxscore.go).
-	bound []uint32
-	pool  sync.Pool
+	// bound caches each term's largest contribution and maxNorm is the
+	// largest length norm (maxscore.go).
+	bound   []uint32
+	maxNorm float32
+	pool    sync.Pool
 }
 
 // NewBM25 prepares a scorer over p.
@@ -64,6 +66,7 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 	avg := max(total/float64(max(n, 1)), 1e-9)
 	for d, l := range p.DocLen {
 		s.norm[d] = float32(prm.K1 * (1 - prm.B + prm.B*float64(l)/avg))
+		s.maxNorm = max(s.maxNorm, s.norm[d])
 	}
 	s.pool.New = func() any { return &accum{score: make([]float32, n)} }
 	return s, nil
@@ -81,32 +84,40 @@ func (s *BM25) Search(query string, k int) []engine.Hit {
 	return s.SearchTerms(Analyze(query), k)
 }
 
-// SearchTerms is Search over already analyzed terms. It runs MaxScore
-// (maxscore.go), which reads only the postings that can change the top k
-// and returns exactly what scoring every match would.
+// SearchTerms is Search over already analyzed terms. When the query's
+// postings promise enough to skip it runs MaxScore (maxscore.go), which
+// reads only the postings that can change the top k; otherwise it scores
+// every match. Both return exactly the same hits.
 func (s *BM25) SearchTerms(terms []string, k int) []engine.Hit {
+	ids := s.lookup(terms)
+	if k > 0 && len(ids) > 0 && s.prunable(ids, k) {
+		return s.maxScore(ids, k)
+	}
+	return s.exhaustive(ids, k)
+}
+
+// lookup is the terms' ids in query order, unknown terms dropped.
+func (s *BM25) lookup(terms []string) []int {
 	ids := make([]int, 0, len(terms))
 	for _, w := range terms {
 		if t := s.p.Terms.Lookup(w); t >= 0 {
 			ids = append(ids, t)
 		}
 	}
-	if k <= 0 || len(ids) == 0 {
-		return []engine.Hit{}
-	}
-	return s.maxScore(ids, k)
+	return ids
 }
 
-// searchExhaustive is SearchTerms by scoring every document that matches
-// a term; MaxScore's results must equal it.
-func (s *BM25) searchExhaustive(terms []string, k int) []engine.Hit {
+// SearchExhaustive is SearchTerms by scoring every document that matches
+// a term: the reference MaxScore must equal, kept for tests and for
+// measuring what pruning saves.
+func (s *BM25) SearchExhaustive(terms []string, k int) []engine.Hit {
+	return s.exhaustive(s.lookup(terms), k)
+}
+
+func (s *BM25) exhaustive(ids []int, k int) []engine.Hit {
 	a := s.pool.Get().(*accum)
 	defer s.pool.Put(a)
-	for _, w := range terms {
-		t := s.p.Terms.Lookup(w)
-		if t < 0 {
-			continue
-		}
+	for _, t := range ids {
 		s.addTerm(a, t)
 	}
 	return a.top(k)

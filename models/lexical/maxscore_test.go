@@ -54,9 +54,12 @@ func TestMaxScoreEqualsExhaustive(t *testing.T) {
 				terms = append(terms, terms[0], terms[0])
 			}
 			for _, k := range []int{1, 2, 10, 100, len(texts) + 5} {
-				got, want := bm.SearchTerms(terms, k), bm.searchExhaustive(terms, k)
-				if !reflect.DeepEqual(got, want) {
+				want := bm.SearchExhaustive(terms, k)
+				if got := bm.maxScore(bm.lookup(terms), k); !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d, %v, k %d:\nmaxscore   %v\nexhaustive %v", seed, terms, k, got, want)
+				}
+				if got := bm.SearchTerms(terms, k); !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d, %v, k %d: SearchTerms %v, exhaustive %v", seed, terms, k, got, want)
 				}
 			}
 		}
