@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	nodes := flag.Int("nodes", 100000, "about how many nodes the synthetic corpus has")
+	nodes := flag.Int("nodes", 100000, "passages of the scale corpus (corpus/synth GenerateScale)")
 	queries := flag.Int("queries", 300, "questions asked")
 	work := flag.String("work", "", "folder for the index (default: a temporary one, removed)")
 	flag.Parse()
@@ -46,12 +46,15 @@ func main() {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	people := max(10, *nodes*2/3) // with cities, countries and bands in proportion: about 1.45 nodes per person
-	c := synth.Generate(synth.Options{People: people, Cities: max(4, people/6), Countries: max(2, people/30),
-		Bands: max(4, people/4), Queries: *queries, Seed: 13})
+	o := synth.DefaultScale(*nodes)
+	o.Queries, o.Dev = *queries, 0
+	c, err := synth.GenerateScale(o)
+	if err != nil {
+		log.Fatal(err)
+	}
 	ixDir := filepath.Join(dir, "ix")
 	start := time.Now()
-	if err := index.Build(context.Background(), c, ixDir, index.WithoutHead()); err != nil {
+	if err = index.Build(context.Background(), c, ixDir, index.WithoutHead()); err != nil {
 		log.Fatal(err)
 	}
 	built := time.Since(start)
