@@ -19,10 +19,14 @@ type BM25Params struct {
 // DefaultBM25 returns Anserini's defaults.
 func DefaultBM25() BM25Params { return BM25Params{K1: 0.9, B: 0.4} }
 
+// MaxK1 bounds k1: far beyond any tuned value (0.5–3), and small enough
+// that the float32 length norms stay finite, so no match scores 0.
+const MaxK1 = 1000
+
 // Validate rejects parameters outside BM25's meaningful range.
 func (p BM25Params) Validate() error {
-	if !(p.K1 >= 0) || math.IsInf(p.K1, 0) || !(p.B >= 0 && p.B <= 1) {
-		return fmt.Errorf("bm25: need k1 ≥ 0 and 0 ≤ b ≤ 1, got k1=%v b=%v", p.K1, p.B)
+	if !(p.K1 >= 0 && p.K1 <= MaxK1) || !(p.B >= 0 && p.B <= 1) {
+		return fmt.Errorf("bm25: need 0 ≤ k1 ≤ %d and 0 ≤ b ≤ 1, got k1=%v b=%v", MaxK1, p.K1, p.B)
 	}
 	return nil
 }

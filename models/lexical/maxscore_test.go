@@ -3,6 +3,7 @@ package lexical
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -81,6 +82,37 @@ func TestCursorSeek(t *testing.T) {
 			if c.pos != want {
 				t.Fatalf("seek(%d) from %d: at %d, want %d", d, start, c.pos, want)
 			}
+		}
+	}
+}
+
+// k1 past MaxK1 would make length norms overflow float32, every
+// contribution 0, and a matching document uncounted; it is refused.
+func TestBM25RefusesHugeK1(t *testing.T) {
+	for _, k1 := range []float64{MaxK1 + 1, 1e39, math.Inf(1), math.NaN()} {
+		if err := (BM25Params{K1: k1, B: 0.4}).Validate(); err == nil {
+			t.Errorf("k1 %v accepted", k1)
+		}
+	}
+	if err := (BM25Params{K1: MaxK1, B: 0.4}).Validate(); err != nil {
+		t.Errorf("k1 %d refused: %v", MaxK1, err)
+	}
+}
+
+// maxScore with no terms or k = 0 returns no hits, as exhaustive scoring.
+func TestMaxScoreEmpty(t *testing.T) {
+	texts := []string{"a b c", "b c d"}
+	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, _ := NewBM25(p, DefaultBM25())
+	for _, c := range []struct {
+		ids []int
+		k   int
+	}{{nil, 10}, {bm.lookup([]string{"b"}), 0}} {
+		if got := bm.maxScore(c.ids, c.k); len(got) != 0 {
+			t.Errorf("maxScore(%v, %d) = %v", c.ids, c.k, got)
 		}
 	}
 }
