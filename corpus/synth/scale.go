@@ -29,8 +29,8 @@ func DefaultScale(n int) ScaleOptions {
 // Validate rejects options that cannot make a corpus.
 func (o ScaleOptions) Validate() error {
 	var errs []error
-	if o.Passages < 100 || o.Passages > 50_000_000 {
-		errs = append(errs, fmt.Errorf("synth: passages %d outside [100, 5e7]", o.Passages))
+	if o.Passages < 100 || o.Passages > 10_000_000 {
+		errs = append(errs, fmt.Errorf("synth: passages %d outside [100, 1e7]", o.Passages))
 	}
 	if o.Words < 20 || o.Words > 10_000 {
 		errs = append(errs, fmt.Errorf("synth: words %d outside [20, 10000]", o.Words))
@@ -204,8 +204,8 @@ func (s *scaleGen) givenName() string {
 // pop draws an entity of kind k by popularity.
 func (s *scaleGen) pop(k int) int32 { return s.byKind[k][s.popular[k].Uint64()] }
 
-// any draws an entity of kind k uniformly.
-func (s *scaleGen) any(k int) int32 { return s.byKind[k][s.rng.IntN(len(s.byKind[k]))] }
+// uniform draws an entity of kind k uniformly.
+func (s *scaleGen) uniform(k int) int32 { return s.byKind[k][s.rng.IntN(len(s.byKind[k]))] }
 
 func (s *scaleGen) relate() {
 	n := len(s.c.Nodes)
@@ -231,20 +231,20 @@ func (s *scaleGen) relate() {
 		s.city[p], s.org[p] = s.pop(kCity), s.pop(kOrg)
 		s.friends[p] = [2]int32{-1, -1}
 		for i := range s.rng.IntN(3) {
-			if f := s.any(kPerson); f != p && f != s.friends[p][0] {
+			if f := s.uniform(kPerson); f != p && f != s.friends[p][0] {
 				s.friends[p][i] = f
 			}
 		}
 	}
 	for _, o := range s.byKind[kOrg] {
-		s.founder[o], s.city[o] = s.any(kPerson), s.pop(kCity)
+		s.founder[o], s.city[o] = s.uniform(kPerson), s.pop(kCity)
 		s.topic[o] = int32(s.rng.IntN(s.o.Topics))
 	}
 	for _, p := range s.byKind[kPerson] {
 		s.topic[p] = s.topic[s.org[p]]
 	}
 	for _, w := range s.byKind[kWork] {
-		s.creator[w], s.publisher[w] = s.any(kPerson), s.pop(kOrg)
+		s.creator[w], s.publisher[w] = s.uniform(kPerson), s.pop(kOrg)
 		s.topic[w] = s.topic[s.publisher[w]]
 	}
 }
@@ -356,31 +356,29 @@ func (s *scaleGen) questions(prefix string, n int) []corpus.Query {
 		var gold [3]int32
 		switch i % 4 {
 		case 0:
-			p := s.any(kPerson)
+			p := s.uniform(kPerson)
 			c := s.city[p]
 			gold = [3]int32{p, c, s.country[c]}
 			text = fmt.Sprintf("In which country is the city where %s was born?", s.title0(p))
 		case 1:
-			o := s.any(kOrg)
+			o := s.uniform(kOrg)
 			f := s.founder[o]
 			gold = [3]int32{o, f, s.city[f]}
 			text = fmt.Sprintf("Where was the founder of %s born?", s.title0(o))
 		case 2:
-			w := s.any(kWork)
+			w := s.uniform(kWork)
 			o := s.publisher[w]
 			gold = [3]int32{w, o, s.city[o]}
 			text = fmt.Sprintf("In which city is the publisher of %s based?", s.title0(w))
 		default:
-			w := s.any(kWork)
+			w := s.uniform(kWork)
 			p := s.creator[w]
 			gold = [3]int32{w, p, s.org[p]}
 			text = fmt.Sprintf("Which organisation does the creator of %s belong to?", s.title0(w))
 		}
 		q := corpus.Query{ID: fmt.Sprintf("%s%d", prefix, i), Text: text}
-		for j, g := range gold {
-			if j == 0 || g != gold[j-1] && g != gold[0] {
-				q.Gold = append(q.Gold, s.c.Nodes[g].ID)
-			}
+		for _, g := range gold { // three kinds: never the same node twice
+			q.Gold = append(q.Gold, s.c.Nodes[g].ID)
 		}
 		qs = append(qs, q)
 	}

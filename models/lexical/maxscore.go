@@ -15,9 +15,9 @@ import (
 // whose bounds sum to at most the current k-th score are non-essential: a
 // document that holds none of the other, essential, terms cannot enter the
 // top k, so only the essential terms' postings propose candidates, and the
-// rest are searched for those candidates alone. Queries whose common terms
-// have long postings (a question's "which", "city", "born") then read the
-// rare terms' postings and a few positions of the long ones.
+// rest are searched for those candidates alone. Long keyword queries whose
+// common terms have long postings then read the rare terms' postings and a
+// few positions of the long ones (prunable decides when that pays).
 //
 // The result equals the exhaustive search exactly: a candidate's score is
 // summed over the query's terms in query order, as Search sums it, and a
