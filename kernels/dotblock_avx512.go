@@ -35,6 +35,24 @@ TILE512(1, 4)
 TILE512(8, 1)
 TILE512(1, 1)
 
+// prefetch_row asks for a gathered row's cache lines ROWS_AHEAD rows before
+// it is scored: a graph search's rows are scattered over the matrix, and
+// without it each one waits on memory in turn.
+#define ROWS_AHEAD 4
+static inline void prefetch_row(const float* row, int d) {
+	for (int j = 0; j < d; j += 16) _mm_prefetch((const char*)(row + j), _MM_HINT_T0);
+}
+
+// dot_rows_avx512 scores the rows named by ids through t512_1x1, so a row's
+// score equals the scan's bit for bit.
+static void dot_rows_avx512(const float* X, int d, const int* ids, int n, const float* q, float* out) {
+	for (int i = 0; i < n && i < ROWS_AHEAD; i++) prefetch_row(X + (size_t)ids[i] * d, d);
+	for (int i = 0; i < n; i++) {
+		if (i + ROWS_AHEAD < n) prefetch_row(X + (size_t)ids[i + ROWS_AHEAD] * d, d);
+		t512_1x1(X + (size_t)ids[i] * d, d, q, out + i, 1);
+	}
+}
+
 static void dot_block_avx512(const float* X, int rows, int d, const float* Q, int nq, float* out) {
 	int q = 0;
 	for (; q + 4 <= nq; q += 4) {
@@ -69,8 +87,10 @@ func init() {
 		return
 	}
 	dotImpls["avx512"] = dotBlockAVX512
+	dotRowsImpls["avx512"] = dotRowsAVX512
 	if os.Getenv("GLEANER_DOT") != "avx2" {
 		dotBlock = dotBlockAVX512
+		dotRows = dotRowsAVX512
 		dotBlockImpl = "avx512"
 	}
 }
@@ -84,4 +104,13 @@ func dotBlockAVX512(X []float32, rows, d int, Q []float32, nq int, out []float32
 	_ = out[nq*rows-1]
 	C.dot_block_avx512((*C.float)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
 		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// dotRowsAVX512 is the AVX-512 fast path of dotRows.
+func dotRowsAVX512(X []float32, d int, ids []int32, q, out []float32) {
+	if len(ids) == 0 {
+		return
+	}
+	C.dot_rows_avx512((*C.float)(unsafe.Pointer(&X[0])), C.int(d), (*C.int)(unsafe.Pointer(&ids[0])), C.int(len(ids)),
+		(*C.float)(unsafe.Pointer(&q[0])), (*C.float)(unsafe.Pointer(&out[0])))
 }
