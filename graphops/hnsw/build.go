@@ -1,0 +1,254 @@
+package hnsw
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// maxBatch bounds an insertion batch. A batch's nodes cannot link to each
+// other (their searches see the graph before the batch), so a batch is
+// also at most 1/batchShare of the nodes already inserted: a node misses
+// at most that share of its true neighbours, and later nodes link to it
+// as to any other.
+const (
+	maxBatch   = 512
+	batchShare = 64
+)
+
+// Build builds the graph over the n rows of X (row-major, d values each),
+// inserting the rows in order. progress, when not nil, is called after
+// each batch with the number of rows inserted. Cancellation is checked
+// between batches.
+func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(done int)) (*Graph, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case n < 0 || d <= 0 || len(X) != n*d:
+		return nil, fmt.Errorf("hnsw: %d values for %d rows of %d", len(X), n, d)
+	case n > math.MaxInt32:
+		return nil, fmt.Errorf("hnsw: %d rows, at most %d", n, math.MaxInt32)
+	}
+	g := newGraph(n, d, o)
+	if n == 0 {
+		return g, nil
+	}
+	b := &builder{g: g, X: X, o: o, ws: make([]*workspace, o.Workers)}
+	for i := range b.ws {
+		b.ws[i] = newWorkspace(n, g.m0())
+	}
+	for lo := 1; lo < n; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(n, lo+min(maxBatch, max(1, lo/batchShare)))
+		b.insert(lo, hi)
+		if progress != nil {
+			progress(hi)
+		}
+		lo = hi
+	}
+	return g, nil
+}
+
+// newGraph lays out an empty graph: every node's level drawn, every slot
+// −1, node 0 the entry.
+func newGraph(n, d int, o Options) *Graph {
+	levels := make([]uint8, n)
+	for v := range levels {
+		levels[v] = drawLevel(o.Seed, v, o.M)
+	}
+	off := upperOffsets(levels, o.M)
+	g := &Graph{N: n, Dims: d, M: o.M, Entry: -1, Levels: levels,
+		Layer0: filled(n*2*o.M, -1), Upper: filled(int(off[n]), -1), UpperOff: off}
+	if n > 0 {
+		g.Entry = 0
+	}
+	return g
+}
+
+func filled(n int, v int32) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// builder holds a build's state: the graph so far and a workspace per
+// worker.
+type builder struct {
+	g  *Graph
+	X  []float32
+	o  Options
+	ws []*workspace
+}
+
+// backlink asks that src be linked from target on a layer.
+type backlink struct {
+	target, src int32
+	layer       int
+}
+
+// insert adds rows [lo, hi): each row's links are chosen against the graph
+// as it stands (in parallel), then written, then linked back from their
+// targets (in parallel over targets, in row order within one).
+func (b *builder) insert(lo, hi int) {
+	g := b.g
+	top := int(g.Levels[g.Entry])
+	plans := make([][][]int32, hi-lo)
+	b.parallel(hi-lo, func(w *workspace, i int) { plans[i] = b.plan(int32(lo+i), top, w) })
+	var backs []backlink
+	for i, layers := range plans {
+		u := int32(lo + i)
+		for l, links := range layers {
+			copy(g.links(u, l), links)
+			for _, t := range links {
+				backs = append(backs, backlink{target: t, src: u, layer: l})
+			}
+		}
+	}
+	sort.SliceStable(backs, func(i, j int) bool {
+		a, c := backs[i], backs[j]
+		return a.target < c.target || (a.target == c.target && a.layer < c.layer)
+	})
+	groups := groupBacklinks(backs)
+	b.parallel(len(groups), func(w *workspace, i int) { b.linkBack(groups[i], w) })
+	for u := lo; u < hi; u++ {
+		if g.Levels[u] > g.Levels[g.Entry] {
+			g.Entry = int32(u)
+		}
+	}
+}
+
+// groupBacklinks splits sorted backlinks into runs of one (target, layer).
+func groupBacklinks(backs []backlink) [][]backlink {
+	var groups [][]backlink
+	for i := 0; i < len(backs); {
+		j := i + 1
+		for j < len(backs) && backs[j].target == backs[i].target && backs[j].layer == backs[i].layer {
+			j++
+		}
+		groups = append(groups, backs[i:j])
+		i = j
+	}
+	return groups
+}
+
+// parallel runs fn(i) for i in [0, n) on the workers, each with its own
+// workspace; small batches run inline.
+func (b *builder) parallel(n int, fn func(w *workspace, i int)) {
+	workers := min(len(b.ws), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(b.ws[0], i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(b.ws[k], i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// plan chooses node u's links on each of its layers that the graph has:
+// the paper's INSERT, searching from the entry with efConstruction and
+// selecting by the heuristic.
+func (b *builder) plan(u int32, top int, w *workspace) [][]int32 {
+	g, d := b.g, b.g.Dims
+	q := b.X[int(u)*d : (int(u)+1)*d]
+	lu := min(int(g.Levels[u]), top)
+	entries := []cand{g.descend(b.X, q, top, lu, w)}
+	out := make([][]int32, lu+1)
+	for l := lu; l >= 0; l-- {
+		g.searchLayer(b.X, q, entries, b.o.EfConstruction, l, w)
+		entries = sortedBest(w.found.h)
+		out[l] = b.selectLinks(entries, g.M, w)
+	}
+	return out
+}
+
+// sortedBest copies candidates best first.
+func sortedBest(c []cand) []cand {
+	out := append([]cand(nil), c...)
+	sort.Slice(out, func(i, j int) bool { return closer(out[i], out[j]) })
+	return out
+}
+
+// selectLinks is the paper's neighbour-selection heuristic (hnswlib's
+// getNeighborsByHeuristic2): walking the candidates best first, keep one
+// unless it is closer to a node already kept than to the base, up to m.
+// Fewer than m candidates are all kept.
+func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
+	kept := make([]int32, 0, min(m, len(c)))
+	if len(c) <= m {
+		for _, x := range c {
+			kept = append(kept, x.id)
+		}
+		return kept
+	}
+	d := b.g.Dims
+	for _, x := range c {
+		if len(kept) == m {
+			break
+		}
+		kernels.DotRows(b.X, d, kept, b.X[int(x.id)*d:(int(x.id)+1)*d], w.sims)
+		good := true
+		for _, s := range w.sims[:len(kept)] {
+			if s > x.sim {
+				good = false
+				break
+			}
+		}
+		if good {
+			kept = append(kept, x.id)
+		}
+	}
+	return kept
+}
+
+// linkBack adds the group's sources to its target's links on its layer;
+// when they overflow the layer's slots, the heuristic chooses among the
+// old links and the new.
+func (b *builder) linkBack(group []backlink, w *workspace) {
+	g, d := b.g, b.g.Dims
+	t, l := group[0].target, group[0].layer
+	slots := g.links(t, l)
+	have := count(slots)
+	if have+len(group) <= len(slots) {
+		for i, bl := range group {
+			slots[have+i] = bl.src
+		}
+		return
+	}
+	ids := append([]int32(nil), slots[:have]...)
+	for _, bl := range group {
+		ids = append(ids, bl.src)
+	}
+	sims := make([]float32, len(ids))
+	kernels.DotRows(b.X, d, ids, b.X[int(t)*d:(int(t)+1)*d], sims)
+	c := make([]cand, len(ids))
+	for i := range ids {
+		c[i] = cand{ids[i], sims[i]}
+	}
+	sort.Slice(c, func(i, j int) bool { return closer(c[i], c[j]) })
+	kept := b.selectLinks(c, len(slots), w)
+	copy(slots, kept)
+	for i := len(kept); i < len(slots); i++ {
+		slots[i] = -1
+	}
+}

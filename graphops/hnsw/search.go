@@ -1,0 +1,202 @@
+package hnsw
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// MaxEf bounds a search's candidate list.
+const MaxEf = 1 << 14
+
+// cand is a node and its inner product with the query.
+type cand struct {
+	id  int32
+	sim float32
+}
+
+// closer orders candidates: higher similarity, then lower id (so equal
+// scores never depend on visiting order).
+func closer(a, b cand) bool { return a.sim > b.sim || (a.sim == b.sim && a.id < b.id) }
+
+// heap is a binary heap of candidates; top is the best when best is true,
+// else the worst.
+type heap struct {
+	h    []cand
+	best bool
+}
+
+func (h *heap) less(i, j int) bool {
+	if h.best {
+		return closer(h.h[i], h.h[j])
+	}
+	return closer(h.h[j], h.h[i])
+}
+
+func (h *heap) push(c cand) {
+	h.h = append(h.h, c)
+	for i := len(h.h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.h[i], h.h[p] = h.h[p], h.h[i]
+		i = p
+	}
+}
+
+func (h *heap) pop() cand {
+	top := h.h[0]
+	last := len(h.h) - 1
+	h.h[0] = h.h[last]
+	h.h = h.h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && h.less(l, m) {
+			m = l
+		}
+		if r < last && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.h[i], h.h[m] = h.h[m], h.h[i]
+		i = m
+	}
+	return top
+}
+
+// workspace is one search's scratch: visit stamps over every node, the
+// two heaps, and the gather buffers for a node's links.
+type workspace struct {
+	stamp []uint32
+	epoch uint32
+	cands heap // best first: the frontier
+	found heap // worst first: the ef best so far
+	ids   []int32
+	sims  []float32
+}
+
+func newWorkspace(n, m0 int) *workspace {
+	return &workspace{stamp: make([]uint32, n), cands: heap{best: true}, ids: make([]int32, 0, m0), sims: make([]float32, m0)}
+}
+
+// begin starts a new visit: stamps from earlier ones no longer count.
+func (w *workspace) begin() {
+	w.epoch++
+	if w.epoch == 0 { // wrapped: clear once every 2³² searches
+		clear(w.stamp)
+		w.epoch = 1
+	}
+	w.cands.h, w.found.h = w.cands.h[:0], w.found.h[:0]
+}
+
+// visit marks v visited and says whether it was not yet.
+func (w *workspace) visit(v int32) bool {
+	if w.stamp[v] == w.epoch {
+		return false
+	}
+	w.stamp[v] = w.epoch
+	return true
+}
+
+// searchLayer is the paper's SEARCH-LAYER: the ef nodes of layer l
+// closest to q found by a best-first walk from the entry points, left in
+// w.found (worst first).
+func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *workspace) {
+	w.begin()
+	for _, e := range entries {
+		w.visit(e.id)
+		w.cands.push(e)
+		w.found.push(e)
+	}
+	for len(w.found.h) > ef {
+		w.found.pop()
+	}
+	for len(w.cands.h) > 0 {
+		c := w.cands.pop()
+		if len(w.found.h) >= ef && closer(w.found.h[0], c) {
+			break // the frontier's best is worse than the worst kept
+		}
+		w.ids = w.ids[:0]
+		for _, u := range g.links(c.id, l) {
+			if u < 0 {
+				break
+			}
+			if w.visit(u) {
+				w.ids = append(w.ids, u)
+			}
+		}
+		kernels.DotRows(X, g.Dims, w.ids, q, w.sims)
+		for i, u := range w.ids {
+			n := cand{u, w.sims[i]}
+			if len(w.found.h) < ef || closer(n, w.found.h[0]) {
+				w.cands.push(n)
+				w.found.push(n)
+				if len(w.found.h) > ef {
+					w.found.pop()
+				}
+			}
+		}
+	}
+}
+
+// descend walks from the entry down to layer stop+1 greedily (ef 1) and
+// returns where it ends.
+func (g *Graph) descend(X, q []float32, top, stop int, w *workspace) cand {
+	e := cand{g.Entry, 0}
+	w.ids = append(w.ids[:0], g.Entry)
+	kernels.DotRows(X, g.Dims, w.ids, q, w.sims)
+	e.sim = w.sims[0]
+	for l := top; l > stop; l-- {
+		g.searchLayer(X, q, []cand{e}, 1, l, w)
+		e = w.found.h[0]
+	}
+	return e
+}
+
+// Search returns the k rows of X (the matrix the graph was built over)
+// with the highest inner product with q that a walk keeping ef candidates
+// finds (ef is raised to k), best first, ties to the lower row. Scores are
+// the exact scan's. It is safe for concurrent use.
+func (g *Graph) Search(X, q []float32, k, ef int) ([]engine.Hit, error) {
+	switch {
+	case len(q) != g.Dims:
+		return nil, fmt.Errorf("hnsw: query of %d values, graph of %d", len(q), g.Dims)
+	case len(X) != g.N*g.Dims:
+		return nil, fmt.Errorf("hnsw: matrix of %d values, graph over %d×%d", len(X), g.N, g.Dims)
+	case ef < 1 || ef > MaxEf:
+		return nil, fmt.Errorf("hnsw: ef must be in [1, %d], got %d", MaxEf, ef)
+	}
+	if g.N == 0 || k <= 0 {
+		return nil, nil
+	}
+	k = min(k, g.N)
+	ef = max(ef, k)
+	w := g.workspace()
+	defer g.pool.Put(w)
+	e := g.descend(X, q, int(g.Levels[g.Entry]), 0, w)
+	g.searchLayer(X, q, []cand{e}, ef, 0, w)
+	return best(w.found.h, k), nil
+}
+
+func (g *Graph) workspace() *workspace {
+	if w, ok := g.pool.Get().(*workspace); ok {
+		return w
+	}
+	return newWorkspace(g.N, g.m0())
+}
+
+// best is the k closest candidates of found, best first.
+func best(found []cand, k int) []engine.Hit {
+	c := append([]cand(nil), found...)
+	sort.Slice(c, func(i, j int) bool { return closer(c[i], c[j]) })
+	out := make([]engine.Hit, min(k, len(c)))
+	for i := range out {
+		out[i] = engine.Hit{Index: c[i].id, Score: c[i].sim}
+	}
+	return out
+}
