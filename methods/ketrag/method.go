@@ -104,9 +104,12 @@ func New(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) 
 
 func (m *ketrag) Name() string { return "ketrag" }
 
-// dense is vector search's top k, the ranking's tail.
+// dense is exact vector search's top k, the ranking's tail (exact, so the
+// measured KET-RAG figures hold whether or not the index has an HNSW graph).
 func (m *ketrag) dense(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	v, err := retrieve.NewVector(m.ix, m.be)
+	o := retrieve.DefaultVector()
+	o.Search = retrieve.SearchExact
+	v, err := retrieve.NewVector(m.ix, m.be, o)
 	if err != nil {
 		return nil, err
 	}

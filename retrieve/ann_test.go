@@ -1,0 +1,203 @@
+package retrieve_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// annIndex builds a small index with its HNSW graph (built by the build
+// step, as `gleaner graph build --kind hnsw` does) in a folder of its own.
+func annIndex(t *testing.T, settings ...[2]string) (string, []retrieve.Query) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ix")
+	c, err := synth.GenerateScale(synth.DefaultScale(800))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsa := lexical.DefaultLSA()
+	lsa.Dims = 32
+	if err := index.Build(context.Background(), c, dir, index.WithLSA(lsa), index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := retrieve.NewBuildConfig(retrieve.SectionHNSW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range settings {
+		if err := cfg.Set(s[0], s[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{}, dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var qs []retrieve.Query
+	for _, q := range c.Queries[:60] {
+		qs = append(qs, retrieve.Query{ID: q.ID, Text: q.Text})
+	}
+	return dir, qs
+}
+
+func vectorWith(t *testing.T, ix *index.Index, settings ...string) retrieve.Method {
+	t.Helper()
+	cfg, err := retrieve.NewConfig("vector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(settings); i += 2 {
+		if err := cfg.Set(settings[i], settings[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := retrieve.New(ix, env(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestVectorOnHNSW: with the graph built, search hnsw walks it; an ef as
+// large as the index finds exactly the exact search's hits and scores; a
+// small ef finds most of them; search auto on an index this small scans.
+func TestVectorOnHNSW(t *testing.T) {
+	dir, qs := annIndex(t, [2]string{"workers", "2"})
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	exact := vectorWith(t, ix, "search", "exact")
+	full := vectorWith(t, ix, "search", "hnsw", "ef", "800")
+	small := vectorWith(t, ix, "search", "hnsw", "ef", "24")
+	auto := vectorWith(t, ix)
+	found, total := 0, 0
+	for _, q := range qs {
+		want, err := exact.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := full.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("query %s: ef = N gives %v, exact %v", q.ID, got, want)
+		}
+		if scan, err := auto.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(scan, want) {
+			t.Fatalf("query %s: auto on %d nodes gives %v (%v), exact %v", q.ID, ix.N(), scan, err, want)
+		}
+		approx, err := small.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range approx {
+			total++
+			if slices.Contains(want, h) {
+				found++
+			}
+		}
+	}
+	r := float64(found) / float64(total)
+	t.Logf("ef 24 finds %.3f of the exact top 10", r)
+	if r < 0.9 || r == 1 {
+		t.Fatalf("ef 24 finds %.3f of the exact top 10, want [0.9, 1): a walk, and a good one", r)
+	}
+}
+
+// TestVectorWithoutHNSW: search auto falls back to exact only when no
+// graph was built; search hnsw says how to build one; a damaged graph is
+// never passed over silently.
+func TestVectorWithoutHNSW(t *testing.T) {
+	ix, _ := openIndex(t)
+	cfg, _ := retrieve.NewConfig("vector")
+	if _, err := retrieve.New(ix, env(), cfg); err != nil {
+		t.Fatalf("auto without a graph: %v", err)
+	}
+	if err := cfg.Set("search", "hnsw"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := retrieve.New(ix, env(), cfg)
+	if !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("hnsw without a graph: %v", err)
+	}
+	for _, bad := range [][2]string{{"search", "fast"}, {"ef", "0"}, {"ef", "1000000"}} {
+		c, _ := retrieve.NewConfig("vector")
+		if err := c.Set(bad[0], bad[1]); err == nil {
+			if err := c.Validate(); err == nil {
+				t.Errorf("%s %s accepted", bad[0], bad[1])
+			}
+		}
+	}
+
+	dir, _ := annIndex(t, [2]string{"m", "4"})
+	ix2, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := retrieve.HNSWOf(ix2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A layer-0 link that leaves the graph, stored with a valid checksum,
+	// gets past the store and must be caught by the section's check.
+	layer0 := slices.Clone(g.Layer0)
+	layer0[0] = int32(g.N)
+	meta := map[string]any{"m": g.M, "ef_construction": 200, "seed": 1, "nodes": g.N, "dims": g.Dims, "entry": g.Entry}
+	err = index.SetSection(context.Background(), dir, retrieve.SectionHNSW, meta, func(w *index.SectionWriter) error {
+		return errors.Join(w.Bytes("levels.bytes", slices.Clone(g.Levels)), w.I32("layer0.i32", layer0),
+			w.I32("upper.i32", slices.Clone(g.Upper)), w.I64("upper_off.i64", slices.Clone(g.UpperOff)))
+	})
+	ix2.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix3, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix3.Close()
+	c, _ := retrieve.NewConfig("vector")
+	if _, err := retrieve.New(ix3, env(), c); err == nil || errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("auto over a damaged graph: %v", err)
+	}
+}
+
+// TestKNNOnHNSW: the knn build step finds the semantic neighbours on the
+// graph; at an ef as large as the index they are exact search's.
+func TestKNNOnHNSW(t *testing.T) {
+	dir, _ := annIndex(t)
+	views := map[string]any{}
+	for _, search := range []string{"exact", "hnsw"} {
+		cfg, err := retrieve.NewBuildConfig("knn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range [][2]string{{"k-lex", "0"}, {"k-sem", "3"}, {"search", search}, {"ef", "800"}} {
+			if err := cfg.Set(s[0], s[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: env().Backend}, dir, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := index.Open(dir, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		views[search] = ix.View("knn")
+		ix.Close()
+	}
+	if !reflect.DeepEqual(views["exact"], views["hnsw"]) {
+		t.Fatal("knn on the graph at ef = N differs from exact")
+	}
+}
