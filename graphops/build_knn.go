@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -17,6 +20,10 @@ type KNNOptions struct {
 	// counting shared terms (default 0.1): they are shared by almost every
 	// pair, cost O(df²), and decide nothing.
 	MaxDFRatio float64
+	// Nearest, when set, finds a node's semantic neighbours instead of the
+	// exact scan: the k rows nearest to row's vector, best first (a search
+	// of the index's HNSW graph). It must be safe for concurrent use.
+	Nearest func(row int32, k int) ([]engine.Hit, error) `json:"-"`
 }
 
 // DefaultKNNOptions are KET-RAG's: one lexical and one semantic neighbour.
@@ -61,7 +68,11 @@ func KNNEdges(ctx context.Context, be engine.Backend, p TermDocs, vecs []float32
 			return nil, err
 		}
 	}
-	if o.Semantic > 0 {
+	if o.Semantic > 0 && o.Nearest != nil {
+		if err := nearestNeighbours(ctx, n, o.Semantic, o.Nearest, pairs); err != nil {
+			return nil, err
+		}
+	} else if o.Semantic > 0 {
 		if err := semanticNeighbours(ctx, be, vecs, n, dims, o.Semantic, pairs); err != nil {
 			return nil, err
 		}
@@ -84,6 +95,17 @@ func addPair(pairs map[[2]int32]bool, a, b int32) {
 		return
 	}
 	pairs[[2]int32{min(a, b), max(a, b)}] = true
+}
+
+// addNearest pairs row with the first k hits that are not row itself.
+func addNearest(pairs map[[2]int32]bool, row int32, hits []engine.Hit, k int) {
+	kept := 0
+	for _, h := range hits {
+		if h.Index != row && kept < k {
+			addPair(pairs, row, h.Index)
+			kept++
+		}
+	}
 }
 
 // lexicalNeighbours counts, for every document, the terms it shares with
@@ -159,14 +181,52 @@ func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, 
 			return err
 		}
 		for i, hits := range res {
-			kept := 0
-			for _, h := range hits {
-				if int(h.Index) != lo+i && kept < k {
-					addPair(pairs, int32(lo+i), h.Index)
-					kept++
-				}
-			}
+			addNearest(pairs, int32(lo+i), hits, k)
 		}
 	}
 	return nil
+}
+
+// nearestNeighbours asks nearest for every node's k+1 nearest rows (the
+// node itself is usually the first) on every CPU, and keeps k others.
+func nearestNeighbours(ctx context.Context, n, k int, nearest func(int32, int) ([]engine.Hit, error), pairs map[[2]int32]bool) error {
+	const chunk = 1024
+	res := make([][]engine.Hit, chunk)
+	for lo := 0; lo < n; lo += chunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+chunk, n)
+		if err := eachRow(lo, hi, func(row int) (err error) {
+			res[row-lo], err = nearest(int32(row), k+1)
+			return err
+		}); err != nil {
+			return err
+		}
+		for i, hits := range res[:hi-lo] {
+			addNearest(pairs, int32(lo+i), hits, k)
+		}
+	}
+	return nil
+}
+
+// eachRow runs fn for rows [lo, hi) on every CPU and returns the first
+// error.
+func eachRow(lo, hi int, fn func(row int) error) error {
+	var next atomic.Int64
+	next.Store(int64(lo))
+	workers := min(runtime.GOMAXPROCS(0), hi-lo)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for row := int(next.Add(1) - 1); row < hi && errs[w] == nil; row = int(next.Add(1) - 1) {
+				errs[w] = fn(row)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

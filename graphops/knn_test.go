@@ -2,11 +2,13 @@ package graphops
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"sort"
 	"testing"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
@@ -103,6 +105,28 @@ func TestKNNEdgesMatchBruteForce(t *testing.T) {
 		if !got[pr] {
 			t.Errorf("missing pair %v", pr)
 		}
+	}
+	// Nearest (an HNSW graph's search in the index) gives the same pairs
+	// when it answers exactly, from any number of workers, and its
+	// errors stop the build.
+	be := cpu.New()
+	x, err := be.Bind(vecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exactNearest := func(row int32, k int) ([]engine.Hit, error) {
+		res, err := engine.SearchFlat(context.Background(), be, x, len(docs), d, vecs[int(row)*d:(int(row)+1)*d], 1, k)
+		return res[0], err
+	}
+	viaNearest, err := KNNEdges(context.Background(), nil, TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d,
+		KNNOptions{Lexical: 1, Semantic: 2, MaxDFRatio: 0.5, Nearest: exactNearest})
+	if err != nil || !reflect.DeepEqual(viaNearest, es) {
+		t.Errorf("via Nearest: %v (%v), exact scan %v", viaNearest, err, es)
+	}
+	boom := errors.New("boom")
+	if _, err := KNNEdges(context.Background(), nil, TermDocs{N: p.NumDocs(), Ptr: p.Ptr, Doc: p.Doc}, vecs, d,
+		KNNOptions{Semantic: 2, MaxDFRatio: 0.5, Nearest: func(int32, int) ([]engine.Hit, error) { return nil, boom }}); !errors.Is(err, boom) {
+		t.Errorf("a failing Nearest: %v", err)
 	}
 	// Asking for more neighbours than there are nodes (up to the largest
 	// int) means all of them, as n−1 does.

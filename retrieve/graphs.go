@@ -2,10 +2,13 @@ package retrieve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/index"
 )
 
@@ -23,12 +26,25 @@ func (s *MentionSettings) Params(p *Params) {
 }
 
 // KNNSettings configure the knn graph.
-type KNNSettings struct{ graphops.KNNOptions }
+type KNNSettings struct {
+	graphops.KNNOptions
+	Search string // search: the semantic neighbours' search, as method vector's (SearchAuto, SearchExact, SearchHNSW)
+	Ef     int    // ef: candidates an HNSW search keeps
+}
+
+// DefaultKNNSettings are KET-RAG's neighbours, found on the index's HNSW
+// graph when it has one. A node's own vector is in the graph, so its
+// neighbours are found with a far smaller ef than a question's.
+func DefaultKNNSettings() KNNSettings {
+	return KNNSettings{KNNOptions: graphops.DefaultKNNOptions(), Search: SearchAuto, Ef: 64}
+}
 
 // Params binds the knn graph's settings.
 func (s *KNNSettings) Params(p *Params) {
 	p.Int(&s.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", AtLeast(0))
 	p.Int(&s.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", AtLeast(0))
+	p.String(&s.Search, "search", "semantic neighbours: auto (the index's HNSW graph when built, else exact), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
+	p.Int(&s.Ef, "ef", "semantic neighbours on the HNSW graph: candidates kept", Within(1, hnsw.MaxEf))
 	p.Check(func() error {
 		if s.Lexical+s.Semantic == 0 {
 			return &ParamError{Name: "k-sem", Value: "0", Msg: "k-lex and k-sem cannot both be 0: the graph needs neighbours"}
@@ -55,14 +71,40 @@ are found by the document's title, which links to its first passage`,
 	Must(RegisterBuild(BuildDef[KNNSettings]{Name: "knn", Group: BuildGraph,
 		Summary: "KET-RAG's chunk graph: each node's top lexical and semantic neighbours",
 		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
-and top --k-sem semantic neighbours (vector cosine), undirected`,
-		Defaults: func() KNNSettings { return KNNSettings{graphops.DefaultKNNOptions()} },
+and top --k-sem semantic neighbours (vector cosine: on the index's HNSW graph when it has one,
+--search and --ef as method vector's), undirected`,
+		Defaults: DefaultKNNSettings,
 		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend)",
 		Build: func(ctx context.Context, env BuildEnv, dir string, s KNNSettings) (string, error) {
 			return buildEdges(ctx, dir, "knn", func(ix *index.Index) ([]graphops.Edge, error) {
-				return graphops.KNNEdges(ctx, env.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, s.KNNOptions)
+				o := s.KNNOptions
+				nearest, err := nearestOn(ix, s.Search, s.Ef)
+				if err != nil {
+					return nil, err
+				}
+				o.Nearest = nearest
+				return graphops.KNNEdges(ctx, env.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o)
 			})
 		}}))
+}
+
+// nearestOn is a node's nearest rows on the index's HNSW graph under
+// search (SearchAuto, SearchExact, SearchHNSW); nil for exact search.
+func nearestOn(ix *index.Index, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
+	if search == SearchExact {
+		return nil, nil
+	}
+	g, err := HNSWOf(ix)
+	switch {
+	case errors.Is(err, index.ErrNotBuilt) && search == SearchAuto:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	d := ix.Meta.Dims
+	return func(row int32, k int) ([]engine.Hit, error) {
+		return g.Search(ix.Vectors, ix.Vectors[int(row)*d:(int(row)+1)*d], k, ef)
+	}, nil
 }
 
 // buildEdges makes a kind's edges over the index at dir and stores them,
