@@ -2,9 +2,11 @@
 // For each size it generates the seeded scale corpus (corpus/synth,
 // GenerateScale: 100-word entity passages with mentions edges and
 // three-hop questions), indexes it with the gleaner binary in a child
-// process (wall time and the child's peak RSS), weighs the index on disk,
+// process (wall time and the child's peak RSS), builds its HNSW graph the
+// same way (gleaner graph build --kind hnsw), weighs the index on disk,
 // opens it in this process (the open time), and asks each method every
-// test question once (p50, p99, Recall@10). It ends with each method's
+// test question once (p50, p99, Recall@10): vector on the graph, and
+// vector?search=exact scanning every vector. It ends with each method's
 // growth exponent, the least-squares slope of log p50 over log N (1:
 // linear in the corpus; 0: independent of it), the build's, and a log–log
 // plot of p50 against N.
@@ -50,7 +52,7 @@ import (
 func main() {
 	sizes := flag.String("n", "10000,100000", "corpus sizes in passages, comma-separated")
 	bin := flag.String("gleaner", "bin/gleaner", "the gleaner binary that builds the indexes")
-	methods := flag.String("methods", "bm25,vector,hybrid,ppr,re2,gar,fastinsight", "methods measured")
+	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,ppr,re2,gar,fastinsight", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
 	flag.Parse()
@@ -108,7 +110,9 @@ func parseSizes(s string) ([]int, error) {
 type sizeRow struct {
 	n                int
 	gen, build, open time.Duration
-	buildRSS, disk   int64 // bytes
+	graph            time.Duration // gleaner graph build --kind hnsw
+	buildRSS, disk   int64         // bytes
+	graphRSS         int64
 	pruning          []pruning
 	edges            int
 	methods          []methodRow
@@ -143,7 +147,10 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend) (si
 	if err := corpus.Write(cdir, c); err != nil {
 		return r, err
 	}
-	if r.build, r.buildRSS, err = runBuild(bin, cdir, idir); err != nil {
+	if r.build, r.buildRSS, err = run(bin, "index", cdir, "-o", idir, "--log-level", "warn"); err != nil {
+		return r, err
+	}
+	if r.graph, r.graphRSS, err = run(bin, "graph", "build", "--kind", "hnsw", "--index", idir, "--log-level", "warn"); err != nil {
 		return r, err
 	}
 	if r.disk, err = folderSize(idir); err != nil {
@@ -157,7 +164,7 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend) (si
 	r.open = time.Since(start)
 	defer ix.Close()
 	for _, name := range names {
-		m, err := retrieve.NewNamed(strings.TrimSpace(name), ix, retrieve.Env{Backend: be})
+		m, err := newMethod(ix, be, name)
 		if err != nil {
 			return r, err
 		}
@@ -173,14 +180,44 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend) (si
 	return r, nil
 }
 
-// runBuild indexes cdir into idir with the gleaner binary, returning the
-// wall time and the child's peak resident set.
-func runBuild(bin, cdir, idir string) (time.Duration, int64, error) {
-	cmd := exec.Command(bin, "index", cdir, "-o", idir, "--log-level", "warn")
+// newMethod makes the method named by spec: a method name, or
+// name?setting=value&… ("vector?search=exact").
+func newMethod(ix *index.Index, be engine.Backend, spec string) (retrieve.Method, error) {
+	name, settings, _ := strings.Cut(strings.TrimSpace(spec), "?")
+	cfg, err := retrieve.NewConfig(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range strings.Split(settings, "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if err := cfg.Set(k, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", spec, err)
+			}
+		}
+	}
+	m, err := retrieve.New(ix, retrieve.Env{Backend: be}, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec, err)
+	}
+	return named{m, spec}, nil
+}
+
+// named reports a method under its spec.
+type named struct {
+	retrieve.Method
+	spec string
+}
+
+func (m named) Name() string { return m.spec }
+
+// run runs the gleaner binary with args, returning the wall time and the
+// child's peak resident set.
+func run(bin string, args ...string) (time.Duration, int64, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, 0, fmt.Errorf("gleaner index: %w", err)
+		return 0, 0, fmt.Errorf("gleaner %s: %w", args[0], err)
 	}
 	wall := time.Since(start)
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
@@ -288,11 +325,11 @@ func slope(xs, ys []float64) float64 {
 }
 
 func writeTables(w io.Writer, rows []sizeRow) {
-	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | on disk | open |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | on disk | open |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
-			mib(r.buildRSS), mib(r.disk), float64(r.open.Microseconds())/1000)
+		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
+			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), mib(r.disk), float64(r.open.Microseconds())/1000)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| N passages | method | Recall@10 | p50 ms | p99 ms |")
@@ -314,14 +351,15 @@ func writeTables(w io.Writer, rows []sizeRow) {
 		return
 	}
 	xs := make([]float64, len(rows))
-	builds := make([]float64, len(rows))
+	builds, graphs := make([]float64, len(rows)), make([]float64, len(rows))
 	for i, r := range rows {
-		xs[i], builds[i] = float64(r.n), r.build.Seconds()
+		xs[i], builds[i], graphs[i] = float64(r.n), r.build.Seconds(), r.graph.Seconds()
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| growth exponent (slope of log time over log N) | value |")
 	fmt.Fprintln(w, "|---|---|")
 	fmt.Fprintf(w, "| index build | %.2f |\n", slope(xs, builds))
+	fmt.Fprintf(w, "| HNSW graph build | %.2f |\n", slope(xs, graphs))
 	for j, m := range rows[0].methods {
 		ys := make([]float64, len(rows))
 		for i, r := range rows {
