@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/index"
 )
@@ -79,7 +80,9 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 		defer env.Progress.Finish()
 		report = env.Progress.Set
 	}
-	g, err := hnsw.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, s.Options, report)
+	o := s.Options
+	o.Dot = engine.DotRowsOf(env.Backend)
+	g, err := hnsw.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, o, report)
 	if err != nil {
 		return "", err
 	}
@@ -91,7 +94,11 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("hnsw graph: %d nodes, M %d, efConstruction %d, top layer %d", g.N, g.M, s.EfConstruction, g.Levels[max(g.Entry, 0)]), nil
+	top := 0
+	if g.N > 0 {
+		top = int(g.Levels[g.Entry])
+	}
+	return fmt.Sprintf("hnsw graph: %d nodes, M %d, efConstruction %d, top layer %d", g.N, g.M, s.EfConstruction, top), nil
 }
 
 // loadHNSW reads the graph and checks it against the index's vectors.

@@ -173,7 +173,8 @@ func TestVectorWithoutHNSW(t *testing.T) {
 }
 
 // TestKNNOnHNSW: the knn build step finds the semantic neighbours on the
-// graph; at an ef as large as the index they are exact search's.
+// graph (search hnsw; auto only from 10⁵ nodes); at an ef as large as the
+// index they are exact search's.
 func TestKNNOnHNSW(t *testing.T) {
 	dir, _ := annIndex(t)
 	views := map[string]any{}

@@ -43,7 +43,7 @@ func DefaultKNNSettings() KNNSettings {
 func (s *KNNSettings) Params(p *Params) {
 	p.Int(&s.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", AtLeast(0))
 	p.Int(&s.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", AtLeast(0))
-	p.String(&s.Search, "search", "semantic neighbours: auto (the index's HNSW graph when built, else exact), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
+	p.String(&s.Search, "search", "semantic neighbours: auto (the index's HNSW graph when built and the index has ≥ 100000 nodes, else exact), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
 	p.Int(&s.Ef, "ef", "semantic neighbours on the HNSW graph: candidates kept", Within(1, hnsw.MaxEf))
 	p.Check(func() error {
 		if s.Lexical+s.Semantic == 0 {
@@ -71,14 +71,14 @@ are found by the document's title, which links to its first passage`,
 	Must(RegisterBuild(BuildDef[KNNSettings]{Name: "knn", Group: BuildGraph,
 		Summary: "KET-RAG's chunk graph: each node's top lexical and semantic neighbours",
 		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
-and top --k-sem semantic neighbours (vector cosine: on the index's HNSW graph when it has one,
---search and --ef as method vector's), undirected`,
+and top --k-sem semantic neighbours (vector cosine: exact, or on the index's HNSW graph with --search
+hnsw, or with auto when the index has one and ≥ 100000 nodes; --ef), undirected`,
 		Defaults: DefaultKNNSettings,
-		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend)",
+		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend, or on the host's HNSW graph)",
 		Build: func(ctx context.Context, env BuildEnv, dir string, s KNNSettings) (string, error) {
 			return buildEdges(ctx, dir, "knn", func(ix *index.Index) ([]graphops.Edge, error) {
 				o := s.KNNOptions
-				nearest, err := nearestOn(ix, s.Search, s.Ef)
+				nearest, err := nearestOn(ix, env.Backend, s.Search, s.Ef)
 				if err != nil {
 					return nil, err
 				}
@@ -88,10 +88,19 @@ and top --k-sem semantic neighbours (vector cosine: on the index's HNSW graph wh
 		}}))
 }
 
+// knnGraphFrom is the size from which search auto finds the knn graph's
+// semantic neighbours on the HNSW graph. Every real dataset measured in
+// benchmarks/RESULTS.md is smaller and keeps its exact neighbours; from
+// 10⁵ nodes the exact all-pairs scan (n²·d multiply-adds) takes minutes.
+const knnGraphFrom = 100_000
+
 // nearestOn is a node's nearest rows on the index's HNSW graph under
 // search (SearchAuto, SearchExact, SearchHNSW); nil for exact search.
-func nearestOn(ix *index.Index, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
+func nearestOn(ix *index.Index, be engine.Backend, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
 	if search == SearchExact {
+		return nil, nil
+	}
+	if search == SearchAuto && ix.N() < knnGraphFrom {
 		return nil, nil
 	}
 	g, err := HNSWOf(ix)
@@ -101,9 +110,9 @@ func nearestOn(ix *index.Index, search string, ef int) (func(int32, int) ([]engi
 	case err != nil:
 		return nil, err
 	}
-	d := ix.Meta.Dims
+	d, dot := ix.Meta.Dims, engine.DotRowsOf(be)
 	return func(row int32, k int) ([]engine.Hit, error) {
-		return g.Search(ix.Vectors, ix.Vectors[int(row)*d:(int(row)+1)*d], k, ef)
+		return g.Search(ix.Vectors, ix.Vectors[int(row)*d:(int(row)+1)*d], k, ef, dot)
 	}, nil
 }
 

@@ -51,22 +51,25 @@ func init() {
 
 // Vector is dense search (O_vs) over the index's vector matrix: exact on
 // the backend (engine.FlatIPOp), or approximate on the index's HNSW graph
-// (scores equal exact search's; only which nodes are found can differ). A
-// filtered query is always exact.
+// (on the CPU backend its scores equal exact search's, so only which nodes
+// are found can differ). A filtered query is always exact.
 type Vector struct {
-	ix *index.Index
-	be engine.Backend
-	g  *hnsw.Graph // nil: exact
-	ef int
+	ix  *index.Index
+	be  engine.Backend
+	g   *hnsw.Graph // nil: exact
+	ef  int
+	dot hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
 	// always walks the graph whatever the index's size (search hnsw);
 	// search auto walks it only where that pays (graphPays).
 	always bool
 }
 
 // graphPays says whether a walk keeping ef candidates beats scanning n
-// vectors. On the scale benchmark (256 dimensions, 2 cores) the scan grows
-// as N^1.66 and the walk at ef 1536 as N^0.30, crossing near N = 35·ef;
-// below 32·ef the scan is used.
+// vectors on the CPU backend. On the scale benchmark (256 dimensions, 2
+// cores) the scan grows as N^1.5–1.7 and the walk at ef 1536 as N^0.30,
+// crossing near N = 35·ef; below 32·ef the scan is used. search auto
+// never walks on a device backend (one without engine.RowDotter): its
+// exact scan is a GEMM, and the walk would run on the host.
 func graphPays(n, ef int) bool { return n >= 32*ef }
 
 // NewVector is method vector over ix on be.
@@ -77,7 +80,7 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if be == nil {
 		return nil, ErrNoBackend
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef}
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be)}
 	if o.Search == SearchExact {
 		return m, nil
 	}
@@ -132,7 +135,7 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 		}
 		batch = append(batch, v...)
 	}
-	if m.g != nil && k <= hnsw.MaxEf && (m.always || graphPays(m.ix.N(), max(m.ef, k))) {
+	if m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))) {
 		return m.searchGraph(ctx, batch, empty, k)
 	}
 	hits, err := DenseTopK(ctx, m.be, m.ix, batch, len(qs), k)
@@ -177,7 +180,7 @@ func (m *Vector) searchGraph(ctx context.Context, batch []float32, empty []bool,
 		if empty[i] {
 			continue
 		}
-		hits, err := m.g.Search(m.ix.Vectors, batch[i*d:(i+1)*d], k, m.ef)
+		hits, err := m.g.Search(m.ix.Vectors, batch[i*d:(i+1)*d], k, m.ef, m.dot)
 		if err != nil {
 			return nil, err
 		}

@@ -144,7 +144,7 @@ func embed(ctx context.Context, ix *index.Index, qs []corpus.Query) []float32 {
 // gleaner builds the graph and answers the questions at every ef.
 func gleaner(ctx context.Context, X []float32, n, d int, Q []float32, exact [][]kernels.Hit, ndev, m, efc int, efs []int) side {
 	o := hnsw.DefaultOptions()
-	o.M, o.EfConstruction, o.Workers = m, efc, 2
+	o.M, o.EfConstruction, o.Workers, o.Dot = m, efc, 2, kernels.DotRows
 	t0 := time.Now()
 	g, err := hnsw.Build(ctx, X, n, d, o, nil)
 	if err != nil {
@@ -157,7 +157,7 @@ func gleaner(ctx context.Context, X []float32, n, d int, Q []float32, exact [][]
 		ids := make([][]int64, nq)
 		t0 := time.Now()
 		for i := range nq {
-			hits, err := g.Search(X, Q[i*d:(i+1)*d], k, ef)
+			hits, err := g.Search(X, Q[i*d:(i+1)*d], k, ef, kernels.DotRows)
 			if err != nil {
 				log.Fatal(err)
 			}

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
 // maxBatch bounds an insertion batch. A batch's nodes cannot link to each
@@ -39,9 +37,12 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 	if n == 0 {
 		return g, nil
 	}
-	b := &builder{g: g, X: X, o: o, ws: make([]*workspace, o.Workers)}
+	// No batch has more than maxBatch nodes to share out, so more workers
+	// than that would only hold visit stamps (4n bytes each).
+	b := &builder{g: g, X: X, o: o, ws: make([]*workspace, min(o.Workers, maxBatch))}
 	for i := range b.ws {
 		b.ws[i] = newWorkspace(n, g.m0())
+		b.ws[i].dot = orGo(o.Dot)
 	}
 	for lo := 1; lo < n; {
 		if err := ctx.Err(); err != nil {
@@ -125,6 +126,23 @@ func (b *builder) insert(lo, hi int) {
 			g.Entry = int32(u)
 		}
 	}
+	b.linkRisen(lo, hi, top)
+}
+
+// linkRisen links the batch's nodes that rose above the old top layer to
+// the new entry on the layers they share with it: their searches saw no
+// node up there, and without this they would stay alone on those layers.
+func (b *builder) linkRisen(lo, hi, top int) {
+	g := b.g
+	e := g.Entry
+	for u := int32(lo); u < int32(hi); u++ {
+		for l := top + 1; u != e && l <= int(min(g.Levels[u], g.Levels[e])); l++ {
+			us, es := g.links(u, l), g.links(e, l)
+			if cu, ce := count(us), count(es); cu < len(us) && ce < len(es) {
+				us[cu], es[ce] = e, u
+			}
+		}
+	}
 }
 
 // groupBacklinks splits sorted backlinks into runs of one (target, layer).
@@ -195,7 +213,7 @@ func sortedBest(c []cand) []cand {
 // Fewer than m candidates are all kept.
 func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
 	kept := make([]int32, 0, min(m, len(c)))
-	if len(c) <= m {
+	if len(c) < m {
 		for _, x := range c {
 			kept = append(kept, x.id)
 		}
@@ -206,7 +224,7 @@ func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
 		if len(kept) == m {
 			break
 		}
-		kernels.DotRows(b.X, d, kept, b.X[int(x.id)*d:(int(x.id)+1)*d], w.sims)
+		w.dot(b.X, d, kept, b.X[int(x.id)*d:(int(x.id)+1)*d], w.sims)
 		good := true
 		for _, s := range w.sims[:len(kept)] {
 			if s > x.sim {
@@ -240,7 +258,7 @@ func (b *builder) linkBack(group []backlink, w *workspace) {
 		ids = append(ids, bl.src)
 	}
 	sims := make([]float32, len(ids))
-	kernels.DotRows(b.X, d, ids, b.X[int(t)*d:(int(t)+1)*d], sims)
+	w.dot(b.X, d, ids, b.X[int(t)*d:(int(t)+1)*d], sims)
 	c := make([]cand, len(ids))
 	for i := range ids {
 		c[i] = cand{ids[i], sims[i]}

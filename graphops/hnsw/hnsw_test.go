@@ -58,7 +58,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	X := clustered(1, n, d, 40)
 	Q := clustered(2, nq, d, 40)
 	o := DefaultOptions()
-	o.Workers = 2
+	o.Workers, o.Dot = 2, kernels.DotRows
 	g := build(t, X, n, d, o)
 	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, k, 1)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestRecallAgainstExact(t *testing.T) {
 	recall := func(ef int) float64 {
 		hits := 0
 		for i := range nq {
-			got, err := g.Search(X, Q[i*d:(i+1)*d], k, ef)
+			got, err := g.Search(X, Q[i*d:(i+1)*d], k, ef, kernels.DotRows)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,12 +118,12 @@ func TestBuildIndependentOfWorkers(t *testing.T) {
 func TestSmallGraphs(t *testing.T) {
 	o := DefaultOptions()
 	g := build(t, nil, 0, 4, o)
-	if h, err := g.Search(nil, make([]float32, 4), 5, 10); err != nil || h != nil {
+	if h, err := g.Search(nil, make([]float32, 4), 5, 10, kernels.DotRows); err != nil || h != nil {
 		t.Fatalf("empty graph: %v %v", h, err)
 	}
 	one := []float32{1, 0, 0, 0}
 	g = build(t, one, 1, 4, o)
-	if h, err := g.Search(one, one, 5, 10); err != nil || len(h) != 1 || h[0].Index != 0 {
+	if h, err := g.Search(one, one, 5, 10, kernels.DotRows); err != nil || len(h) != 1 || h[0].Index != 0 {
 		t.Fatalf("one node: %v %v", h, err)
 	}
 	dup := make([]float32, 0, 40*4)
@@ -133,7 +133,7 @@ func TestSmallGraphs(t *testing.T) {
 	g = build(t, dup, 40, 4, o)
 	// Equal rows crowd each other out of full link lists (as in every
 	// HNSW), so only the first k are asked for: ties go to the lower row.
-	h, err := g.Search(dup, dup[:4], 10, 100)
+	h, err := g.Search(dup, dup[:4], 10, 100, kernels.DotRows)
 	if err != nil || len(h) != 10 {
 		t.Fatalf("40 equal rows, k 10: %d hits, %v", len(h), err)
 	}
@@ -161,7 +161,7 @@ func TestOptionsAndSearchRefused(t *testing.T) {
 		q  []float32
 		ef int
 	}{{make([]float32, 7), 10}, {X[:8], 0}, {X[:8], MaxEf + 1}} {
-		if _, err := g.Search(X, c.q, 5, c.ef); err == nil {
+		if _, err := g.Search(X, c.q, 5, c.ef, kernels.DotRows); err == nil {
 			t.Errorf("search with %d values at ef %d accepted", len(c.q), c.ef)
 		}
 	}
@@ -237,7 +237,7 @@ func TestConcurrentSearch(t *testing.T) {
 	g := build(t, X, n, d, DefaultOptions())
 	want := make([][]engine.Hit, nq)
 	for i := range nq {
-		want[i], _ = g.Search(X, Q[i*d:(i+1)*d], 10, 32)
+		want[i], _ = g.Search(X, Q[i*d:(i+1)*d], 10, 32, kernels.DotRows)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 4*nq)
@@ -247,7 +247,7 @@ func TestConcurrentSearch(t *testing.T) {
 			defer wg.Done()
 			for i := range nq {
 				j := (i + w*17) % nq
-				got, err := g.Search(X, Q[j*d:(j+1)*d], 10, 32)
+				got, err := g.Search(X, Q[j*d:(j+1)*d], 10, 32, kernels.DotRows)
 				if err != nil || !slices.Equal(got, want[j]) {
 					errs <- fmt.Sprintf("query %d: %v (%v), alone %v", j, got, err, want[j])
 				}

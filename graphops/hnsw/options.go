@@ -5,9 +5,9 @@
 //
 // The graph stores node ids only; the vectors stay in the caller's matrix
 // (the index's, memory-mapped), so a graph is ¼ of the matrix's bytes or
-// less. Rows are scored with kernels.DotRows, the gather form of the exact
-// scan's kernel, so a hit's score equals the exact search's bit for bit:
-// only which rows are found can differ.
+// less. Rows are scored by a Dot the caller passes: the backend's gather
+// form of its exact scan (engine.DotRowsOf), so a hit's score equals the
+// exact search's bit for bit and only which rows are found can differ.
 //
 // The build is deterministic: insertion runs in batches whose searches see
 // the graph as the earlier batches left it, and whose links are applied in
@@ -34,6 +34,41 @@ type Options struct {
 	// Workers run an insertion batch's searches and link updates in
 	// parallel; the graph does not depend on it.
 	Workers int
+	// Dot scores rows during the build; nil: GoDot.
+	Dot Dot
+}
+
+// Dot scores the rows of X (row-major, width d) named by ids against q
+// into out[:len(ids)]. A backend's (engine.DotRowsOf) scores each row as
+// its exact search does; ids are always rows of X.
+type Dot func(X []float32, d int, ids []int32, q, out []float32)
+
+// GoDot is the portable Dot: four float32 accumulators, in the order of
+// the CPU backend's pure-Go kernel.
+func GoDot(X []float32, d int, ids []int32, q, out []float32) {
+	for i, r := range ids {
+		row := X[int(r)*d : int(r)*d+d]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= d; j += 4 {
+			s0 += row[j] * q[j]
+			s1 += row[j+1] * q[j+1]
+			s2 += row[j+2] * q[j+2]
+			s3 += row[j+3] * q[j+3]
+		}
+		for ; j < d; j++ {
+			s0 += row[j] * q[j]
+		}
+		out[i] = (s0 + s1) + (s2 + s3)
+	}
+}
+
+// orGo is dot, or GoDot when nil.
+func orGo(dot Dot) Dot {
+	if dot == nil {
+		return GoDot
+	}
+	return dot
 }
 
 // DefaultOptions are M 16 and efConstruction 100, on every CPU.

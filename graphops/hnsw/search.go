@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/gleaner-rag/gleaner/engine"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
 // MaxEf bounds a search's candidate list.
@@ -78,6 +77,7 @@ type workspace struct {
 	found heap // worst first: the ef best so far
 	ids   []int32
 	sims  []float32
+	dot   Dot
 }
 
 func newWorkspace(n, m0 int) *workspace {
@@ -130,7 +130,7 @@ func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *worksp
 				w.ids = append(w.ids, u)
 			}
 		}
-		kernels.DotRows(X, g.Dims, w.ids, q, w.sims)
+		w.dot(X, g.Dims, w.ids, q, w.sims)
 		for i, u := range w.ids {
 			n := cand{u, w.sims[i]}
 			if len(w.found.h) < ef || closer(n, w.found.h[0]) {
@@ -149,7 +149,7 @@ func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *worksp
 func (g *Graph) descend(X, q []float32, top, stop int, w *workspace) cand {
 	e := cand{g.Entry, 0}
 	w.ids = append(w.ids[:0], g.Entry)
-	kernels.DotRows(X, g.Dims, w.ids, q, w.sims)
+	w.dot(X, g.Dims, w.ids, q, w.sims)
 	e.sim = w.sims[0]
 	for l := top; l > stop; l-- {
 		g.searchLayer(X, q, []cand{e}, 1, l, w)
@@ -160,9 +160,9 @@ func (g *Graph) descend(X, q []float32, top, stop int, w *workspace) cand {
 
 // Search returns the k rows of X (the matrix the graph was built over)
 // with the highest inner product with q that a walk keeping ef candidates
-// finds (ef is raised to k), best first, ties to the lower row. Scores are
-// the exact scan's. It is safe for concurrent use.
-func (g *Graph) Search(X, q []float32, k, ef int) ([]engine.Hit, error) {
+// finds (ef is raised to k), best first, ties to the lower row, scored by
+// dot (nil: GoDot). It is safe for concurrent use.
+func (g *Graph) Search(X, q []float32, k, ef int, dot Dot) ([]engine.Hit, error) {
 	switch {
 	case len(q) != g.Dims:
 		return nil, fmt.Errorf("hnsw: query of %d values, graph of %d", len(q), g.Dims)
@@ -178,6 +178,7 @@ func (g *Graph) Search(X, q []float32, k, ef int) ([]engine.Hit, error) {
 	ef = max(ef, k)
 	w := g.workspace()
 	defer g.pool.Put(w)
+	w.dot = orGo(dot)
 	e := g.descend(X, q, int(g.Levels[g.Entry]), 0, w)
 	g.searchLayer(X, q, []cand{e}, ef, 0, w)
 	return best(w.found.h, k), nil

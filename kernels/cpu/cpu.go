@@ -35,6 +35,12 @@ func (*Backend) Caps() engine.Caps {
 	return engine.Caps{Device: fmt.Sprintf("cpu: dot %s, blas %s", kernels.DotBlockImpl(), kernels.BLASImpl())}
 }
 
+// DotRows implements engine.RowDotter with kernels.DotRows, the gather
+// form of FlatIP's kernel.
+func (*Backend) DotRows(X []float32, d int, ids []int32, q, out []float32) {
+	kernels.DotRows(X, d, ids, q, out)
+}
+
 // buffer is host memory holding exactly one of the slices.
 type buffer struct {
 	f32   []float32

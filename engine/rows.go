@@ -1,0 +1,19 @@
+package engine
+
+// RowDotter is implemented by a backend whose kernels run on the host. It
+// scores the rows of a host matrix X (row-major, width d) named by ids
+// against one query q into out, each exactly as the backend's flat search
+// scores it, so a graph search (HNSW) over the same matrix reports the
+// exact search's scores. A backend without it leaves graph searches their
+// portable loop.
+type RowDotter interface {
+	DotRows(X []float32, d int, ids []int32, q, out []float32)
+}
+
+// DotRowsOf returns be's row scorer, or nil when it has none.
+func DotRowsOf(be Backend) func(X []float32, d int, ids []int32, q, out []float32) {
+	if r, ok := be.(RowDotter); ok {
+		return r.DotRows
+	}
+	return nil
+}
