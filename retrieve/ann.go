@@ -27,6 +27,7 @@ type hnswMeta struct {
 	M              int    `json:"m"`
 	EfConstruction int    `json:"ef_construction"`
 	Seed           uint64 `json:"seed"`
+	KeepPruned     bool   `json:"keep_pruned,omitempty"`
 	Nodes          int    `json:"nodes"`
 	Dims           int    `json:"dims"`
 	Entry          int32  `json:"entry"`
@@ -64,6 +65,7 @@ func (s *HNSWSettings) Params(p *Params) {
 	p.Int(&s.EfConstruction, "ef-construction", "hnsw: candidates kept per insertion", Within(1, hnsw.MaxEfConstruction))
 	p.Uint64(&s.Seed, "seed", "hnsw: seed of the layer draws")
 	p.Int(&s.Workers, "workers", "hnsw: build threads (the graph does not depend on them)", Within(1, hnsw.MaxWorkers))
+	p.Bool(&s.KeepPruned, "keep-pruned", "hnsw: fill each node's free link slots with the closest candidates the heuristic dropped (slower build, higher recall per ef)")
 }
 
 // buildHNSW builds the graph over the vectors of the index at dir and
@@ -86,7 +88,7 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 	if err != nil {
 		return "", err
 	}
-	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
+	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, KeepPruned: s.KeepPruned, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
 	err = ix.StoreSection(ctx, dir, SectionHNSW, meta, func(w *index.SectionWriter) error {
 		return errors.Join(w.Bytes("levels.bytes", g.Levels), w.I32("layer0.i32", g.Layer0),
 			w.I32("upper.i32", g.Upper), w.I64("upper_off.i64", g.UpperOff))

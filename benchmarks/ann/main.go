@@ -57,6 +57,7 @@ func main() {
 	n := flag.Int("n", 0, "vectors: 0 for the index's own, else a generated corpus of this many passages embedded with the index's LSA")
 	m := flag.Int("m", 32, "M")
 	efc := flag.Int("efc", 200, "efConstruction")
+	keep := flag.Bool("keep-pruned", false, "gleaner alone: also build with KeepPruned and compare (no FAISS side)")
 	efs := flag.String("ef", "64,128,256,512,1024,1536,2048", "efSearch values")
 	target := flag.Float64("target", 0.95, "recall@10 the dev questions choose efSearch for")
 	work := flag.String("work", "/tmp/gleaner-ann", "folder for the vectors the peer reads")
@@ -84,6 +85,15 @@ func main() {
 	}
 	ndev := len(dev) / d
 	g := gleaner(ctx, X, rows, d, Q, exact, ndev, *m, *efc, ef)
+	if *keep {
+		k := gleanerWith(ctx, X, rows, d, Q, exact, ndev, *m, *efc, ef, true)
+		for i, e := range ef {
+			fmt.Printf("ef %d: recall@10 dev %.3f test %.3f, %.0f q/s | keep-pruned: dev %.3f test %.3f, %.0f q/s\n", e,
+				g.Recall[2*i], g.Recall[2*i+1], g.QPS[i], k.Recall[2*i], k.Recall[2*i+1], k.QPS[i])
+		}
+		fmt.Printf("builds: %.1f s, keep-pruned %.1f s\n", g.Build, k.Build)
+		return
+	}
 	if *peer == "" {
 		for i, e := range ef {
 			fmt.Printf("ef %d: recall@10 dev %.3f test %.3f, %.0f q/s\n", e, g.Recall[2*i], g.Recall[2*i+1], g.QPS[i])
@@ -143,8 +153,12 @@ func embed(ctx context.Context, ix *index.Index, qs []corpus.Query) []float32 {
 
 // gleaner builds the graph and answers the questions at every ef.
 func gleaner(ctx context.Context, X []float32, n, d int, Q []float32, exact [][]kernels.Hit, ndev, m, efc int, efs []int) side {
+	return gleanerWith(ctx, X, n, d, Q, exact, ndev, m, efc, efs, false)
+}
+
+func gleanerWith(ctx context.Context, X []float32, n, d int, Q []float32, exact [][]kernels.Hit, ndev, m, efc int, efs []int, keep bool) side {
 	o := hnsw.DefaultOptions()
-	o.M, o.EfConstruction, o.Workers, o.Dot = m, efc, 2, kernels.DotRows
+	o.M, o.EfConstruction, o.Workers, o.Dot, o.KeepPruned = m, efc, 2, kernels.DotRows, keep
 	t0 := time.Now()
 	g, err := hnsw.Build(ctx, X, n, d, o, nil)
 	if err != nil {

@@ -209,7 +209,8 @@ func sortedBest(c []cand) []cand {
 
 // selectLinks is the paper's neighbour-selection heuristic (hnswlib's
 // getNeighborsByHeuristic2): walking the candidates best first, keep one
-// unless it is closer to a node already kept than to the base, up to m.
+// unless it is closer to a node already kept than to the base, up to m;
+// with KeepPruned the slots left are filled with the closest dropped ones.
 // Fewer than m candidates are all kept.
 func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
 	kept := make([]int32, 0, min(m, len(c)))
@@ -220,6 +221,7 @@ func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
 		return kept
 	}
 	d := b.g.Dims
+	var pruned []int32
 	for _, x := range c {
 		if len(kept) == m {
 			break
@@ -234,7 +236,12 @@ func (b *builder) selectLinks(c []cand, m int, w *workspace) []int32 {
 		}
 		if good {
 			kept = append(kept, x.id)
+		} else {
+			pruned = append(pruned, x.id)
 		}
+	}
+	if b.o.KeepPruned { // the paper's keepPrunedConnections: fill up, closest first
+		kept = append(kept, pruned[:min(len(pruned), m-len(kept))]...)
 	}
 	return kept
 }

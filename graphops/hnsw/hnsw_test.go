@@ -260,3 +260,44 @@ func TestConcurrentSearch(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestKeepPruned: filling the free slots gives a valid graph, the same on
+// any number of workers, with more links and no lower recall.
+func TestKeepPruned(t *testing.T) {
+	const n, d, nq = 3000, 16, 60
+	X := clustered(8, n, d, 30)
+	Q := clustered(9, nq, d, 30)
+	o := DefaultOptions()
+	o.M, o.EfConstruction, o.Workers = 8, 60, 1
+	plain := build(t, X, n, d, o)
+	o.KeepPruned = true
+	keep := build(t, X, n, d, o)
+	o.Workers = 3
+	if again := build(t, X, n, d, o); !slices.Equal(again.Layer0, keep.Layer0) {
+		t.Fatal("keep-pruned graph depends on the number of workers")
+	}
+	links := func(g *Graph) (c int) {
+		for v := range int32(n) {
+			c += count(g.links(v, 0))
+		}
+		return c
+	}
+	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
+	recall := func(g *Graph) float64 {
+		hit := 0
+		for i := range nq {
+			got, _ := g.Search(X, Q[i*d:(i+1)*d], 10, 12, kernels.DotRows)
+			for _, h := range got {
+				if slices.Contains(exact[i], h) {
+					hit++
+				}
+			}
+		}
+		return float64(hit) / (nq * 10)
+	}
+	lp, lk, rp, rk := links(plain), links(keep), recall(plain), recall(keep)
+	t.Logf("layer-0 links %d → %d, recall@10 at ef 12 %.3f → %.3f", lp, lk, rp, rk)
+	if lk <= lp || rk < rp {
+		t.Fatalf("keep-pruned: links %d → %d, recall %.3f → %.3f", lp, lk, rp, rk)
+	}
+}

@@ -34,6 +34,11 @@ type Options struct {
 	// Workers run an insertion batch's searches and link updates in
 	// parallel; the graph does not depend on it.
 	Workers int
+	// KeepPruned fills the link slots the heuristic leaves empty with the
+	// closest candidates it dropped (the paper's keepPrunedConnections,
+	// which hnswlib and FAISS leave out): more links per node, a slower
+	// build, a shorter walk to the same recall for queries far from the data.
+	KeepPruned bool
 	// Dot scores rows during the build; nil: GoDot.
 	Dot Dot
 }
