@@ -125,6 +125,20 @@ func loadHNSW(ix *index.Index, r *index.SectionReader) (any, error) {
 	return g, nil
 }
 
+// graphFor is the graph a search mode uses: nil under SearchExact, and
+// under SearchAuto when the index has none; an index without one is an
+// error under SearchHNSW, and a graph that failed its check under both.
+func graphFor(ix *index.Index, search string) (*hnsw.Graph, error) {
+	if search == SearchExact {
+		return nil, nil
+	}
+	g, err := HNSWOf(ix)
+	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
+		return nil, nil
+	}
+	return g, err
+}
+
 // HNSWOf returns the index's HNSW graph, or an index.ErrNotBuilt error
 // saying how to build it.
 func HNSWOf(ix *index.Index) (*hnsw.Graph, error) {

@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -97,17 +96,11 @@ const knnGraphFrom = 100_000
 // nearestOn is a node's nearest rows on the index's HNSW graph under
 // search (SearchAuto, SearchExact, SearchHNSW); nil for exact search.
 func nearestOn(ix *index.Index, be engine.Backend, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
-	if search == SearchExact {
-		return nil, nil
-	}
 	if search == SearchAuto && ix.N() < knnGraphFrom {
 		return nil, nil
 	}
-	g, err := HNSWOf(ix)
-	switch {
-	case errors.Is(err, index.ErrNotBuilt) && search == SearchAuto:
-		return nil, nil
-	case err != nil:
+	g, err := graphFor(ix, search)
+	if g == nil || err != nil {
 		return nil, err
 	}
 	d, dot := ix.Meta.Dims, engine.DotRowsOf(be)

@@ -80,19 +80,11 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if be == nil {
 		return nil, ErrNoBackend
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be)}
-	if o.Search == SearchExact {
-		return m, nil
-	}
-	g, err := HNSWOf(ix)
-	switch {
-	case errors.Is(err, index.ErrNotBuilt) && o.Search == SearchAuto:
-		return m, nil
-	case err != nil:
+	g, err := graphFor(ix, o.Search)
+	if err != nil {
 		return nil, err
 	}
-	m.g, m.always = g, o.Search == SearchHNSW
-	return m, nil
+	return &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search == SearchHNSW}, nil
 }
 
 // Name implements Method.

@@ -22,6 +22,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -139,14 +140,18 @@ func vectors(ctx context.Context, dir string, n int) (X []float32, d int, test, 
 }
 
 // embed embeds the questions; one with no known term is left out (every
-// search answers it with nothing).
+// search answers it with nothing); any other error ends the run.
 func embed(ctx context.Context, ix *index.Index, qs []corpus.Query) []float32 {
 	var out []float32
 	for _, q := range qs {
 		v, err := ix.EmbedQuery(ctx, q.Text)
-		if err == nil {
-			out = append(out, v...)
+		switch {
+		case errors.Is(err, index.ErrEmptyEmbedding):
+			continue
+		case err != nil:
+			log.Fatalf("question %s: %v", q.ID, err)
 		}
+		out = append(out, v...)
 	}
 	return out
 }

@@ -189,10 +189,15 @@ func newMethod(ix *index.Index, be engine.Backend, spec string) (retrieve.Method
 		return nil, err
 	}
 	for _, kv := range strings.Split(settings, "&") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if err := cfg.Set(k, v); err != nil {
-				return nil, fmt.Errorf("%s: %w", spec, err)
-			}
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is not setting=value", spec, kv)
+		}
+		if err := cfg.Set(k, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
 		}
 	}
 	m, err := retrieve.New(ix, retrieve.Env{Backend: be}, cfg)
@@ -264,7 +269,10 @@ func measureMethod(ix *index.Index, m retrieve.Method, dev, test []corpus.Query)
 		for j, h := range hits {
 			ids[j] = ix.NodeID(int(h.Index))
 		}
-		sc, _ := eval.Score(ids, q.Judgements(), []int{10}) // every generated question has gold
+		sc, ok := eval.Score(ids, q.Judgements(), []int{10})
+		if !ok {
+			return methodRow{}, fmt.Errorf("question %s has no gold passage", q.ID)
+		}
 		recall += sc[eval.Name(eval.Recall, 10)]
 	}
 	slices.Sort(ms)
