@@ -52,19 +52,34 @@ type docTerms struct {
 	n     uint32
 }
 
+// analyzeBlock is how many documents are analyzed before their terms are
+// folded into compact ids: the analyzed strings of one block are all that
+// is held at a time (at 10⁶ passages, holding every document's strings
+// took several GiB).
+const analyzeBlock = 16384
+
 // BuildPostings analyzes n documents (text(i) gives document i) on all cores
 // and inverts them. done, if not nil, is called with the number of documents
 // analyzed so far.
 func BuildPostings(ctx context.Context, n int, text func(int) string, done func(int)) (*Postings, error) {
-	docs := make([]docTerms, n)
-	if err := analyzeAll(ctx, n, text, docs, done); err != nil {
-		return nil, err
+	inv := newInverter(n)
+	docs := make([]docTerms, min(n, analyzeBlock))
+	for lo := 0; lo < n; lo += analyzeBlock {
+		hi := min(lo+analyzeBlock, n)
+		if err := analyzeRange(ctx, lo, hi, text, docs[:hi-lo]); err != nil {
+			return nil, err
+		}
+		inv.add(docs[:hi-lo])
+		if done != nil {
+			done(hi)
+		}
 	}
-	return invert(docs), nil
+	return inv.postings(), nil
 }
 
-func analyzeAll(ctx context.Context, n int, text func(int) string, docs []docTerms, done func(int)) error {
-	var next, finished atomic.Int64
+// analyzeRange analyzes documents [lo, hi) into docs on all cores.
+func analyzeRange(ctx context.Context, lo, hi int, text func(int) string, docs []docTerms) error {
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
@@ -73,26 +88,20 @@ func analyzeAll(ctx context.Context, n int, text func(int) string, docs []docTer
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= n {
+				if i >= hi-lo {
 					return
 				}
 				if i%1024 == 0 && ctx.Err() != nil {
 					firstErr.CompareAndSwap(nil, ctx.Err())
 					return
 				}
-				docs[i] = countTerms(Analyze(text(i)))
-				if f := finished.Add(1); done != nil && f%4096 == 0 {
-					done(int(f))
-				}
+				docs[i] = countTerms(Analyze(text(lo + i)))
 			}
 		}()
 	}
 	wg.Wait()
 	if err, _ := firstErr.Load().(error); err != nil {
 		return err
-	}
-	if done != nil {
-		done(n)
 	}
 	return nil
 }
@@ -112,35 +121,63 @@ func countTerms(toks []string) docTerms {
 	return d
 }
 
-// invert turns per-document term counts into CSR postings.
-func invert(docs []docTerms) *Postings {
-	vocab := map[string]int{}
-	for _, d := range docs {
-		for _, t := range d.terms {
-			vocab[t]++
+// inverter collects analyzed documents as term ids in order of first
+// appearance (8 bytes per document term) and inverts them at the end.
+type inverter struct {
+	id     map[string]int32
+	words  []string // by id
+	df     []int64  // by id
+	docPtr []int64  // document d's terms are term[docPtr[d]:docPtr[d+1]]
+	term   []int32
+	tf     []uint32
+	docLen []uint32
+}
+
+func newInverter(n int) *inverter {
+	return &inverter{id: map[string]int32{}, docPtr: make([]int64, 1, n+1), docLen: make([]uint32, 0, n)}
+}
+
+// add appends the next documents.
+func (v *inverter) add(docs []docTerms) {
+	for i := range docs {
+		d := &docs[i]
+		for j, w := range d.terms {
+			k, ok := v.id[w]
+			if !ok {
+				k = int32(len(v.words))
+				v.id[w] = k
+				v.words = append(v.words, w)
+				v.df = append(v.df, 0)
+			}
+			v.df[k]++
+			v.term = append(v.term, k)
+			v.tf = append(v.tf, d.tf[j])
 		}
+		v.docPtr = append(v.docPtr, int64(len(v.term)))
+		v.docLen = append(v.docLen, d.n)
+		*d = docTerms{} // the block's strings can go
 	}
-	words := make([]string, 0, len(vocab))
-	for w := range vocab {
-		words = append(words, w)
-	}
-	p := &Postings{Terms: NewTermTable(words), DocLen: make([]uint32, len(docs))}
-	id := make(map[string]int, len(words))
+}
+
+// postings inverts the documents into CSR postings over the sorted term
+// table; each term's documents ascend.
+func (v *inverter) postings() *Postings {
+	p := &Postings{Terms: NewTermTable(v.words), DocLen: v.docLen}
+	sorted := make([]int32, len(v.words)) // first-appearance id → sorted id
 	p.Ptr = make([]int64, p.Terms.Len()+1)
 	for i := 0; i < p.Terms.Len(); i++ {
-		w := p.Terms.Term(i)
-		id[w] = i
-		p.Ptr[i+1] = p.Ptr[i] + int64(vocab[w])
+		k := v.id[p.Terms.Term(i)]
+		sorted[k] = int32(i)
+		p.Ptr[i+1] = p.Ptr[i] + v.df[k]
 	}
 	p.Doc = make([]uint32, p.Ptr[len(p.Ptr)-1])
 	p.TF = make([]uint32, len(p.Doc))
 	fill := append([]int64(nil), p.Ptr[:len(p.Ptr)-1]...)
-	for di, d := range docs {
-		p.DocLen[di] = d.n
-		for j, t := range d.terms {
-			k := id[t]
-			p.Doc[fill[k]] = uint32(di)
-			p.TF[fill[k]] = d.tf[j]
+	for d := 0; d+1 < len(v.docPtr); d++ {
+		for j := v.docPtr[d]; j < v.docPtr[d+1]; j++ {
+			k := sorted[v.term[j]]
+			p.Doc[fill[k]] = uint32(d)
+			p.TF[fill[k]] = v.tf[j]
 			fill[k]++
 		}
 	}
