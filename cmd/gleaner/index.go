@@ -25,7 +25,7 @@ import (
 type indexFlags struct {
 	out, embedder, vectors, metric string
 	biEncoder, pooling, tokenizer  string
-	dims                           int
+	dims, lsaSample                int
 	seed                           uint64
 	k1, b                          float64
 	skip, trainHead                bool
@@ -56,6 +56,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json of a cross-encoder: tokenize node texts once now and store the ids, so reranking only tokenizes queries")
 	fl.IntVar(&f.dims, "dims", lsa.Dims, "LSA dimensions")
 	fl.Uint64Var(&f.seed, "seed", lsa.Seed, "LSA random seed")
+	fl.IntVar(&f.lsaSample, "lsa-sample", lsa.SampleDocs, "fit LSA on a seeded sample of this many passages when the corpus has more (0: on every passage); every passage is still embedded")
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
 	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
 	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
@@ -76,7 +77,7 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 		return err
 	}
 	lsa := lexical.DefaultLSA()
-	lsa.Dims, lsa.Seed = f.dims, f.seed
+	lsa.Dims, lsa.Seed, lsa.SampleDocs = f.dims, f.seed, f.lsaSample
 	start := time.Now()
 	embed := []index.Option{index.WithEmbedder(f.embedder), index.WithVectors(f.vectors)}
 	if f.biEncoder != "" {
@@ -105,13 +106,14 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	} else {
 		opts = append(opts, index.WithoutHead())
 	}
+	nodes, edges := len(c.Nodes), len(c.Edges) // c is not held past Build: its finish steps reopen the index
 	if err := index.Build(cmd.Context(), c, f.out, opts...); err != nil {
 		if errors.Is(err, headtrain.ErrTooFewGroups) {
 			return fmt.Errorf("%w; --train-head=false builds the index without one (re2, gar and fastinsight need it)", err)
 		}
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", len(c.Nodes), len(c.Edges), f.out, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", nodes, edges, f.out, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -271,7 +271,7 @@ func TestHostileUser(t *testing.T) {
 	expectErr("zero epochs", "1 ≤ epochs", "train", "head", "--index", idir, "--epochs", "0")
 	expectErr("10⁸ pseudo-queries", "1 ≤ pseudo-queries ≤ 1000000", "train", "head", "--index", idir, "--pseudo", "100000000")
 	expectErr("zero pseudo-queries", "1 ≤ pseudo-queries", "train", "head", "--index", idir, "--pseudo", "0")
-	expectErr("zero LSA dims", "dims must be positive", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--dims", "0")
+	expectErr("zero LSA dims", "dims must be in", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--dims", "0")
 	expectErr("NaN k1", "k1=NaN", "index", cdir, "-o", filepath.Join(dir, "ix0"), "--k1", "NaN")
 	expectErr("a million hidden units", "want 1 to 4096", "train", "head", "--index", idir, "--hidden", "1000000")
 	expectErr("a first stage for bm25, which has none", "--first-stage applies to --method", "eval", "--index", idir, "--method", "bm25", "--first-stage", "garbage")
