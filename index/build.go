@@ -229,7 +229,7 @@ func buildVectors(ctx context.Context, c *corpus.Corpus, cfg *config, b *built) 
 	m.EmbedDocs(b.post, b.vecs)
 	cfg.progress.Finish()
 	if m.Dims < cfg.lsa.Dims {
-		cfg.log.Info("lsa: fewer dimensions than asked, as a corpus this small has no more (harmless)", "asked", cfg.lsa.Dims, "dims", m.Dims)
+		cfg.log.Info("lsa: fewer dimensions than asked, as the fitted documents have no more (harmless)", "asked", cfg.lsa.Dims, "dims", m.Dims)
 	}
 	cfg.log.Info("lsa fitted", "dims", m.Dims, "terms", len(m.IDF), "fit_docs", m.FitDocs)
 	return nil

@@ -47,8 +47,8 @@ func (o LSAOptions) Validate() error {
 	if o.Oversample < 0 || o.Oversample > MaxLSADims || o.PowerIters < 0 || o.PowerIters > 100 {
 		errs = append(errs, errors.New("lsa: oversample must be in [0, 4096] and power iterations in [0, 100]"))
 	}
-	if o.SampleDocs < 0 {
-		errs = append(errs, fmt.Errorf("lsa: sample docs must be ≥ 0 (0 fits on every document), got %d", o.SampleDocs))
+	if o.SampleDocs != 0 && o.SampleDocs < o.Dims+o.Oversample {
+		errs = append(errs, fmt.Errorf("lsa: sample docs must be 0 (fit on every document) or at least dims + oversample = %d, got %d", o.Dims+o.Oversample, o.SampleDocs))
 	}
 	return errors.Join(errs...)
 }
@@ -138,7 +138,7 @@ func (m *LSA) EmbedDocs(p *Postings, out []float32) {
 	workers := chunkWorkers(n, embedBlock)
 	cursor := make([][]int64, workers) // per goroutine: each term's next posting
 	acc := make([][]float64, workers)
-	forWorkerChunks(n, embedBlock, func(w, lo, hi int) {
+	forWorkerChunks(n, embedBlock, workers, func(w, lo, hi int) {
 		if cursor[w] == nil {
 			cursor[w] = make([]int64, len(terms))
 			for i, t := range terms {

@@ -2,11 +2,13 @@ package lexical
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -143,13 +145,13 @@ func TestFitLSAOnSample(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	p := postingsOf(t, zipfTexts(rng, 60, 40))
 	o := DefaultLSA()
-	o.Dims, o.Oversample, o.SampleDocs = 6, 10, 14
+	o.Dims, o.Oversample, o.SampleDocs = 6, 10, 16
 	m, err := FitLSA(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	docs := sampleDocs(p.NumDocs(), o)
-	if m.FitDocs != 14 || len(docs) != 14 || !slices.IsSorted(docs) {
+	if m.FitDocs != 16 || len(docs) != 16 || !slices.IsSorted(docs) {
 		t.Fatalf("fit on %d documents, sample %v", m.FitDocs, docs)
 	}
 	inSample := map[uint32]bool{}
@@ -236,7 +238,9 @@ func TestLSAIndependentOfCores(t *testing.T) {
 // gives each document the vector embedCounts gives its term counts.
 func TestEmbedDocsEqualsOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	p := postingsOf(t, zipfTexts(rng, 2*embedBlock+300, 400))
+	texts := zipfTexts(rng, 8*embedBlock+300, 400) // more blocks than goroutines: each takes several
+	texts[5], texts[3000] = "", "the of and"       // no LSA term: the zero vector
+	p := postingsOf(t, texts)
 	o := DefaultLSA()
 	o.Dims = 12
 	m, err := FitLSA(context.Background(), p, o)
@@ -256,7 +260,7 @@ func TestEmbedDocsEqualsOneByOne(t *testing.T) {
 			counts[p.Doc[i]][r] = float64(p.TF[i])
 		}
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	got := make([]float32, n*d)
 	for i := range got {
 		got[i] = 7 // EmbedDocs overwrites every row, zero rows included
@@ -309,5 +313,68 @@ func TestBuildPostingsEqualsNaive(t *testing.T) {
 	}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Options are checked up front, and a sample too small to fit is refused
+// rather than fitted on fewer dimensions or other terms.
+func TestLSAOptionsRefused(t *testing.T) {
+	for name, edit := range map[string]func(*LSAOptions){
+		"zero dims":           func(o *LSAOptions) { o.Dims = 0 },
+		"huge dims":           func(o *LSAOptions) { o.Dims = MaxLSADims + 1 },
+		"min df 0":            func(o *LSAOptions) { o.MinDF = 0 },
+		"max df ratio 0":      func(o *LSAOptions) { o.MaxDFRatio = 0 },
+		"max df ratio NaN":    func(o *LSAOptions) { o.MaxDFRatio = math.NaN() },
+		"negative oversample": func(o *LSAOptions) { o.Oversample = -1 },
+		"power iters 101":     func(o *LSAOptions) { o.PowerIters = 101 },
+		"negative sample":     func(o *LSAOptions) { o.SampleDocs = -1 },
+		"sample below dims":   func(o *LSAOptions) { o.SampleDocs = o.Dims + o.Oversample - 1 },
+	} {
+		o := DefaultLSA()
+		edit(&o)
+		if o.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	o := DefaultLSA()
+	o.SampleDocs = o.Dims + o.Oversample
+	if err := o.Validate(); err != nil {
+		t.Errorf("the smallest sample refused: %v", err)
+	}
+	texts := make([]string, 40) // every document its own words: no term in 2 sampled documents
+	for i := range texts {
+		texts[i] = fmt.Sprintf("alpha%d beta%d alpha%d beta%d", i/2, i/2, i/2, i/2)
+	}
+	p := postingsOf(t, texts)
+	o = LSAOptions{Dims: 2, MinDF: 2, MaxDFRatio: 0.5, Oversample: 1, SampleDocs: 3, Seed: 1}
+	if _, err := FitLSA(context.Background(), p, o); err == nil || !strings.Contains(err.Error(), "sampled documents") {
+		t.Fatalf("a sample where no term occurs twice: %v", err)
+	}
+}
+
+// A corpus of SampleDocs documents or fewer is fitted on all of them,
+// exactly as with sampling off.
+func TestFitLSASampleBoundary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	p := postingsOf(t, zipfTexts(rng, 300, 200))
+	o := DefaultLSA()
+	o.Dims, o.SampleDocs = 8, 0
+	all, err := FitLSA(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{300, 301, 5000} {
+		o.SampleDocs = n
+		m, err := FitLSA(context.Background(), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.FitDocs != 300 || !reflect.DeepEqual(m, all) {
+			t.Errorf("sample docs %d: fitted on %d documents, or differs from the fit on all", n, m.FitDocs)
+		}
+	}
+	o.SampleDocs = 299
+	if m, err := FitLSA(context.Background(), p, o); err != nil || m.FitDocs != 299 {
+		t.Fatalf("sample docs 299: %v, fitted on %d", err, m.FitDocs)
 	}
 }

@@ -11,23 +11,22 @@ import (
 // call, so a caller that writes only its range's outputs gets the same
 // result however many goroutines run.
 func forChunks(n, chunk int, fn func(lo, hi int)) {
-	forWorkerChunks(n, chunk, func(_, lo, hi int) { fn(lo, hi) })
+	forWorkerChunks(n, chunk, chunkWorkers(n, chunk), func(_, lo, hi int) { fn(lo, hi) })
 }
 
-// chunkWorkers is how many goroutines forWorkerChunks runs for n items.
+// chunkWorkers is how many goroutines to run on n items in chunks.
 func chunkWorkers(n, chunk int) int {
 	return max(1, min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk))
 }
 
-// forWorkerChunks is forChunks that also names the goroutine (0 ≤ worker <
-// chunkWorkers(n, chunk)), so callers can keep state per goroutine; each
-// goroutine's ranges come in ascending order.
-func forWorkerChunks(n, chunk int, fn func(worker, lo, hi int)) {
+// forWorkerChunks is forChunks on a given number of goroutines, naming the
+// goroutine (0 ≤ worker < workers) so that callers can keep state per
+// goroutine, sized before the call; each goroutine's ranges ascend.
+func forWorkerChunks(n, chunk, workers int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	workers := chunkWorkers(n, chunk)
-	if workers == 1 {
+	if workers <= 1 {
 		for lo := 0; lo < n; lo += chunk {
 			fn(0, lo, min(lo+chunk, n))
 		}

@@ -63,6 +63,9 @@ const analyzeBlock = 16384
 // analyzed so far.
 func BuildPostings(ctx context.Context, n int, text func(int) string, done func(int)) (*Postings, error) {
 	inv := newInverter(n)
+	if done != nil && n == 0 {
+		done(0)
+	}
 	docs := make([]docTerms, min(n, analyzeBlock))
 	for lo := 0; lo < n; lo += analyzeBlock {
 		hi := min(lo+analyzeBlock, n)
