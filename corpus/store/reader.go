@@ -9,6 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -76,12 +80,52 @@ func open(dir string, opt OpenOptions, attempt int) (*Reader, error) {
 	}
 	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}, copied: opt.Copy}
 	for name, fi := range m.Files {
-		if err := r.mapFile(root, name, fi, !opt.SkipChecksums); err != nil {
+		if err := r.mapFile(root, name, fi); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if !opt.SkipChecksums {
+		if err := r.verify("checksum %08x, manifest says %08x"); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// verify compares every file's CRC-32C with the manifest's, files on all
+// cores at once (a 10⁶-passage index holds 2.6 GB: 0.7 s on one core), and
+// names the first mismatching file in name order. format gets the checksum
+// found and the manifest's.
+func (r *Reader) verify(format string) error {
+	names := make([]string, 0, len(r.maps))
+	for name := range r.maps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(names)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
+				want := r.Manifest.Files[names[i]].CRC32C
+				if got := crc32.Checksum(r.maps[names[i]], castagnoli); got != want {
+					errs[i] = corrupt(r.Dir, names[i], format, got, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readManifest(root *os.Root, dir string) (Manifest, error) {
@@ -114,7 +158,7 @@ func parseManifest(b []byte, dir string) (Manifest, error) {
 	return m, nil
 }
 
-func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo, verify bool) error {
+func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo) error {
 	if filepath.Base(name) != name {
 		return corrupt(r.Dir, ManifestFile, "file name %q escapes the index folder", name)
 	}
@@ -144,11 +188,6 @@ func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo, verify bool) e
 		return fmt.Errorf("store: reading %s: %w", filepath.Join(r.Dir, name), err)
 	}
 	r.maps[name] = b
-	if verify {
-		if got := crc32.Checksum(b, castagnoli); got != fi.CRC32C {
-			return corrupt(r.Dir, name, "checksum %08x, manifest says %08x", got, fi.CRC32C)
-		}
-	}
 	return nil
 }
 
@@ -171,13 +210,7 @@ func readAligned(f *os.File, size int64) ([]byte, error) {
 // since Open is reported (ErrCorrupt, naming it) instead of being served
 // as valid data. Copied stores cannot change; Scrub checks them too.
 func (r *Reader) Scrub() error {
-	for name, b := range r.maps {
-		fi := r.Manifest.Files[name]
-		if got := crc32.Checksum(b, castagnoli); got != fi.CRC32C {
-			return corrupt(r.Dir, name, "changed in place since it was opened: checksum %08x, manifest says %08x", got, fi.CRC32C)
-		}
-	}
-	return nil
+	return r.verify("changed in place since it was opened: checksum %08x, manifest says %08x")
 }
 
 // Has reports whether the store holds name.

@@ -65,6 +65,14 @@ func TestOpenRejectsDamage(t *testing.T) {
 			b[3] ^= 0xff
 			os.WriteFile(p, b, 0o644)
 		}, "checksum"},
+		{"two flipped files: the first by name is named", func(d string) {
+			for _, f := range []string{"b.i64", "a.f32"} {
+				p := filepath.Join(d, f)
+				b, _ := os.ReadFile(p)
+				b[1] ^= 0xff
+				os.WriteFile(p, b, 0o644)
+			}
+		}, "a.f32: checksum"},
 		{"missing file", func(d string) { os.Remove(filepath.Join(d, "a.f32")) }, "a.f32"},
 		{"wrong version", func(d string) { editManifest(d, func(m *Manifest) { m.Version = 99 }) }, "version 99"},
 		{"not an index", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "not a gleaner index"},
