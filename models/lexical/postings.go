@@ -3,9 +3,6 @@ package lexical
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // Postings is an inverted index in CSR form: the documents containing term t
@@ -82,31 +79,15 @@ func BuildPostings(ctx context.Context, n int, text func(int) string, done func(
 
 // analyzeRange analyzes documents [lo, hi) into docs on all cores.
 func analyzeRange(ctx context.Context, lo, hi int, text func(int) string, docs []docTerms) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= hi-lo {
-					return
-				}
-				if i%1024 == 0 && ctx.Err() != nil {
-					firstErr.CompareAndSwap(nil, ctx.Err())
-					return
-				}
-				docs[i] = countTerms(Analyze(text(lo + i)))
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
-		return err
-	}
-	return nil
+	forChunks(hi-lo, 64, func(from, to int) {
+		if ctx.Err() != nil {
+			return
+		}
+		for i := from; i < to; i++ {
+			docs[i] = countTerms(Analyze(text(lo + i)))
+		}
+	})
+	return ctx.Err()
 }
 
 func countTerms(toks []string) docTerms {
