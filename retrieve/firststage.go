@@ -255,11 +255,72 @@ func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
 	return top.Results()
 }
 
-// Run scores q and returns its top depth: the first stage as a ranking.
-func (s *Stage) Run(ctx context.Context, q Query, depth int) ([]Hit, error) {
-	sc, err := s.Scores(ctx, q)
+// Run returns q's top depth: the first stage as a ranking, equal to
+// Ranking(Scores(q), depth). A bm25 stage takes it from the postings
+// (lexical.BM25.Search, MaxScore where it pays) instead of scoring every
+// node.
+func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
+	if s.kind != StageBM25 || strings.TrimSpace(q.Text) == "" || depth <= 0 {
+		sc, err := s.Scores(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return s.Ranking(sc, depth), nil
+	}
+	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.filtered", q.Allow != nil))
+	defer func() { end(err) }()
+	if err := CheckAllow(s.ix, q); err != nil {
+		return nil, err
+	}
+	hits, err := s.bm25Top(q, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	if top, ok := normalisedTop(hits, depth); ok {
+		return top, nil
+	}
+	sc, err := s.bm25(q) // a tie after normalising straddles the cut: rank every node
 	if err != nil {
 		return nil, err
 	}
 	return s.Ranking(sc, depth), nil
+}
+
+// bm25Top is BM25's top k for q by raw score, over q's allowed nodes.
+func (s *Stage) bm25Top(q Query, k int) ([]Hit, error) {
+	if q.Allow == nil {
+		return s.ix.BM25.Search(q.Text, k), nil
+	}
+	sub, err := subsetOf(s.ix, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ix.BM25.SearchWithin(q.Text, k, sub), nil
+}
+
+// normalisedTop turns BM25's top depth+1 by raw score into the top depth
+// by score / best score, as Ranking orders the bm25 stage's Scores: the
+// division can make distinct raw scores equal, and equal scores rank by
+// node number. Equal raw scores rank by node number in BM25's search too,
+// so only a normalised tie at the cut whose raw score shares its quotient
+// with a neighbouring float32 is undecidable from the top alone (a node
+// further down could join the tie); it reports false there.
+func normalisedTop(hits []Hit, depth int) ([]Hit, bool) {
+	var out []Hit
+	for _, h := range hits {
+		if h.Score > 0 {
+			out = append(out, Hit{Index: h.Index, Score: h.Score / hits[0].Score})
+		}
+	}
+	if len(out) > depth {
+		if cut := out[depth].Score; out[depth-1].Score == cut {
+			raw, best := hits[depth].Score, hits[0].Score
+			if math.Nextafter32(raw, 0)/best == cut || math.Nextafter32(raw, float32(math.Inf(1)))/best == cut {
+				return nil, false
+			}
+		}
+		out = out[:depth]
+	}
+	engine.SortHits(out)
+	return out, true
 }

@@ -41,3 +41,26 @@ func TestFusions(t *testing.T) {
 		t.Errorf("convex without BM25 = %v", c)
 	}
 }
+
+// Raw BM25 scores that dividing by the best makes equal rank by node
+// number, and a tie straddling the cut sends the caller to every node's
+// scores.
+func TestNormalisedTop(t *testing.T) {
+	best := float32(3)
+	a := float32(1)
+	b := math.Nextafter32(a, 2) // b > a, yet b/3 == a/3 in float32
+	for b/best != a/best {
+		a, b = b, math.Nextafter32(b, 2)
+	}
+	hits := []Hit{{Index: 0, Score: best}, {Index: 9, Score: b}, {Index: 4, Score: a}}
+	top, ok := normalisedTop(hits, 3)
+	if !ok || len(top) != 3 || top[1].Index != 4 || top[2].Index != 9 || top[1].Score != a/best {
+		t.Fatalf("normalised top %v (ok %v): nodes 4 and 9 tie and rank by number", top, ok)
+	}
+	if _, ok := normalisedTop(hits, 2); ok {
+		t.Fatal("a tie across the cut was accepted")
+	}
+	if top, ok := normalisedTop(hits[:2], 1); !ok || len(top) != 1 || top[0].Index != 0 || top[0].Score != 1 {
+		t.Fatalf("normalised top %v (ok %v)", top, ok)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
 func env() retrieve.Env { return retrieve.Env{Backend: cpu.New()} }
@@ -211,5 +212,39 @@ func TestEvaluateAnswerRecall(t *testing.T) {
 	var sb strings.Builder
 	if err := rep.WriteTable(&sb); err != nil || !strings.Contains(sb.String(), "answer_recall@10") {
 		t.Errorf("table lacks answer_recall: %v\n%s", err, sb.String())
+	}
+}
+
+// A bm25 stage's Run, which takes the top from the postings, returns what
+// ranking every node's Scores returns (nodes, order, scores), filtered or
+// not, at every depth.
+func TestStageRunEqualsRankingOfScores(t *testing.T) {
+	ix, qs := openIndex(t)
+	st, err := retrieve.NewStage(ix, nil, retrieve.StageOptions{Kind: retrieve.StageBM25, Hybrid: retrieve.DefaultHybrid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var half []int32
+	for v := 0; v < ix.N(); v += 2 {
+		half = append(half, int32(v))
+	}
+	qs = append(qs, retrieve.Query{Text: "no such words zzqx"}, retrieve.Query{Text: "the of"})
+	for _, allow := range []*filter.Set{nil, filter.NewSet(ix.N(), half...)} {
+		for _, q := range qs {
+			q.Allow = allow
+			sc, err := st.Scores(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, depth := range []int{1, 2, 10, 100, ix.N() + 1} {
+				got, err := st.Run(context.Background(), q, depth)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := st.Ranking(sc, depth); !reflect.DeepEqual(got, want) {
+					t.Fatalf("%q (filtered %v), depth %d: Run %v, ranking of Scores %v", q.Text, allow != nil, depth, got, want)
+				}
+			}
+		}
 	}
 }

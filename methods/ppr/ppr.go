@@ -147,17 +147,21 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*ppr, 
 func (m *ppr) Name() string { return m.name }
 
 func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
-	sc, err := m.st.Scores(ctx, q)
-	if err != nil || sc == nil {
-		return nil, err
-	}
 	m.once.Do(func() { m.adj = m.ix.View(m.o.GraphKinds...) })
 	if m.pushes(m.adj) {
-		seeds := m.seedReset(sc)
+		first, err := m.st.Run(ctx, q, m.o.Seeds) // the seeds alone: BM25's from its postings
+		if err != nil {
+			return nil, err
+		}
+		seeds := m.seedWeights(first)
 		if seeds == nil {
 			return nil, nil
 		}
 		return m.push(ctx, retrieve.AllowedView(m.adj, q), seeds, q.Allow, k)
+	}
+	sc, err := m.st.Scores(ctx, q)
+	if err != nil || sc == nil {
+		return nil, err
 	}
 	reset := m.reset(sc, q.Allow)
 	if reset == nil {
@@ -234,7 +238,7 @@ func (m *ppr) reset(sc []float32, allow *filter.Set) []float64 {
 		}
 		return vecmath.MinMaxScaled(r, passageMass)
 	}
-	seeds := m.seedReset(sc)
+	seeds := m.seedWeights(m.st.Ranking(sc, m.o.Seeds))
 	if seeds == nil {
 		return nil
 	}
@@ -244,11 +248,10 @@ func (m *ppr) reset(sc []float32, allow *filter.Set) []float64 {
 	return r
 }
 
-// seedReset is the seeded restart vector: the first stage's top Seeds
-// results by score or 1/rank; nil when there are none. (The first stage
-// ranks only allowed nodes.)
-func (m *ppr) seedReset(sc []float32) map[int32]float64 {
-	seeds := m.st.Ranking(sc, m.o.Seeds)
+// seedWeights is the seeded restart vector: the first stage's top Seeds
+// results (seeds) weighed by score or 1/rank; nil when there are none.
+// (The first stage ranks only allowed nodes.)
+func (m *ppr) seedWeights(seeds []retrieve.Hit) map[int32]float64 {
 	if len(seeds) == 0 {
 		return nil
 	}
