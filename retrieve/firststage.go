@@ -267,11 +267,12 @@ func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error
 		}
 		return s.Ranking(sc, depth), nil
 	}
-	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.filtered", q.Allow != nil))
+	_, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.filtered", q.Allow != nil))
 	defer func() { end(err) }()
 	if err := CheckAllow(s.ix, q); err != nil {
 		return nil, err
 	}
+	depth = min(depth, s.ix.N()) // depth+1 must not overflow
 	hits, err := s.bm25Top(q, depth+1)
 	if err != nil {
 		return nil, err

@@ -43,22 +43,45 @@ func TestFusions(t *testing.T) {
 }
 
 // Raw BM25 scores that dividing by the best makes equal rank by node
-// number, and a tie straddling the cut sends the caller to every node's
-// scores.
+// number; a tie at the cut between equal raw scores is decided as BM25's
+// search decides it, unless a neighbouring raw score (one not fetched)
+// shares the quotient, which sends the caller to every node's scores.
 func TestNormalisedTop(t *testing.T) {
-	best := float32(3)
-	a := float32(1)
-	b := math.Nextafter32(a, 2) // b > a, yet b/3 == a/3 in float32
-	for b/best != a/best {
-		a, b = b, math.Nextafter32(b, 2)
+	const best = float32(3)
+	quotientShared := func(r float32) (below, above bool) {
+		return math.Nextafter32(r, 0)/best == r/best, math.Nextafter32(r, 4)/best == r/best
 	}
+	find := func(below, above bool) float32 {
+		for r := float32(1); r < 2; r = math.Nextafter32(r, 2) {
+			if b, a := quotientShared(r); b == below && a == above {
+				return r
+			}
+		}
+		t.Fatalf("no raw score in [1, 2) with neighbours sharing its quotient below %v, above %v", below, above)
+		return 0
+	}
+	// Distinct raw scores tied after dividing rank by node number.
+	a := find(false, true)
+	b := math.Nextafter32(a, 2)
 	hits := []Hit{{Index: 0, Score: best}, {Index: 9, Score: b}, {Index: 4, Score: a}}
 	top, ok := normalisedTop(hits, 3)
 	if !ok || len(top) != 3 || top[1].Index != 4 || top[2].Index != 9 || top[1].Score != a/best {
 		t.Fatalf("normalised top %v (ok %v): nodes 4 and 9 tie and rank by number", top, ok)
 	}
 	if _, ok := normalisedTop(hits, 2); ok {
-		t.Fatal("a tie across the cut was accepted")
+		t.Fatal("a tie across the cut between different raw scores was accepted")
+	}
+	// Equal raw scores across the cut: decided, unless a raw score just
+	// below (not fetched) could join the tie.
+	alone := find(false, false)
+	tied := []Hit{{Index: 0, Score: best}, {Index: 2, Score: alone}, {Index: 6, Score: alone}}
+	if top, ok := normalisedTop(tied, 2); !ok || len(top) != 2 || top[1].Index != 2 {
+		t.Fatalf("a raw tie at the cut: %v (ok %v)", top, ok)
+	}
+	under := find(true, false)
+	tied[1].Score, tied[2].Score = under, under
+	if _, ok := normalisedTop(tied, 2); ok {
+		t.Fatal("a raw tie at the cut that a lower raw score could join was accepted")
 	}
 	if top, ok := normalisedTop(hits[:2], 1); !ok || len(top) != 1 || top[0].Index != 0 || top[0].Score != 1 {
 		t.Fatalf("normalised top %v (ok %v)", top, ok)

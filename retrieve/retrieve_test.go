@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -236,7 +237,7 @@ func TestStageRunEqualsRankingOfScores(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, depth := range []int{1, 2, 10, 100, ix.N() + 1} {
+			for _, depth := range []int{1, 2, 10, 100, ix.N() + 1, math.MaxInt} {
 				got, err := st.Run(context.Background(), q, depth)
 				if err != nil {
 					t.Fatal(err)
