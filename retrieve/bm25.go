@@ -30,14 +30,20 @@ func (m bm25) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 	if err := CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}
+	return searchBM25(m.ix, q, k)
+}
+
+// searchBM25 is BM25's top k for q by raw score, over q's allowed nodes
+// (BM25's statistics those of the allowed nodes alone).
+func searchBM25(ix *index.Index, q Query, k int) ([]Hit, error) {
 	if q.Allow == nil {
-		return m.ix.BM25.Search(q.Text, k), nil
+		return ix.BM25.Search(q.Text, k), nil
 	}
-	sub, err := subsetOf(m.ix, q)
+	sub, err := subsetOf(ix, q)
 	if err != nil {
 		return nil, err
 	}
-	return m.ix.BM25.SearchWithin(q.Text, k, sub), nil
+	return ix.BM25.SearchWithin(q.Text, k, sub), nil
 }
 
 // bm25Within scores q over its allowed nodes as if they were the whole

@@ -273,7 +273,7 @@ func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error
 		return nil, err
 	}
 	depth = min(depth, s.ix.N()) // depth+1 must not overflow
-	hits, err := s.bm25Top(q, depth+1)
+	hits, err := searchBM25(s.ix, q, depth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -285,18 +285,6 @@ func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error
 		return nil, err
 	}
 	return s.Ranking(sc, depth), nil
-}
-
-// bm25Top is BM25's top k for q by raw score, over q's allowed nodes.
-func (s *Stage) bm25Top(q Query, k int) ([]Hit, error) {
-	if q.Allow == nil {
-		return s.ix.BM25.Search(q.Text, k), nil
-	}
-	sub, err := subsetOf(s.ix, q)
-	if err != nil {
-		return nil, err
-	}
-	return s.ix.BM25.SearchWithin(q.Text, k, sub), nil
 }
 
 // normalisedTop turns BM25's top depth+1 by raw score into the top depth

@@ -190,27 +190,15 @@ func randomizedSVD(ctx context.Context, a *csc, k int, o LSAOptions) ([]float32,
 	}
 	bt := z
 	a.tmulDense(q, bt) // Bᵀ = Aᵀ Q, cols×l
-	var bbt mat.Dense
-	bbt.Mul(bt.T(), bt) // B Bᵀ (l×l), on all cores
+	bbt := mat.NewDense(l, l, nil)
+	bbt.Mul(bt.T(), bt) // B Bᵀ (l×l), on all cores; its upper triangle is read as symmetric
 	var eig mat.EigenSym
-	if !eig.Factorize(symmetric(&bbt), true) {
+	if !eig.Factorize(mat.NewSymDense(l, bbt.RawMatrix().Data), true) {
 		return nil, errors.New("lsa: eigendecomposition did not converge")
 	}
 	var ub mat.Dense
 	eig.VectorsTo(&ub)
 	return rightVectors(bt, &ub, eig.Values(nil), k), nil
-}
-
-// symmetric returns the upper triangle of g as a symmetric matrix.
-func symmetric(g *mat.Dense) *mat.SymDense {
-	n, _ := g.Dims()
-	s := mat.NewSymDense(n, nil)
-	for i := 0; i < n; i++ {
-		for j := i; j < n; j++ {
-			s.SetSym(i, j, g.At(i, j))
-		}
-	}
-	return s
 }
 
 // rightVectors forms V_k = Bᵀ U_B Σ⁻¹ for the k largest eigenvalues in one
