@@ -246,6 +246,45 @@ func TestStageRunEqualsRankingOfScores(t *testing.T) {
 					t.Fatalf("%q (filtered %v), depth %d: Run %v, ranking of Scores %v", q.Text, allow != nil, depth, got, want)
 				}
 			}
+			checkScoreEqualsScores(t, st, q, sc)
 		}
+	}
+}
+
+// checkScoreEqualsScores checks Stage.Score against Scores (want): the
+// same array, the matched nodes exactly the positive ones, the same
+// ranking at every depth; twice, so the pooled array is seen reused.
+func checkScoreEqualsScores(t *testing.T, st *retrieve.Stage, q retrieve.Query, want []float32) {
+	t.Helper()
+	for range 2 {
+		got, err := st.Score(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == nil {
+			if got != nil {
+				t.Fatalf("%q: Score %v, Scores nil", q.Text, got.Matched)
+			}
+			continue
+		}
+		if !slices.Equal(got.Of, want) {
+			t.Fatalf("%q (filtered %v): Score's array differs from Scores'", q.Text, q.Allow != nil)
+		}
+		var positive []int32
+		for v, x := range want {
+			if x > 0 {
+				positive = append(positive, int32(v))
+			}
+		}
+		if m := slices.Sorted(slices.Values(got.Matched)); !slices.Equal(m, positive) {
+			t.Fatalf("%q: matched %d nodes, %d score above 0", q.Text, len(m), len(positive))
+		}
+		for _, depth := range []int{1, 10, math.MaxInt} {
+			if r, w := st.RankScored(got, depth), st.Ranking(want, depth); !reflect.DeepEqual(r, w) {
+				t.Fatalf("%q, depth %d: RankScored %v, Ranking %v", q.Text, depth, r, w)
+			}
+		}
+		got.Release()
+		got.Release()
 	}
 }

@@ -302,6 +302,49 @@ func (s *BM25) ScoreDocWithin(terms []int, d uint32, sub *Subset) float32 {
 	return sc
 }
 
+// Matches is one query's BM25 scores in a pooled array (BM25.Match):
+// Score[d] for every document, 0 for one that matched no term, and Docs,
+// the documents that matched, in no order. A caller may rewrite the
+// matched documents' scores. Release returns the array; neither field may
+// be used after it.
+type Matches struct {
+	Score []float32
+	Docs  []int32
+	s     *BM25
+	a     *accum
+}
+
+// Match scores the query text as ScoreAll does (as ScoreAllWithin under a
+// non-nil sub) into a pooled array, so that its cost is the query's
+// postings rather than the number of documents.
+func (s *BM25) Match(query string, sub *Subset) *Matches {
+	a := s.pool.Get().(*accum)
+	if sub != nil {
+		s.addWithin(a, Analyze(query), sub)
+	} else {
+		for _, w := range Analyze(query) {
+			if t := s.p.Terms.Lookup(w); t >= 0 {
+				s.addTerm(a, t)
+			}
+		}
+	}
+	return &Matches{Score: a.score, Docs: a.touched, s: s, a: a}
+}
+
+// Release clears the matched scores and returns the array to the pool; a
+// second call does nothing.
+func (m *Matches) Release() {
+	if m.a == nil {
+		return
+	}
+	for _, d := range m.a.touched {
+		m.a.score[d] = 0
+	}
+	m.a.touched = m.a.touched[:0]
+	m.s.pool.Put(m.a)
+	*m = Matches{}
+}
+
 // ScoreAllWithin is ScoreAll over a subset, as if it were the whole
 // collection: N, the average length and each term's document frequency
 // count only its documents, so the scores equal those of an index built
