@@ -8,7 +8,6 @@ package fastinsight
 import (
 	"context"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -141,6 +140,7 @@ type fastInsight struct {
 	adjMu sync.Once
 	adj   *graphops.Adjacency
 	be    engine.Backend
+	marks marks
 	*retrieve.Reranker
 }
 
@@ -172,6 +172,7 @@ func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k in
 	if err != nil || st == nil {
 		return err
 	}
+	defer m.finish(st)
 	for {
 		hits, err := m.granker(ctx, st)
 		if err != nil {
@@ -185,31 +186,47 @@ func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k in
 
 // fiState is one query's retrieval state.
 type fiState struct {
-	sess  *models.Session
-	adj   *graphops.Adjacency // the graph the query may walk (retrieve.AllowedView)
-	sim   []float32           // first-stage score of every node (I_sim)
-	order []int32             // the first stage's ranking, for the initial batch and refills
-	next  int                 // position in order for refills
-	ret   []int32             // N_ret, in the current GRanker order
-	in    map[int32]bool
+	sess   *models.Session
+	adj    *graphops.Adjacency // the graph the query may walk (retrieve.AllowedView)
+	scored *retrieve.Scored    // the first stage's scores, released with the query
+	sim    []float32           // first-stage score of every node (I_sim): scored.Of
+	order  []int32             // the first stage's ranking, for the initial batch and refills
+	next   int                 // position in order for refills
+	ret    []int32             // N_ret, in the current GRanker order
+	nb     *neighbourhood      // N_ret's neighbours, kept for STeX as N_ret grows
+}
+
+// finish returns the query's pooled arrays.
+func (m *fastInsight) finish(st *fiState) {
+	m.marks.put(st.nb)
+	st.scored.Release()
+}
+
+// retrieve adds v to N_ret.
+func (st *fiState) retrieve(v int32) {
+	st.nb.add(v, st.adj, st.sim)
+	st.ret = append(st.ret, v)
 }
 
 func (m *fastInsight) start(ctx context.Context, q retrieve.Query) (*fiState, error) {
-	sim, err := m.st.Scores(ctx, q)
-	if err != nil || sim == nil {
-		return nil, err
-	}
-	st := &fiState{sim: sim, in: map[int32]bool{}, adj: retrieve.AllowedView(m.adj, q)}
-	for _, h := range m.st.Ranking(sim, 2*min(m.o.BMax, len(sim))) { // refills may take up to b_max of them
-		st.order = append(st.order, h.Index)
-	}
 	svc, err := m.Service()
 	if err != nil {
 		return nil, err
 	}
-	if st.sess, err = svc.SessionWithin(ctx, q.Text, m.o.NoCache, retrieve.Subset(q)); err != nil {
+	scored, err := m.st.Score(ctx, q)
+	if err != nil || scored == nil {
 		return nil, err
 	}
+	sim := scored.Of
+	st := &fiState{scored: scored, sim: sim, adj: retrieve.AllowedView(m.adj, q)}
+	for _, h := range m.st.RankScored(scored, 2*min(m.o.BMax, len(sim))) { // refills may take up to b_max of them
+		st.order = append(st.order, h.Index)
+	}
+	if st.sess, err = svc.SessionWithin(ctx, q.Text, m.o.NoCache, retrieve.Subset(q)); err != nil {
+		scored.Release()
+		return nil, err
+	}
+	st.nb = m.marks.get(len(sim))
 	m.refill(st, min(m.o.Batch, m.o.BMax))
 	return st, nil
 }
@@ -217,9 +234,8 @@ func (m *fastInsight) start(ctx context.Context, q retrieve.Query) (*fiState, er
 // refill appends up to want unretrieved nodes from the first stage's ranking.
 func (m *fastInsight) refill(st *fiState, want int) {
 	for ; want > 0 && st.next < len(st.order); st.next++ {
-		if v := st.order[st.next]; !st.in[v] {
-			st.in[v] = true
-			st.ret = append(st.ret, v)
+		if v := st.order[st.next]; !st.nb.retrieved(v) {
+			st.retrieve(v)
 			want--
 		}
 	}
@@ -233,7 +249,7 @@ func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]retrieve.Hit,
 		return nil, err
 	}
 	if m.o.Alpha > 0 {
-		if H, err = m.smooth(st.adj, st.ret, H); err != nil {
+		if H, err = m.smooth(st.nb.induced(st.adj, st.ret), H); err != nil {
 			return nil, err
 		}
 	}
@@ -257,8 +273,8 @@ func (m *fastInsight) granker(ctx context.Context, st *fiState) ([]retrieve.Hit,
 
 // smooth computes H' = (1−α)H + αPH on the engine (on a queue of its
 // own, where the backend has them: queries smooth concurrently).
-func (m *fastInsight) smooth(adj *graphops.Adjacency, nodes []int32, H []float32) ([]float32, error) {
-	sub := graphops.InducedAdj(adj, nodes)
+func (m *fastInsight) smooth(sub *graphops.Subgraph, H []float32) ([]float32, error) {
+	nodes := sub.Nodes
 	d := m.CE.Enc.Dim()
 	be, release, err := engine.OnQueue(m.be)
 	if err != nil {
@@ -288,94 +304,10 @@ func (m *fastInsight) smooth(adj *graphops.Adjacency, nodes []int32, H []float32
 func (m *fastInsight) expand(st *fiState) bool {
 	want := min(len(st.ret)+m.o.Batch, m.o.BMax) - len(st.ret)
 	before := len(st.ret)
-	for _, c := range m.stex(st) {
-		if want == 0 {
-			break
-		}
-		st.in[c] = true
-		st.ret = append(st.ret, c)
+	for _, c := range m.stex(st, want) {
+		st.retrieve(c)
 		want--
 	}
 	m.refill(st, want)
 	return len(st.ret) > before
-}
-
-// stex scores the unretrieved neighbours of N_ret (docs/methods.md §1.3):
-// S = I_sim + β·I_str, with I_str the proximity to high-ranked retrieved
-// neighbours plus the bridging term. β = +Inf ranks by I_str alone (I_sim
-// breaks ties).
-func (m *fastInsight) stex(st *fiState) []int32 {
-	rank := make(map[int32]int, len(st.ret))
-	for r, v := range st.ret {
-		rank[v] = r + 1
-	}
-	type cand struct {
-		v           int32
-		best, count int   // best rank of a retrieved neighbour; |A(n)|
-		last        int32 // last retrieved neighbour counted
-	}
-	cands := map[int32]*cand{}
-	for _, u := range st.ret {
-		for p := st.adj.Ptr[u]; p < st.adj.Ptr[u+1]; p++ {
-			n := st.adj.Idx[p]
-			if st.in[n] {
-				continue
-			}
-			c := cands[n]
-			if c == nil {
-				c = &cand{v: n, best: rank[u], last: -1}
-				cands[n] = c
-			}
-			c.best = min(c.best, rank[u])
-			if c.last != u { // u's row is walked in one go: count each u once
-				c.count, c.last = c.count+1, u
-			}
-		}
-	}
-	rmax := len(st.ret)
-	type scored struct {
-		v        int32
-		str, sim float64
-	}
-	var list []scored
-	for _, c := range cands {
-		a := c.count
-		var istr float64
-		if rmax > 1 {
-			istr = 1 - float64(c.best-1)/float64(rmax-1)
-		}
-		if cmax := min(int(st.adj.Ptr[c.v+1]-st.adj.Ptr[c.v]), rmax); cmax > 1 {
-			istr += float64(a-1) / float64(cmax-1)
-		}
-		list = append(list, scored{c.v, istr, float64(st.sim[c.v])})
-	}
-	score := func(s scored) (float64, float64) {
-		if math.IsInf(m.o.Beta, 1) {
-			return s.str, s.sim
-		}
-		return s.sim + m.o.Beta*s.str, 0
-	}
-	slices.SortFunc(list, func(a, b scored) int {
-		a1, a2 := score(a)
-		b1, b2 := score(b)
-		switch {
-		case a1 != b1:
-			return cmpDesc(a1, b1)
-		case a2 != b2:
-			return cmpDesc(a2, b2)
-		}
-		return int(a.v - b.v)
-	})
-	out := make([]int32, len(list))
-	for i, s := range list {
-		out[i] = s.v
-	}
-	return out
-}
-
-func cmpDesc(a, b float64) int {
-	if a > b {
-		return -1
-	}
-	return 1
 }
