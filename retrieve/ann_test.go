@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -201,4 +202,110 @@ func TestKNNOnHNSW(t *testing.T) {
 	if !reflect.DeepEqual(views["exact"], views["hnsw"]) {
 		t.Fatal("knn on the graph at ef = N differs from exact")
 	}
+}
+
+func hybridStage(t *testing.T, ix *index.Index, fusion, search string, ef int) *retrieve.Stage {
+	t.Helper()
+	o := retrieve.DefaultStage()
+	o.Kind, o.Hybrid.Fusion, o.Hybrid.Search, o.Hybrid.Ef = retrieve.StageHybrid, fusion, search, ef
+	st, err := retrieve.NewStage(ix, env().Backend, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestHybridOnHNSW: over the graph, the hybrid stage's Run fuses BM25's
+// top list with the walk's. A walk as long as the index makes that
+// exactly the scan's ranking, under both fusions. With a short walk,
+// whenever the walks find the exact top list and the exact least similar
+// node, the fusion must again equal the scan's ranking: what the lists
+// leave out is bounded, and BM25's list grows until that bound is beaten.
+func TestHybridOnHNSW(t *testing.T) {
+	dir, qs := annIndex(t, [2]string{"workers", "2"})
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := context.Background()
+	exactVec := vectorWith(t, ix, "search", "exact")
+	walk, lowWalk := vectorWith(t, ix, "search", "hnsw", "ef", "24"), vectorWith(t, ix, "search", "hnsw", "ef", "3") // the range's end: ef/8
+	qs = append(qs, retrieve.Query{Text: "no such words zzqx"})
+	for _, fusion := range []string{retrieve.FusionConvex, retrieve.FusionRRF} {
+		scan, full := hybridStage(t, ix, fusion, retrieve.SearchExact, 24), hybridStage(t, ix, fusion, retrieve.SearchHNSW, 800)
+		short := hybridStage(t, ix, fusion, retrieve.SearchHNSW, 24)
+		checked := 0
+		for _, q := range qs {
+			sc, err := scan.Scores(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, depth := range []int{1, 10, 30} {
+				want := scan.Ranking(sc, depth)
+				if got, err := full.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
+					t.Fatalf("%s, %q, depth %d: a walk over every node gives %v (%v), the scan %v", fusion, q.Text, depth, got, err, want)
+				}
+				if fusion == retrieve.FusionRRF || !walkIsExact(t, ix, exactVec, walk, lowWalk, q) {
+					continue
+				}
+				checked++
+				if got, err := short.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
+					t.Fatalf("%q, depth %d: exact walks of 24 give %v (%v), the scan %v", q.Text, depth, got, err, want)
+				}
+			}
+		}
+		if fusion == retrieve.FusionConvex && checked < 30 {
+			t.Fatalf("the walk of 24 was exact for %d of %d (query, depth) pairs: too few to test the bound", checked, 3*len(qs))
+		}
+	}
+}
+
+// sameRanking says whether two rankings list the same nodes in the same
+// order with scores equal to float32 precision: the walk's cosines are
+// the backend's row dot products, the scan's a GEMM's, which sum in
+// another order.
+func sameRanking(a, b []retrieve.Hit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Index != b[i].Index || math.Abs(float64(a[i].Score-b[i].Score)) > 4e-7*max(1, math.Abs(float64(b[i].Score))) {
+			return false
+		}
+	}
+	return true
+}
+
+// walkIsExact says whether the walks find q's exact top 24 and the exact
+// least similar node (the best of −q).
+func walkIsExact(t *testing.T, ix *index.Index, exact, walk, lowWalk retrieve.Method, q retrieve.Query) bool {
+	t.Helper()
+	ctx := context.Background()
+	qv, err := retrieve.EmbedQuery(ctx, ix, q)
+	if errors.Is(err, index.ErrEmptyEmbedding) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	neg := make([]float32, len(qv))
+	for i, x := range qv {
+		neg[i] = -x
+	}
+	for _, c := range []struct {
+		q    retrieve.Query
+		k    int
+		walk retrieve.Method
+	}{{q, 24, walk}, {retrieve.Query{Vector: neg}, 1, lowWalk}} {
+		a, err1 := exact.Retrieve(ctx, c.q, c.k)
+		b, err2 := c.walk.Retrieve(ctx, c.q, c.k)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a, b) {
+			return false
+		}
+	}
+	return true
 }

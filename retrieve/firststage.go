@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/index"
 )
 
@@ -34,12 +35,14 @@ type HybridOptions struct {
 	Weight float64 // hybrid-weight: convex: BM25's weight in [0, 1]; vector search gets 1 − Weight
 	RRFK   int     // rrf-k: rrf: the constant k of 1/(k + rank), ≥ 1
 	Depth  int     // rrf-depth: rrf: how many results of each ranking count, ≥ 1
+	Search string  // hybrid-search: SearchAuto, SearchExact or SearchHNSW (hybridgraph.go)
+	Ef     int     // hybrid-ef: candidates the HNSW walk keeps
 }
 
 // DefaultHybrid is convex fusion with BM25 at 0.8 (chosen on the declared
 // dev questions, benchmarks/RESULTS.md).
 func DefaultHybrid() HybridOptions {
-	return HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000}
+	return HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000, Search: SearchAuto, Ef: 256}
 }
 
 // Params binds the hybrid settings.
@@ -48,6 +51,8 @@ func (o *HybridOptions) Params(p *Params) {
 	p.Float(&o.Weight, "hybrid-weight", "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight", Within(0.0, 1.0))
 	p.Int(&o.RRFK, "rrf-k", "rrf hybrid: k in 1/(k + rank)", AtLeast(1))
 	p.Int(&o.Depth, "rrf-depth", "rrf hybrid: results of each ranking that count", AtLeast(1))
+	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else every vector scored), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
+	p.Int(&o.Ef, "hybrid-ef", "hybrid over hnsw: candidates the walk keeps (raised to rrf-depth under rrf)", Within(1, hnsw.MaxEf))
 }
 
 // StageOptions choose and configure a method's first stage.
@@ -81,6 +86,8 @@ type Stage struct {
 	be   engine.Backend
 	kind string
 	h    HybridOptions
+	g    *hnsw.Graph // hybrid: the index's HNSW graph, nil when exact (hybridgraph.go)
+	dot  hnsw.Dot
 }
 
 // NewStage binds a first stage to ix; vector and hybrid run on be.
@@ -91,7 +98,15 @@ func NewStage(ix *index.Index, be engine.Backend, o StageOptions) (*Stage, error
 	if be == nil && o.Kind != StageBM25 {
 		return nil, ErrNoBackend
 	}
-	return &Stage{ix: ix, be: be, kind: o.Kind, h: o.Hybrid}, nil
+	st := &Stage{ix: ix, be: be, kind: o.Kind, h: o.Hybrid}
+	if o.Kind == StageHybrid {
+		g, err := graphFor(ix, o.Hybrid.Search)
+		if err != nil {
+			return nil, err
+		}
+		st.g, st.dot = g, engine.DotRowsOf(be)
+	}
+	return st, nil
 }
 
 // Kind is the stage's kind (StageBM25, StageVector or StageHybrid).
@@ -258,8 +273,12 @@ func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
 // Run returns q's top depth: the first stage as a ranking, equal to
 // Ranking(Scores(q), depth). A bm25 stage takes it from the postings
 // (lexical.BM25.Search, MaxScore where it pays) instead of scoring every
-// node.
+// node; a hybrid stage over an HNSW graph fuses BM25's top list with the
+// graph walk's (hybridgraph.go), approximating Ranking(Scores(q)).
 func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
+	if s.walks(q, depth) {
+		return s.runGraphHybrid(ctx, q, depth)
+	}
 	if s.kind != StageBM25 || strings.TrimSpace(q.Text) == "" || depth <= 0 {
 		sc, err := s.Scores(ctx, q)
 		if err != nil {

@@ -100,6 +100,10 @@ func (s *BM25) SearchTerms(terms []string, k int) []engine.Hit {
 	return s.exhaustive(ids, k)
 }
 
+// TermIDs is the query text's term ids in query order (repeats kept,
+// unknown terms dropped), as ScoreDoc takes them.
+func (s *BM25) TermIDs(query string) []int { return s.lookup(Analyze(query)) }
+
 // lookup is the terms' ids in query order, unknown terms dropped.
 func (s *BM25) lookup(terms []string) []int {
 	ids := make([]int, 0, len(terms))

@@ -1,0 +1,265 @@
+package retrieve
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// The hybrid first stage over an HNSW graph. Scores fuses BM25 with the
+// cosine of every node: at 10⁶ passages that scan is 100 ms a query. Run
+// instead fuses BM25's top list with the graph walk's, the way a search
+// engine merges two top lists:
+//
+//   - convex: the min–max normalisation needs the cosine's range over
+//     every node; its top is the walk's best, its bottom the best of a
+//     walk for −q. Candidates are the union of the two lists, each scored
+//     exactly (BM25 from the postings, the cosine by a dot product). A node
+//     in neither list scores at most w·b_K/max + (1−w)·norm(c_K), b_K and
+//     c_K the lists' last scores; BM25's list grows until the depth-th
+//     candidate beats that bound (or holds every match), so that no node
+//     outside the lists outranks them unless the walk missed it.
+//   - rrf: the fusion of BM25's and the walk's top rrf-depth.
+//
+// What is approximate is the walk: a node it misses is ranked on BM25
+// alone, and the range is the walks' (benchmarks/scale measures the top-10
+// overlap with the exact fusion). A filtered query scans, as method vector.
+
+// maxHybridList bounds BM25's list, so that a query's work is bounded:
+// BM25 scores that flat leave the lists' fusion within float32 rounding
+// of the bound.
+const maxHybridList = 1 << 16
+
+// walks says whether Run takes q from the graph.
+func (s *Stage) walks(q Query, depth int) bool {
+	if s.g == nil || q.Allow != nil || strings.TrimSpace(q.Text) == "" || depth <= 0 || depth > hnsw.MaxEf {
+		return false
+	}
+	return s.h.Search == SearchHNSW || s.dot != nil && graphPays(s.ix.N(), s.walkEf(depth))
+}
+
+// walkEf is the walk's ef for a ranking of depth.
+func (s *Stage) walkEf(depth int) int {
+	if s.h.Fusion == FusionRRF {
+		return min(max(s.h.Ef, s.h.Depth, depth), hnsw.MaxEf)
+	}
+	return max(s.h.Ef, depth)
+}
+
+// runGraphHybrid is Run over the graph.
+func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
+	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.hnsw", true))
+	defer func() { end(err) }()
+	qv, err := EmbedQuery(ctx, s.ix, q)
+	var vec []Hit
+	switch {
+	case errors.Is(err, index.ErrEmptyEmbedding): // no cosine: BM25's ranking fused with nothing
+	case err != nil:
+		return nil, err
+	default:
+		ef := s.walkEf(depth)
+		if vec, err = s.g.Search(s.ix.Vectors, qv, ef, ef, s.dot); err != nil {
+			return nil, err
+		}
+	}
+	if s.h.Fusion == FusionRRF {
+		return s.rrfLists(q, vec, depth), nil
+	}
+	if vec == nil {
+		return s.lexicalOnly(ctx, q, depth)
+	}
+	neg := make([]float32, len(qv))
+	for i, x := range qv {
+		neg[i] = -x
+	}
+	low, err := s.g.Search(s.ix.Vectors, neg, 1, max(s.h.Ef/8, 1), s.dot) // only the end of the range: a short walk
+	if err != nil {
+		return nil, err
+	}
+	f := newConvexLists(s, q, qv, vec, low)
+	k := max(4*depth, 64)
+	lex := s.ix.BM25.Search(q.Text, k) // MaxScore where it pays: most queries stop here
+	top, ok := f.fuse(lex, k, depth)
+	if ok || len(lex) < k {
+		return top, nil
+	}
+	m := s.ix.BM25.Match(q.Text, nil) // every match scored once, then longer lists from it
+	defer m.Release()
+	for k *= 4; ; k *= 4 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lex := topMatches(m, k)
+		top, ok := f.fuse(lex, k, depth)
+		if ok || len(lex) < k || k >= maxHybridList { // a longer list cannot help, or may not be read
+			return top, nil
+		}
+	}
+}
+
+// topMatches is BM25's top k from its scored matches, as Search ranks.
+func topMatches(m *lexical.Matches, k int) []Hit {
+	top := engine.NewTopK(k)
+	for _, d := range m.Docs {
+		top.Push(d, m.Score[d])
+	}
+	return top.Results()
+}
+
+// lexicalOnly is the convex fusion of a query with no embeddable term:
+// w·BM25/max for every node, BM25's order.
+func (s *Stage) lexicalOnly(ctx context.Context, q Query, depth int) ([]Hit, error) {
+	hits, err := searchBM25(s.ix, q, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	top, ok := normalisedTop(hits, depth)
+	if !ok {
+		return s.scanRanking(ctx, q, depth)
+	}
+	for i := range top {
+		top[i].Score *= float32(s.h.Weight)
+	}
+	engine.SortHits(top) // the weight can tie distinct scores, which rank by node number
+	return top, nil
+}
+
+// scanRanking is Ranking(Scores(q), depth).
+func (s *Stage) scanRanking(ctx context.Context, q Query, depth int) ([]Hit, error) {
+	sc, err := s.Scores(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.Ranking(sc, depth), nil
+}
+
+// rrfLists is rrf over BM25's top Depth and the walk's.
+func (s *Stage) rrfLists(q Query, vec []Hit, depth int) []Hit {
+	fused := map[int32]float32{}
+	scale := (float64(s.h.RRFK) + 1) / 2
+	lex := normalisedOrder(s.ix.BM25.Search(q.Text, s.h.Depth))
+	for _, list := range [][]Hit{lex, vec[:min(len(vec), s.h.Depth)]} {
+		for r, h := range list {
+			fused[h.Index] += float32(scale / (float64(s.h.RRFK) + float64(r) + 1))
+		}
+	}
+	top := engine.NewTopK(depth)
+	for v, x := range fused {
+		top.Push(v, x)
+	}
+	return top.Results()
+}
+
+// normalisedOrder is BM25's list divided by its best score and reordered
+// as Ranking orders the normalised scores (a division can tie distinct
+// raw scores, which then rank by node number).
+func normalisedOrder(hits []Hit) []Hit {
+	out := make([]Hit, 0, len(hits))
+	for _, h := range hits {
+		if h.Score > 0 {
+			out = append(out, Hit{Index: h.Index, Score: h.Score / hits[0].Score})
+		}
+	}
+	engine.SortHits(out)
+	return out
+}
+
+// convexLists fuses BM25's list with the walk's under convex fusion.
+type convexLists struct {
+	s       *Stage
+	terms   []int
+	qv      []float32
+	vec     []Hit
+	w, wv   float32 // BM25's weight, the cosine's
+	lo, hi  float32 // the cosine's range: the walks' ends, widened by any candidate's
+	cos     map[int32]float32
+	lexical map[int32]float32 // raw BM25 of the walk's nodes
+}
+
+func newConvexLists(s *Stage, q Query, qv []float32, vec, low []Hit) *convexLists {
+	f := &convexLists{s: s, terms: s.ix.BM25.TermIDs(q.Text), qv: qv, vec: vec, w: float32(s.h.Weight), wv: float32(1 - s.h.Weight),
+		cos: map[int32]float32{}, lexical: map[int32]float32{}}
+	if len(vec) > 0 {
+		f.hi = vec[0].Score
+		f.lo = vec[len(vec)-1].Score
+	}
+	if len(low) > 0 {
+		f.lo = min(f.lo, -low[0].Score)
+	}
+	for _, h := range vec {
+		f.cos[h.Index] = h.Score
+		f.lexical[h.Index] = s.ix.BM25.ScoreDoc(f.terms, uint32(h.Index))
+	}
+	return f
+}
+
+// cosine is node v's cosine with the query, computed once.
+func (f *convexLists) cosine(v int32) float32 {
+	if c, ok := f.cos[v]; ok {
+		return c
+	}
+	out := []float32{0}
+	d := f.s.ix.Meta.Dims
+	if f.s.dot != nil {
+		f.s.dot(f.s.ix.Vectors, d, []int32{v}, f.qv, out)
+	} else {
+		hnsw.GoDot(f.s.ix.Vectors, d, []int32{v}, f.qv, out)
+	}
+	f.cos[v] = out[0]
+	return out[0]
+}
+
+// fuse scores the union of BM25's top k (lex) and the walk's list, and
+// returns its top depth when no node outside can beat it.
+func (f *convexLists) fuse(lex []Hit, k, depth int) ([]Hit, bool) {
+	var best float32
+	if len(lex) > 0 {
+		best = lex[0].Score
+	}
+	raw := make(map[int32]float32, len(lex)+len(f.vec))
+	for _, h := range lex {
+		raw[h.Index] = h.Score
+		f.lo, f.hi = min(f.lo, f.cosine(h.Index)), max(f.hi, f.cosine(h.Index))
+	}
+	for v, b := range f.lexical {
+		raw[v] = b
+	}
+	top := engine.NewTopK(depth)
+	for v, b := range raw {
+		if x := f.score(b, best, f.cos[v]); x > 0 {
+			top.Push(v, x)
+		}
+	}
+	hits := top.Results()
+	var bK float32 // no node outside BM25's list matches when the list is short
+	if len(lex) == k {
+		bK = lex[k-1].Score
+	}
+	cK := f.lo // the walk's last: with the range's bottom, a node below it normalises to at most this
+	if len(f.vec) > 0 {
+		cK = f.vec[len(f.vec)-1].Score
+	}
+	bound := f.score(bK, best, cK)
+	done := bound <= 0 || len(hits) == depth && hits[depth-1].Score > bound
+	return hits, done
+}
+
+// score is convex's fusion of a raw BM25 score b (best: the query's best)
+// and a cosine c, in convex's float32 arithmetic.
+func (f *convexLists) score(b, best, c float32) float32 {
+	var x float32
+	if best > 0 {
+		x = f.w * (b / best)
+	}
+	if f.hi > f.lo {
+		x += f.wv * (max(c, f.lo) - f.lo) / (f.hi - f.lo)
+	}
+	return x
+}
