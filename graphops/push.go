@@ -50,46 +50,49 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 			return nil, ctx.Err()
 		}
 		u := w.queue[0]
-		w.queue, w.inQueue[u] = w.queue[1:], false
-		ru := w.r[u]
+		w.queue, w.v[u].inQueue = w.queue[1:], false
+		ru := w.v[u].r
 		if ru <= w.threshold(u) {
 			continue
 		}
 		res.Pushes++
-		w.r[u] = 0
+		w.v[u].r = 0
 		res.P[u] += (1 - damping) * ru
 		w.spread(u, damping*ru, order, seeds)
 	}
 	for _, v := range w.touched {
-		res.Residual += w.r[v]
+		res.Residual += w.v[v].r
 	}
 	return res, nil
 }
 
 // pushWork is LocalPPR's dense scratch space, reused across calls through
 // the adjacency's pool; only touched entries are reset, so a call costs
-// O(pushes), not O(n).
+// O(pushes), not O(n). A vertex's residual and flags share one entry: a
+// push touches every neighbour of a hub, at random places in the array.
 type pushWork struct {
 	a       *Adjacency
 	eps     float64
-	r       []float64
-	inQueue []bool
-	seen    []bool
+	v       []pushVertex
 	touched []int32
 	queue   []int32
+}
+
+type pushVertex struct {
+	r             float64 // residual
+	inQueue, seen bool
 }
 
 func (a *Adjacency) pushSpace() *pushWork {
 	if w, ok := a.pushPool.Get().(*pushWork); ok {
 		return w
 	}
-	n := a.N()
-	return &pushWork{r: make([]float64, n), inQueue: make([]bool, n), seen: make([]bool, n)}
+	return &pushWork{v: make([]pushVertex, a.N())}
 }
 
 func (a *Adjacency) releasePushSpace(w *pushWork) {
 	for _, v := range w.touched {
-		w.r[v], w.inQueue[v], w.seen[v] = 0, false, false
+		w.v[v] = pushVertex{}
 	}
 	w.touched, w.queue = w.touched[:0], w.queue[:0]
 	a.pushPool.Put(w)
@@ -103,13 +106,14 @@ func (w *pushWork) threshold(v int32) float64 {
 }
 
 func (w *pushWork) add(v int32, m float64) {
-	if !w.seen[v] {
-		w.seen[v] = true
+	x := &w.v[v]
+	if !x.seen {
+		x.seen = true
 		w.touched = append(w.touched, v)
 	}
-	w.r[v] += m
-	if !w.inQueue[v] && w.r[v] > w.threshold(v) {
-		w.inQueue[v] = true
+	x.r += m
+	if !x.inQueue && x.r > w.threshold(v) {
+		x.inQueue = true
 		w.queue = append(w.queue, v)
 	}
 }
@@ -124,8 +128,15 @@ func (w *pushWork) spread(u int32, m float64, order []int32, seeds map[int32]flo
 		}
 		return
 	}
+	if a.W == nil { // unit weights: m·1/s is m/s exactly, one division per push
+		share := m / a.Strength[u]
+		for _, v := range a.Idx[a.Ptr[u]:a.Ptr[u+1]] {
+			w.add(v, share)
+		}
+		return
+	}
 	for p := a.Ptr[u]; p < a.Ptr[u+1]; p++ {
-		w.add(a.Idx[p], m*a.Weight(p)/a.Strength[u])
+		w.add(a.Idx[p], m*a.W[p]/a.Strength[u])
 	}
 }
 

@@ -299,11 +299,12 @@ func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error
 	if top, ok := normalisedTop(hits, depth); ok {
 		return top, nil
 	}
-	sc, err := s.bm25(q) // a tie after normalising straddles the cut: rank every node
+	sc, err := s.Score(ctx, q) // a tie after normalising straddles the cut: rank every match
 	if err != nil {
 		return nil, err
 	}
-	return s.Ranking(sc, depth), nil
+	defer sc.Release()
+	return s.RankScored(sc, depth), nil
 }
 
 // normalisedTop turns BM25's top depth+1 by raw score into the top depth
