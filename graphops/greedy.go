@@ -1,6 +1,7 @@
 package graphops
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -50,10 +51,16 @@ type Evidence struct {
 	Graph *Subgraph // the graph induced by Nodes over the adjacency (E_q)
 }
 
-// frontierEntry is the best action reaching one unselected node.
+// frontierEntry is the best action reaching one unselected node, with
+// what is known of its novelty: nov is the max Sim to a subset of the
+// selected nodes that holds the first novAt of them and the node it was
+// reached from, so rel − λ·nov bounds its gain from above (novelty only
+// grows), and is its gain once novAt covers every selected node.
 type frontierEntry struct {
-	rel  float64 // best relevance over edges from the selected set
-	from int32
+	rel   float64 // best relevance over edges from the selected set
+	from  int32
+	nov   float64
+	novAt int
 }
 
 // GreedyEvidence grows the selected set V from the start nodes one node at
@@ -61,49 +68,21 @@ type frontierEntry struct {
 // gain is Rel(u, v, p) − λ·max_{w∈V} Sim(v, w) (the MMR reading of
 // FuseRAG's s_t, docs/methods.md §7.1); the best action (ties to the lower node
 // id) adds v, until the budget is spent, no edge leaves V, or the best gain
-// is below Stop. Each step costs O(|frontier|) plus the new node's row and
-// one Sim per frontier node, as the paper's O(c_t·|V_t|·d) with the
-// max-similarity kept incrementally. Duplicate or out-of-range start nodes
-// and NaN gains are errors; start nodes beyond the budget are dropped.
+// is below Stop. Duplicate or out-of-range start nodes are errors, and so is
+// a NaN relevance or a NaN gain the walk reads; start nodes beyond the
+// budget are dropped.
+//
+// The selection is lazy (as CELF's): a node's novelty is first bounded by
+// its similarity to the node it was reached from, and completed only when
+// its bound is the best in the frontier. A hub's neighbours cost one Sim
+// each, not one per selected node and step, and the result is the eager
+// selection's.
 func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOptions, s GreedyScores) (*Evidence, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if s.Rel == nil || (s.Sim == nil && o.Lambda != 0) {
 		return nil, fmt.Errorf("graphops: greedy evidence needs Rel (and Sim when lambda > 0)")
-	}
-	ev := &Evidence{}
-	selected := make(map[int32]bool, min(o.Budget, a.N())) // a budget is not a size: it may exceed the graph
-	frontier := map[int32]*frontierEntry{}
-	novelty := map[int32]float64{} // max Sim to the selected set, per frontier node
-	add := func(v, from int32, gain float64) {
-		selected[v] = true
-		delete(frontier, v)
-		delete(novelty, v)
-		ev.Nodes, ev.Gains, ev.Via = append(ev.Nodes, v), append(ev.Gains, gain), append(ev.Via, from)
-		if o.Lambda != 0 {
-			for u := range frontier {
-				novelty[u] = math.Max(novelty[u], s.Sim(u, v))
-			}
-		}
-		for p := a.Ptr[v]; p < a.Ptr[v+1]; p++ {
-			u := a.Idx[p]
-			if selected[u] {
-				continue
-			}
-			r := s.Rel(v, u, p)
-			f, seen := frontier[u]
-			if !seen {
-				frontier[u] = &frontierEntry{rel: r, from: v}
-				if o.Lambda != 0 {
-					novelty[u] = maxSim(s.Sim, u, ev.Nodes)
-				}
-				continue
-			}
-			if r > f.rel {
-				f.rel, f.from = r, v
-			}
-		}
 	}
 	seen := make(map[int32]bool, len(start))
 	for _, v := range start { // every start node is checked, kept or not
@@ -115,36 +94,134 @@ func GreedyEvidence(ctx context.Context, a *Adjacency, start []int32, o GreedyOp
 		}
 		seen[v] = true
 	}
+	g := &greedy{a: a, o: o, s: s, ev: &Evidence{}, selected: make(map[int32]bool, min(o.Budget, a.N())), // a budget is not a size: it may exceed the graph
+		frontier: map[int32]*frontierEntry{}}
 	for _, v := range start[:min(len(start), o.Budget)] {
-		add(v, -1, math.NaN())
+		g.add(v, -1, math.NaN())
 	}
-	for len(ev.Nodes) < o.Budget && len(frontier) > 0 {
+	for len(g.ev.Nodes) < o.Budget {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		best, bestGain, from := int32(-1), math.Inf(-1), int32(-1)
-		for u, f := range frontier {
-			g := f.rel - o.Lambda*novelty[u]
-			if math.IsNaN(g) {
-				return nil, fmt.Errorf("graphops: greedy evidence: the gain of node %d is NaN (a NaN relevance or similarity)", u)
-			}
-			if g > bestGain || (g == bestGain && (best < 0 || u < best)) {
-				best, bestGain, from = u, g, f.from
-			}
+		if g.err != nil {
+			return nil, g.err
 		}
-		if best < 0 || bestGain < o.Stop {
+		best, gain, ok := g.next()
+		if g.err != nil {
+			return nil, g.err
+		}
+		if !ok || gain < o.Stop {
 			break
 		}
-		add(best, from, bestGain)
+		g.add(best, g.frontier[best].from, gain)
 	}
-	ev.Graph = InducedAdj(a, ev.Nodes)
-	return ev, nil
+	g.ev.Graph = InducedAdj(a, g.ev.Nodes)
+	return g.ev, nil
 }
 
-func maxSim(sim func(u, v int32) float64, u int32, set []int32) float64 {
-	m := math.Inf(-1)
-	for _, v := range set {
-		m = math.Max(m, sim(u, v))
+// greedy is one GreedyEvidence walk.
+type greedy struct {
+	a        *Adjacency
+	o        GreedyOptions
+	s        GreedyScores
+	ev       *Evidence
+	selected map[int32]bool
+	frontier map[int32]*frontierEntry
+	bounds   gainHeap
+	err      error // the first NaN read
+}
+
+// add selects v and offers its unselected neighbours to the frontier.
+func (g *greedy) add(v, from int32, gain float64) {
+	g.selected[v] = true
+	delete(g.frontier, v)
+	g.ev.Nodes, g.ev.Gains, g.ev.Via = append(g.ev.Nodes, v), append(g.ev.Gains, gain), append(g.ev.Via, from)
+	for p := g.a.Ptr[v]; p < g.a.Ptr[v+1]; p++ {
+		u := g.a.Idx[p]
+		if g.selected[u] {
+			continue
+		}
+		r := g.s.Rel(v, u, p)
+		f, seen := g.frontier[u]
+		switch {
+		case !seen:
+			f = &frontierEntry{rel: r, from: v}
+			if g.o.Lambda != 0 {
+				f.nov = g.s.Sim(u, v)
+			}
+			g.frontier[u] = f
+		case r > f.rel:
+			f.rel, f.from = r, v
+		default:
+			continue
+		}
+		g.offer(u, f)
 	}
-	return m
+}
+
+// offer pushes u's bound; a NaN is kept as the walk's error.
+func (g *greedy) offer(u int32, f *frontierEntry) {
+	b := f.rel - g.o.Lambda*f.nov
+	if math.IsNaN(b) {
+		if g.err == nil {
+			g.err = fmt.Errorf("graphops: greedy evidence: the gain of node %d is NaN (a NaN relevance or similarity)", u)
+		}
+		return
+	}
+	heap.Push(&g.bounds, gainBound{u: u, key: b, rel: f.rel})
+}
+
+// next pops the frontier node of best gain (ties to the lower id),
+// completing novelties only while a bound leads.
+func (g *greedy) next() (int32, float64, bool) {
+	for g.bounds.Len() > 0 {
+		b := heap.Pop(&g.bounds).(gainBound)
+		f := g.frontier[b.u]
+		if f == nil || f.rel != b.rel { // selected, or superseded by a higher relevance
+			continue
+		}
+		if g.o.Lambda != 0 && f.novAt < len(g.ev.Nodes) {
+			for _, w := range g.ev.Nodes[f.novAt:] {
+				f.nov = math.Max(f.nov, g.s.Sim(b.u, w))
+			}
+			f.novAt = len(g.ev.Nodes)
+		}
+		gain := f.rel - g.o.Lambda*f.nov
+		if math.IsNaN(gain) {
+			g.offer(b.u, f) // records the error
+			return 0, 0, false
+		}
+		if gain == b.key || g.bounds.Len() == 0 || (gainBound{u: b.u, key: gain}).before(g.bounds[0]) {
+			return b.u, gain, true
+		}
+		heap.Push(&g.bounds, gainBound{u: b.u, key: gain, rel: f.rel})
+	}
+	return 0, 0, false
+}
+
+// gainBound is an upper bound on a frontier node's gain, for the relevance
+// it was computed with.
+type gainBound struct {
+	u        int32
+	key, rel float64
+}
+
+func (a gainBound) before(b gainBound) bool {
+	if a.key != b.key {
+		return a.key > b.key
+	}
+	return a.u < b.u
+}
+
+// gainHeap is a max-heap of bounds.
+type gainHeap []gainBound
+
+func (h gainHeap) Len() int           { return len(h) }
+func (h gainHeap) Less(i, j int) bool { return h[i].before(h[j]) }
+func (h gainHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *gainHeap) Push(x any)        { *h = append(*h, x.(gainBound)) }
+func (h *gainHeap) Pop() any {
+	x := (*h)[len(*h)-1]
+	*h = (*h)[:len(*h)-1]
+	return x
 }

@@ -125,11 +125,12 @@ func (m *fuseRAG) Name() string { return "fuserag" }
 // keeps to the allowed subgraph (retrieve.AllowedView), so the evidence,
 // its graph and the anchors quote no other node.
 func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evidence, error) {
-	sc, err := m.st.Scores(ctx, q)
+	sc, err := m.st.Score(ctx, q)
 	if err != nil || sc == nil {
 		return nil, err
 	}
-	seeds := m.st.Ranking(sc, m.o.Start)
+	defer sc.Release()
+	seeds := m.st.RankScored(sc, m.o.Start)
 	if len(seeds) == 0 {
 		return nil, nil
 	}
@@ -141,7 +142,7 @@ func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evi
 	rel := relevance(sc)
 	d := m.ix.Meta.Dims
 	scores := graphops.GreedyScores{
-		Rel: func(_, v int32, _ int64) float64 { return rel[v] },
+		Rel: func(_, v int32, _ int64) float64 { return rel(v) },
 		Sim: func(u, v int32) float64 { // cosine, whatever the index's metric
 			return float64(vecmath.Dot(m.ix.Vectors[int(u)*d:int(u+1)*d], m.ix.Vectors[int(v)*d:int(v+1)*d])) * m.invNorm[u] * m.invNorm[v]
 		},
@@ -153,19 +154,24 @@ func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evi
 // that BM25, cosine and fused scores all weigh against novelty with the
 // best at 1 (BM25 and fused scores lie in [0, 1]; negative cosines stay
 // negative).
-func relevance(sc []float32) []float64 {
+func relevance(sc *retrieve.Scored) func(v int32) float64 {
 	top := float32(0)
-	for _, x := range sc {
-		top = max(top, x)
-	}
-	out := make([]float64, len(sc))
-	for i, x := range sc {
-		out[i] = float64(x)
-		if top > 0 {
-			out[i] /= float64(top)
+	if sc.Matched != nil { // the only nodes above 0
+		for _, v := range sc.Matched {
+			top = max(top, sc.Of[v])
+		}
+	} else {
+		for _, x := range sc.Of {
+			top = max(top, x)
 		}
 	}
-	return out
+	return func(v int32) float64 {
+		x := float64(sc.Of[v])
+		if top > 0 {
+			x /= float64(top)
+		}
+		return x
+	}
 }
 
 // Retrieve returns B_q in selection order (start nodes first), at most k;
