@@ -5,8 +5,12 @@
 // process (wall time and the child's peak RSS), builds its HNSW graph the
 // same way (gleaner graph build --kind hnsw), weighs the index on disk,
 // opens it in this process (the open time), and asks each method every
-// test question once (p50, p99, Recall@10): vector on the graph, and
-// vector?search=exact scanning every vector. It ends with each method's
+// test question once (p50, p99, Recall@10): vector and hybrid on the
+// graph, and vector?search=exact and hybrid?hybrid-search=exact scanning
+// every vector, with the top-10 overlap of each walk with its scan. Last,
+// with the methods measured, it times the mentions and kNN graph builds
+// (gleaner graph build --kind mentions, --kind knn), which rewrite the
+// index's graph. It ends with each method's
 // growth exponent, the least-squares slope of log p50 over log N (1:
 // linear in the corpus; 0: independent of it), the build's, and a log–log
 // plot of p50 against N.
@@ -52,7 +56,7 @@ import (
 func main() {
 	sizes := flag.String("n", "10000,100000", "corpus sizes in passages, comma-separated")
 	bin := flag.String("gleaner", "bin/gleaner", "the gleaner binary that builds the indexes")
-	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,ppr,re2,gar,fastinsight", "methods measured (name or name?setting=value&…)")
+	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
 	flag.Parse()
@@ -111,7 +115,10 @@ type sizeRow struct {
 	n                int
 	gen, build, open time.Duration
 	graph            time.Duration // gleaner graph build --kind hnsw
-	buildRSS, disk   int64         // bytes
+	mentions, knn    time.Duration // gleaner graph build --kind mentions, --kind knn
+	mentionsRSS      int64
+	knnRSS           int64
+	buildRSS, disk   int64 // bytes
 	graphRSS         int64
 	pruning          []pruning
 	edges            int
@@ -122,6 +129,7 @@ type methodRow struct {
 	name     string
 	p50, p99 float64 // ms
 	recall   float64
+	tops     [][]int32 // each test question's top 10
 }
 
 func (r sizeRow) summary() string {
@@ -177,6 +185,12 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend) (si
 		c.DevQueries = nil // warm once: the index's caches are shared
 	}
 	r.pruning = measurePruning(ix, c.Queries)
+	if r.mentions, r.mentionsRSS, err = run(bin, "graph", "build", "--kind", "mentions", "--index", idir, "--log-level", "warn"); err != nil {
+		return r, err
+	}
+	if r.knn, r.knnRSS, err = run(bin, "graph", "build", "--kind", "knn", "--index", idir, "--log-level", "warn"); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 
@@ -258,6 +272,7 @@ func measureMethod(ix *index.Index, m retrieve.Method, dev, test []corpus.Query)
 	}
 	ms := make([]float64, 0, len(test))
 	var recall float64
+	var tops [][]int32
 	for _, q := range test {
 		start := time.Now()
 		hits, err := m.Retrieve(ctx, retrieve.Query{Text: q.Text}, 10)
@@ -265,10 +280,11 @@ func measureMethod(ix *index.Index, m retrieve.Method, dev, test []corpus.Query)
 			return methodRow{}, err
 		}
 		ms = append(ms, float64(time.Since(start).Nanoseconds())/1e6)
-		ids := make([]string, len(hits))
+		ids, top := make([]string, len(hits)), make([]int32, len(hits))
 		for j, h := range hits {
-			ids[j] = ix.NodeID(int(h.Index))
+			ids[j], top[j] = ix.NodeID(int(h.Index)), h.Index
 		}
+		tops = append(tops, top)
 		sc, ok := eval.Score(ids, q.Judgements(), []int{10})
 		if !ok {
 			return methodRow{}, fmt.Errorf("question %s has no gold passage", q.ID)
@@ -276,7 +292,7 @@ func measureMethod(ix *index.Index, m retrieve.Method, dev, test []corpus.Query)
 		recall += sc[eval.Name(eval.Recall, 10)]
 	}
 	slices.Sort(ms)
-	return methodRow{name: m.Name(), p50: pct(ms, 0.5), p99: pct(ms, 0.99), recall: recall / float64(len(test))}, nil
+	return methodRow{name: m.Name(), p50: pct(ms, 0.5), p99: pct(ms, 0.99), recall: recall / float64(len(test)), tops: tops}, nil
 }
 
 // pruning compares BM25's search (MaxScore where it pays) with scoring
@@ -316,6 +332,50 @@ func timeBoth(ix *index.Index, name string, qs [][]string) pruning {
 	return pruning{queries: name, search: pct(a, 0.5), exhaustive: pct(b, 0.5)}
 }
 
+// exactTwins pairs a method on the HNSW graph with its scan.
+var exactTwins = map[string]string{"vector": "vector?search=exact", "hybrid": "hybrid?hybrid-search=exact"}
+
+// writeOverlaps tables, per size, the mean share of each scan's top 10
+// that its walk also returns.
+func writeOverlaps(w io.Writer, rows []sizeRow) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| N passages | method (walk) | top-10 overlap with its scan |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, r := range rows {
+		byName := map[string]methodRow{}
+		for _, m := range r.methods {
+			byName[m.name] = m
+		}
+		for _, m := range r.methods {
+			scan, ok := byName[exactTwins[m.name]]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "| %d | %s | %.3f |\n", r.n, m.name, meanOverlap(m.tops, scan.tops))
+		}
+	}
+}
+
+// meanOverlap is the mean over questions of |a ∩ b| / |b| (1 when b is
+// empty).
+func meanOverlap(a, b [][]int32) float64 {
+	var sum float64
+	for i := range b {
+		if len(b[i]) == 0 {
+			sum++
+			continue
+		}
+		n := 0
+		for _, v := range a[i] {
+			if slices.Contains(b[i], v) {
+				n++
+			}
+		}
+		sum += float64(n) / float64(len(b[i]))
+	}
+	return sum / float64(max(len(b), 1))
+}
+
 // pct is the q-quantile of sorted values (nearest rank).
 func pct(sorted []float64, q float64) float64 {
 	return sorted[min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1)]
@@ -333,11 +393,12 @@ func slope(xs, ys []float64) float64 {
 }
 
 func writeTables(w io.Writer, rows []sizeRow) {
-	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | on disk | open |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | mentions graph | its peak RSS | kNN graph | its peak RSS | on disk | open |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
-			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), mib(r.disk), float64(r.open.Microseconds())/1000)
+		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
+			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), r.mentions.Seconds(), mib(r.mentionsRSS), r.knn.Seconds(), mib(r.knnRSS),
+			mib(r.disk), float64(r.open.Microseconds())/1000)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| N passages | method | Recall@10 | p50 ms | p99 ms |")
@@ -347,6 +408,7 @@ func writeTables(w io.Writer, rows []sizeRow) {
 			fmt.Fprintf(w, "| %d | %s | %.3f | %.2f | %.2f |\n", r.n, m.name, m.recall, m.p50, m.p99)
 		}
 	}
+	writeOverlaps(w, rows)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| N passages | BM25 queries | p50, every match scored | p50, SearchTerms (MaxScore where it pays) | ratio |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
@@ -368,6 +430,12 @@ func writeTables(w io.Writer, rows []sizeRow) {
 	fmt.Fprintln(w, "|---|---|")
 	fmt.Fprintf(w, "| index build | %.2f |\n", slope(xs, builds))
 	fmt.Fprintf(w, "| HNSW graph build | %.2f |\n", slope(xs, graphs))
+	mentions, knn := make([]float64, len(rows)), make([]float64, len(rows))
+	for i, r := range rows {
+		mentions[i], knn[i] = r.mentions.Seconds(), r.knn.Seconds()
+	}
+	fmt.Fprintf(w, "| mentions graph build | %.2f |\n", slope(xs, mentions))
+	fmt.Fprintf(w, "| kNN graph build | %.2f |\n", slope(xs, knn))
 	for j, m := range rows[0].methods {
 		ys := make([]float64, len(rows))
 		for i, r := range rows {
