@@ -8,9 +8,11 @@
 // test question once (p50, p99, Recall@10): vector and hybrid on the
 // graph, and vector?search=exact and hybrid?hybrid-search=exact scanning
 // every vector, with the top-10 overlap of each walk with its scan. Last,
-// with the methods measured, it times the mentions and kNN graph builds
-// (gleaner graph build --kind mentions, --kind knn), which rewrite the
-// index's graph. It ends with each method's
+// with the methods measured, it times the mentions graph build (gleaner
+// graph build --kind mentions), and up to -knn-upto passages the kNN
+// graph's (--kind knn: its lexical neighbours count the terms a passage
+// shares with every other, quadratic in the postings, past an hour at
+// 10⁶); both rewrite the index's graph. It ends with each method's
 // growth exponent, the least-squares slope of log p50 over log N (1:
 // linear in the corpus; 0: independent of it), the build's, and a log–log
 // plot of p50 against N.
@@ -59,6 +61,7 @@ func main() {
 	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
+	knnUpTo := flag.Int("knn-upto", 100_000, "time the kNN graph build up to this many passages")
 	flag.Parse()
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -73,7 +76,7 @@ func main() {
 	}
 	var rows []sizeRow
 	for _, n := range ns {
-		r, err := measureSize(*work, *bin, n, strings.Split(*methods, ","), be)
+		r, err := measureSize(*work, *bin, n, strings.Split(*methods, ","), be, n <= *knnUpTo)
 		if err != nil {
 			log.Fatalf("scale: N=%d: %v", n, err)
 		}
@@ -141,7 +144,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // measureSize generates, indexes, opens and queries the corpus of n
 // passages.
-func measureSize(work, bin string, n int, names []string, be engine.Backend) (sizeRow, error) {
+func measureSize(work, bin string, n int, names []string, be engine.Backend, knn bool) (sizeRow, error) {
 	r := sizeRow{n: n}
 	cdir := filepath.Join(work, fmt.Sprintf("corpus-%d", n))
 	idir := filepath.Join(work, fmt.Sprintf("index-%d", n))
@@ -187,6 +190,9 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend) (si
 	r.pruning = measurePruning(ix, c.Queries)
 	if r.mentions, r.mentionsRSS, err = run(bin, "graph", "build", "--kind", "mentions", "--index", idir, "--log-level", "warn"); err != nil {
 		return r, err
+	}
+	if !knn {
+		return r, nil
 	}
 	if r.knn, r.knnRSS, err = run(bin, "graph", "build", "--kind", "knn", "--index", idir, "--log-level", "warn"); err != nil {
 		return r, err
@@ -396,8 +402,12 @@ func writeTables(w io.Writer, rows []sizeRow) {
 	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | mentions graph | its peak RSS | kNN graph | its peak RSS | on disk | open |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
-			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), r.mentions.Seconds(), mib(r.mentionsRSS), r.knn.Seconds(), mib(r.knnRSS),
+		knn := "— | —" // not timed (-knn-upto)
+		if r.knn > 0 {
+			knn = fmt.Sprintf("%.1f s | %.0f MiB", r.knn.Seconds(), mib(r.knnRSS))
+		}
+		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %s | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
+			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), r.mentions.Seconds(), mib(r.mentionsRSS), knn,
 			mib(r.disk), float64(r.open.Microseconds())/1000)
 	}
 	fmt.Fprintln(w)
@@ -430,12 +440,11 @@ func writeTables(w io.Writer, rows []sizeRow) {
 	fmt.Fprintln(w, "|---|---|")
 	fmt.Fprintf(w, "| index build | %.2f |\n", slope(xs, builds))
 	fmt.Fprintf(w, "| HNSW graph build | %.2f |\n", slope(xs, graphs))
-	mentions, knn := make([]float64, len(rows)), make([]float64, len(rows))
+	mentions := make([]float64, len(rows))
 	for i, r := range rows {
-		mentions[i], knn[i] = r.mentions.Seconds(), r.knn.Seconds()
+		mentions[i] = r.mentions.Seconds()
 	}
 	fmt.Fprintf(w, "| mentions graph build | %.2f |\n", slope(xs, mentions))
-	fmt.Fprintf(w, "| kNN graph build | %.2f |\n", slope(xs, knn))
 	for j, m := range rows[0].methods {
 		ys := make([]float64, len(rows))
 		for i, r := range rows {
