@@ -331,12 +331,17 @@ func Builds() []Info { return infos(kindBuild) }
 // Reports describes every registered report, sorted by name.
 func Reports() []Info { return infos(kindReport) }
 
-// Names lists the registered methods, sorted.
+// Names lists the registered methods, sorted. It reads only the names:
+// the server checks every request's method against it, and describing
+// every method (Methods) builds each one's settings.
 func Names() []string {
-	var out []string
-	for _, i := range Methods() {
-		out = append(out, i.Name)
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(components[kindMethod]))
+	for _, c := range components[kindMethod] {
+		out = append(out, c.name)
 	}
+	sort.Strings(out)
 	return out
 }
 
