@@ -1,10 +1,14 @@
 // Command load is gleaner serve's load test: it serves an index in-process
 // on 127.0.0.1 (loopback only), attacks it with vegeta from -clients
-// concurrent clients for -duration with a mix of bm25, fastinsight and
-// streamed fastinsight requests, and prints throughput, latency, status
-// counts, RSS and goroutines before and after. It stops by itself.
+// concurrent clients for -duration with a mix of requests (-methods:
+// by default bm25, fastinsight and streamed fastinsight), each kind
+// closed-loop or at -rate requests per second, and prints throughput,
+// latency, status counts, the index's open time, RSS and goroutines
+// before and after. It stops by itself.
 //
 //	go run ./benchmarks/load -index idx/2wiki -queries data/2wiki/queries.jsonl -graph-kind mentions
+//	go run ./benchmarks/load -index scale/index-1000000 -queries scale/corpus-1000000/queries.jsonl \
+//	    -methods bm25,hybrid,ppr,fastinsight -clients 8 -rate 10 -duration 60s
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -40,9 +45,15 @@ func main() {
 	clients := flag.Int("clients", 500, "concurrent clients (split over the three request kinds)")
 	duration := flag.Duration("duration", 60*time.Second, "attack duration")
 	inFlight := flag.Int("max-in-flight", 256, "the server's max in flight (more get a deliberate 503)")
+	methods := flag.String("methods", "bm25,fastinsight,fastinsight+stream", "request kinds, comma-separated: a method, +stream to stream it")
+	rate := flag.Float64("rate", 0, "requests per second per kind (0: each client sends as fast as it is answered)")
 	flag.Parse()
-	if *ixDir == "" || *queries == "" || *clients < 3 || *duration <= 0 {
-		log.Fatal("load: -index and -queries are required; -clients ≥ 3 and -duration > 0")
+	kindsOf, err := parseKinds(*methods)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *ixDir == "" || *queries == "" || *clients < len(kindsOf) || *duration <= 0 || !(*rate >= 0) || *rate > 1e6 {
+		log.Fatal("load: -index and -queries are required; -clients ≥ the number of kinds, -duration > 0, 0 ≤ -rate ≤ 1e6")
 	}
 	qs, err := corpus.ReadQueries(*queries, nil, corpus.ReadOptions{})
 	if err != nil {
@@ -60,10 +71,12 @@ func main() {
 	if *kinds != "" {
 		cfg.Settings.Set("graph-kind", *kinds)
 	}
+	start := time.Now()
 	s, err := server.New(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
+	opened := time.Since(start)
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
 	if err != nil {
 		log.Fatal(err)
@@ -71,14 +84,9 @@ func main() {
 	hs := &http.Server{Handler: s.Handler()}
 	go hs.Serve(ln)
 	base := "http://" + ln.Addr().String() + "/v1/retrieve"
-	warm(base, qs)
+	warm(base, qs, kindsOf)
 	rss0, g0 := rssMiB(), runtime.NumGoroutine()
 
-	kindsOf := []struct {
-		name   string
-		method string
-		stream bool
-	}{{"bm25", "bm25", false}, {"fastinsight", "fastinsight", false}, {"fastinsight-stream", "fastinsight", true}}
 	results := make([]*vegeta.Metrics, len(kindsOf))
 	peak := &peakRSS{}
 	stop := make(chan struct{})
@@ -92,7 +100,11 @@ func main() {
 			att := vegeta.NewAttacker(vegeta.Workers(uint64(n)), vegeta.MaxWorkers(uint64(n)), vegeta.KeepAlive(true),
 				vegeta.Connections(n), vegeta.Timeout(30*time.Second))
 			m := &vegeta.Metrics{}
-			for r := range att.Attack(targeter(base, qs, kd.method, kd.stream), vegeta.ConstantPacer{}, *duration, kd.name) {
+			pacer := vegeta.ConstantPacer{} // zero: as fast as the workers are answered
+			if *rate > 0 {
+				pacer = vegeta.ConstantPacer{Freq: int(math.Ceil(*rate)), Per: time.Second}
+			}
+			for r := range att.Attack(targeter(base, qs, kd.method, kd.stream), pacer, *duration, kd.name) {
 				m.Add(r)
 			}
 			m.Close()
@@ -108,8 +120,12 @@ func main() {
 	time.Sleep(500 * time.Millisecond) // let idle connections' goroutines end
 	runtime.GC()
 
-	fmt.Printf("load: %d clients for %v against 127.0.0.1, max in flight %d, %d queries (GOMAXPROCS %d)\n\n",
-		*clients, *duration, *inFlight, len(qs), runtime.GOMAXPROCS(0))
+	pace := "closed loop"
+	if *rate > 0 {
+		pace = fmt.Sprintf("%g requests/s per kind", math.Ceil(*rate))
+	}
+	fmt.Printf("load: %d clients for %v against 127.0.0.1 (%s), max in flight %d, %d queries (GOMAXPROCS %d); server and index opened in %v\n\n",
+		*clients, *duration, pace, *inFlight, len(qs), runtime.GOMAXPROCS(0), opened.Round(time.Millisecond))
 	fmt.Println("| requests | sent | q/s (200) | p50 ms | p99 ms | status counts |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for i, kd := range kindsOf {
@@ -124,6 +140,27 @@ func main() {
 			fmt.Printf("%s error: %s\n", kd.name, e)
 		}
 	}
+}
+
+// kind is one request kind: a method, streamed or not.
+type kind struct {
+	name   string
+	method string
+	stream bool
+}
+
+// parseKinds reads -methods: names, each optionally suffixed +stream.
+func parseKinds(s string) ([]kind, error) {
+	var out []kind
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		m, stream := strings.CutSuffix(f, "+stream")
+		if m == "" {
+			return nil, fmt.Errorf("load: -methods: %q names no method", f)
+		}
+		out = append(out, kind{name: strings.Replace(f, "+", "-", 1), method: m, stream: stream})
+	}
+	return out, nil
 }
 
 // targeter cycles through the queries for one request kind.
@@ -143,8 +180,9 @@ func targeter(url string, qs []corpus.Query, method string, stream bool) vegeta.
 }
 
 // warm sends one request of each kind so methods are made before timing.
-func warm(url string, qs []corpus.Query) {
-	for _, m := range []string{"bm25", "fastinsight"} {
+func warm(url string, qs []corpus.Query, kinds []kind) {
+	for _, k := range kinds {
+		m := k.method
 		b, _ := json.Marshal(map[string]any{"index": "ix", "query": qs[0].Text, "method": m})
 		resp, err := http.Post(url, "application/json", bytes.NewReader(b))
 		if err != nil {
