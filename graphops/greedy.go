@@ -54,8 +54,8 @@ type Evidence struct {
 // frontierEntry is the best action reaching one unselected node, with
 // what is known of its novelty: nov is the max Sim to a subset of the
 // selected nodes that holds the first novAt of them and the node it was
-// reached from, so rel − λ·nov bounds its gain from above (novelty only
-// grows), and is its gain once novAt covers every selected node.
+// first reached from, so rel − λ·nov bounds its gain from above (novelty
+// only grows), and is its gain once novAt covers every selected node.
 type frontierEntry struct {
 	rel   float64 // best relevance over edges from the selected set
 	from  int32
@@ -69,8 +69,9 @@ type frontierEntry struct {
 // FuseRAG's s_t, docs/methods.md §7.1); the best action (ties to the lower node
 // id) adds v, until the budget is spent, no edge leaves V, or the best gain
 // is below Stop. Duplicate or out-of-range start nodes are errors, and so is
-// a NaN relevance or a NaN gain the walk reads; start nodes beyond the
-// budget are dropped.
+// a NaN relevance of a node's first edge from the selected set or a NaN gain
+// the walk reads (a NaN on a later edge is not a better action, as before);
+// start nodes beyond the budget are dropped.
 //
 // The selection is lazy (as CELF's): a node's novelty is first bounded by
 // its similarity to the node it was reached from, and completed only when

@@ -18,7 +18,7 @@ static sgemm_fn gl_sgemm_ptr;
 // GEMM per query they never sleep, and hold a core the Go scheduler needs
 // (measured: 15 of 35 CPU-seconds spent spinning in a linearrag run on 2
 // cores). Unless the user set it, the timeout is cut to 2^4 cycles; the
-// library reads it when loaded.
+// library reads it when loaded (so not if the process had loaded it already).
 static int gl_blas_open(const char* path, int threads) {
 	setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
 	void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

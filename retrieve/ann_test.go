@@ -204,10 +204,13 @@ func TestKNNOnHNSW(t *testing.T) {
 	}
 }
 
-func hybridStage(t *testing.T, ix *index.Index, fusion, search string, ef int) *retrieve.Stage {
+func hybridStage(t *testing.T, ix *index.Index, fusion, search string, ef int, weight ...float64) *retrieve.Stage {
 	t.Helper()
 	o := retrieve.DefaultStage()
 	o.Kind, o.Hybrid.Fusion, o.Hybrid.Search, o.Hybrid.Ef = retrieve.StageHybrid, fusion, search, ef
+	if len(weight) > 0 {
+		o.Hybrid.Weight = weight[0]
+	}
 	st, err := retrieve.NewStage(ix, env().Backend, o)
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +262,48 @@ func TestHybridOnHNSW(t *testing.T) {
 			t.Fatalf("the walk of 24 was exact for %d of %d (query, depth) pairs: too few to test the bound", checked, 3*len(qs))
 		}
 	}
+	checkHybridWeights(t, ix, append(qs, retrieve.Query{Text: unembeddableTerm(t, ix)}))
+}
+
+// checkHybridWeights: at BM25 weights 0 and 1, and for a question whose
+// only term BM25 knows and LSA does not (a term of one passage), a walk
+// over every node still gives the scan's ranking.
+func checkHybridWeights(t *testing.T, ix *index.Index, qs []retrieve.Query) {
+	ctx := context.Background()
+	for _, w := range []float64{0, 0.8, 1} {
+		scan := hybridStage(t, ix, retrieve.FusionConvex, retrieve.SearchExact, 24, w)
+		full := hybridStage(t, ix, retrieve.FusionConvex, retrieve.SearchHNSW, 800, w)
+		for _, q := range qs {
+			sc, err := scan.Scores(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, depth := range []int{1, 10} {
+				want := scan.Ranking(sc, depth)
+				if got, err := full.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
+					t.Fatalf("weight %v, %q, depth %d: the walk gives %v (%v), the scan %v", w, q.Text, depth, got, err, want)
+				}
+			}
+		}
+	}
+}
+
+// unembeddableTerm is a word of exactly one passage: BM25 indexes it,
+// LSA (minimum document frequency 2) has no dimension for it.
+func unembeddableTerm(t *testing.T, ix *index.Index) string {
+	t.Helper()
+	p := ix.Postings
+	for term := 0; term+1 < len(p.Ptr); term++ {
+		w := p.Terms.Term(term)
+		if p.Ptr[term+1]-p.Ptr[term] != 1 || len(w) < 4 {
+			continue
+		}
+		if _, err := retrieve.EmbedQuery(context.Background(), ix, retrieve.Query{Text: w}); errors.Is(err, index.ErrEmptyEmbedding) {
+			return w
+		}
+	}
+	t.Fatal("no term of one passage outside LSA's vocabulary")
+	return ""
 }
 
 // sameRanking says whether two rankings list the same nodes in the same

@@ -25,16 +25,17 @@ import (
 //     in neither list scores at most w·b_K/max + (1−w)·norm(c_K), b_K and
 //     c_K the lists' last scores; BM25's list grows until the depth-th
 //     candidate beats that bound (or holds every match), so that no node
-//     outside the lists outranks them unless the walk missed it.
+//     outside the lists outranks them unless the walk missed it (or the
+//     list reached maxHybridList).
 //   - rrf: the fusion of BM25's and the walk's top rrf-depth.
 //
 // What is approximate is the walk: a node it misses is ranked on BM25
 // alone, and the range is the walks' (benchmarks/scale measures the top-10
 // overlap with the exact fusion). A filtered query scans, as method vector.
 
-// maxHybridList bounds BM25's list, so that a query's work is bounded:
-// BM25 scores that flat leave the lists' fusion within float32 rounding
-// of the bound.
+// maxHybridList bounds BM25's list (or 4·depth when that is longer), so
+// that a query's work is bounded: past it the lists' fusion is returned
+// as it stands, though a node outside them could still reach the bound.
 const maxHybridList = 1 << 16
 
 // walks says whether Run takes q from the graph.
@@ -70,7 +71,7 @@ func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit
 		}
 	}
 	if s.h.Fusion == FusionRRF {
-		return s.rrfLists(q, vec, depth), nil
+		return s.rrfLists(ctx, q, vec, depth)
 	}
 	if vec == nil {
 		return s.lexicalOnly(ctx, q, depth)
@@ -87,21 +88,22 @@ func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit
 	k := max(4*depth, 64)
 	lex := s.ix.BM25.Search(q.Text, k) // MaxScore where it pays: most queries stop here
 	top, ok := f.fuse(lex, k, depth)
-	if ok || len(lex) < k {
+	if ok || len(lex) < k || k >= maxHybridList {
 		return top, nil
 	}
 	m := s.ix.BM25.Match(q.Text, nil) // every match scored once, then longer lists from it
 	defer m.Release()
-	for k *= 4; ; k *= 4 {
+	for k < maxHybridList {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		lex := topMatches(m, k)
-		top, ok := f.fuse(lex, k, depth)
-		if ok || len(lex) < k || k >= maxHybridList { // a longer list cannot help, or may not be read
+		k = min(4*k, maxHybridList)
+		lex = topMatches(m, k)
+		if top, ok = f.fuse(lex, k, depth); ok || len(lex) < k { // a longer list cannot help
 			return top, nil
 		}
 	}
+	return top, nil // at the list's bound (maxHybridList)
 }
 
 // topMatches is BM25's top k from its scored matches, as Search ranks.
@@ -114,21 +116,32 @@ func topMatches(m *lexical.Matches, k int) []Hit {
 }
 
 // lexicalOnly is the convex fusion of a query with no embeddable term:
-// w·BM25/max for every node, BM25's order.
+// w·BM25/max for every node, in BM25's order. A weight of 0 scores every
+// node 0, which ranks none. A tie at the cut after the division and the
+// weight (a node further down could join it) is left to the scan.
 func (s *Stage) lexicalOnly(ctx context.Context, q Query, depth int) ([]Hit, error) {
+	w := float32(s.h.Weight)
+	if w == 0 {
+		return nil, nil
+	}
 	hits, err := searchBM25(s.ix, q, depth+1)
-	if err != nil {
+	if err != nil || len(hits) == 0 {
 		return nil, err
 	}
-	top, ok := normalisedTop(hits, depth)
-	if !ok {
-		return s.scanRanking(ctx, q, depth)
+	out := make([]Hit, 0, len(hits))
+	for _, h := range hits {
+		if x := w * (h.Score / hits[0].Score); x > 0 {
+			out = append(out, Hit{Index: h.Index, Score: x})
+		}
 	}
-	for i := range top {
-		top[i].Score *= float32(s.h.Weight)
+	engine.SortHits(out)
+	if len(out) > depth {
+		if out[depth-1].Score == out[depth].Score {
+			return s.scanRanking(ctx, q, depth)
+		}
+		out = out[:depth]
 	}
-	engine.SortHits(top) // the weight can tie distinct scores, which rank by node number
-	return top, nil
+	return out, nil
 }
 
 // scanRanking is Ranking(Scores(q), depth).
@@ -141,10 +154,13 @@ func (s *Stage) scanRanking(ctx context.Context, q Query, depth int) ([]Hit, err
 }
 
 // rrfLists is rrf over BM25's top Depth and the walk's.
-func (s *Stage) rrfLists(q Query, vec []Hit, depth int) []Hit {
+func (s *Stage) rrfLists(ctx context.Context, q Query, vec []Hit, depth int) ([]Hit, error) {
+	lex, err := s.lexicalRanking(ctx, q, s.h.Depth)
+	if err != nil {
+		return nil, err
+	}
 	fused := map[int32]float32{}
 	scale := (float64(s.h.RRFK) + 1) / 2
-	lex := normalisedOrder(s.ix.BM25.Search(q.Text, s.h.Depth))
 	for _, list := range [][]Hit{lex, vec[:min(len(vec), s.h.Depth)]} {
 		for r, h := range list {
 			fused[h.Index] += float32(scale / (float64(s.h.RRFK) + float64(r) + 1))
@@ -154,21 +170,26 @@ func (s *Stage) rrfLists(q Query, vec []Hit, depth int) []Hit {
 	for v, x := range fused {
 		top.Push(v, x)
 	}
-	return top.Results()
+	return top.Results(), nil
 }
 
-// normalisedOrder is BM25's list divided by its best score and reordered
-// as Ranking orders the normalised scores (a division can tie distinct
-// raw scores, which then rank by node number).
-func normalisedOrder(hits []Hit) []Hit {
-	out := make([]Hit, 0, len(hits))
-	for _, h := range hits {
-		if h.Score > 0 {
-			out = append(out, Hit{Index: h.Index, Score: h.Score / hits[0].Score})
-		}
+// lexicalRanking is the bm25 stage's ranking of q's top n (BM25 / best):
+// from BM25's top list, or from every match when a tie after the
+// division straddles the cut.
+func (s *Stage) lexicalRanking(ctx context.Context, q Query, n int) ([]Hit, error) {
+	hits, err := searchBM25(s.ix, q, n+1)
+	if err != nil || len(hits) == 0 {
+		return nil, err
 	}
-	engine.SortHits(out)
-	return out
+	if top, ok := normalisedTop(hits, n); ok {
+		return top, nil
+	}
+	sc, err := s.Score(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Release()
+	return s.RankScored(sc, n), nil
 }
 
 // convexLists fuses BM25's list with the walk's under convex fusion.
@@ -256,7 +277,7 @@ func (f *convexLists) fuse(lex []Hit, k, depth int) ([]Hit, bool) {
 func (f *convexLists) score(b, best, c float32) float32 {
 	var x float32
 	if best > 0 {
-		x = f.w * (b / best)
+		x = float32(f.w * (b / best)) // rounded here, as convex stores it: never fused with the add below
 	}
 	if f.hi > f.lo {
 		x += f.wv * (max(c, f.lo) - f.lo) / (f.hi - f.lo)
