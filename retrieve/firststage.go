@@ -235,18 +235,24 @@ func convex(lex, vec []float32, w float64, keep func(int32) bool) []float32 {
 func rrf(lex, vec []float32, k, depth int, keep func(int32) bool) []float32 {
 	n := max(len(lex), len(vec))
 	out := make([]float32, n)
-	scale := (float64(k) + 1) / 2 // float64: k may be as large as an int holds
 	for i, sc := range [][]float32{lex, vec} {
 		if sc == nil {
 			continue
 		}
 		for r, h := range topPositive(sc, depth, i == 0) { // BM25 ranks only the nodes it matched
 			if keep == nil || keep(h.Index) {
-				out[h.Index] += float32(scale / (float64(k) + float64(r) + 1))
+				out[h.Index] += rrfWeight(k, r)
 			}
 		}
 	}
 	return out
+}
+
+// rrfWeight is what rank r (from 0) adds under rrf with constant k:
+// 1/(k + r + 1), scaled so that first in both rankings sums to 1 (in
+// float64: k may be as large as an int holds).
+func rrfWeight(k, r int) float32 {
+	return float32((float64(k) + 1) / 2 / (float64(k) + float64(r) + 1))
 }
 
 // Ranking is the stage's top depth nodes by score, best first, ties by
@@ -291,20 +297,27 @@ func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error
 	if err := CheckAllow(s.ix, q); err != nil {
 		return nil, err
 	}
-	depth = min(depth, s.ix.N()) // depth+1 must not overflow
-	hits, err := searchBM25(s.ix, q, depth+1)
-	if err != nil {
+	return s.lexicalRanking(ctx, q, depth)
+}
+
+// lexicalRanking is the bm25 stage's ranking of q's top n (BM25 / best):
+// from BM25's top list, or from every match when a tie after the
+// division straddles the cut.
+func (s *Stage) lexicalRanking(ctx context.Context, q Query, n int) ([]Hit, error) {
+	n = min(n, s.ix.N()) // n+1 must not overflow
+	hits, err := searchBM25(s.ix, q, n+1)
+	if err != nil || len(hits) == 0 {
 		return nil, err
 	}
-	if top, ok := normalisedTop(hits, depth); ok {
+	if top, ok := normalisedTop(hits, n); ok {
 		return top, nil
 	}
-	sc, err := s.Score(ctx, q) // a tie after normalising straddles the cut: rank every match
+	sc, err := s.Score(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer sc.Release()
-	return s.RankScored(sc, depth), nil
+	return s.RankScored(sc, n), nil
 }
 
 // normalisedTop turns BM25's top depth+1 by raw score into the top depth

@@ -160,10 +160,9 @@ func (s *Stage) rrfLists(ctx context.Context, q Query, vec []Hit, depth int) ([]
 		return nil, err
 	}
 	fused := map[int32]float32{}
-	scale := (float64(s.h.RRFK) + 1) / 2
 	for _, list := range [][]Hit{lex, vec[:min(len(vec), s.h.Depth)]} {
 		for r, h := range list {
-			fused[h.Index] += float32(scale / (float64(s.h.RRFK) + float64(r) + 1))
+			fused[h.Index] += rrfWeight(s.h.RRFK, r)
 		}
 	}
 	top := engine.NewTopK(depth)
@@ -171,25 +170,6 @@ func (s *Stage) rrfLists(ctx context.Context, q Query, vec []Hit, depth int) ([]
 		top.Push(v, x)
 	}
 	return top.Results(), nil
-}
-
-// lexicalRanking is the bm25 stage's ranking of q's top n (BM25 / best):
-// from BM25's top list, or from every match when a tie after the
-// division straddles the cut.
-func (s *Stage) lexicalRanking(ctx context.Context, q Query, n int) ([]Hit, error) {
-	hits, err := searchBM25(s.ix, q, n+1)
-	if err != nil || len(hits) == 0 {
-		return nil, err
-	}
-	if top, ok := normalisedTop(hits, n); ok {
-		return top, nil
-	}
-	sc, err := s.Score(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer sc.Release()
-	return s.RankScored(sc, n), nil
 }
 
 // convexLists fuses BM25's list with the walk's under convex fusion.

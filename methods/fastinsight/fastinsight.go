@@ -140,7 +140,7 @@ type fastInsight struct {
 	adjMu sync.Once
 	adj   *graphops.Adjacency
 	be    engine.Backend
-	marks marks
+	nbs   neighbourhoods
 	*retrieve.Reranker
 }
 
@@ -198,7 +198,7 @@ type fiState struct {
 
 // finish returns the query's pooled arrays.
 func (m *fastInsight) finish(st *fiState) {
-	m.marks.put(st.nb)
+	m.nbs.put(st.nb)
 	st.scored.Release()
 }
 
@@ -226,7 +226,7 @@ func (m *fastInsight) start(ctx context.Context, q retrieve.Query) (*fiState, er
 		scored.Release()
 		return nil, err
 	}
-	st.nb = m.marks.get(len(sim))
+	st.nb = m.nbs.get(len(sim))
 	m.refill(st, min(m.o.Batch, m.o.BMax))
 	return st, nil
 }

@@ -63,11 +63,11 @@ func (nb *neighbourhood) add(v int32, adj *graphops.Adjacency, sim []float32) {
 	nb.queue[v] = q
 }
 
-// marks pools the neighbourhoods' per-node arrays, sparing each query
-// two allocations of N entries.
-type marks struct{ pool sync.Pool }
+// neighbourhoods pools the neighbourhoods' per-node arrays, sparing each
+// query two allocations of N entries.
+type neighbourhoods struct{ pool sync.Pool }
 
-func (p *marks) get(n int) *neighbourhood {
+func (p *neighbourhoods) get(n int) *neighbourhood {
 	nb, ok := p.pool.Get().(*neighbourhood)
 	if !ok || len(nb.count) != n {
 		nb = &neighbourhood{count: make([]int32, n), last: make([]int32, n)}
@@ -78,7 +78,7 @@ func (p *marks) get(n int) *neighbourhood {
 
 // put clears the counts of N_ret and its neighbours (last is read only
 // where a count is set) and returns the arrays to the pool.
-func (p *marks) put(nb *neighbourhood) {
+func (p *neighbourhoods) put(nb *neighbourhood) {
 	for v, q := range nb.queue {
 		nb.count[v] = 0
 		for _, n := range q.heap {

@@ -134,7 +134,7 @@ func TestSTeXEqualsFullSort(t *testing.T) {
 			}
 		}
 		m.o.Beta = []float64{0, 0.5, 1, math.Inf(1)}[trial%4]
-		st := &fiState{adj: adj, sim: sim, nb: m.marks.get(n)}
+		st := &fiState{adj: adj, sim: sim, nb: m.nbs.get(n)}
 		order := r.Perm(n)
 		for round := 0; len(order) > 0 && round < 8; round++ {
 			add := 1 + r.IntN(min(len(order), 12))
@@ -154,7 +154,7 @@ func TestSTeXEqualsFullSort(t *testing.T) {
 			}
 		}
 		nb := st.nb
-		m.marks.put(nb)
+		m.nbs.put(nb)
 		if slices.ContainsFunc(nb.count, func(x int32) bool { return x != 0 }) {
 			t.Fatalf("trial %d: counts not cleared on put", trial)
 		}
