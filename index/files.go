@@ -1,5 +1,7 @@
 package index
 
+import "slices"
+
 // File names inside an index folder.
 const (
 	fNodeStrings = "node_strings.bytes"
@@ -66,10 +68,60 @@ type Meta struct {
 	// Sections are the structures built into the index beside its own
 	// files (a Tri-Graph, a trained head), by name.
 	Sections map[string]SectionRecord `json:"sections,omitempty"`
+	// Stale lists what changes since the build left out of date (nil:
+	// nothing); its users refuse to answer from it until it is rebuilt.
+	Stale *Stale `json:"stale,omitempty"`
+	// Live is where the index stands in its update log (nil: it was never
+	// updated in place).
+	Live *LiveState `json:"live,omitempty"`
+}
+
+// Stale names the sections and edge kinds that changed nodes left out of
+// date: they were derived from the whole index and do not follow changes
+// (UpdatePolicy Rebuild; mentions and knn edges).
+type Stale struct {
+	Sections   []string `json:"sections,omitempty"`
+	GraphKinds []string `json:"graph_kinds,omitempty"`
+	Changes    int64    `json:"changes"` // changes applied since the first went stale
+}
+
+// LiveState ties an index to its update log: the log's id and the last
+// log record the index includes.
+type LiveState struct {
+	Log string `json:"log"`
+	Seq uint64 `json:"seq"`
 }
 
 // relationTable names relation ids and edge kinds.
 type relationTable struct {
 	Relations []string `json:"relations"`
 	Kinds     []string `json:"kinds"`
+}
+
+// without is s less the section and edge kind named ("" names none); nil
+// when nothing stale is left.
+func (s *Stale) without(section, kind string) *Stale {
+	if s == nil {
+		return nil
+	}
+	out := &Stale{Changes: s.Changes}
+	for _, n := range s.Sections {
+		if n != section {
+			out.Sections = append(out.Sections, n)
+		}
+	}
+	for _, k := range s.GraphKinds {
+		if k != kind {
+			out.GraphKinds = append(out.GraphKinds, k)
+		}
+	}
+	if len(out.Sections)+len(out.GraphKinds) == 0 {
+		return nil
+	}
+	return out
+}
+
+// StaleKind reports whether the edges of kind are stale.
+func (m *Meta) StaleKind(kind string) bool {
+	return m.Stale != nil && slices.Contains(m.Stale.GraphKinds, kind)
 }

@@ -2,12 +2,10 @@ package index
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -46,7 +44,7 @@ func SetGraph(ctx context.Context, dir, kind string, edges []graphops.Edge) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return ix.rewriteGraph(dir, &built{graph: g, rels: rels})
+	return ix.rewriteGraph(dir, &built{graph: g, rels: rels}, kind)
 }
 
 // edgesExcept lists the edges whose relation is not of kind, with the
@@ -76,8 +74,9 @@ func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
 
 // rewriteGraph writes a copy of the index with b's graph in place of the
 // old one.
-func (ix *Index) rewriteGraph(dir string, b *built) error {
+func (ix *Index) rewriteGraph(dir string, b *built, kind string) error {
 	meta := ix.Meta
+	meta.Stale = meta.Stale.without("", kind)
 	meta.Edges = len(b.graph.Out.Idx)
 	meta.Relations = len(b.rels.Relations)
 	meta.GraphKinds = b.rels.kindList()
@@ -119,19 +118,7 @@ var ErrChanged = errors.New("the index changed while this rewrite was built from
 // the one ix opened, so two concurrent rewrites (graph build --kind knn and
 // --kind trigraph) cannot silently drop each other's work. The window left
 // is the swap itself (milliseconds, against a build of seconds).
-func (ix *Index) unchanged(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
-	if err != nil {
-		return fmt.Errorf("index %s: %w", dir, err)
-	}
-	var m struct {
-		Checksum string `json:"checksum"`
-	}
-	if json.Unmarshal(b, &m) != nil || m.Checksum != ix.Manifest.Checksum {
-		return fmt.Errorf("index %s: %w", dir, ErrChanged)
-	}
-	return nil
-}
+func (ix *Index) unchanged(dir string) error { return checkManifest(dir, ix.Manifest.Checksum) }
 
 // View returns the graph every method and Topological Recall use: the
 // simple undirected graph over the edges of the given kinds (none: all

@@ -21,7 +21,10 @@ const (
 )
 
 func init() {
-	MustRegisterSection(SectionType{Name: headSection, Version: headVersion, Update: Rebuild,
+	// The head scores (question, passage) text pairs from features the
+	// current postings give, so it serves added passages as it serves the
+	// others: it follows changes (retrain it at will).
+	MustRegisterSection(SectionType{Name: headSection, Version: headVersion, Update: Incremental,
 		Summary: "trained cross-encoder head", Hint: headHintText, Load: loadHead})
 }
 

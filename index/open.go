@@ -46,6 +46,9 @@ type Index struct {
 	devMu    sync.Mutex
 	devBufs  map[boundKey]engine.Buffer
 	memo     memo.Map
+	// borrowed: r belongs to the index this one was applied from (Apply),
+	// which closes it.
+	borrowed bool
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once
@@ -129,6 +132,9 @@ func (ix *Index) Close() error {
 	}
 	ix.devBufs = nil
 	ix.devMu.Unlock()
+	if ix.borrowed {
+		return nil
+	}
 	return ix.r.Close()
 }
 
@@ -203,14 +209,7 @@ func (ix *Index) loadPostings() error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	prm := lexical.DefaultBM25()
-	if k1, ok := ix.Meta.BM25["k1"].(float64); ok {
-		prm.K1 = k1
-	}
-	if b, ok := ix.Meta.BM25["b"].(float64); ok {
-		prm.B = b
-	}
-	s, err := lexical.NewBM25(p, prm)
+	s, err := lexical.NewBM25(p, ix.BM25Params())
 	if err != nil {
 		return err
 	}

@@ -128,6 +128,26 @@ func (e *MissingError) Is(target error) bool {
 	return target == ErrNotBuilt || (ok && *t == *e)
 }
 
+// StaleError says that a section or edge kind no longer matches the
+// index's nodes (they changed since it was built) and how to rebuild it;
+// it is an ErrNotBuilt, so callers treat it as missing.
+type StaleError struct {
+	What    string // "a Tri-Graph", "mentions edges"
+	Hint    string
+	Changes int64
+}
+
+func (e *StaleError) Error() string {
+	s := fmt.Sprintf("the index's %s is stale: %d change(s) to its nodes since it was built", e.What, e.Changes)
+	if e.Hint != "" {
+		s += "; build it again: " + e.Hint
+	}
+	return s
+}
+
+// Is makes every StaleError an ErrNotBuilt.
+func (e *StaleError) Is(target error) bool { return target == ErrNotBuilt }
+
 // loaded is a section as Open left it: its value, or why it is unusable.
 type loaded struct {
 	val any
@@ -142,6 +162,13 @@ func (ix *Index) Section(name string) (any, error) {
 		return s.val, s.err
 	}
 	t, ok := LookupSection(name)
+	if st := ix.Meta.Stale; st != nil && slices.Contains(st.Sections, name) {
+		what := t.Summary
+		if what == "" {
+			what = fmt.Sprintf("section %q", name)
+		}
+		return nil, &StaleError{What: what, Hint: t.Hint, Changes: st.Changes}
+	}
 	if !ok {
 		return nil, &MissingError{What: fmt.Sprintf("section %q", name)}
 	}
@@ -327,6 +354,7 @@ func (ix *Index) StoreSection(ctx context.Context, dir, name string, meta any, w
 	for k, v := range ix.Meta.Sections {
 		m.Sections[k] = v
 	}
+	m.Stale = m.Stale.without(name, "")
 	var drop []string
 	if old, ok := ix.Meta.Sections[name]; ok {
 		drop = old.Files
@@ -356,6 +384,7 @@ func DropSection(ctx context.Context, dir, name string) error {
 		return err
 	}
 	m := ix.Meta
+	m.Stale = m.Stale.without(name, "")
 	m.Sections = map[string]SectionRecord{}
 	for k, v := range ix.Meta.Sections {
 		if k != name {

@@ -142,12 +142,31 @@ func RequireGraph(ix *index.Index, kinds []string, method string) error {
 			return fmt.Errorf("retrieve: %s: the index has no %q edges (it has %v%s): %w", method, k, ix.Meta.GraphKinds, hint, ErrNoGraph)
 		}
 	}
+	if err := requireFresh(ix, kinds, method); err != nil {
+		return err
+	}
 	if v := ix.View(kinds...); v.Ptr[v.N()] == 0 {
 		what := "any kind"
 		if len(kinds) > 0 {
 			what = fmt.Sprintf("the kinds %v", kinds)
 		}
 		return fmt.Errorf("retrieve: %s walks the graph, and the index has no edges of %s: %w", method, what, ErrNoGraph)
+	}
+	return nil
+}
+
+// requireFresh refuses edge kinds that changed nodes left stale (walking
+// them would silently miss the new nodes' edges): the kinds named, or
+// every kind of the index when none is.
+func requireFresh(ix *index.Index, kinds []string, method string) error {
+	if len(kinds) == 0 {
+		kinds = ix.Meta.GraphKinds
+	}
+	for _, k := range kinds {
+		if ix.Meta.StaleKind(k) {
+			err := &index.StaleError{What: k + " edges", Hint: fmt.Sprintf("gleaner graph build --kind %s --index <dir>", k), Changes: ix.Meta.Stale.Changes}
+			return fmt.Errorf("retrieve: %s: %w (or walk other kinds with --graph-kind)", method, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,381 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// Change is one step from an index to the next: nodes that go and nodes
+// that come. The kept nodes keep their order and are renumbered without
+// gaps; the added ones follow them in order, so the result is the index a
+// build of that corpus makes (Apply says where it differs).
+type Change struct {
+	Remove []int32       // nodes that go, by internal number (no repeats)
+	Add    []corpus.Node // nodes appended after the kept ones
+	// Edges are new edges; Src and Dst name kept or added nodes by id.
+	Edges []corpus.Edge
+	// Vectors are the added nodes' vectors (len(Add)×Dims, normalised
+	// here under the cosine metric); nil embeds them with the index's
+	// embedder. An index of precomputed vectors needs them.
+	Vectors []float32
+}
+
+// Apply returns the index that ch makes of ix, held in memory; ix is not
+// changed, so its readers are undisturbed, and the result shares ix's
+// mapping (ix must stay open while the result is used; closing the result
+// leaves ix open). Write stores it (WriteTo).
+//
+// What equals a build of the final corpus: the node store, BM25's postings
+// and statistics (so BM25 scores and rankings), and the edges of the
+// corpus's own kinds. What differs: the vectors of added nodes come from
+// the stored model (LSA fold-in into the fitted basis, or the text
+// embedder), where a build would refit LSA (gleaner index rebuilds, and
+// refits); edge kinds built by gleaner from the whole index (mentions,
+// knn) and sections whose policy is Rebuild become stale (Meta.Stale):
+// their users refuse to answer from them until they are built again.
+func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
+	remap, err := ix.remap(ch)
+	if err != nil {
+		return nil, err
+	}
+	out := &Index{Dir: ix.Dir, Manifest: ix.Manifest, r: ix.r, borrowed: true}
+	out.Meta = ix.Meta
+	kept := 0
+	for _, r := range remap {
+		if r >= 0 {
+			kept++
+		}
+	}
+	out.Meta.Nodes = kept + len(ch.Add)
+	if out.Meta.Nodes == 0 {
+		return nil, fmt.Errorf("index: the change leaves the index without nodes")
+	}
+	out.copyNodes(ix, remap, ch.Add)
+	out.copyProvenance(ix, remap, ch.Add)
+	texts := make([]string, len(ch.Add))
+	for i := range ch.Add {
+		texts[i] = IndexText(&ch.Add[i])
+	}
+	if out.Postings, err = ix.Postings.Update(ctx, remap, texts); err != nil {
+		return nil, err
+	}
+	if out.BM25, err = lexical.NewBM25(out.Postings, ix.BM25Params()); err != nil {
+		return nil, err
+	}
+	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), len(out.Postings.Doc)
+	if err := out.updateVectors(ctx, ix, remap, ch, texts); err != nil {
+		return nil, err
+	}
+	if err := out.updateGraph(ix, remap, ch); err != nil {
+		return nil, err
+	}
+	out.carrySections(ix, ch)
+	return out, nil
+}
+
+// remap numbers the kept nodes after ch (−1: removed), checking ch.
+func (ix *Index) remap(ch *Change) ([]int32, error) {
+	remap := make([]int32, ix.N())
+	for _, v := range ch.Remove {
+		if v < 0 || int(v) >= ix.N() {
+			return nil, fmt.Errorf("index: change removes node %d of %d", v, ix.N())
+		}
+		if remap[v] < 0 {
+			return nil, fmt.Errorf("index: change removes node %d (%q) twice", v, ix.NodeID(int(v)))
+		}
+		remap[v] = -1
+	}
+	next := int32(0)
+	for v := range remap {
+		if remap[v] == 0 {
+			remap[v] = next
+			next++
+		}
+	}
+	seen := make(map[string]bool, len(ch.Add))
+	for i := range ch.Add {
+		n := &ch.Add[i]
+		if err := checkAdded(n); err != nil {
+			return nil, fmt.Errorf("index: added node %d: %w", i, err)
+		}
+		if old, ok := ix.Lookup(n.ID); (ok && remap[old] >= 0) || seen[n.ID] {
+			return nil, fmt.Errorf("index: added node %d: id %q is already in the index", i, n.ID)
+		}
+		seen[n.ID] = true
+	}
+	return remap, nil
+}
+
+// checkAdded checks what the node store needs of a node.
+func checkAdded(n *corpus.Node) error {
+	switch {
+	case strings.TrimSpace(n.ID) == "":
+		return fmt.Errorf("field id: empty")
+	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":
+		return fmt.Errorf("node %q: fields text and title: both empty", n.ID)
+	}
+	for _, a := range n.Aliases {
+		if strings.Contains(a, aliasSep) {
+			return fmt.Errorf("node %q: field aliases: %q holds the separator U+001F", n.ID, a)
+		}
+	}
+	return nil
+}
+
+// BM25Params are the index's BM25 parameters.
+func (ix *Index) BM25Params() lexical.BM25Params {
+	prm := lexical.DefaultBM25()
+	if k1, ok := ix.Meta.BM25["k1"].(float64); ok {
+		prm.K1 = k1
+	}
+	if b, ok := ix.Meta.BM25["b"].(float64); ok {
+		prm.B = b
+	}
+	return prm
+}
+
+// copyNodes fills the node store: ix's kept nodes, then added.
+func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node) {
+	out.off = make([]int64, 1, out.Meta.Nodes*nodeFields+1)
+	for v, r := range remap {
+		if r < 0 {
+			continue
+		}
+		for f := range nodeFields {
+			out.strs = append(out.strs, ix.field(v, f)...)
+			out.off = append(out.off, int64(len(out.strs)))
+		}
+	}
+	for i := range added {
+		n := &added[i]
+		for _, s := range [nodeFields]string{n.ID, n.Title, n.Text, n.Type, strings.Join(n.Aliases, aliasSep)} {
+			out.strs = append(out.strs, s...)
+			out.off = append(out.off, int64(len(out.strs)))
+		}
+	}
+}
+
+// copyProvenance fills the provenance arrays when ix has them or an added
+// node needs them.
+func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node) {
+	if ix.docOff == nil && !hasProvenance(added) {
+		return
+	}
+	out.docOff = make([]int64, 1, out.Meta.Nodes*docFields+1)
+	out.spans = make([]int64, 0, 2*out.Meta.Nodes)
+	for v, r := range remap {
+		if r < 0 {
+			continue
+		}
+		for f := range docFields {
+			out.docStrs = append(out.docStrs, ix.docField(v, f)...)
+			out.docOff = append(out.docOff, int64(len(out.docStrs)))
+		}
+		start, end, ok := ix.Span(v)
+		if !ok {
+			start, end = -1, -1
+		}
+		out.spans = append(out.spans, int64(start), int64(end))
+	}
+	for i := range added {
+		n := &added[i]
+		meta, _ := metaJSON(n.Meta) // checked by the caller (ValidNode)
+		for _, s := range [docFields]string{n.Doc, n.Section, meta} {
+			out.docStrs = append(out.docStrs, s...)
+			out.docOff = append(out.docOff, int64(len(out.docStrs)))
+		}
+		if n.Span != nil {
+			out.spans = append(out.spans, int64(n.Span.Start), int64(n.Span.End))
+		} else {
+			out.spans = append(out.spans, -1, -1)
+		}
+	}
+	if out.docStrs == nil {
+		out.docStrs = []byte{}
+	}
+}
+
+// updateVectors keeps the kept nodes' rows and embeds the added nodes.
+func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, ch *Change, texts []string) error {
+	d := ix.Meta.Dims
+	out.Vectors = make([]float32, 0, out.Meta.Nodes*d)
+	for v, r := range remap {
+		if r >= 0 {
+			out.Vectors = append(out.Vectors, ix.Vector(v)...)
+		}
+	}
+	if ix.LSA != nil {
+		out.LSA = ix.LSA.Remap(ix.Postings.Terms, out.Postings.Terms)
+		out.Embedder = &lexical.LSAEmbedder{M: out.LSA, Terms: out.Postings.Terms}
+	} else {
+		out.Embedder = ix.Embedder
+	}
+	add, err := out.addedVectors(ctx, ch, texts)
+	if err != nil {
+		return err
+	}
+	out.Vectors = append(out.Vectors, add...)
+	return nil
+}
+
+// addedVectors are the added nodes' vectors: given, or embedded.
+func (out *Index) addedVectors(ctx context.Context, ch *Change, texts []string) ([]float32, error) {
+	d := out.Meta.Dims
+	v := ch.Vectors
+	switch {
+	case v != nil && len(v) != len(texts)*d:
+		return nil, fmt.Errorf("index: change gives %d vector values for %d nodes of %d dims", len(v), len(texts), d)
+	case v == nil && len(texts) == 0:
+		return nil, nil
+	case v == nil && (out.Embedder == nil || out.Meta.Embedder == EmbedderPrecomputed):
+		return nil, fmt.Errorf("index: the added nodes need vectors: the index's vectors come from %q, which gleaner cannot run here (give them, or open the index with its embedder)", out.Meta.Embedder)
+	case v == nil:
+		var err error
+		if v, err = out.Embedder.Embed(ctx, texts); err != nil {
+			return nil, fmt.Errorf("index: embedding the added nodes: %w", err)
+		}
+		if len(v) != len(texts)*d {
+			return nil, fmt.Errorf("index: embedder %s returned %d values for %d texts of %d dims", out.Embedder.Name(), len(v), len(texts), d)
+		}
+	default:
+		v = slices.Clone(v)
+	}
+	if err := models.CheckFinite(v, d); err != nil {
+		return nil, fmt.Errorf("index: added nodes' vectors: %w", err)
+	}
+	if out.Meta.Metric == MetricCosine {
+		for i := range texts {
+			normalize(v[i*d : (i+1)*d]) // a zero row (no known term) stays zero, as a build leaves it
+		}
+	}
+	return v, nil
+}
+
+// updateGraph keeps the edges between kept nodes, re-points edges into a
+// removed node to the added node of the same id (a replaced document),
+// and adds ch's edges.
+func (out *Index) updateGraph(ix *Index, remap []int32, ch *Change) error {
+	ids := make(map[string]int32, len(ch.Add))
+	base := int32(out.Meta.Nodes - len(ch.Add))
+	for i := range ch.Add {
+		ids[ch.Add[i].ID] = base + int32(i)
+	}
+	target := func(v int32) int32 {
+		if r := remap[v]; r >= 0 {
+			return r
+		}
+		if a, ok := ids[ix.NodeID(int(v))]; ok {
+			return a
+		}
+		return -1
+	}
+	var edges []graphops.Edge
+	g := &ix.Graph.Out
+	for u := range ix.N() {
+		if remap[u] < 0 {
+			continue
+		}
+		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
+			if v := target(g.Idx[p]); v >= 0 {
+				edges = append(edges, graphops.Edge{Src: remap[u], Dst: v, W: g.W[p], Rel: g.Rel[p]})
+			}
+		}
+	}
+	out.rels = relationTable{Relations: slices.Clone(ix.rels.Relations), Kinds: slices.Clone(ix.rels.Kinds)}
+	resolve := func(id string) (int32, bool) {
+		if a, ok := ids[id]; ok {
+			return a, true
+		}
+		if v, ok := ix.Lookup(id); ok && remap[v] >= 0 {
+			return remap[v], true
+		}
+		return -1, false
+	}
+	for i, e := range ch.Edges {
+		src, ok1 := resolve(e.Src)
+		dst, ok2 := resolve(e.Dst)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("index: change edge %d (%q → %q): no such node after the change", i, e.Src, e.Dst)
+		}
+		w := e.Weight
+		if w == 0 {
+			w = 1
+		}
+		edges = append(edges, graphops.Edge{Src: src, Dst: dst, W: float32(w), Rel: out.rels.id(e.Kind, e.Rel)})
+	}
+	gr, err := graphops.Build(out.Meta.Nodes, edges, true)
+	if err != nil {
+		return err
+	}
+	out.Graph = gr
+	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(edges), len(out.rels.Relations), out.rels.kindList()
+	return nil
+}
+
+// id returns the relation id of (kind, rel), adding it when new.
+func (t *relationTable) id(kind, rel string) int32 {
+	for r := range t.Relations {
+		if t.Kinds[r] == kind && t.Relations[r] == rel {
+			return int32(r)
+		}
+	}
+	t.Relations, t.Kinds = append(t.Relations, rel), append(t.Kinds, kind)
+	return int32(len(t.Relations) - 1)
+}
+
+// derivedKind reports whether gleaner built the edges of kind from the
+// whole index (SetGraph names their one relation after the kind), so that
+// changed nodes leave them stale; a corpus's own kinds follow its edges.
+func (ix *Index) derivedKind(kind string) bool {
+	found := false
+	for r := range ix.rels.Relations {
+		if ix.rels.Kinds[r] == kind {
+			if ix.rels.Relations[r] != kind {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
+}
+
+// carrySections keeps the sections whose policy is Incremental and marks
+// the rest, and the derived edge kinds, stale.
+func (out *Index) carrySections(ix *Index, ch *Change) {
+	if len(ch.Remove)+len(ch.Add)+len(ch.Edges) == 0 {
+		out.sections, out.Meta.Stale = ix.sections, ix.Meta.Stale
+		return
+	}
+	st := &Stale{}
+	if ix.Meta.Stale != nil {
+		*st = *ix.Meta.Stale
+		st.Sections, st.GraphKinds = slices.Clone(st.Sections), slices.Clone(st.GraphKinds)
+	}
+	out.sections = map[string]loaded{}
+	out.Meta.Sections = map[string]SectionRecord{}
+	for _, name := range slices.Sorted(maps.Keys(ix.Meta.Sections)) {
+		rec := ix.Meta.Sections[name]
+		if rec.Update == Incremental {
+			out.Meta.Sections[name], out.sections[name] = rec, ix.sections[name]
+			continue
+		}
+		if !slices.Contains(st.Sections, name) {
+			st.Sections = append(st.Sections, name)
+		}
+	}
+	for _, k := range out.Meta.GraphKinds {
+		if ix.derivedKind(k) && !slices.Contains(st.GraphKinds, k) {
+			st.GraphKinds = append(st.GraphKinds, k)
+		}
+	}
+	st.Changes++
+	out.Meta.Stale = st
+}
