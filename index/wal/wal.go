@@ -1,0 +1,585 @@
+// Package wal is gleaner's write-ahead log: an append-only folder of
+// checksummed records, each synced to disk before Append returns, so a
+// record Append acknowledged survives kill -9 and power loss.
+//
+// The folder holds segment files named by the sequence number of their
+// first record (%020d.wal). A segment starts with a header (magic, format
+// version, the log's id, the id of what the log extends, CRC-32C); each
+// record is its length, the CRC-32C of its sequence number and payload,
+// the sequence number and the payload. Sequence numbers start at 1 and
+// have no gaps across segments.
+//
+// Opening checks every record. A damaged record at the end of the last
+// segment, with nothing valid after it, is a torn write (a crash during
+// Append): it was never acknowledged, and it is cut off with a warning.
+// Damage anywhere else is corruption, reported with the file and offset;
+// nothing is applied past it.
+//
+// A Log is safe for concurrent use; one process at a time may open a
+// folder (a lock file excludes others).
+package wal
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+const (
+	magic   = "GLNRWAL\x00"
+	version = 1
+	// MaxRecord bounds one record's payload: a longer length read from a
+	// file is damage, not an allocation to attempt.
+	MaxRecord = 256 << 20
+	recHeader = 16 // length, crc, seq
+	suffix    = ".wal"
+	lockFile  = "LOCK"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt marks a log whose damage is not a torn tail.
+var ErrCorrupt = errors.New("wal: log damaged")
+
+// ErrLocked is returned when another process has the log open.
+var ErrLocked = errors.New("wal: the log is open in another process")
+
+// Header identifies a log: its own id and the id of what it extends (an
+// index's manifest checksum), fixed when the log is created.
+type Header struct {
+	ID      string `json:"id"`
+	Extends string `json:"extends"`
+}
+
+// Options configure a log.
+type Options struct {
+	Logger *slog.Logger // warnings (a torn tail cut off); required
+	// NoSync skips fsync: for tests of logic only, never for data that
+	// matters.
+	NoSync bool
+}
+
+// Log is an open write-ahead log.
+type Log struct {
+	dir  string
+	o    Options
+	lock *os.File
+	hdr  Header
+
+	mu    sync.Mutex
+	segs  []segment // in order; the last is being appended to
+	f     *os.File  // the last segment, open for appending
+	last  uint64    // the last record's sequence number (0: none)
+	bytes int64     // all segments' sizes
+	err   error     // a failed write: the log refuses further appends
+}
+
+type segment struct {
+	first uint64 // the first record's sequence number (named so)
+	path  string
+	size  int64
+}
+
+// Open opens the log in dir, creating it (with a fresh id, extending
+// extends) when dir does not exist or holds no segment. An existing log's
+// header is returned as it was written: the caller checks that it extends
+// what it should.
+func Open(dir, extends string, o Options) (*Log, error) {
+	if o.Logger == nil {
+		return nil, fmt.Errorf("wal: Options.Logger is required")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, o: o}
+	if err := l.takeLock(); err != nil {
+		return nil, err
+	}
+	if err := l.recover(extends); err != nil {
+		l.lock.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) takeLock() error {
+	f, err := os.OpenFile(filepath.Join(l.dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: %s", ErrLocked, l.dir)
+	}
+	l.lock = f
+	return nil
+}
+
+// Locked reports whether a process holds the log in dir open.
+func Locked(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, lockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// Header is the log's identity.
+func (l *Log) Header() Header { return l.hdr }
+
+// Last is the sequence number of the last record (0: none yet).
+func (l *Log) Last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// Stats are the log's size.
+type Stats struct {
+	Segments int
+	Bytes    int64
+	Last     uint64
+}
+
+// Stats reports the log's segments, bytes and last sequence number.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Stats{Segments: len(l.segs), Bytes: l.bytes, Last: l.last}
+}
+
+// segmentPaths lists dir's segment files in sequence order.
+func segmentPaths(dir string) ([]segment, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []segment
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		first, err := strconv.ParseUint(strings.TrimSuffix(name, suffix), 10, 64)
+		if err != nil || len(name) != 20+len(suffix) {
+			return nil, fmt.Errorf("%w: %s: %s is not a segment name", ErrCorrupt, dir, name)
+		}
+		segs = append(segs, segment{first: first, path: filepath.Join(dir, name)})
+	}
+	slices.SortFunc(segs, func(a, b segment) int { return cmpU64(a.first, b.first) })
+	return segs, nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// recover reads every segment, cutting off a torn tail, and opens the
+// last for appending (creating the first when there is none).
+func (l *Log) recover(extends string) error {
+	segs, err := segmentPaths(l.dir)
+	if err != nil {
+		return err
+	}
+	segs, err = dropTornSegment(segs, l.o.Logger)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		id := make([]byte, 8)
+		rand.Read(id)
+		l.hdr = Header{ID: hex.EncodeToString(id), Extends: extends}
+		return l.newSegment(1)
+	}
+	next := segs[0].first
+	for i := range segs {
+		s := &segs[i]
+		if s.first != next {
+			return fmt.Errorf("%w: %s starts at record %d, want %d (a segment is missing)", ErrCorrupt, s.path, s.first, next)
+		}
+		lastSeg := i == len(segs)-1
+		end, hdr, err := scanSegment(s.path, s.first, lastSeg, l.o.Logger, func(uint64, []byte) error { return nil })
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			l.hdr = hdr
+		} else if hdr != l.hdr {
+			return fmt.Errorf("%w: %s belongs to another log (id %s, not %s)", ErrCorrupt, s.path, hdr.ID, l.hdr.ID)
+		}
+		s.size = end.size
+		next = end.next
+		l.bytes += end.size
+	}
+	l.segs, l.last = segs, next-1
+	f, err := os.OpenFile(segs[len(segs)-1].path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	l.f = f
+	return nil
+}
+
+// dropTornSegment removes the last segment when its header is damaged
+// and it holds no valid record: a crash while it was being started (it
+// never held an acknowledged record).
+func dropTornSegment(segs []segment, log *slog.Logger) ([]segment, error) {
+	if len(segs) == 0 {
+		return segs, nil
+	}
+	s := segs[len(segs)-1]
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, err
+	}
+	_, _, herr := readHeader(bufio.NewReader(f))
+	f.Close()
+	if herr == nil {
+		return segs, nil
+	}
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, err
+	}
+	if at := validAfter(b, 0, s.first); at >= 0 {
+		return nil, fmt.Errorf("%w: %s: header: %v, with a valid record at byte %d", ErrCorrupt, s.path, herr, at)
+	}
+	if err := os.Remove(s.path); err != nil {
+		return nil, err
+	}
+	log.Warn("wal: removed a segment whose start was torn by a crash (it held no record)", "file", s.path, "reason", herr.Error())
+	return segs[:len(segs)-1], nil
+}
+
+// scanEnd is where a scan stopped: the valid size and the next sequence
+// number.
+type scanEnd struct {
+	size int64
+	next uint64
+}
+
+// scanSegment reads the segment at path, calling fn for each record. In
+// the last segment a torn tail is cut off (with a warning).
+func scanSegment(path string, first uint64, last bool, log *slog.Logger, fn func(uint64, []byte) error) (scanEnd, Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return scanEnd{}, Header{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return scanEnd{}, Header{}, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	hdr, hlen, err := readHeader(r)
+	if err != nil {
+		return scanEnd{}, Header{}, fmt.Errorf("%w: %s: header: %v", ErrCorrupt, path, err)
+	}
+	off, next := int64(hlen), first
+	for off < st.Size() {
+		seq, payload, n, err := readRecord(r, st.Size()-off)
+		if err == nil && seq != next {
+			err = fmt.Errorf("record %d where %d was due", seq, next)
+		}
+		if err != nil {
+			return tornTail(path, off, st.Size(), next, last, err, log, hdr)
+		}
+		if err := fn(seq, payload); err != nil {
+			return scanEnd{}, Header{}, err
+		}
+		off += n
+		next++
+	}
+	return scanEnd{size: off, next: next}, hdr, nil
+}
+
+// tornTail decides what a bad record at off means: a torn write when it
+// is the end of the last segment and nothing valid follows (cut off, with
+// a warning), else corruption.
+func tornTail(path string, off, size int64, next uint64, last bool, cause error, log *slog.Logger, hdr Header) (scanEnd, Header, error) {
+	if !last {
+		return scanEnd{}, Header{}, fmt.Errorf("%w: %s at byte %d: %v (not the end of the log, so not a torn write)", ErrCorrupt, path, off, cause)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return scanEnd{}, Header{}, err
+	}
+	if at := validAfter(b, off+1, next); at >= 0 {
+		return scanEnd{}, Header{}, fmt.Errorf("%w: %s at byte %d: %v, with a valid record at byte %d after it (not a torn write)", ErrCorrupt, path, off, cause, at)
+	}
+	if err := os.Truncate(path, off); err != nil {
+		return scanEnd{}, Header{}, err
+	}
+	if err := syncFile(path); err != nil {
+		return scanEnd{}, Header{}, err
+	}
+	log.Warn("wal: cut off a torn write at the end of the log (a crash during an append; it was never acknowledged)",
+		"file", path, "offset", off, "bytes", size-off, "reason", cause.Error())
+	return scanEnd{size: off, next: next}, hdr, nil
+}
+
+// validAfter returns the offset of a valid record numbered ≥ next at or
+// after from in b, or −1.
+func validAfter(b []byte, from int64, next uint64) int64 {
+	for at := from; at+recHeader <= int64(len(b)); at++ {
+		n := int64(binary.LittleEndian.Uint32(b[at:]))
+		if n < 8 || n-8 > MaxRecord || at+8+n > int64(len(b)) {
+			continue
+		}
+		body := b[at+8 : at+8+n]
+		if crc32.Checksum(body, castagnoli) == binary.LittleEndian.Uint32(b[at+4:]) && binary.LittleEndian.Uint64(body) >= next {
+			return at
+		}
+	}
+	return -1
+}
+
+func readHeader(r *bufio.Reader) (Header, int, error) {
+	var fixed [16]byte // magic, version, length
+	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+		return Header{}, 0, err
+	}
+	if string(fixed[:8]) != magic {
+		return Header{}, 0, fmt.Errorf("not a gleaner log segment")
+	}
+	if v := binary.LittleEndian.Uint32(fixed[8:]); v != version {
+		return Header{}, 0, fmt.Errorf("log format version %d, this gleaner reads %d", v, version)
+	}
+	n := binary.LittleEndian.Uint32(fixed[12:])
+	if n > 4096 {
+		return Header{}, 0, fmt.Errorf("header of %d bytes", n)
+	}
+	body := make([]byte, n+4)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return Header{}, 0, err
+	}
+	sum := crc32.Update(crc32.Checksum(fixed[:], castagnoli), castagnoli, body[:n])
+	if sum != binary.LittleEndian.Uint32(body[n:]) {
+		return Header{}, 0, fmt.Errorf("header checksum mismatch")
+	}
+	id, extends, ok := strings.Cut(string(body[:n]), "\n")
+	if !ok {
+		return Header{}, 0, fmt.Errorf("header without an id")
+	}
+	return Header{ID: id, Extends: extends}, len(fixed) + len(body), nil
+}
+
+func encodeHeader(h Header) []byte {
+	body := h.ID + "\n" + h.Extends
+	b := make([]byte, 16, 16+len(body)+4)
+	copy(b, magic)
+	binary.LittleEndian.PutUint32(b[8:], version)
+	binary.LittleEndian.PutUint32(b[12:], uint32(len(body)))
+	b = append(b, body...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// readRecord reads one record of at most avail bytes.
+func readRecord(r *bufio.Reader, avail int64) (seq uint64, payload []byte, n int64, err error) {
+	if avail < recHeader {
+		return 0, nil, 0, fmt.Errorf("%d bytes left, less than a record header", avail)
+	}
+	var h [recHeader]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, 0, err
+	}
+	size := int64(binary.LittleEndian.Uint32(h[:4]))
+	if size < 8 || size-8 > MaxRecord {
+		return 0, nil, 0, fmt.Errorf("record length %d", size)
+	}
+	if 8+size > avail {
+		return 0, nil, 0, fmt.Errorf("record of %d bytes with %d left", 8+size, avail)
+	}
+	payload = make([]byte, size-8)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, 0, err
+	}
+	sum := crc32.Update(crc32.Checksum(h[8:], castagnoli), castagnoli, payload)
+	if sum != binary.LittleEndian.Uint32(h[4:8]) {
+		return 0, nil, 0, fmt.Errorf("record checksum mismatch")
+	}
+	return binary.LittleEndian.Uint64(h[8:]), payload, 8 + size, nil
+}
+
+func appendRecord(b []byte, seq uint64, payload []byte) []byte {
+	var h [recHeader]byte
+	binary.LittleEndian.PutUint32(h[:4], uint32(8+len(payload)))
+	binary.LittleEndian.PutUint64(h[8:], seq)
+	sum := crc32.Update(crc32.Checksum(h[8:], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(h[4:8], sum)
+	return append(append(b, h[:]...), payload...)
+}
+
+// newSegment starts the segment whose first record will be first.
+func (l *Log) newSegment(first uint64) error {
+	path := filepath.Join(l.dir, fmt.Sprintf("%020d%s", first, suffix))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	h := encodeHeader(l.hdr)
+	if _, err := f.Write(h); err != nil {
+		f.Close()
+		return err
+	}
+	if err := l.sync(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := l.syncDir(); err != nil {
+		f.Close()
+		return err
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f = f
+	l.segs = append(l.segs, segment{first: first, path: path, size: int64(len(h))})
+	l.bytes += int64(len(h))
+	return nil
+}
+
+// Append writes payloads as the next records and syncs them to disk; it
+// returns the first record's sequence number. After a failed write the
+// log refuses appends (what reached the disk is unknown until it is
+// opened again).
+func (l *Log) Append(payloads ...[]byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return 0, l.err
+	}
+	var buf []byte
+	for i, p := range payloads {
+		if len(p) > MaxRecord {
+			return 0, fmt.Errorf("wal: a record of %d bytes exceeds the limit of %d: split the batch", len(p), MaxRecord)
+		}
+		buf = appendRecord(buf, l.last+1+uint64(i), p)
+	}
+	if _, err := l.f.Write(buf); err != nil {
+		l.err = fmt.Errorf("wal: writing %s failed, the log refuses appends until reopened: %w", l.dir, err)
+		return 0, l.err
+	}
+	if err := l.sync(l.f); err != nil {
+		l.err = fmt.Errorf("wal: syncing %s failed, the log refuses appends until reopened: %w", l.dir, err)
+		return 0, l.err
+	}
+	first := l.last + 1
+	l.last += uint64(len(payloads))
+	l.segs[len(l.segs)-1].size += int64(len(buf))
+	l.bytes += int64(len(buf))
+	return first, nil
+}
+
+// Rotate starts a new segment for the records after the last, so that
+// Drop can later remove the older ones whole.
+func (l *Log) Rotate() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	if s := l.segs[len(l.segs)-1]; s.first == l.last+1 {
+		return nil // the current segment is empty
+	}
+	return l.newSegment(l.last + 1)
+}
+
+// Drop removes the segments whose records are all numbered ≤ upTo (never
+// the one being appended to).
+func (l *Log) Drop(upTo uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.segs) > 1 && l.segs[1].first <= upTo+1 {
+		if err := os.Remove(l.segs[0].path); err != nil {
+			return err
+		}
+		l.bytes -= l.segs[0].size
+		l.segs = l.segs[1:]
+	}
+	return l.syncDir()
+}
+
+// Replay calls fn with every record numbered after after, in order.
+func (l *Log) Replay(after uint64, fn func(seq uint64, payload []byte) error) error {
+	l.mu.Lock()
+	segs := slices.Clone(l.segs)
+	l.mu.Unlock()
+	if len(segs) > 0 && after+1 < segs[0].first {
+		return fmt.Errorf("%w: %s: records %d–%d are gone (the log starts at %d)", ErrCorrupt, l.dir, after+1, segs[0].first-1, segs[0].first)
+	}
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].first <= after+1 {
+			continue
+		}
+		_, _, err := scanSegment(s.path, s.first, false, l.o.Logger, func(seq uint64, p []byte) error {
+			if seq <= after {
+				return nil
+			}
+			return fn(seq, p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the log and releases its lock.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+		l.f = nil
+	}
+	return errors.Join(err, l.lock.Close())
+}
+
+func (l *Log) sync(f *os.File) error {
+	if l.o.NoSync {
+		return nil
+	}
+	return f.Sync()
+}
+
+func (l *Log) syncDir() error {
+	if l.o.NoSync {
+		return nil
+	}
+	return syncFile(l.dir)
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
