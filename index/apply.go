@@ -103,7 +103,7 @@ func (ix *Index) remap(ch *Change) ([]int32, error) {
 	seen := make(map[string]bool, len(ch.Add))
 	for i := range ch.Add {
 		n := &ch.Add[i]
-		if err := checkAdded(n); err != nil {
+		if err := CheckNode(n); err != nil {
 			return nil, fmt.Errorf("index: added node %d: %w", i, err)
 		}
 		if old, ok := ix.Lookup(n.ID); (ok && remap[old] >= 0) || seen[n.ID] {
@@ -114,8 +114,8 @@ func (ix *Index) remap(ch *Change) ([]int32, error) {
 	return remap, nil
 }
 
-// checkAdded checks what the node store needs of a node.
-func checkAdded(n *corpus.Node) error {
+// CheckNode checks what the node store needs of an added node.
+func CheckNode(n *corpus.Node) error {
 	switch {
 	case strings.TrimSpace(n.ID) == "":
 		return fmt.Errorf("field id: empty")
@@ -126,6 +126,9 @@ func checkAdded(n *corpus.Node) error {
 		if strings.Contains(a, aliasSep) {
 			return fmt.Errorf("node %q: field aliases: %q holds the separator U+001F", n.ID, a)
 		}
+	}
+	if _, err := metaJSON(n.Meta); err != nil {
+		return fmt.Errorf("node %q: field meta: %w", n.ID, err)
 	}
 	return nil
 }
@@ -187,7 +190,7 @@ func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node) 
 	}
 	for i := range added {
 		n := &added[i]
-		meta, _ := metaJSON(n.Meta) // checked by the caller (ValidNode)
+		meta, _ := metaJSON(n.Meta) // checked by remap (CheckNode)
 		for _, s := range [docFields]string{n.Doc, n.Section, meta} {
 			out.docStrs = append(out.docStrs, s...)
 			out.docOff = append(out.docOff, int64(len(out.docStrs)))

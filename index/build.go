@@ -47,8 +47,14 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 	if err := store.CheckTarget(dir); err != nil {
 		return err
 	}
+	if err := checkNoWriter(dir); err != nil {
+		return err
+	}
 	prev := previousMeta(dir)
 	warnDroppedSections(cfg.log, dir, prev)
+	if _, err := os.Stat(LogDir(dir)); err == nil {
+		cfg.log.Warn("the index being replaced has an update log; the new index starts afresh and live updates will refuse the old log until it is moved away", "log", LogDir(dir))
+	}
 	if lost := droppedKinds(prev, c); len(lost) > 0 {
 		cfg.log.Warn("the index being replaced has graph kinds this corpus does not; build them again (gleaner graph build, or index.SetGraph)", "dir", dir, "kinds", lost)
 	}

@@ -87,6 +87,9 @@ func (ix *Index) rewriteGraph(dir string, b *built, kind string) error {
 // plus whatever add writes, under meta (read after add, which may complete
 // it); the copy replaces the index atomically.
 func (ix *Index) rewrite(dir string, drop []string, add func(*store.Writer) error, meta *Meta) error {
+	if err := checkNoWriter(dir); err != nil {
+		return err
+	}
 	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
 		return fmt.Errorf("index %s is read-only (mode %v): refusing to replace it; make it writable first", dir, st.Mode().Perm())
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index/wal"
 )
 
 // WriteTo stores ix (an index Apply made, or an opened one) at dir as an
@@ -64,6 +65,20 @@ func (ix *Index) copySections(w *store.Writer) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// LogDir is where the update log of the index at dir lives (index/live):
+// beside the index, so that a rewrite of the index folder never moves it.
+func LogDir(dir string) string { return store.Target(dir) + ".wal" }
+
+// checkNoWriter refuses to replace the index at dir while a live writer
+// has it open: the writer would overwrite the result at its next
+// checkpoint.
+func checkNoWriter(dir string) error {
+	if wal.Locked(LogDir(dir)) {
+		return fmt.Errorf("index %s: a live writer has it open (gleaner serve --writes, gleaner add): stop it first, or make the change through it", dir)
 	}
 	return nil
 }

@@ -94,10 +94,10 @@ type segment struct {
 }
 
 // Open opens the log in dir, creating it (with a fresh id, extending
-// extends) when dir does not exist or holds no segment. An existing log's
-// header is returned as it was written: the caller checks that it extends
-// what it should.
-func Open(dir, extends string, o Options) (*Log, error) {
+// extends, its first record numbered start) when dir does not exist or
+// holds no segment. An existing log's header is kept as it was written:
+// the caller checks that it extends what it should.
+func Open(dir, extends string, start uint64, o Options) (*Log, error) {
 	if o.Logger == nil {
 		return nil, fmt.Errorf("wal: Options.Logger is required")
 	}
@@ -108,7 +108,10 @@ func Open(dir, extends string, o Options) (*Log, error) {
 	if err := l.takeLock(); err != nil {
 		return nil, err
 	}
-	if err := l.recover(extends); err != nil {
+	if start < 1 {
+		return nil, fmt.Errorf("wal: records are numbered from 1, not %d", start)
+	}
+	if err := l.recover(extends, start); err != nil {
 		l.lock.Close()
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func cmpU64(a, b uint64) int {
 
 // recover reads every segment, cutting off a torn tail, and opens the
 // last for appending (creating the first when there is none).
-func (l *Log) recover(extends string) error {
+func (l *Log) recover(extends string, start uint64) error {
 	segs, err := segmentPaths(l.dir)
 	if err != nil {
 		return err
@@ -213,7 +216,8 @@ func (l *Log) recover(extends string) error {
 		id := make([]byte, 8)
 		rand.Read(id)
 		l.hdr = Header{ID: hex.EncodeToString(id), Extends: extends}
-		return l.newSegment(1)
+		l.last = start - 1
+		return l.newSegment(start)
 	}
 	next := segs[0].first
 	for i := range segs {

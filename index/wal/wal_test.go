@@ -21,7 +21,7 @@ func payload(i int) []byte {
 // up to 3.
 func fill(t *testing.T, dir string, n int) *Log {
 	t.Helper()
-	l, err := Open(dir, "base", Options{Logger: quiet()})
+	l, err := Open(dir, "base", 1, Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAppendReopenReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	l, err := Open(dir, "ignored", Options{Logger: quiet()})
+	l, err := Open(dir, "ignored", 1, Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestTornTail(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, filepath.Base(path)), full[:cut], 0o644)
 		var logs bytes.Buffer
-		l, err := Open(dir, "", Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		l, err := Open(dir, "", 1, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
@@ -177,7 +177,7 @@ func TestCorruptionIsNotTorn(t *testing.T) {
 		}
 		b[at] ^= 0x40
 		os.WriteFile(path, b, 0o644)
-		_, err := Open(dir, "", Options{Logger: quiet()})
+		_, err := Open(dir, "", 1, Options{Logger: quiet()})
 		if !errors.Is(err, ErrCorrupt) || !bytes.Contains([]byte(err.Error()), []byte(filepath.Base(path))) {
 			t.Fatalf("segmented %v: open after a flipped byte: %v, want ErrCorrupt naming the file", segmented, err)
 		}
@@ -193,7 +193,7 @@ func TestZeroTailAndTornSegmentStart(t *testing.T) {
 	f.Write(make([]byte, 100)) // a file system that extended the file before the crash
 	f.Close()
 	os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d.wal", 5)), []byte("GLNR"), 0o644) // a torn Rotate
-	l, err := Open(dir, "", Options{Logger: quiet()})
+	l, err := Open(dir, "", 1, Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,13 +210,13 @@ func TestLockAndLimits(t *testing.T) {
 	if !Locked(dir) {
 		t.Error("Locked: false while open")
 	}
-	if _, err := Open(dir, "", Options{Logger: quiet()}); !errors.Is(err, ErrLocked) {
+	if _, err := Open(dir, "", 1, Options{Logger: quiet()}); !errors.Is(err, ErrLocked) {
 		t.Errorf("second open: %v, want ErrLocked", err)
 	}
 	if _, err := l.Append(make([]byte, MaxRecord+1)); err == nil {
 		t.Error("an oversized record was accepted")
 	}
-	if _, err := Open(t.TempDir(), "", Options{}); err == nil {
+	if _, err := Open(t.TempDir(), "", 1, Options{}); err == nil {
 		t.Error("no logger accepted")
 	}
 }

@@ -1,0 +1,270 @@
+package live
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/index"
+)
+
+// catalog maps the current index's documents to their nodes and back, by
+// id, kept up to date change by change (an index's own Lookup table is
+// rebuilt for every snapshot).
+type catalog struct {
+	docs    map[string][]string // document id → node ids
+	nodeDoc map[string]string   // node id → document id
+}
+
+func newCatalog(ix *index.Index) *catalog {
+	c := &catalog{docs: make(map[string][]string, ix.N()), nodeDoc: make(map[string]string, ix.N())}
+	for i := range ix.N() {
+		id, doc := ix.NodeID(i), ix.Document(i)
+		c.docs[doc] = append(c.docs[doc], id)
+		c.nodeDoc[id] = doc
+	}
+	return c
+}
+
+// pending gathers accepted batches into one index.Change over base.
+type pending struct {
+	base    *index.Index
+	cat     *catalog
+	dims    int
+	remove  map[int32]bool
+	add     []corpus.Node
+	vecs    [][]float32 // per added node
+	dropped []bool
+	addAt   map[string]int // live added node id → position in add
+	edges   []ownedEdge
+	ops     int
+}
+
+// ownedEdge is an edge with the added node it starts from.
+type ownedEdge struct {
+	e     corpus.Edge
+	owner int
+}
+
+func newPending(base *index.Index, cat *catalog) *pending {
+	return &pending{base: base, cat: cat, dims: base.Meta.Dims, remove: map[int32]bool{}, addAt: map[string]int{}}
+}
+
+// overlay is one batch's view of the catalog while it is checked: what
+// it deleted and added so far.
+type overlay struct {
+	cat     *catalog
+	docs    map[string][]string // nil value: deleted
+	nodeDoc map[string]string   // "" value: deleted
+}
+
+func (o *overlay) doc(id string) ([]string, bool) {
+	if n, ok := o.docs[id]; ok {
+		return n, n != nil
+	}
+	n, ok := o.cat.docs[id]
+	return n, ok
+}
+
+func (o *overlay) nodeOf(id string) (string, bool) {
+	if d, ok := o.nodeDoc[id]; ok {
+		return d, d != ""
+	}
+	d, ok := o.cat.nodeDoc[id]
+	return d, ok
+}
+
+// check verifies a batch against the catalog as the pending changes left
+// it, without changing anything.
+func (p *pending) check(ops []op) error {
+	o := &overlay{cat: p.cat, docs: map[string][]string{}, nodeDoc: map[string]string{}}
+	for i := range ops {
+		if err := o.apply(&ops[i], p.dims); err != nil {
+			return fmt.Errorf("change %d (%s %q): %w", i+1, ops[i].Kind, ops[i].ID, err)
+		}
+	}
+	for i := range ops {
+		for _, e := range ops[i].Edges {
+			if _, ok := o.nodeOf(e.Dst); !ok {
+				return fmt.Errorf("change %d (%s %q): edge %q → %q: no node %q", i+1, ops[i].Kind, ops[i].ID, e.Src, e.Dst, e.Dst)
+			}
+		}
+	}
+	return nil
+}
+
+func (o *overlay) apply(x *op, dims int) error {
+	if x.ID == "" {
+		return fmt.Errorf("field id: empty")
+	}
+	nodes, exists := o.doc(x.ID)
+	switch x.Kind {
+	case opDelete:
+		if !exists {
+			if d, ok := o.nodeOf(x.ID); ok {
+				return fmt.Errorf("%w: %q is a passage of document %q; delete the document", ErrNotFound, x.ID, d)
+			}
+			return fmt.Errorf("%w: no document %q", ErrNotFound, x.ID)
+		}
+		o.drop(x.ID, nodes)
+		return nil
+	case opAdd:
+		if exists {
+			return fmt.Errorf("%w: document %q", ErrExists, x.ID)
+		}
+	case opReplace:
+		if exists {
+			o.drop(x.ID, nodes)
+		}
+	default:
+		return fmt.Errorf("unknown change %q", x.Kind)
+	}
+	return o.put(x, dims)
+}
+
+func (o *overlay) drop(id string, nodes []string) {
+	o.docs[id] = nil
+	for _, n := range nodes {
+		o.nodeDoc[n] = ""
+	}
+}
+
+// put checks an added document's nodes, edges and vectors and records it.
+func (o *overlay) put(x *op, dims int) error {
+	if len(x.Nodes) == 0 {
+		return fmt.Errorf("field nodes: a document needs at least one passage")
+	}
+	if d, ok := o.nodeOf(x.ID); ok && d != x.ID {
+		return fmt.Errorf("%w: %q is already a passage of document %q", ErrExists, x.ID, d)
+	}
+	ids := make([]string, 0, len(x.Nodes))
+	for j := range x.Nodes {
+		n := &x.Nodes[j]
+		if n.Document() != x.ID {
+			return fmt.Errorf("node %d (%q): belongs to document %q, not %q (set its doc field)", j+1, n.ID, n.Document(), x.ID)
+		}
+		if err := index.CheckNode(n); err != nil {
+			return fmt.Errorf("node %d: %w", j+1, err)
+		}
+		if d, ok := o.nodeOf(n.ID); ok {
+			return fmt.Errorf("%w: node %q is already a passage of document %q", ErrExists, n.ID, d)
+		}
+		if _, ok := o.doc(n.ID); ok && n.ID != x.ID {
+			return fmt.Errorf("%w: node id %q is the id of another document", ErrExists, n.ID)
+		}
+		if slices.Contains(ids, n.ID) {
+			return fmt.Errorf("node %q twice", n.ID)
+		}
+		ids = append(ids, n.ID)
+	}
+	for k, e := range x.Edges {
+		if !slices.Contains(ids, e.Src) {
+			return fmt.Errorf("edge %d (%q → %q): its source is not a passage of this document (edges belong to the document they start from)", k+1, e.Src, e.Dst)
+		}
+	}
+	if x.Vectors != nil && len(x.Vectors) != 4*len(x.Nodes)*dims {
+		return fmt.Errorf("field vectors: %d values for %d nodes of %d dims", len(x.Vectors)/4, len(x.Nodes), dims)
+	}
+	o.docs[x.ID] = ids
+	for _, n := range ids {
+		o.nodeDoc[n] = x.ID
+	}
+	return nil
+}
+
+// accept applies a checked batch to the catalog and the pending change.
+func (p *pending) accept(ops []op) error {
+	for i := range ops {
+		x := &ops[i]
+		if nodes, ok := p.cat.docs[x.ID]; ok && x.Kind != opAdd {
+			p.deleteDoc(x.ID, nodes)
+		}
+		if x.Kind == opDelete {
+			continue
+		}
+		if err := p.addDoc(x); err != nil {
+			return err
+		}
+	}
+	p.ops += len(ops)
+	return nil
+}
+
+func (p *pending) deleteDoc(id string, nodes []string) {
+	for _, n := range nodes {
+		if at, ok := p.addAt[n]; ok {
+			p.dropped[at] = true
+			delete(p.addAt, n)
+		} else if v, ok := p.base.Lookup(n); ok {
+			p.remove[v] = true
+		}
+		delete(p.cat.nodeDoc, n)
+	}
+	delete(p.cat.docs, id)
+}
+
+func (p *pending) addDoc(x *op) error {
+	var vecs []float32
+	if x.Vectors != nil {
+		var err error
+		if vecs, err = unpackFloats(x.Vectors); err != nil {
+			return err
+		}
+	}
+	ids := make([]string, len(x.Nodes))
+	first := len(p.add)
+	for j, n := range x.Nodes {
+		ids[j] = n.ID
+		p.addAt[n.ID] = len(p.add)
+		p.cat.nodeDoc[n.ID] = x.ID
+		p.add = append(p.add, n)
+		p.dropped = append(p.dropped, false)
+		var v []float32
+		if vecs != nil {
+			v = vecs[j*p.dims : (j+1)*p.dims]
+		}
+		p.vecs = append(p.vecs, v)
+	}
+	for _, e := range x.Edges {
+		p.edges = append(p.edges, ownedEdge{e: e, owner: first + slices.Index(ids, e.Src)})
+	}
+	p.cat.docs[x.ID] = ids
+	return nil
+}
+
+// change is the index.Change the accepted batches make. Vectors are
+// given for every added node or none (the writer embeds before it logs).
+func (p *pending) change() *index.Change {
+	ch := &index.Change{}
+	for v := range p.remove {
+		ch.Remove = append(ch.Remove, v)
+	}
+	slices.Sort(ch.Remove)
+	for i, n := range p.add {
+		if p.dropped[i] {
+			continue
+		}
+		ch.Add = append(ch.Add, n)
+		if p.vecs[i] != nil {
+			ch.Vectors = append(ch.Vectors, p.vecs[i]...)
+		}
+	}
+	for _, oe := range p.edges {
+		if !p.dropped[oe.owner] && p.alive(oe.e.Dst) {
+			ch.Edges = append(ch.Edges, oe.e)
+		}
+	}
+	return ch
+}
+
+// alive reports whether node id is in the index the change makes.
+func (p *pending) alive(id string) bool {
+	if _, ok := p.addAt[id]; ok {
+		return true
+	}
+	v, ok := p.base.Lookup(id)
+	return ok && !p.remove[v]
+}
+
+// empty reports whether nothing was accepted.
+func (p *pending) empty() bool { return p.ops == 0 }

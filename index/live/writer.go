@@ -1,0 +1,498 @@
+// Package live updates an index in place while it serves: documents are
+// added, replaced and deleted in batches, each made durable in a
+// write-ahead log (index/wal) before it is acknowledged and visible to
+// every reader from then on.
+//
+// The log sits beside the index, in the folder <index>.wal. A commit
+// appends its batch to the log and syncs it, applies it to the current
+// index in memory (index.Index.Apply: readers keep the snapshot they
+// hold) and publishes the result. Commits that arrive together share one
+// sync and one apply (group commit). When the log outgrows
+// Options.CheckpointBytes, a checkpoint writes the current index over the
+// one on disk (atomically, recording the last record it includes) and
+// drops the log's older segments; opening replays what the index on disk
+// lacks.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/wal"
+	"github.com/gleaner-rag/gleaner/models"
+)
+
+// ErrExists and ErrNotFound mark a change that names a document the index
+// has (Add) or lacks (Delete).
+var (
+	ErrExists   = errors.New("already in the index")
+	ErrNotFound = errors.New("not in the index")
+	// ErrClosed is returned by a Writer after Close, or after a failed
+	// log write (reopen the index).
+	ErrClosed = errors.New("live: the writer is closed")
+)
+
+// Options configure a Writer.
+type Options struct {
+	Logger *slog.Logger // required
+	// Embedder embeds added passages for an index whose vectors came
+	// from a text embedder (index.OpenWith); nil for LSA and precomputed
+	// vectors.
+	Embedder models.Embedder
+	// CheckpointBytes is the log size that starts a checkpoint (> 0).
+	CheckpointBytes int64
+	// MaxGroup bounds how many batches one commit gathers (> 0).
+	MaxGroup int
+	// NoSync skips fsync (tests of logic only).
+	NoSync bool
+	// OnPublish, when set, is called with each index the writer
+	// publishes (after the log holds its changes), in order, before the
+	// commits that made it return: a server swaps it in there.
+	OnPublish func(*index.Index)
+}
+
+// DefaultOptions are the options Open expects unless told otherwise.
+func DefaultOptions(log *slog.Logger) Options {
+	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Logger == nil:
+		return fmt.Errorf("live: Options.Logger is required")
+	case o.CheckpointBytes <= 0:
+		return fmt.Errorf("live: Options.CheckpointBytes %d: want > 0", o.CheckpointBytes)
+	case o.MaxGroup <= 0:
+		return fmt.Errorf("live: Options.MaxGroup %d: want > 0", o.MaxGroup)
+	}
+	return nil
+}
+
+// LogDir is where the update log of the index at dir lives.
+func LogDir(dir string) string { return index.LogDir(dir) }
+
+// Writer updates one index. Commit, Index, Stats and Checkpoint are safe
+// for concurrent use. The indexes Index returns belong to the writer:
+// readers must not Close them, and must be done with them before Close.
+type Writer struct {
+	dir  string
+	o    Options
+	base *index.Index // the index opened from disk; later ones borrow its mapping
+	log  *wal.Log
+	cur  atomic.Pointer[index.Index]
+
+	queue chan *request
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu  sync.Mutex // the commit loop's state, with ck
+	cat *catalog
+	err error  // the writer failed: commits are refused
+	sum string // the manifest checksum of the index on disk
+	// written is the last log record the index on disk includes.
+	written uint64
+	ckMu    sync.Mutex // one checkpoint at a time
+	ck      chan struct{}
+
+	stats stats
+}
+
+type stats struct {
+	commits, batches, groups, checkpoints atomic.Int64
+	ckNanos, ckLastNanos                  atomic.Int64
+	replayed                              atomic.Int64
+}
+
+type request struct {
+	ctx  context.Context
+	ops  []op
+	done chan Result
+}
+
+// Result is what a commit did.
+type Result struct {
+	Seq   uint64 // the batch's log record
+	Nodes int    // nodes in the index after it
+	Err   error
+}
+
+// Open opens the index at dir for updates, replaying the log's records
+// the index on disk lacks. It fails when another process has the log.
+func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	base, err := openIndex(dir, o.Embedder)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{dir: dir, o: o, base: base, sum: base.Manifest.Checksum, queue: make(chan *request, o.MaxGroup),
+		stop: make(chan struct{}), done: make(chan struct{}), ck: make(chan struct{}, 1)}
+	if err := w.openLog(ctx); err != nil {
+		base.Close()
+		return nil, err
+	}
+	go w.commitLoop()
+	go w.checkpointLoop()
+	return w, nil
+}
+
+func openIndex(dir string, e models.Embedder) (*index.Index, error) {
+	if e != nil {
+		return index.OpenWith(dir, store.OpenOptions{}, e)
+	}
+	return index.Open(dir, store.OpenOptions{})
+}
+
+// openLog opens (or starts) the log, checks that it extends this index,
+// and replays what the index lacks.
+func (w *Writer) openLog(ctx context.Context) error {
+	var after uint64
+	if lv := w.base.Meta.Live; lv != nil {
+		after = lv.Seq
+	}
+	l, err := wal.Open(LogDir(w.dir), w.base.Manifest.Checksum, after+1, wal.Options{Logger: w.o.Logger, NoSync: w.o.NoSync})
+	if err != nil {
+		return err
+	}
+	h := l.Header()
+	lv := w.base.Meta.Live
+	switch {
+	case lv != nil && h.ID == lv.Log:
+	case lv == nil && h.Extends == w.base.Manifest.Checksum:
+	case l.Last() == after && (lv == nil || l.Last() >= lv.Seq):
+		// an empty log the index has not met: it takes over from here
+	default:
+		l.Close()
+		return fmt.Errorf("live: the update log %s (id %s, %d records) does not belong to the index at %s (rebuilt since?): move the log away to start a new one, or restore the index it extends",
+			LogDir(w.dir), h.ID, l.Last(), w.dir)
+	}
+	w.log, w.written = l, after
+	w.cat = newCatalog(w.base)
+	w.cur.Store(w.base)
+	if err := w.replay(ctx, after); err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// replayGroup is how many records replay applies at once.
+const replayGroup = 4096
+
+// replay applies the log's records after after.
+func (w *Writer) replay(ctx context.Context, after uint64) error {
+	p := newPending(w.cur.Load(), w.cat)
+	n := 0
+	flush := func() error {
+		if p.empty() {
+			return nil
+		}
+		next, err := p.base.Apply(ctx, p.change())
+		if err != nil {
+			return fmt.Errorf("live: replaying the log %s: %w", LogDir(w.dir), err)
+		}
+		w.cur.Store(next)
+		p = newPending(next, w.cat)
+		return nil
+	}
+	err := w.log.Replay(after, func(seq uint64, payload []byte) error {
+		ops, err := decodeRecord(payload)
+		if err == nil {
+			err = p.check(ops)
+		}
+		if err == nil {
+			err = p.accept(ops)
+		}
+		if err != nil {
+			return fmt.Errorf("live: log %s, record %d: %w", LogDir(w.dir), seq, err)
+		}
+		n++
+		if p.ops >= replayGroup {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if n > 0 {
+		w.o.Logger.Info("replayed the update log", "dir", w.dir, "records", n, "nodes", w.cur.Load().N())
+		w.stats.replayed.Add(int64(n))
+	}
+	return err
+}
+
+// Index is the current index: every commit that returned is in it.
+func (w *Writer) Index() *index.Index { return w.cur.Load() }
+
+// Commit makes b durable and visible: when it returns without error, the
+// log on disk holds b and Index includes it. A batch that fails its
+// checks changes nothing. ctx bounds the wait for the batch's turn; once
+// its turn came, Commit waits for the outcome.
+func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
+	if b.Len() == 0 {
+		return Result{Seq: w.log.Last(), Nodes: w.Index().N()}, nil
+	}
+	req := &request{ctx: ctx, ops: b.ops, done: make(chan Result, 1)}
+	select {
+	case <-w.stop:
+		return Result{}, ErrClosed
+	default:
+	}
+	select {
+	case w.queue <- req:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case <-w.stop:
+		return Result{}, ErrClosed
+	}
+	r := <-req.done
+	return r, r.Err
+}
+
+func (w *Writer) commitLoop() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.stop:
+			w.drain(ErrClosed)
+			return
+		case req := <-w.queue:
+			group := []*request{req}
+			for len(group) < w.o.MaxGroup {
+				select {
+				case r := <-w.queue:
+					group = append(group, r)
+					continue
+				default:
+				}
+				break
+			}
+			w.commitGroup(group)
+		}
+	}
+}
+
+// drain answers every queued request with err.
+func (w *Writer) drain(err error) {
+	for {
+		select {
+		case r := <-w.queue:
+			r.done <- Result{Err: err}
+		default:
+			return
+		}
+	}
+}
+
+// commitGroup checks, logs, applies and publishes a group of batches.
+func (w *Writer) commitGroup(group []*request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		for _, r := range group {
+			r.done <- Result{Err: w.err}
+		}
+		return
+	}
+	cur := w.cur.Load()
+	p := newPending(cur, w.cat)
+	var accepted []*request
+	var payloads [][]byte
+	for _, r := range group {
+		payload, err := w.prepare(p, r)
+		if err != nil {
+			r.done <- Result{Err: err}
+			continue
+		}
+		accepted, payloads = append(accepted, r), append(payloads, payload)
+	}
+	if len(accepted) == 0 {
+		return
+	}
+	first, err := w.log.Append(payloads...)
+	if err == nil {
+		var next *index.Index
+		if next, err = cur.Apply(context.Background(), p.change()); err == nil {
+			w.publish(next)
+		}
+	}
+	if err != nil {
+		w.err = fmt.Errorf("live: %w (the writer stopped: reopen the index to recover from the log)", err)
+		w.o.Logger.Error("live update failed", "dir", w.dir, "err", err)
+	}
+	for i, r := range accepted {
+		if err != nil {
+			r.done <- Result{Err: w.err}
+			continue
+		}
+		r.done <- Result{Seq: first + uint64(i), Nodes: w.cur.Load().N()}
+	}
+	w.stats.batches.Add(int64(len(accepted)))
+	w.stats.groups.Add(1)
+	if w.log.Stats().Bytes >= w.o.CheckpointBytes {
+		select {
+		case w.ck <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// prepare checks a batch, embeds its passages and accepts it into p,
+// returning its log record.
+func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.check(r.ops); err != nil {
+		return nil, err
+	}
+	if err := w.embed(r.ctx, p.base, r.ops); err != nil {
+		return nil, err
+	}
+	payload, err := encodeRecord(r.ops)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) > wal.MaxRecord {
+		return nil, fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: split it", len(payload), wal.MaxRecord)
+	}
+	return payload, p.accept(r.ops)
+}
+
+// embed fills in the vectors of added documents that have none, so the
+// log holds them and replay does not depend on the embedder.
+func (w *Writer) embed(ctx context.Context, ix *index.Index, ops []op) error {
+	for i := range ops {
+		x := &ops[i]
+		if x.Kind == opDelete || x.Vectors != nil {
+			continue
+		}
+		if ix.Embedder == nil || ix.Meta.Embedder == index.EmbedderPrecomputed {
+			return fmt.Errorf("change %d (%s %q): field vectors: the index's vectors come from %q, which gleaner does not run here: give each passage's vector",
+				i+1, x.Kind, x.ID, ix.Meta.Embedder)
+		}
+		texts := make([]string, len(x.Nodes))
+		for j := range x.Nodes {
+			texts[j] = index.IndexText(&x.Nodes[j])
+		}
+		v, err := ix.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("change %d (%s %q): embedding its passages: %w", i+1, x.Kind, x.ID, err)
+		}
+		if len(v) != len(texts)*ix.Meta.Dims {
+			return fmt.Errorf("change %d: embedder %s returned %d values for %d passages of %d dims", i+1, ix.Embedder.Name(), len(v), len(texts), ix.Meta.Dims)
+		}
+		x.Vectors = packFloats(v)
+	}
+	return nil
+}
+
+func (w *Writer) publish(next *index.Index) {
+	w.cur.Store(next)
+	w.stats.commits.Add(1)
+	if w.o.OnPublish != nil {
+		w.o.OnPublish(next)
+	}
+}
+
+func (w *Writer) checkpointLoop() {
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-w.ck:
+			if err := w.Checkpoint(context.Background()); err != nil {
+				w.o.Logger.Error("checkpoint failed; the log keeps every change and the next one retries", "dir", w.dir, "err", err)
+			}
+		}
+	}
+}
+
+// Checkpoint writes the current index over the one on disk and drops the
+// log records it includes. Commits go on meanwhile.
+func (w *Writer) Checkpoint(ctx context.Context) error {
+	w.ckMu.Lock()
+	defer w.ckMu.Unlock()
+	start := time.Now()
+	w.mu.Lock()
+	ix, seq, err := w.cur.Load(), w.log.Last(), w.err
+	if err == nil {
+		err = w.log.Rotate()
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if seq == w.written {
+		return nil // nothing new
+	}
+	sum, err := ix.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
+	if err != nil {
+		return fmt.Errorf("live: checkpoint of %s: %w", w.dir, err)
+	}
+	w.sum, w.written = sum, seq
+	if err := w.log.Drop(seq); err != nil {
+		return fmt.Errorf("live: checkpoint of %s: dropping the log's older segments: %w", w.dir, err)
+	}
+	d := time.Since(start)
+	w.stats.checkpoints.Add(1)
+	w.stats.ckNanos.Add(int64(d))
+	w.stats.ckLastNanos.Store(int64(d))
+	w.o.Logger.Info("checkpoint", "dir", w.dir, "seq", seq, "nodes", ix.N(), "took", d.Round(time.Millisecond))
+	return nil
+}
+
+// Stats describe a writer's state.
+type Stats struct {
+	Seq            uint64 // the last committed record
+	Nodes          int
+	LogSegments    int
+	LogBytes       int64
+	Commits        int64 // indexes published
+	Batches        int64 // batches committed
+	Checkpoints    int64
+	CheckpointSecs float64 // all checkpoints together
+	LastCheckpoint float64 // seconds
+	Replayed       int64   // records replayed at open
+	Stale          *index.Stale
+}
+
+// Stats reports the writer's state.
+func (w *Writer) Stats() Stats {
+	ls := w.log.Stats()
+	ix := w.Index()
+	return Stats{Seq: ls.Last, Nodes: ix.N(), LogSegments: ls.Segments, LogBytes: ls.Bytes,
+		Commits: w.stats.commits.Load(), Batches: w.stats.batches.Load(), Checkpoints: w.stats.checkpoints.Load(),
+		CheckpointSecs: time.Duration(w.stats.ckNanos.Load()).Seconds(), LastCheckpoint: time.Duration(w.stats.ckLastNanos.Load()).Seconds(),
+		Replayed: w.stats.replayed.Load(), Stale: ix.Meta.Stale}
+}
+
+// Close stops the writer: queued commits fail with ErrClosed, a final
+// checkpoint folds the log into the index (unless the writer failed), and
+// the log and the index are closed. Readers must be done with the
+// writer's indexes.
+func (w *Writer) Close() error {
+	select {
+	case <-w.stop:
+		return ErrClosed
+	default:
+	}
+	close(w.stop)
+	<-w.done
+	var err error
+	if w.err == nil {
+		err = w.Checkpoint(context.Background())
+	}
+	w.ckMu.Lock() // a checkpoint in flight finishes first
+	defer w.ckMu.Unlock()
+	return errors.Join(err, w.log.Close(), w.base.Close())
+}

@@ -1,0 +1,304 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
+)
+
+func testOptions(t *testing.T) (Options, *bytes.Buffer) {
+	var logs bytes.Buffer
+	o := DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
+	return o, &logs
+}
+
+func smallIndex(t *testing.T) string {
+	c := synth.Generate(synth.Options{People: 40, Cities: 10, Countries: 4, Bands: 10, Queries: 4})
+	return indextest.Build(t, c)
+}
+
+func passage(id, text string) Document {
+	return NodeDocument(corpus.Node{ID: id, Title: "T " + id, Text: text})
+}
+
+func commit(t *testing.T, w *Writer, b *Batch) Result {
+	t.Helper()
+	r, err := w.Commit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCommitReplaceDeleteReopen(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0 := w.Index().N()
+	victim := w.Index().NodeID(3)
+	var b Batch
+	b.Add(passage("new-1", "zanzibar quokka festival"))
+	b.Add(Document{ID: "doc-2", Nodes: []corpus.Node{
+		{ID: "doc-2#0", Doc: "doc-2", Text: "first part about quokka"},
+		{ID: "doc-2#1", Doc: "doc-2", Text: "second part about zanzibar"}},
+		Edges: []corpus.Edge{{Src: "doc-2#1", Dst: "new-1", Kind: "links"}}})
+	b.Delete(victim)
+	r := commit(t, w, &b)
+	if r.Seq != 1 || r.Nodes != n0+2 {
+		t.Fatalf("result %+v, want seq 1 and %d nodes", r, n0+2)
+	}
+	ix := w.Index()
+	if _, ok := ix.Lookup(victim); ok {
+		t.Fatalf("deleted %q still in the index", victim)
+	}
+	if hits := ix.BM25.Search("quokka", 5); len(hits) != 2 {
+		t.Fatalf("bm25 quokka: %v, want the 2 added passages", hits)
+	}
+	b = Batch{}
+	b.Replace(passage("new-1", "now about wombats"))
+	commit(t, w, &b)
+	if hits := w.Index().BM25.Search("wombats", 5); len(hits) != 1 || w.Index().NodeID(int(hits[0].Index)) != "new-1" {
+		t.Fatalf("after replace: %v", hits)
+	}
+	if !hasEdge(w.Index(), "doc-2#1", "new-1") {
+		t.Fatal("the edge into a replaced passage was lost")
+	}
+	want := snapshotOf(w.Index())
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(LogDir(dir)); st == nil {
+		t.Fatal("no log folder")
+	}
+	back := indextest.Open(t, dir)
+	if got := snapshotOf(back); !reflect.DeepEqual(got, want) {
+		t.Fatal("the checkpointed index differs from the writer's last")
+	}
+	if back.Meta.Live == nil || back.Meta.Live.Seq != 2 {
+		t.Fatalf("live state %+v, want seq 2", back.Meta.Live)
+	}
+}
+
+func hasEdge(ix *index.Index, src, dst string) bool {
+	u, ok1 := ix.Lookup(src)
+	v, ok2 := ix.Lookup(dst)
+	if !ok1 || !ok2 {
+		return false
+	}
+	g := &ix.Graph.Out
+	for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
+		if g.Idx[p] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshotOf summarises what an index serves: nodes, postings, vectors.
+func snapshotOf(ix *index.Index) []any {
+	var ids []string
+	for i := range ix.N() {
+		ids = append(ids, ix.NodeID(i)+"|"+ix.Text(i))
+	}
+	return []any{ids, ix.Postings, ix.Vectors, ix.Meta.Edges}
+}
+
+// TestReplayAfterCrash abandons a writer without a checkpoint (as kill -9
+// would) and reopens: the log brings the index back to the last commit.
+func TestReplayAfterCrash(t *testing.T) {
+	dir := smallIndex(t)
+	o, logs := testOptions(t)
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		var b Batch
+		b.Add(passage(fmt.Sprintf("p%d", i), fmt.Sprintf("text number %d about lemurs", i)))
+		if i%3 == 2 {
+			b.Delete(fmt.Sprintf("p%d", i-1))
+		}
+		commit(t, w, &b)
+	}
+	want := snapshotOf(w.Index())
+	w.crash()
+	w2, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if got := snapshotOf(w2.Index()); !reflect.DeepEqual(got, want) {
+		t.Fatal("replayed index differs from the one before the crash")
+	}
+	if st := w2.Stats(); st.Replayed != 20 || st.Seq != 20 {
+		t.Fatalf("stats %+v, want 20 replayed", st)
+	}
+	if !bytes.Contains(logs.Bytes(), []byte("replayed the update log")) {
+		t.Error("replay not logged")
+	}
+}
+
+// crash stops the writer as kill -9 would: no checkpoint, files closed.
+func (w *Writer) crash() {
+	close(w.stop)
+	<-w.done
+	w.ckMu.Lock()
+	w.log.Close()
+	w.base.Close()
+}
+
+func TestBatchIsAtomic(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	existing := w.Index().NodeID(0)
+	before := snapshotOf(w.Index())
+	for name, tc := range map[string]struct {
+		fill func(*Batch)
+		want error
+	}{
+		"add existing":   {func(b *Batch) { b.Add(passage("ok", "fine")); b.Add(passage(existing, "x")) }, ErrExists},
+		"delete missing": {func(b *Batch) { b.Add(passage("ok", "fine")); b.Delete("nope") }, ErrNotFound},
+		"delete twice":   {func(b *Batch) { b.Delete(existing); b.Delete(existing) }, ErrNotFound},
+		"edge to nothing": {func(b *Batch) {
+			d := passage("ok", "fine")
+			d.Edges = []corpus.Edge{{Src: "ok", Dst: "nope"}}
+			b.Add(d)
+		}, nil},
+		"foreign edge": {func(b *Batch) {
+			d := passage("ok", "fine")
+			d.Edges = []corpus.Edge{{Src: existing, Dst: "ok"}}
+			b.Add(d)
+		}, nil},
+		"wrong document":    {func(b *Batch) { b.Add(Document{ID: "d", Nodes: []corpus.Node{{ID: "x", Text: "t"}}}) }, nil},
+		"empty document":    {func(b *Batch) { b.Add(Document{ID: "d"}) }, nil},
+		"empty text":        {func(b *Batch) { b.Add(NodeDocument(corpus.Node{ID: "e", Text: " "})) }, nil},
+		"bad vectors":       {func(b *Batch) { d := passage("v", "t"); d.Vectors = []float32{1}; b.Add(d) }, nil},
+		"passage as doc id": {func(b *Batch) { b.Add(Document{ID: "z", Nodes: []corpus.Node{{ID: existing, Doc: "z", Text: "t"}}}) }, ErrExists},
+	} {
+		var b Batch
+		tc.fill(&b)
+		_, err := w.Commit(context.Background(), &b)
+		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: %v, want an error (%v)", name, err, tc.want)
+		}
+	}
+	if !reflect.DeepEqual(snapshotOf(w.Index()), before) || w.Stats().Seq != 0 {
+		t.Fatal("a failed batch changed the index or the log")
+	}
+}
+
+// TestConcurrentCommits commits from many goroutines while others read:
+// every acknowledged passage is in the index, and each read sees a whole
+// index (run with -race).
+func TestConcurrentCommits(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	o.CheckpointBytes = 4 << 10 // checkpoints while commits go on
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	const writers, each = 4, 15
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				var b Batch
+				b.Add(passage(fmt.Sprintf("g%d-%d", g, i), fmt.Sprintf("concurrent passage %d of writer %d", i, g)))
+				if _, err := w.Commit(context.Background(), &b); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var rg sync.WaitGroup
+	rg.Add(1)
+	go func() {
+		defer rg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ix := w.Index()
+			if hits := ix.BM25.Search("concurrent passage", 3); len(hits) > 0 && int(hits[0].Index) >= ix.N() {
+				t.Error("hit outside the index")
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	ix := w.Index()
+	for g := range writers {
+		for i := range each {
+			if _, ok := ix.Lookup(fmt.Sprintf("g%d-%d", g, i)); !ok {
+				t.Fatalf("acknowledged passage g%d-%d missing", g, i)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if back.N() != ix.N() {
+		t.Fatalf("reopened: %d nodes, want %d", back.N(), ix.N())
+	}
+}
+
+// TestForeignLogRefused rebuilds the index under a log with records: the
+// writer refuses to replay them onto the new index.
+func TestForeignLogRefused(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Add(passage("x", "text"))
+	commit(t, w, &b)
+	w.crash()
+	c := synth.Generate(synth.Options{People: 12, Cities: 4, Countries: 2, Bands: 4, Queries: 2})
+	if err := index.Build(context.Background(), c, dir, index.WithoutHead()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), dir, o); err == nil || !bytes.Contains([]byte(err.Error()), []byte("does not belong")) {
+		t.Fatalf("open over a rebuilt index: %v", err)
+	}
+	os.RemoveAll(LogDir(dir))
+	w, err = Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+}
