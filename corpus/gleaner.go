@@ -120,6 +120,12 @@ func ReadEdges(path string, ids map[string]int, opt ReadOptions) ([]Edge, error)
 	return withFile(path, func(f io.Reader) ([]Edge, error) { return readEdges(f, path, ids, opt) })
 }
 
+// ReadEdgesAnyEnd reads edges.jsonl without checking that the endpoints
+// are nodes of one corpus (edges added to an index may name its nodes).
+func ReadEdgesAnyEnd(path string, opt ReadOptions) ([]Edge, error) {
+	return withFile(path, func(f io.Reader) ([]Edge, error) { return readEdges(f, path, nil, opt) })
+}
+
 func readEdges(in io.Reader, path string, ids map[string]int, opt ReadOptions) ([]Edge, error) {
 	var edges []Edge
 	err := decodeJSONL(in, path, func(line int, r *edgeRecord) error {
@@ -151,7 +157,7 @@ func checkEdge(path string, line int, e *Edge, ids map[string]int) *RecordError 
 		if f.id == "" {
 			return recErr(path, line, f.name, ErrMissing)
 		}
-		if _, ok := ids[f.id]; !ok {
+		if _, ok := ids[f.id]; !ok && ids != nil {
 			return recErr(path, line, f.name, fmt.Errorf("%w %q (dangling edge endpoint)", ErrUnknownID, f.id))
 		}
 	}

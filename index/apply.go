@@ -334,10 +334,10 @@ func (t *relationTable) id(kind, rel string) int32 {
 	return int32(len(t.Relations) - 1)
 }
 
-// derivedKind reports whether gleaner built the edges of kind from the
+// DerivedKind reports whether gleaner built the edges of kind from the
 // whole index (SetGraph names their one relation after the kind), so that
 // changed nodes leave them stale; a corpus's own kinds follow its edges.
-func (ix *Index) derivedKind(kind string) bool {
+func (ix *Index) DerivedKind(kind string) bool {
 	found := false
 	for r := range ix.rels.Relations {
 		if ix.rels.Kinds[r] == kind {
@@ -375,10 +375,12 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 		}
 	}
 	for _, k := range out.Meta.GraphKinds {
-		if ix.derivedKind(k) && !slices.Contains(st.GraphKinds, k) {
+		if ix.DerivedKind(k) && !slices.Contains(st.GraphKinds, k) {
 			st.GraphKinds = append(st.GraphKinds, k)
 		}
 	}
 	st.Changes++
-	out.Meta.Stale = st
+	if len(st.Sections)+len(st.GraphKinds) > 0 {
+		out.Meta.Stale = st
+	}
 }

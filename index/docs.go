@@ -72,6 +72,10 @@ func writeProvenance(w *store.Writer, nodes []corpus.Node) error {
 	return w.I64(fNodeSpan, span)
 }
 
+// MetaString is metadata as the index stores it ("" for none): JSON with
+// sorted keys.
+func MetaString(m map[string]any) (string, error) { return metaJSON(m) }
+
 func metaJSON(m map[string]any) (string, error) {
 	if len(m) == 0 {
 		return "", nil
@@ -153,6 +157,16 @@ func (ix *Index) NodeMeta(i int) (map[string]any, error) {
 // or carry metadata.
 func (ix *Index) HasDocuments() bool { return ix.docOff != nil }
 
+// countDocuments counts the passages of each document cut into passages.
+func (ix *Index) countDocuments() {
+	ix.docs = map[string]int{}
+	for i := range ix.N() {
+		if d := ix.docField(i, 0); d != "" {
+			ix.docs[d]++
+		}
+	}
+}
+
 // DocumentTitle is the title of node i's document: its title without the
 // heading path importers append to a passage's title.
 func (ix *Index) DocumentTitle(i int) string {
@@ -163,18 +177,23 @@ func (ix *Index) DocumentTitle(i int) string {
 	return t
 }
 
+// DocumentSize is the number of passages of document id (0: none).
+func (ix *Index) DocumentSize(id string) int {
+	ix.docsOnce.Do(ix.countDocuments)
+	if n, ok := ix.docs[id]; ok {
+		return n
+	}
+	if v, ok := ix.Lookup(id); ok && ix.docField(int(v), 0) == "" {
+		return 1
+	}
+	return 0
+}
+
 // IsDocument reports whether id names a document of the index: a node
 // that is its own document, or the document passages were cut from.
 func (ix *Index) IsDocument(id string) bool {
-	ix.docsOnce.Do(func() {
-		ix.docs = map[string]bool{}
-		for i := range ix.N() {
-			if d := ix.docField(i, 0); d != "" {
-				ix.docs[d] = true
-			}
-		}
-	})
-	if ix.docs[id] {
+	ix.docsOnce.Do(ix.countDocuments)
+	if ix.docs[id] > 0 {
 		return true
 	}
 	v, ok := ix.Lookup(id)

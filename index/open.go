@@ -38,7 +38,7 @@ type Index struct {
 	docOff   []int64
 	spans    []int64
 	docsOnce sync.Once
-	docs     map[string]bool // ids of documents passages were cut from
+	docs     map[string]int // passages per document cut into passages
 	idsOnce  sync.Once
 	ids      map[string]int32
 	viewMu   sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/wal"
 	"github.com/gleaner-rag/gleaner/internal/progress"
 	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -153,6 +155,7 @@ func printInfo(cmd *cobra.Command, ix *index.Index) error {
 	if m.LSA != nil {
 		fmt.Fprintf(w, "lsa\t%s\n", keyValues(m.LSA))
 	}
+	printLive(w, ix)
 	if h := ix.HeadFile(); h != nil {
 		fmt.Fprintf(w, "head\t%s\n", describeHead(h))
 	} else {
@@ -230,4 +233,23 @@ func describeSection(st index.SectionStatus) string {
 	}
 	return fmt.Sprintf("%s, version %d, %s, %d %s, %.1f MiB: %s",
 		what, st.Record.Version, update, len(st.Record.Files), files, float64(st.Bytes)/(1<<20), state)
+}
+
+// printLive describes the index's update log and what changes left stale.
+func printLive(w io.Writer, ix *index.Index) {
+	m := ix.Meta
+	if m.Live != nil || wal.Exists(index.LogDir(ix.Dir)) {
+		st := wal.Peek(index.LogDir(ix.Dir))
+		line := fmt.Sprintf("%s: %d segments, %d B", index.LogDir(ix.Dir), st.Segments, st.Bytes)
+		if m.Live != nil {
+			line = fmt.Sprintf("includes log %s up to record %d; ", m.Live.Log, m.Live.Seq) + line
+		}
+		if st.Locked {
+			line += " (open in a live writer: the index on disk lags until its next checkpoint)"
+		}
+		fmt.Fprintf(w, "live\t%s\n", line)
+	}
+	if s := m.Stale; s != nil && len(s.Sections)+len(s.GraphKinds) > 0 {
+		fmt.Fprintf(w, "stale\tsections %v, edge kinds %v: %d changes since they were built; rebuild them (gleaner graph build)\n", s.Sections, s.GraphKinds, s.Changes)
+	}
 }

@@ -145,6 +145,33 @@ func Locked(dir string) bool {
 	return false
 }
 
+// Exists reports whether dir holds a log.
+func Exists(dir string) bool {
+	segs, err := segmentPaths(dir)
+	return err == nil && len(segs) > 0
+}
+
+// PeekStats describe a log from outside: its files, and whether a process
+// has it open.
+type PeekStats struct {
+	Segments int
+	Bytes    int64
+	Locked   bool
+}
+
+// Peek describes the log in dir without opening it (no lock taken, no
+// record read).
+func Peek(dir string) PeekStats {
+	segs, _ := segmentPaths(dir)
+	st := PeekStats{Segments: len(segs), Locked: Locked(dir)}
+	for _, s := range segs {
+		if fi, err := os.Stat(s.path); err == nil {
+			st.Bytes += fi.Size()
+		}
+	}
+	return st
+}
+
 // Header is the log's identity.
 func (l *Log) Header() Header { return l.hdr }
 
