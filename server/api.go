@@ -42,6 +42,8 @@ type Limits struct {
 	MaxBodyBytes  int64 // request body (default 1 MiB)
 	MaxQueryBytes int   // query text (default 16 KiB)
 	MaxK          int   // hits per request (default 1000)
+	// MaxWriteBytes bounds a write request's body (default 32 MiB).
+	MaxWriteBytes int64
 }
 
 // DecodeRequest reads and checks a retrieve request: unknown fields,

@@ -33,6 +33,13 @@ type entry struct {
 	ix    *index.Index
 	env   retrieve.Env
 	limit int
+	// owned: closing the entry closes ix (a live writer's indexes are
+	// the writer's).
+	owned bool
+	// sets counts the sets holding the entry (a publish carries the
+	// other indexes' entries into the new set): the last to close it
+	// closes the entry.
+	sets atomic.Int32
 	// damaged is set by a scrub that found a file changed under the
 	// index: it is not served until a reload.
 	damaged atomic.Pointer[error]
@@ -54,11 +61,16 @@ type held struct {
 	evicted bool   // dropped from the map: closed when refs reaches 0
 }
 
-func openSet(cfg Config) (*indexSet, error) {
+// openSet opens every index (a live writer's current one under Writes).
+func (s *Server) openSet() (*indexSet, error) {
+	cfg := s.cfg
 	set := &indexSet{entries: map[string]*entry{}, done: make(chan struct{})}
 	for name, dir := range cfg.Indexes {
-		ix, err := index.Open(dir, store.OpenOptions{Copy: cfg.IndexMemory == MemoryCopy})
-		if err != nil {
+		ix, owned := (*index.Index)(nil), true
+		var err error
+		if w, ok := s.writers[name]; ok {
+			ix, owned = w.Index(), false
+		} else if ix, err = index.Open(dir, store.OpenOptions{Copy: cfg.IndexMemory == MemoryCopy}); err != nil {
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
 		}
@@ -67,14 +79,36 @@ func openSet(cfg Config) (*indexSet, error) {
 			err = checkProfile(cfg, ix)
 		}
 		if err != nil {
-			ix.Close()
+			if owned {
+				ix.Close()
+			}
 			set.close()
 			return nil, fmt.Errorf("server: index %q: %w", name, err)
 		}
-		set.entries[name] = &entry{ix: ix, env: retrieve.Env{Backend: cfg.Backend, Logger: cfg.Logger},
-			methods: map[string]*held{}, limit: cfg.MaxOptionSets}
+		set.entries[name] = s.newEntry(ix, owned)
 	}
 	return set, nil
+}
+
+// newEntry serves ix, held by one set.
+func (s *Server) newEntry(ix *index.Index, owned bool) *entry {
+	e := &entry{ix: ix, env: retrieve.Env{Backend: s.cfg.Backend, Logger: s.cfg.Logger},
+		methods: map[string]*held{}, limit: s.cfg.MaxOptionSets, owned: owned}
+	e.sets.Store(1)
+	return e
+}
+
+// with is a new set holding s's entries but name's, which is e.
+func (s *indexSet) with(name string, e *entry) *indexSet {
+	set := &indexSet{entries: make(map[string]*entry, len(s.entries)), done: make(chan struct{})}
+	for n, old := range s.entries {
+		if n != name {
+			old.sets.Add(1)
+			set.entries[n] = old
+		}
+	}
+	set.entries[name] = e
+	return set
 }
 
 // checkGraphKinds refuses operator settings that name edge kinds an index
@@ -152,16 +186,25 @@ func (s *indexSet) retire(ctx context.Context) error {
 
 func (s *indexSet) close() {
 	for _, e := range s.entries {
-		e.mu.Lock()
-		var ms []retrieve.Method
-		for _, h := range e.methods {
-			if h.m != nil {
-				ms = append(ms, h.m)
-			}
+		if e.sets.Add(-1) == 0 {
+			e.close()
 		}
-		e.methods = map[string]*held{}
-		e.mu.Unlock()
-		retrieve.CloseAll(context.Background(), ms...)
+	}
+}
+
+// close closes the entry's methods, and its index when it owns it.
+func (e *entry) close() {
+	e.mu.Lock()
+	var ms []retrieve.Method
+	for _, h := range e.methods {
+		if h.m != nil {
+			ms = append(ms, h.m)
+		}
+	}
+	e.methods = map[string]*held{}
+	e.mu.Unlock()
+	retrieve.CloseAll(context.Background(), ms...)
+	if e.owned {
 		e.ix.Close()
 	}
 }

@@ -29,6 +29,10 @@ type metrics struct {
 	panics prometheus.Counter
 	// keysStale is 1 while the last keys reload failed.
 	keysStale prometheus.Gauge
+	// writes counts write requests by operation and status;
+	// writeLatency times their commits (durable and visible).
+	writes       *prometheus.CounterVec
+	writeLatency *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -57,7 +61,12 @@ func newMetrics() *metrics {
 		Help: "Requests that panicked, answered 500 and logged as errors."})
 	m.keysStale = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gleaner_keys_reload_failed",
 		Help: "1 while the last keys reload failed: the keys from before it, revoked ones included, are still accepted."})
-	m.reg.MustRegister(m.keysStale, m.panics, m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
+	m.writes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gleaner_writes_total",
+		Help: "Write requests by operation (put, delete, batch) and HTTP status."}, []string{"op", "code"})
+	m.writeLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gleaner_write_seconds",
+		Help:    "Time from a write's turn to its acknowledgement: checked, embedded, logged and synced, applied and published.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"op"})
+	m.reg.MustRegister(m.writes, m.writeLatency, m.keysStale, m.panics, m.damaged, m.authRefused, m.requests, m.latency, m.inFlight, m.rejected, m.rounds, m.bodyTimeouts, m.shed, m.conns, m.rejectedConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -143,4 +152,53 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.allocs, prometheus.CounterValue, float64(st.Allocs))
 	ch <- prometheus.MustNewConstMetric(c.reuses, prometheus.CounterValue, float64(st.Reuses))
 	ch <- prometheus.MustNewConstMetric(c.drivers, prometheus.CounterValue, float64(st.DriverAllocs))
+}
+
+// liveCollector reports each live writer's state at each scrape: its log
+// (records, segments, bytes), checkpoints (the merges that fold the log
+// into the index on disk), passages and what changes left stale.
+type liveCollector struct {
+	s                                              *Server
+	seq, segments, bytes, nodes, ckpts, ckSecs, st *prometheus.Desc
+}
+
+func newLiveCollector(s *Server) *liveCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"index"}, nil)
+	}
+	return &liveCollector{s: s,
+		seq:      d("gleaner_live_log_records", "The last record of the index's update log (changes committed since it was created)."),
+		segments: d("gleaner_live_log_segments", "Segment files of the update log (checkpoints drop the old ones)."),
+		bytes:    d("gleaner_live_log_bytes", "Bytes of the update log on disk."),
+		nodes:    d("gleaner_live_nodes", "Passages in the index served."),
+		ckpts:    d("gleaner_live_checkpoints_total", "Checkpoints: the index written over the one on disk and the log folded in."),
+		ckSecs:   d("gleaner_live_checkpoint_seconds_total", "Time spent in checkpoints."),
+		st:       d("gleaner_live_stale", "Sections and edge kinds that changes left stale (their methods refuse until rebuilt)."),
+	}
+}
+
+func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st} {
+		ch <- d
+	}
+}
+
+func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, w := range c.s.writers {
+		st := w.Stats()
+		stale := 0
+		if st.Stale != nil {
+			stale = len(st.Stale.Sections) + len(st.Stale.GraphKinds)
+		}
+		g := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, t, v, name)
+		}
+		g(c.seq, prometheus.GaugeValue, float64(st.Seq))
+		g(c.segments, prometheus.GaugeValue, float64(st.LogSegments))
+		g(c.bytes, prometheus.GaugeValue, float64(st.LogBytes))
+		g(c.nodes, prometheus.GaugeValue, float64(st.Nodes))
+		g(c.ckpts, prometheus.CounterValue, float64(st.Checkpoints))
+		g(c.ckSecs, prometheus.CounterValue, st.CheckpointSecs)
+		g(c.st, prometheus.GaugeValue, float64(stale))
+	}
 }

@@ -167,9 +167,14 @@ func filterMethods() []string {
 // readBody reads a request body of at most MaxBodyBytes that must arrive
 // within BodyTimeout (a read deadline on the connection, cleared after).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return s.readLimited(w, r, s.cfg.Limits.MaxBodyBytes)
+}
+
+// readLimited reads a body of at most limit bytes within BodyTimeout.
+func (s *Server) readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil // not every writer has a connection
-	body, err := io.ReadAll(io.LimitReader(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes), s.cfg.Limits.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(http.MaxBytesReader(w, r.Body, limit), limit+1))
 	if err != nil {
 		// The connection is done: net/http would otherwise read the rest
 		// of the body before answering, waiting on the very client that
@@ -186,7 +191,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	case err != nil:
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &FieldError{Msg: fmt.Sprintf("a body over %d bytes", s.cfg.Limits.MaxBodyBytes)}
+			return nil, &FieldError{Msg: fmt.Sprintf("a body over %d bytes", limit)}
 		}
 		return nil, &FieldError{Msg: "reading the body: " + clip(err.Error())}
 	}

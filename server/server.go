@@ -25,6 +25,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
 	"github.com/gleaner-rag/gleaner/server/api"
@@ -98,6 +99,13 @@ type Config struct {
 	Logger  *slog.Logger
 	// AuditLogger gets one line per admin action and keys reload.
 	AuditLogger *slog.Logger
+	// Writes opens every index for live updates (index/live, its log in
+	// <index>.wal) and serves the write endpoints to keys with the write
+	// scope; without it they answer 403.
+	Writes bool
+	// CheckpointBytes is the update log size that starts a checkpoint
+	// (with Writes).
+	CheckpointBytes int64
 }
 
 // The ways an index is held in memory (Config.IndexMemory).
@@ -111,7 +119,8 @@ const (
 func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
-		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000}, Logger: slog.Default(), AuditLogger: slog.Default()}
+		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
+		CheckpointBytes: 64 << 20}
 }
 
 func (c Config) validate() error {
@@ -122,7 +131,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: header timeout %v, idle timeout %v and max conns %d must be positive (start from DefaultConfig)", c.HeaderTimeout, c.IdleTimeout, c.MaxConns)
 	case c.MaxInFlight < 1 || c.Timeout <= 0 || c.BodyTimeout <= 0 || c.MaxOptionSets < 1:
 		return fmt.Errorf("server: max in flight %d, timeout %v, body timeout %v and max option sets %d must be positive (start from DefaultConfig)", c.MaxInFlight, c.Timeout, c.BodyTimeout, c.MaxOptionSets)
-	case c.Limits.MaxBodyBytes < 1 || c.Limits.MaxQueryBytes < 1 || c.Limits.MaxK < 1:
+	case c.Limits.MaxBodyBytes < 1 || c.Limits.MaxQueryBytes < 1 || c.Limits.MaxK < 1 || c.Limits.MaxWriteBytes < 1:
 		return fmt.Errorf("server: limits %+v must be positive (start from DefaultConfig)", c.Limits)
 	case c.Logger == nil || c.AuditLogger == nil:
 		return errors.New("server: nil logger or audit logger (start from DefaultConfig)")
@@ -132,6 +141,8 @@ func (c Config) validate() error {
 		return errors.New("server: both Keys and InsecureNoAuth are set; choose one")
 	case c.IndexMemory != MemoryCopy && c.IndexMemory != MemoryMap:
 		return fmt.Errorf("server: index memory %q: want %q or %q", c.IndexMemory, MemoryCopy, MemoryMap)
+	case c.Writes && c.CheckpointBytes < 1:
+		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
 	case c.ScrubInterval < 0:
 		return fmt.Errorf("server: negative scrub interval %v", c.ScrubInterval)
 	case c.ACLField == "" && c.Keys.HasGroups():
@@ -210,6 +221,8 @@ type Server struct {
 	stopOnce sync.Once
 	certMu   sync.Mutex
 	certs    []*Certificate // TLSListener's, reread by ReloadAll
+	// writers update the indexes in place (Config.Writes); nil without.
+	writers map[string]*live.Writer
 }
 
 // New opens every index (read-only, shared by all requests).
@@ -217,15 +230,24 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	set, err := openSet(cfg)
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
+	if cfg.Writes {
+		if err := s.openWriters(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	set, err := s.openSet()
 	if err != nil {
+		s.closeWriters()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
 	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
 	s.set.Store(set)
 	s.keys.Store(cfg.Keys)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
+	if s.writers != nil {
+		s.metrics.reg.MustRegister(newLiveCollector(s))
+	}
 	if ms, ok := cfg.Backend.(engine.MemoryStater); ok {
 		s.metrics.reg.MustRegister(newMemoryCollector(ms))
 	}
@@ -246,7 +268,7 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 func (s *Server) Reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	set, err := openSet(s.cfg)
+	set, err := s.openSet()
 	if err != nil {
 		return err
 	}
@@ -279,16 +301,24 @@ func (s *Server) ReloadAll(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
 	s.stopOnce.Do(func() { close(s.stop) })
-	if set := s.set.Swap(nil); set != nil {
-		return set.retire(ctx)
+	s.reloadMu.Lock() // no publish swaps a set in after this
+	set := s.set.Swap(nil)
+	s.reloadMu.Unlock()
+	var err error
+	if set != nil {
+		err = set.retire(ctx)
 	}
-	return nil
+	if err == nil && s.writers != nil {
+		err = s.closeWriters() // readers are done: fold each log into its index
+	}
+	return err
 }
 
 // Routes are the API's endpoints ("METHOD /path"), as openapi.yaml lists
 // them.
 func Routes() []string {
 	return []string{"POST /v1/retrieve", "GET /v1/indexes", "GET /v1/methods", "POST /v1/admin/reload",
+		"PUT /v1/indexes/{index}/documents/{id}", "DELETE /v1/indexes/{index}/documents/{id}", "POST /v1/indexes/{index}/documents",
 		"GET /healthz", "GET /readyz", "GET /metrics"}
 }
 
@@ -297,21 +327,31 @@ func Routes() []string {
 var routeScopes = map[string]auth.Scope{
 	"POST /v1/retrieve": auth.Read, "GET /v1/indexes": auth.Read, "GET /v1/methods": auth.Read,
 	"POST /v1/admin/reload": auth.Admin, "GET /metrics": auth.Admin, "GET /healthz": "", "GET /readyz": "",
-	"/debug/pprof/": auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
+	"PUT /v1/indexes/{index}/documents/{id}": auth.Write, "DELETE /v1/indexes/{index}/documents/{id}": auth.Write,
+	"POST /v1/indexes/{index}/documents": auth.Write,
+	"/debug/pprof/":                      auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
 }
 
 // RouteScope is the scope a route of Routes needs ("" for none).
 func RouteScope(route string) auth.Scope { return routeScopes[route] }
 
+// routeOf is the route (as Routes and openapi.yaml write it) of a mux
+// pattern: a document id may hold '/', so its pattern takes the rest of
+// the path ("{id...}").
+func routeOf(pattern string) string { return strings.Replace(pattern, "...}", "}", 1) }
+
 func (s *Server) handlers() map[string]http.Handler {
 	hs := map[string]http.Handler{
-		"POST /v1/retrieve":     http.HandlerFunc(s.retrieve),
-		"GET /v1/indexes":       http.HandlerFunc(s.indexes),
-		"GET /v1/methods":       http.HandlerFunc(s.methods),
-		"POST /v1/admin/reload": http.HandlerFunc(s.reload),
-		"GET /healthz":          http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }),
-		"GET /readyz":           http.HandlerFunc(s.readyz),
-		"GET /metrics":          promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}),
+		"POST /v1/retrieve":                            http.HandlerFunc(s.retrieve),
+		"GET /v1/indexes":                              http.HandlerFunc(s.indexes),
+		"GET /v1/methods":                              http.HandlerFunc(s.methods),
+		"POST /v1/admin/reload":                        http.HandlerFunc(s.reload),
+		"PUT /v1/indexes/{index}/documents/{id...}":    http.HandlerFunc(s.putDocument),
+		"DELETE /v1/indexes/{index}/documents/{id...}": http.HandlerFunc(s.deleteDocument),
+		"POST /v1/indexes/{index}/documents":           http.HandlerFunc(s.postDocuments),
+		"GET /healthz":                                 http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }),
+		"GET /readyz":                                  http.HandlerFunc(s.readyz),
+		"GET /metrics":                                 promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}),
 	}
 	if s.cfg.Pprof {
 		hs["/debug/pprof/"] = http.HandlerFunc(pprof.Index)
@@ -339,14 +379,14 @@ func (s *Server) AdminHandler() http.Handler {
 func (s *Server) mux(keep func(auth.Scope) bool) http.Handler {
 	mux := http.NewServeMux()
 	for pattern, h := range s.handlers() {
-		scope := routeScopes[pattern]
+		scope := routeScopes[routeOf(pattern)]
 		if !keep(scope) {
 			continue
 		}
 		if scope != "" {
 			h = s.requireKey(scope, h)
 		}
-		mux.Handle(pattern, s.traced(pattern, h))
+		mux.Handle(pattern, s.traced(routeOf(pattern), h))
 		if method, path, ok := strings.Cut(pattern, " "); ok && scope == auth.Admin {
 			// Another method on an admin path is still an admin request:
 			// the key is checked and the attempt audited, then 405.

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -74,19 +75,33 @@ func (o *overlay) nodeOf(id string) (string, bool) {
 	return d, ok
 }
 
+// CheckError is a batch that failed its checks: nothing of it was
+// committed. It wraps ErrExists or ErrNotFound where one applies.
+type CheckError struct{ Err error }
+
+func (e *CheckError) Error() string { return e.Err.Error() }
+func (e *CheckError) Unwrap() error { return e.Err }
+
+// IsInvalid reports whether err is a batch's failed check (the caller's
+// to fix), not a failure of the writer.
+func IsInvalid(err error) bool {
+	var ce *CheckError
+	return errors.As(err, &ce)
+}
+
 // check verifies a batch against the catalog as the pending changes left
 // it, without changing anything.
 func (p *pending) check(ops []op) error {
 	o := &overlay{cat: p.cat, docs: map[string][]string{}, nodeDoc: map[string]string{}}
 	for i := range ops {
 		if err := o.apply(&ops[i], p.dims); err != nil {
-			return fmt.Errorf("change %d (%s %q): %w", i+1, ops[i].Kind, ops[i].ID, err)
+			return &CheckError{fmt.Errorf("change %d (%s %q): %w", i+1, ops[i].Kind, ops[i].ID, err)}
 		}
 	}
 	for i := range ops {
 		for _, e := range ops[i].Edges {
 			if _, ok := o.nodeOf(e.Dst); !ok {
-				return fmt.Errorf("change %d (%s %q): edge %q → %q: no node %q", i+1, ops[i].Kind, ops[i].ID, e.Src, e.Dst, e.Dst)
+				return &CheckError{fmt.Errorf("change %d (%s %q): edge %q → %q: no node %q", i+1, ops[i].Kind, ops[i].ID, e.Src, e.Dst, e.Dst)}
 			}
 		}
 	}

@@ -52,6 +52,8 @@ type Options struct {
 	MaxGroup int
 	// NoSync skips fsync (tests of logic only).
 	NoSync bool
+	// OpenOptions open the index (Copy reads it into memory).
+	OpenOptions store.OpenOptions
 	// OnPublish, when set, is called with each index the writer
 	// publishes (after the log holds its changes), in order, before the
 	// commits that made it return: a server swaps it in there.
@@ -129,7 +131,7 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	base, err := openIndex(dir, o.Embedder)
+	base, err := openIndex(dir, o.OpenOptions, o.Embedder)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +146,11 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	return w, nil
 }
 
-func openIndex(dir string, e models.Embedder) (*index.Index, error) {
+func openIndex(dir string, opt store.OpenOptions, e models.Embedder) (*index.Index, error) {
 	if e != nil {
-		return index.OpenWith(dir, store.OpenOptions{}, e)
+		return index.OpenWith(dir, opt, e)
 	}
-	return index.Open(dir, store.OpenOptions{})
+	return index.Open(dir, opt)
 }
 
 // openLog opens (or starts) the log, checks that it extends this index,
@@ -363,7 +365,7 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 		return nil, err
 	}
 	if len(payload) > wal.MaxRecord {
-		return nil, fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: split it", len(payload), wal.MaxRecord)
+		return nil, &CheckError{fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: split it", len(payload), wal.MaxRecord)}
 	}
 	return payload, p.accept(r.ops)
 }
@@ -377,8 +379,8 @@ func (w *Writer) embed(ctx context.Context, ix *index.Index, ops []op) error {
 			continue
 		}
 		if ix.Embedder == nil || ix.Meta.Embedder == index.EmbedderPrecomputed {
-			return fmt.Errorf("change %d (%s %q): field vectors: the index's vectors come from %q, which gleaner does not run here: give each passage's vector",
-				i+1, x.Kind, x.ID, ix.Meta.Embedder)
+			return &CheckError{fmt.Errorf("change %d (%s %q): field vectors: the index's vectors come from %q, which gleaner does not run here: give each passage's vector",
+				i+1, x.Kind, x.ID, ix.Meta.Embedder)}
 		}
 		texts := make([]string, len(x.Nodes))
 		for j := range x.Nodes {

@@ -131,3 +131,68 @@ type Index struct {
 	// trained encoder) that methods read.
 	Sections []string `json:"sections"`
 }
+
+// Document is the body of PUT /v1/indexes/{index}/documents/{id} and the
+// content of a change in POST /v1/indexes/{index}/documents. A document
+// is one passage (Title, Text and the rest at the top level; its node id
+// is the document's id) or the passages cut from it (Nodes, each with its
+// own id).
+type Document struct {
+	Title   string         `json:"title,omitempty"`
+	Text    string         `json:"text,omitempty"`
+	Type    string         `json:"type,omitempty"`
+	Aliases []string       `json:"aliases,omitempty"`
+	Meta    map[string]any `json:"meta,omitempty"`
+	Nodes   []DocumentNode `json:"nodes,omitempty"`
+	// Edges start at the document's passages (Src: a node id of Nodes;
+	// empty for a one-passage document) and end at any node of the index
+	// after the change.
+	Edges []DocumentEdge `json:"edges,omitempty"`
+	// Vectors are the passages' vectors, one per passage in order: needed
+	// by an index of precomputed vectors, optional otherwise.
+	Vectors [][]float32 `json:"vectors,omitempty"`
+}
+
+// DocumentNode is one passage of a Document.
+type DocumentNode struct {
+	ID      string         `json:"id"`
+	Title   string         `json:"title,omitempty"`
+	Text    string         `json:"text"`
+	Type    string         `json:"type,omitempty"`
+	Aliases []string       `json:"aliases,omitempty"`
+	Section string         `json:"section,omitempty"`
+	Meta    map[string]any `json:"meta,omitempty"`
+}
+
+// DocumentEdge is an edge leaving a Document's passage.
+type DocumentEdge struct {
+	Src    string   `json:"src,omitempty"`
+	Dst    string   `json:"dst"`
+	Kind   string   `json:"kind,omitempty"`
+	Rel    string   `json:"rel,omitempty"`
+	Weight *float64 `json:"weight,omitempty"` // nil: 1
+}
+
+// DocumentChange is one change of a documents batch: Op "add" (refused
+// when the index has the document), "replace" (adds it when absent) or
+// "delete" (refused when absent; no content).
+type DocumentChange struct {
+	Op string `json:"op"`
+	ID string `json:"id"`
+	Document
+}
+
+// DocumentsRequest is the body of POST /v1/indexes/{index}/documents: its
+// changes are committed together, all or none.
+type DocumentsRequest struct {
+	Changes []DocumentChange `json:"changes"`
+}
+
+// WriteResponse answers a write: once it is sent, the change is durable
+// and every later request sees it.
+type WriteResponse struct {
+	Index   string `json:"index"`
+	Seq     uint64 `json:"seq"`     // the change's record in the index's update log
+	Nodes   int    `json:"nodes"`   // passages in the index after it
+	Changes int    `json:"changes"` // changes committed
+}

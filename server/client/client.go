@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/server/api"
@@ -184,4 +185,54 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 		return fmt.Errorf("client: decoding %s: %w", path, err)
 	}
 	return nil
+}
+
+// PutDocument adds document id to the index, or replaces it. When it
+// returns without error the change is durable and every later request
+// sees it.
+func (c *Client) PutDocument(ctx context.Context, index, id string, d api.Document) (*api.WriteResponse, error) {
+	return c.write(ctx, http.MethodPut, documentPath(index, id), d)
+}
+
+// DeleteDocument deletes document id (every passage cut from it).
+func (c *Client) DeleteDocument(ctx context.Context, index, id string) (*api.WriteResponse, error) {
+	return c.write(ctx, http.MethodDelete, documentPath(index, id), nil)
+}
+
+// CommitDocuments commits changes together, all or none.
+func (c *Client) CommitDocuments(ctx context.Context, index string, changes []api.DocumentChange) (*api.WriteResponse, error) {
+	return c.write(ctx, http.MethodPost, "/v1/indexes/"+url.PathEscape(index)+"/documents", api.DocumentsRequest{Changes: changes})
+}
+
+func documentPath(index, id string) string {
+	return "/v1/indexes/" + url.PathEscape(index) + "/documents/" + url.PathEscape(id)
+}
+
+// write sends a write request (never resent: an add is not idempotent).
+func (c *Client) write(ctx context.Context, method, path string, body any) (*api.WriteResponse, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.do(r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out api.WriteResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("client: decoding %s: %w", path, err)
+	}
+	return &out, nil
 }

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/server/api"
+)
+
+// maxChanges bounds the changes of one documents request.
+const maxChanges = 10000
+
+// openWriters opens every index for live updates (Config.Writes); each
+// publishes its new indexes into the served set.
+func (s *Server) openWriters(ctx context.Context) error {
+	s.writers = map[string]*live.Writer{}
+	for name, dir := range s.cfg.Indexes {
+		o := live.DefaultOptions(s.cfg.Logger)
+		o.CheckpointBytes = s.cfg.CheckpointBytes
+		o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
+		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
+		w, err := live.Open(ctx, dir, o)
+		if err != nil {
+			s.closeWriters()
+			return fmt.Errorf("server: index %q: opening it for writes: %w", name, err)
+		}
+		s.writers[name] = w
+	}
+	return nil
+}
+
+// LiveStats describes the live writer of index name (Config.Writes).
+func (s *Server) LiveStats(name string) (live.Stats, bool) {
+	w, ok := s.writers[name]
+	if !ok {
+		return live.Stats{}, false
+	}
+	return w.Stats(), true
+}
+
+// closeWriters closes the writers (each folds its log into its index).
+func (s *Server) closeWriters() error {
+	var errs []error
+	for name, w := range s.writers {
+		if err := w.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("index %q: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publish serves ix as index name from now on: the next request sees it.
+// It runs before the commit that made ix is acknowledged.
+func (s *Server) publish(name string, ix *index.Index) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	old := s.set.Load()
+	if old == nil {
+		return // closing
+	}
+	set := old.with(name, s.newEntry(ix, false))
+	s.set.Store(set)
+	go old.retire(context.Background())
+}
+
+// writeRequest is what the write handlers share: the index's writer, the
+// key's right to write, the body.
+func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, op string) (*live.Writer, string, []byte, bool) {
+	name := r.PathValue("index")
+	fail := func(code int, err error) (*live.Writer, string, []byte, bool) {
+		s.metrics.writes.WithLabelValues(op, strconv.Itoa(code)).Inc()
+		writeError(w, code, err)
+		return nil, "", nil, false
+	}
+	if s.writers == nil {
+		return fail(http.StatusForbidden, &FieldError{Msg: "writes are disabled on this server (start it with --writes)"})
+	}
+	if !mayUse(r.Context(), name) {
+		s.metrics.authRefused.WithLabelValues("index").Inc()
+		return fail(http.StatusForbidden, &FieldError{"index", "this key may not use that index"})
+	}
+	if k := KeyOf(r.Context()); k != nil && len(k.Groups) > 0 {
+		s.metrics.authRefused.WithLabelValues("groups").Inc()
+		return fail(http.StatusForbidden, &FieldError{Msg: "keys with ACL groups may not write: they could publish passages to groups they are not in"})
+	}
+	lw, ok := s.writers[name]
+	if !ok {
+		return fail(http.StatusNotFound, &FieldError{"index", "unknown index " + clip(strconv.Quote(name))})
+	}
+	body, err := s.readLimited(w, r, s.cfg.Limits.MaxWriteBytes)
+	if err != nil {
+		code := http.StatusBadRequest
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.Field == "timeout" {
+			code, fe.Field = http.StatusRequestTimeout, ""
+		}
+		return fail(code, err)
+	}
+	return lw, name, body, true
+}
+
+// putDocument adds or replaces one document.
+func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) {
+	lw, name, body, ok := s.writeRequest(w, r, "put")
+	if !ok {
+		return
+	}
+	var d api.Document
+	if err := decodeStrict(body, &d); err != nil {
+		s.answerWrite(w, "put", name, 0, nil, err)
+		return
+	}
+	doc, err := liveDocument(r.PathValue("id"), &d, lw.Index().Meta.Dims)
+	if err != nil {
+		s.answerWrite(w, "put", name, 0, nil, err)
+		return
+	}
+	var b live.Batch
+	b.Replace(doc)
+	s.commit(w, r, lw, "put", name, &b)
+}
+
+// deleteDocument deletes one document.
+func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
+	lw, name, _, ok := s.writeRequest(w, r, "delete")
+	if !ok {
+		return
+	}
+	var b live.Batch
+	b.Delete(r.PathValue("id"))
+	s.commit(w, r, lw, "delete", name, &b)
+}
+
+// postDocuments commits a batch of changes, all or none.
+func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
+	lw, name, body, ok := s.writeRequest(w, r, "batch")
+	if !ok {
+		return
+	}
+	var req api.DocumentsRequest
+	if err := decodeStrict(body, &req); err != nil {
+		s.answerWrite(w, "batch", name, 0, nil, err)
+		return
+	}
+	b, err := liveBatch(&req, lw.Index().Meta.Dims)
+	if err != nil {
+		s.answerWrite(w, "batch", name, 0, nil, err)
+		return
+	}
+	s.commit(w, r, lw, "batch", name, b)
+}
+
+// commit commits b within the request's time and answers.
+func (s *Server) commit(w http.ResponseWriter, r *http.Request, lw *live.Writer, op, name string, b *live.Batch) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := lw.Commit(ctx, b)
+	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	s.answerWrite(w, op, name, b.Len(), &res, err)
+}
+
+// answerWrite maps a write's outcome to a status and answers it.
+func (s *Server) answerWrite(w http.ResponseWriter, op, name string, n int, res *live.Result, err error) {
+	code := http.StatusOK
+	var fe *FieldError
+	switch {
+	case err == nil:
+	case errors.Is(err, live.ErrExists):
+		code = http.StatusConflict
+	case errors.Is(err, live.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, live.ErrClosed) || errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+	case errors.Is(err, context.Canceled):
+		code = 499 // the client went away; nobody reads this
+	case errors.As(err, &fe) || errors.Is(err, errBadDocument) || live.IsInvalid(err):
+		code = http.StatusBadRequest
+	default:
+		code = http.StatusInternalServerError
+		s.cfg.Logger.Error("write failed", "index", name, "op", op, "err", err)
+	}
+	s.metrics.writes.WithLabelValues(op, strconv.Itoa(code)).Inc()
+	if err != nil {
+		writeError(w, code, err)
+		return
+	}
+	writeJSON(w, code, api.WriteResponse{Index: name, Seq: res.Seq, Nodes: res.Nodes, Changes: n})
+}
+
+// errBadDocument marks a document the request describes wrongly.
+var errBadDocument = errors.New("bad document")
+
+// decodeStrict decodes one JSON value, refusing unknown fields, invalid
+// UTF-8 and trailing data.
+func decodeStrict(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return &FieldError{Msg: fmt.Sprintf("the body is not valid UTF-8 (at byte %d)", excerpt.InvalidUTF8At(body))}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &FieldError{Msg: "the body: " + err.Error()}
+	}
+	if dec.More() {
+		return &FieldError{Msg: "trailing data after the JSON object"}
+	}
+	return nil
+}
+
+// liveBatch turns a documents request into a batch.
+func liveBatch(req *api.DocumentsRequest, dims int) (*live.Batch, error) {
+	if len(req.Changes) == 0 || len(req.Changes) > maxChanges {
+		return nil, &FieldError{"changes", fmt.Sprintf("%d changes: want 1 to %d", len(req.Changes), maxChanges)}
+	}
+	var b live.Batch
+	for i := range req.Changes {
+		c := &req.Changes[i]
+		field := fmt.Sprintf("changes[%d]", i)
+		if c.Op == "delete" {
+			if !emptyDocument(&c.Document) {
+				return nil, &FieldError{field, "a delete carries no content"}
+			}
+			b.Delete(c.ID)
+			continue
+		}
+		d, err := liveDocument(c.ID, &c.Document, dims)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		switch c.Op {
+		case "add":
+			b.Add(d)
+		case "replace":
+			b.Replace(d)
+		default:
+			return nil, &FieldError{field + ".op", fmt.Sprintf("%q: want add, replace or delete", c.Op)}
+		}
+	}
+	return &b, nil
+}
+
+func emptyDocument(d *api.Document) bool {
+	return d.Title == "" && d.Text == "" && d.Type == "" && d.Aliases == nil && d.Meta == nil && d.Nodes == nil && d.Edges == nil && d.Vectors == nil
+}
+
+// liveDocument turns a request's document into the writer's.
+func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
+	bad := func(field, msg string) (live.Document, error) {
+		return live.Document{}, fmt.Errorf("%w: field %s: %s", errBadDocument, field, msg)
+	}
+	if id == "" || len(id) > 1024 || !utf8.ValidString(id) {
+		return bad("id", "empty, over 1024 bytes or not UTF-8")
+	}
+	out := live.Document{ID: id}
+	if len(d.Nodes) == 0 {
+		out.Nodes = []corpus.Node{{ID: id, Title: d.Title, Text: d.Text, Type: d.Type, Aliases: d.Aliases, Meta: d.Meta}}
+	} else {
+		if d.Title != "" || d.Text != "" || d.Type != "" || d.Aliases != nil || d.Meta != nil {
+			return bad("nodes", "give a one-passage document's fields at the top, or its passages in nodes, not both")
+		}
+		for _, n := range d.Nodes {
+			out.Nodes = append(out.Nodes, corpus.Node{ID: n.ID, Doc: id, Title: n.Title, Text: n.Text, Type: n.Type, Aliases: n.Aliases, Section: n.Section, Meta: n.Meta})
+		}
+	}
+	for i, e := range d.Edges {
+		w := 1.0
+		if e.Weight != nil {
+			w = *e.Weight
+		}
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return bad(fmt.Sprintf("edges[%d].weight", i), "not a finite non-negative number")
+		}
+		src := e.Src
+		if src == "" && len(d.Nodes) == 0 {
+			src = id
+		}
+		out.Edges = append(out.Edges, corpus.Edge{Src: src, Dst: e.Dst, Kind: e.Kind, Rel: e.Rel, Weight: w})
+	}
+	if d.Vectors != nil {
+		if len(d.Vectors) != len(out.Nodes) {
+			return bad("vectors", fmt.Sprintf("%d vectors for %d passages", len(d.Vectors), len(out.Nodes)))
+		}
+		for i, v := range d.Vectors {
+			if len(v) != dims {
+				return bad(fmt.Sprintf("vectors[%d]", i), fmt.Sprintf("%d values, the index has %d dimensions", len(v), dims))
+			}
+			out.Vectors = append(out.Vectors, v...)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,233 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
+	"github.com/gleaner-rag/gleaner/server/auth"
+	"github.com/gleaner-rag/gleaner/server/client"
+)
+
+// writeServer serves a copy of the test index with writes enabled.
+func writeServer(t *testing.T) (*server.Server, *client.Client, string) {
+	dir := copyIndex(t)
+	s := mustServer(t, func(c *server.Config) {
+		c.Indexes = map[string]string{"synth": dir}
+		c.Writes = true
+	})
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
+	c, err := client.New(hs.URL, hs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseURL[c] = hs.URL
+	return s, c, dir
+}
+
+// baseURL remembers each test client's server (tests run one at a time
+// here: no test in this file is parallel).
+var baseURL = map[*client.Client]string{}
+
+func clientBase(c *client.Client) string { return baseURL[c] }
+
+func mustSeq(t *testing.T, s *server.Server) uint64 {
+	t.Helper()
+	st, ok := s.LiveStats("synth")
+	if !ok {
+		t.Fatal("no live writer for synth")
+	}
+	return st.Seq
+}
+
+func mustNodes(t *testing.T, s *server.Server) int {
+	t.Helper()
+	st, _ := s.LiveStats("synth")
+	return st.Nodes
+}
+
+func topIDs(t *testing.T, c *client.Client, q string) []string {
+	t.Helper()
+	resp, err := c.Retrieve(context.Background(), server.RetrieveRequest{Index: "synth", Query: q, Method: "bm25", K: api.K(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range resp.Hits {
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
+func status(err error) int {
+	var ae *client.APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// TestWritesReadYourWrites puts, replaces and deletes documents: each is
+// seen by the very next request; refusals change nothing; the index on
+// disk has every change after the server closes.
+func TestWritesReadYourWrites(t *testing.T) {
+	s, c, dir := writeServer(t)
+	ctx := context.Background()
+	r, err := c.PutDocument(ctx, "synth", "zz-1", api.Document{Title: "Quokka", Text: "the quokka festival of zanzibar"})
+	if err != nil || r.Seq != 1 || r.Changes != 1 {
+		t.Fatalf("put: %+v %v", r, err)
+	}
+	if ids := topIDs(t, c, "quokka zanzibar"); len(ids) == 0 || ids[0] != "zz-1" {
+		t.Fatalf("after put: %v", ids)
+	}
+	doc := api.Document{Nodes: []api.DocumentNode{{ID: "notes/a.md#1", Text: "wombat burrows"}, {ID: "notes/a.md#2", Text: "wombat diet"}},
+		Edges: []api.DocumentEdge{{Src: "notes/a.md#1", Dst: "zz-1", Kind: "links"}}}
+	if _, err := c.PutDocument(ctx, "synth", "notes/a.md", doc); err != nil {
+		t.Fatalf("put with a slash in the id: %v", err)
+	}
+	if ids := topIDs(t, c, "wombat"); len(ids) != 2 {
+		t.Fatalf("after multi-passage put: %v", ids)
+	}
+	before := mustSeq(t, s)
+	_, err = c.CommitDocuments(ctx, "synth", []api.DocumentChange{
+		{Op: "add", ID: "zz-2", Document: api.Document{Text: "platypus"}},
+		{Op: "add", ID: "zz-1", Document: api.Document{Text: "again"}},
+	})
+	if status(err) != http.StatusConflict || mustSeq(t, s) != before {
+		t.Fatalf("batch adding an existing document: %v (seq %d → %d)", err, before, mustSeq(t, s))
+	}
+	if ids := topIDs(t, c, "platypus"); len(ids) != 0 {
+		t.Fatalf("a refused batch's document is served: %v", ids)
+	}
+	if _, err := c.DeleteDocument(ctx, "synth", "notes/a.md"); err != nil {
+		t.Fatal(err)
+	}
+	if ids := topIDs(t, c, "wombat"); len(ids) != 0 {
+		t.Fatalf("deleted document still served: %v", ids)
+	}
+	if _, err := c.DeleteDocument(ctx, "synth", "notes/a.md"); status(err) != http.StatusNotFound {
+		t.Fatalf("second delete: %v, want 404", err)
+	}
+	for name, body := range map[string]string{
+		"unknown field": `{"text": "x", "colour": "red"}`,
+		"both forms":    `{"text": "x", "nodes": [{"id": "a", "text": "y"}]}`,
+		"empty":         `{}`,
+		"bad weight":    `{"text": "x", "edges": [{"dst": "zz-1", "weight": -1}]}`,
+		"edge nowhere":  `{"text": "x", "edges": [{"dst": "nope"}]}`,
+		"vectors":       `{"text": "x", "vectors": [[1, 2]]}`,
+		"not json":      `{"text": `,
+	} {
+		if code := rawPut(t, c, "bad", body); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", name, code)
+		}
+	}
+	n := mustNodes(t, s)
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, ok := ix.Lookup("zz-1"); !ok || ix.N() != n {
+		t.Fatalf("the index on disk after close: %d nodes (want %d), zz-1 present %v", ix.N(), n, ok)
+	}
+}
+
+func rawPut(t *testing.T, c *client.Client, id, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, clientBase(c)+"/v1/indexes/synth/documents/"+id, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestWritesRefused: a server without --writes, and keys without the
+// write scope or with ACL groups, are refused.
+func TestWritesRefused(t *testing.T) {
+	_, _, c := newServer(t, nil)
+	if _, err := c.PutDocument(context.Background(), "synth", "x", api.Document{Text: "t"}); status(err) != http.StatusForbidden {
+		t.Fatalf("write to a read-only server: %v, want 403", err)
+	}
+	ring, toks := keyring(t,
+		auth.Key{ID: "reader", Scopes: []auth.Scope{auth.Read}, Indexes: []string{"*"}},
+		auth.Key{ID: "writer", Scopes: []auth.Scope{auth.Read, auth.Write}, Indexes: []string{"*"}},
+		auth.Key{ID: "grouped", Scopes: []auth.Scope{auth.Write}, Indexes: []string{"*"}, Groups: []string{"team"}},
+		auth.Key{ID: "other", Scopes: []auth.Scope{auth.Write}, Indexes: []string{"elsewhere"}})
+	dir := copyIndex(t)
+	_, hs, _ := authServer(t, ring, func(c *server.Config) {
+		c.Indexes, c.Writes, c.ACLField = map[string]string{"synth": dir}, true, "groups"
+	})
+	base, _ := client.New(hs.URL, hs.Client())
+	for id, want := range map[string]int{"reader": 403, "grouped": 403, "other": 403, "writer": 200} {
+		_, err := base.WithToken(toks[id]).PutDocument(context.Background(), "synth", "k-"+id, api.Document{Text: "written by " + id})
+		if got := status(err); (want == 200 && err != nil) || (want != 200 && got != want) {
+			t.Errorf("key %s: %v, want %d", id, err, want)
+		}
+	}
+}
+
+// TestConcurrentWritesAndReads writes from several clients while others
+// retrieve (run with -race): every acknowledged document is served.
+func TestConcurrentWritesAndReads(t *testing.T) {
+	s, c, _ := writeServer(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := c.Retrieve(ctx, server.RetrieveRequest{Index: "synth", Query: "band city", Method: "ppr"}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var ww sync.WaitGroup
+	for g := range 3 {
+		ww.Add(1)
+		go func() {
+			defer ww.Done()
+			for i := range 10 {
+				id := fmt.Sprintf("w%d-%d", g, i)
+				if _, err := c.PutDocument(ctx, "synth", id, api.Document{Text: "concurrent kiwi " + id}); err != nil {
+					t.Error(err)
+					return
+				}
+				if ids := topIDs(t, c, id); len(ids) == 0 || ids[0] != id {
+					t.Errorf("%s not served right after its put: %v", id, ids)
+				}
+			}
+		}()
+	}
+	ww.Wait()
+	close(stop)
+	wg.Wait()
+	if got := mustSeq(t, s); got != 30 {
+		t.Fatalf("log at %d, want 30", got)
+	}
+}
