@@ -98,17 +98,8 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 	if err := syncDir(src); err != nil {
 		return err
 	}
-	old := ""
-	if _, err := os.Stat(final); err == nil {
-		old = src + ".old"
-		if err := os.Rename(final, old); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(src, final); err != nil {
-		if old != "" {
-			os.Rename(old, final)
-		}
+	old, err := swapIn(src, final)
+	if err != nil {
 		return err
 	}
 	if old != "" {
@@ -120,6 +111,35 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 		os.RemoveAll(old)
 	}
 	return syncDir(filepath.Dir(final))
+}
+
+// errExchange: the system cannot swap two folders atomically.
+var errExchange = errors.New("store: atomic folder exchange unsupported")
+
+// swapIn puts src at final and returns where the folder final held went
+// ("" when there was none). Where the system can, the two are exchanged
+// in one step: a crash leaves either the old or the new folder at final,
+// never nothing (two renames leave a moment where final does not exist).
+func swapIn(src, final string) (string, error) {
+	if _, err := os.Stat(final); err != nil {
+		return "", os.Rename(src, final)
+	}
+	err := exchange(src, final)
+	if err == nil {
+		return src, nil
+	}
+	if !errors.Is(err, errExchange) {
+		return "", err
+	}
+	old := src + ".old"
+	if err := os.Rename(final, old); err != nil {
+		return "", err
+	}
+	if err := os.Rename(src, final); err != nil {
+		os.Rename(old, final)
+		return "", err
+	}
+	return old, nil
 }
 
 // foreignEntries lists the entries of dir that owned does not claim.

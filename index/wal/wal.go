@@ -35,7 +35,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 const (
@@ -123,7 +122,7 @@ func (l *Log) takeLock() error {
 	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if !tryLock(f, true) {
 		f.Close()
 		return fmt.Errorf("%w: %s", ErrLocked, l.dir)
 	}
@@ -138,10 +137,10 @@ func Locked(dir string) bool {
 		return false
 	}
 	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+	if !tryLock(f, false) {
 		return true
 	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	unlock(f)
 	return false
 }
 
