@@ -131,6 +131,7 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	index.CleanDebris(o.Logger, dir) // a killed checkpoint's staging folder
 	base, err := openIndex(dir, o.OpenOptions, o.Embedder)
 	if err != nil {
 		return nil, err
