@@ -26,6 +26,9 @@ type Change struct {
 	// here under the cosine metric); nil embeds them with the index's
 	// embedder. An index of precomputed vectors needs them.
 	Vectors []float32
+	// Kinds keep derived edge kinds true (KindUpdaters): their edges are
+	// made anew by the updater rather than carried over and marked stale.
+	Kinds []KindUpdater
 }
 
 // Apply returns the index that ch makes of ix, held in memory; ix is not
@@ -74,7 +77,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if err := out.updateVectors(ctx, ix, remap, ch, texts); err != nil {
 		return nil, err
 	}
-	if err := out.updateGraph(ix, remap, ch); err != nil {
+	if err := out.updateGraph(ctx, ix, remap, ch); err != nil {
 		return nil, err
 	}
 	out.carrySections(ix, ch)
@@ -265,7 +268,11 @@ func (out *Index) addedVectors(ctx context.Context, ch *Change, texts []string) 
 // updateGraph keeps the edges between kept nodes, re-points edges into a
 // removed node to the added node of the same id (a replaced document),
 // and adds ch's edges.
-func (out *Index) updateGraph(ix *Index, remap []int32, ch *Change) error {
+func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch *Change) error {
+	maintained := map[string]bool{}
+	for _, u := range ch.Kinds {
+		maintained[u.Kind()] = true
+	}
 	ids := make(map[string]int32, len(ch.Add))
 	base := int32(out.Meta.Nodes - len(ch.Add))
 	for i := range ch.Add {
@@ -287,6 +294,9 @@ func (out *Index) updateGraph(ix *Index, remap []int32, ch *Change) error {
 			continue
 		}
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
+			if maintained[ix.rels.Kinds[g.Rel[p]]] {
+				continue // made anew below
+			}
 			if v := target(g.Idx[p]); v >= 0 {
 				edges = append(edges, graphops.Edge{Src: remap[u], Dst: v, W: g.W[p], Rel: g.Rel[p]})
 			}
@@ -313,6 +323,17 @@ func (out *Index) updateGraph(ix *Index, remap []int32, ch *Change) error {
 			w = 1
 		}
 		edges = append(edges, graphops.Edge{Src: src, Dst: dst, W: float32(w), Rel: out.rels.id(e.Kind, e.Rel)})
+	}
+	for _, u := range ch.Kinds {
+		es, err := u.Update(ctx, ix, out, ch)
+		if err != nil {
+			return fmt.Errorf("index: keeping %s edges: %w", u.Kind(), err)
+		}
+		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
+		for _, e := range es {
+			e.Rel = rel
+			edges = append(edges, e)
+		}
 	}
 	gr, err := graphops.Build(out.Meta.Nodes, edges, true)
 	if err != nil {
@@ -375,7 +396,8 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 		}
 	}
 	for _, k := range out.Meta.GraphKinds {
-		if ix.DerivedKind(k) && !slices.Contains(st.GraphKinds, k) {
+		maintained := slices.ContainsFunc(ch.Kinds, func(u KindUpdater) bool { return u.Kind() == k })
+		if ix.DerivedKind(k) && !maintained && !slices.Contains(st.GraphKinds, k) {
 			st.GraphKinds = append(st.GraphKinds, k)
 		}
 	}

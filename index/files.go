@@ -1,6 +1,9 @@
 package index
 
-import "slices"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // File names inside an index folder.
 const (
@@ -74,6 +77,9 @@ type Meta struct {
 	// Live is where the index stands in its update log (nil: it was never
 	// updated in place).
 	Live *LiveState `json:"live,omitempty"`
+	// KindSettings are the settings derived edge kinds were built with
+	// (SetGraphWith), by kind: their updaters follow changes with them.
+	KindSettings map[string]json.RawMessage `json:"kind_settings,omitempty"`
 }
 
 // Stale names the sections and edge kinds that changed nodes left out of

@@ -2,9 +2,11 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -22,6 +24,19 @@ var graphFiles = []string{fOutPtr, fOutIdx, fOutW, fOutRel, fInPtr, fInIdx, fInW
 // the old one and swapped in atomically. The relation of the new edges is
 // named after the kind.
 func SetGraph(ctx context.Context, dir, kind string, edges []graphops.Edge) error {
+	return SetGraphWith(ctx, dir, kind, edges, nil)
+}
+
+// SetGraphWith is SetGraph recording the settings the edges were built
+// with (Meta.KindSettings; nil records none), for the kind's updater.
+func SetGraphWith(ctx context.Context, dir, kind string, edges []graphops.Edge, settings any) error {
+	var raw json.RawMessage
+	if settings != nil {
+		var err error
+		if raw, err = json.Marshal(settings); err != nil {
+			return fmt.Errorf("index: %s settings: %w", kind, err)
+		}
+	}
 	ix, err := Open(dir, store.OpenOptions{})
 	if err != nil {
 		return err
@@ -44,7 +59,7 @@ func SetGraph(ctx context.Context, dir, kind string, edges []graphops.Edge) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return ix.rewriteGraph(dir, &built{graph: g, rels: rels}, kind)
+	return ix.rewriteGraph(dir, &built{graph: g, rels: rels}, kind, raw)
 }
 
 // edgesExcept lists the edges whose relation is not of kind, with the
@@ -74,9 +89,17 @@ func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
 
 // rewriteGraph writes a copy of the index with b's graph in place of the
 // old one.
-func (ix *Index) rewriteGraph(dir string, b *built, kind string) error {
+func (ix *Index) rewriteGraph(dir string, b *built, kind string, settings json.RawMessage) error {
 	meta := ix.Meta
 	meta.Stale = meta.Stale.without("", kind)
+	meta.KindSettings = maps.Clone(meta.KindSettings)
+	delete(meta.KindSettings, kind)
+	if settings != nil {
+		if meta.KindSettings == nil {
+			meta.KindSettings = map[string]json.RawMessage{}
+		}
+		meta.KindSettings[kind] = settings
+	}
 	meta.Edges = len(b.graph.Out.Idx)
 	meta.Relations = len(b.rels.Relations)
 	meta.GraphKinds = b.rels.kindList()

@@ -62,7 +62,7 @@ are found by the document's title, which links to its first passage`,
 		Defaults: func() MentionSettings { return MentionSettings{graphops.MentionOptions{MinTitleLen: 4}} },
 		Params:   (*MentionSettings).Params, Host: "string matching runs on the host",
 		Build: func(ctx context.Context, _ BuildEnv, dir string, s MentionSettings) (string, error) {
-			return buildEdges(ctx, dir, "mentions", func(ix *index.Index) ([]graphops.Edge, error) {
+			return buildEdgesWith(ctx, dir, "mentions", s.MentionOptions, func(ix *index.Index) ([]graphops.Edge, error) {
 				titles, texts := mentionTargets(ix)
 				return graphops.MentionEdges(ctx, titles, texts, s.MentionOptions)
 			})
@@ -112,6 +112,11 @@ func nearestOn(ix *index.Index, be engine.Backend, search string, ef int) (func(
 // buildEdges makes a kind's edges over the index at dir and stores them,
 // replacing that kind's edges.
 func buildEdges(ctx context.Context, dir, kind string, make func(*index.Index) ([]graphops.Edge, error)) (string, error) {
+	return buildEdgesWith(ctx, dir, kind, nil, make)
+}
+
+// buildEdgesWith is buildEdges recording the kind's settings.
+func buildEdgesWith(ctx context.Context, dir, kind string, settings any, make func(*index.Index) ([]graphops.Edge, error)) (string, error) {
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
 		return "", err
@@ -121,7 +126,7 @@ func buildEdges(ctx context.Context, dir, kind string, make func(*index.Index) (
 	if err != nil {
 		return "", err
 	}
-	if err := index.SetGraph(ctx, dir, kind, edges); err != nil {
+	if err := index.SetGraphWith(ctx, dir, kind, edges, settings); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s graph: %d edges", kind, len(edges)), nil

@@ -70,9 +70,11 @@ update log (<index>.wal) before it counts, the index folded up to date when the 
 A document the index already has is an error unless --replace, which replaces it (and
 skips it when nothing about it changed). Vectors of added passages come from the index's
 model (LSA fold-in: the basis is not refitted; 'gleaner index' rebuilds and refits).
-Sections and edge kinds derived from the whole index (the Tri-Graph, the HNSW graph,
-mentions and knn edges) become stale: the methods that use them refuse until they are
-built again, and vector search scans exactly meanwhile. 'gleaner index info' lists them.`,
+BM25 follows exactly, as do the corpus's edges and the mentions graph (new titles are
+found in old passages too). Structures derived from the whole index otherwise (the
+Tri-Graph, KET-RAG's skeleton, the HNSW graph, knn edges) become stale: the methods that
+use them refuse until they are built again, and vector search scans exactly meanwhile.
+'gleaner index info' lists them.`,
 		Example: `  gleaner add files ~/notes --replace --index idx/notes
   gleaner add jsonl new-passages.jsonl --index idx/wiki`,
 		Args: exactArgs(2, "a format (files or jsonl) and a path"),

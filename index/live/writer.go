@@ -96,8 +96,10 @@ type Writer struct {
 
 	mu  sync.Mutex // the commit loop's state, with ck
 	cat *catalog
-	err error  // the writer failed: commits are refused
-	sum string // the manifest checksum of the index on disk
+	// kinds keep derived edge kinds (mentions) true through changes.
+	kinds []index.KindUpdater
+	err   error  // the writer failed: commits are refused
+	sum   string // the manifest checksum of the index on disk
 	// written is the last log record the index on disk includes.
 	written uint64
 	ckMu    sync.Mutex // one checkpoint at a time
@@ -179,12 +181,30 @@ func (w *Writer) openLog(ctx context.Context) error {
 	}
 	w.log, w.written = l, after
 	w.cat = newCatalog(w.base)
+	w.kinds = w.kindUpdaters(ctx)
 	w.cur.Store(w.base)
 	if err := w.replay(ctx, after); err != nil {
 		l.Close()
 		return err
 	}
 	return nil
+}
+
+// kindUpdaters makes the updaters of the index's derived kinds; a kind
+// without one goes stale at the first change, and the log says why.
+func (w *Writer) kindUpdaters(ctx context.Context) []index.KindUpdater {
+	kinds, failed := index.KindUpdaters(ctx, w.base)
+	for k, err := range failed {
+		w.o.Logger.Warn("these edges will not follow changes and go stale at the first one", "dir", w.dir, "kind", k, "reason", err)
+	}
+	return kinds
+}
+
+// change is p's change, with the kind updaters.
+func (w *Writer) change(p *pending) *index.Change {
+	ch := p.change()
+	ch.Kinds = w.kinds
+	return ch
 }
 
 // replayGroup is how many records replay applies at once.
@@ -198,7 +218,7 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		if p.empty() {
 			return nil
 		}
-		next, err := p.base.Apply(ctx, p.change())
+		next, err := p.base.Apply(ctx, w.change(p))
 		if err != nil {
 			return fmt.Errorf("live: replaying the log %s: %w", LogDir(w.dir), err)
 		}
@@ -324,7 +344,7 @@ func (w *Writer) commitGroup(group []*request) {
 	first, err := w.log.Append(payloads...)
 	if err == nil {
 		var next *index.Index
-		if next, err = cur.Apply(context.Background(), p.change()); err == nil {
+		if next, err = cur.Apply(context.Background(), w.change(p)); err == nil {
 			w.publish(next)
 		}
 	}

@@ -1,0 +1,201 @@
+package graphops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mentions keeps what MentionEdges derives, by passage key (a stable id,
+// not a number: numbers change as passages come and go), so the edges
+// follow added and removed passages without rescanning every text: an
+// added passage's text is scanned for every title, and a new title is
+// looked for only in the passages a caller names as candidates (those
+// holding its words). Edges equals MentionEdges over the same titles and
+// texts. A Mentions is not safe for concurrent use.
+type Mentions struct {
+	o        MentionOptions
+	patterns map[string]*mentionPattern
+	hits     map[string][]string // passage → patterns its text holds
+	owns     map[string]string   // passage → the pattern it carries as title
+	m        *matcher            // over ids; nil when patterns changed
+	ids      []string            // matcher id → pattern
+}
+
+type mentionPattern struct {
+	owners map[string]bool // passages carrying it as title
+	hitBy  map[string]bool // passages whose text holds it
+}
+
+// NewMentions starts an empty state; o as MentionEdges takes it.
+func NewMentions(o MentionOptions) (*Mentions, error) {
+	if o.MinTitleLen < 1 || o.MaxTitleHits < 0 {
+		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
+	}
+	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{}}, nil
+}
+
+// Passage is one passage as mentions see it: its key, the title it
+// carries ("" when none: only a document's first passage carries the
+// document's title) and its text.
+type Passage struct {
+	Key, Title, Text string
+}
+
+// pattern is the usable pattern of a title ("" when too short).
+func (s *Mentions) pattern(title string) string {
+	t := strings.TrimSpace(title)
+	if utf8.RuneCountInString(t) < s.o.MinTitleLen {
+		return ""
+	}
+	return t
+}
+
+func (s *Mentions) entry(p string) *mentionPattern {
+	e, ok := s.patterns[p]
+	if !ok {
+		e = &mentionPattern{owners: map[string]bool{}, hitBy: map[string]bool{}}
+		s.patterns[p] = e
+		s.m = nil
+	}
+	return e
+}
+
+// Remove forgets passages (unknown keys are ignored).
+func (s *Mentions) Remove(keys ...string) {
+	for _, k := range keys {
+		for _, p := range s.hits[k] {
+			delete(s.patterns[p].hitBy, k)
+			s.drop(p)
+		}
+		delete(s.hits, k)
+		if p, ok := s.owns[k]; ok {
+			delete(s.patterns[p].owners, k)
+			delete(s.owns, k)
+			s.drop(p)
+		}
+	}
+}
+
+// drop forgets a pattern nobody carries or mentions.
+func (s *Mentions) drop(p string) {
+	if e := s.patterns[p]; len(e.owners) == 0 && len(e.hitBy) == 0 {
+		delete(s.patterns, p)
+		s.m = nil
+	}
+}
+
+// Add adds passages (keys new to the state). candidates(pattern) lists
+// the known passages whose text may hold a title that no passage carried
+// before (a superset: they are checked); nil means every known passage.
+func (s *Mentions) Add(ps []Passage, candidates func(pattern string) []string, text func(key string) string) {
+	var fresh []string
+	for _, p := range ps {
+		pat := s.pattern(p.Title)
+		if pat == "" {
+			continue
+		}
+		if _, ok := s.patterns[pat]; !ok {
+			fresh = append(fresh, pat)
+		}
+		s.entry(pat).owners[p.Key] = true
+		s.owns[p.Key] = pat
+	}
+	for _, pat := range fresh {
+		s.findOld(pat, ps, candidates, text)
+	}
+	m := s.matcher()
+	for _, p := range ps {
+		s.setHits(p.Key, wholeWordHits(m, p.Text))
+	}
+}
+
+// findOld records the known passages (not among ps) that mention pat.
+func (s *Mentions) findOld(pat string, ps []Passage, candidates func(string) []string, text func(string) string) {
+	var keys []string
+	if candidates != nil {
+		keys = candidates(pat)
+	} else {
+		for k := range s.hits {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if _, known := s.hits[k]; !known || slices.ContainsFunc(ps, func(p Passage) bool { return p.Key == k }) {
+			continue
+		}
+		if holdsWord(text(k), pat) {
+			s.patterns[pat].hitBy[k] = true
+			s.hits[k] = append(s.hits[k], pat)
+		}
+	}
+}
+
+// holdsWord reports whether text holds pat as a whole word.
+func holdsWord(text, pat string) bool {
+	for from := 0; from <= len(text)-len(pat); {
+		i := strings.Index(text[from:], pat)
+		if i < 0 {
+			return false
+		}
+		if boundary(text, from+i, from+i+len(pat)) {
+			return true
+		}
+		from += i + 1
+	}
+	return false
+}
+
+func (s *Mentions) setHits(key string, ids []int32) {
+	hs := make([]string, 0, len(ids))
+	for _, id := range ids {
+		p := s.ids[id]
+		s.patterns[p].hitBy[key] = true
+		hs = append(hs, p)
+	}
+	s.hits[key] = hs
+}
+
+// matcher is the automaton over the current patterns.
+func (s *Mentions) matcher() *matcher {
+	if s.m == nil {
+		s.ids = s.ids[:0]
+		for p := range s.patterns {
+			s.ids = append(s.ids, p)
+		}
+		slices.Sort(s.ids)
+		s.m = newMatcher(s.ids)
+	}
+	return s.m
+}
+
+// Edges are the mention edges of the passages known, numbered by num
+// (n passages in all: the automatic hit limit depends on it), as
+// MentionEdges makes them: sorted by (source, destination), unit weight.
+func (s *Mentions) Edges(n int, num func(key string) int32) []Edge {
+	maxHits := s.o.MaxTitleHits
+	if maxHits == 0 {
+		maxHits = max(50, n/100)
+	}
+	var es []Edge
+	for _, e := range s.patterns {
+		if len(e.hitBy) > maxHits || len(e.owners) == 0 {
+			continue
+		}
+		for a := range e.hitBy {
+			for b := range e.owners {
+				if a != b {
+					es = append(es, Edge{Src: num(a), Dst: num(b), W: 1})
+				}
+			}
+		}
+	}
+	slices.SortFunc(es, func(x, y Edge) int {
+		if x.Src != y.Src {
+			return int(x.Src - y.Src)
+		}
+		return int(x.Dst - y.Dst)
+	})
+	return dedupEdges(es)
+}

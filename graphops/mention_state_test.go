@@ -1,0 +1,103 @@
+package graphops
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestMentionsFollowChanges adds and removes passages at random and
+// compares the state's edges with MentionEdges over the final passages,
+// with and without candidate lists, and with the automatic hit limit
+// crossing its floor.
+func TestMentionsFollowChanges(t *testing.T) {
+	names := []string{"Alba Rossi", "Bruno", "Carla Verdi", "Dario", "Elena", "Fabio Neri", "Gino", "Ugo", "Al", "Ines Bianchi"}
+	for _, o := range []MentionOptions{{MinTitleLen: 4}, {MinTitleLen: 3, MaxTitleHits: 3}} {
+		for _, useCandidates := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(5, 9))
+			var list []Passage
+			next := 0
+			newPassage := func() Passage {
+				next++
+				p := Passage{Key: fmt.Sprintf("p%d", next), Text: "filler"}
+				if rng.IntN(4) > 0 {
+					p.Title = names[rng.IntN(len(names))]
+				}
+				for k := rng.IntN(4); k > 0; k-- {
+					n := names[rng.IntN(len(names))]
+					switch rng.IntN(3) {
+					case 0:
+						n += "s" // not a whole word
+					case 1:
+						n = strings.ToLower(n) // not the same case
+					}
+					p.Text += " met " + n + "."
+				}
+				return p
+			}
+			s, err := NewMentions(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := func(k string) string {
+				for _, p := range list {
+					if p.Key == k {
+						return p.Text
+					}
+				}
+				t.Fatalf("no passage %s", k)
+				return ""
+			}
+			var cands func(string) []string
+			if useCandidates {
+				cands = func(pat string) []string { // passages holding the pattern's first word
+					var out []string
+					w := strings.Fields(pat)[0]
+					for _, p := range list {
+						if strings.Contains(p.Text, w) {
+							out = append(out, p.Key)
+						}
+					}
+					return out
+				}
+			}
+			for step := range 60 {
+				for k := rng.IntN(3); k > 0 && len(list) > 0; k-- {
+					i := rng.IntN(len(list))
+					s.Remove(list[i].Key)
+					list = append(list[:i], list[i+1:]...)
+				}
+				var add []Passage
+				for k := rng.IntN(6); k > 0; k-- {
+					add = append(add, newPassage())
+				}
+				list = append(list, add...)
+				s.Add(add, cands, text)
+				checkMentions(t, s, list, o, step)
+			}
+		}
+	}
+}
+
+func checkMentions(t *testing.T, s *Mentions, list []Passage, o MentionOptions, step int) {
+	t.Helper()
+	titles, texts := make([]string, len(list)), make([]string, len(list))
+	num := map[string]int32{}
+	for i, p := range list {
+		titles[i], texts[i], num[p.Key] = p.Title, p.Text, int32(i)
+	}
+	want, err := MentionEdges(context.Background(), titles, texts, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Edges(len(list), func(k string) int32 { return num[k] })
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("step %d (%d passages): %d edges, MentionEdges %d", step, len(list), len(got), len(want))
+	}
+}

@@ -1,0 +1,144 @@
+package retrieve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models/lexical"
+)
+
+// The mentions graph follows live changes (index/live): an added passage's
+// text is scanned for every title, and a new title is looked for in the
+// passages that hold its rarest word, then checked as a whole word.
+
+func init() {
+	if err := index.RegisterKindUpdater("mentions", newMentionsUpdater); err != nil {
+		panic(err)
+	}
+}
+
+type mentionsUpdater struct{ s *graphops.Mentions }
+
+func (*mentionsUpdater) Kind() string { return "mentions" }
+
+// newMentionsUpdater builds the state from ix and checks that it gives
+// ix's mentions edges.
+func newMentionsUpdater(ctx context.Context, ix *index.Index) (index.KindUpdater, error) {
+	o := graphops.MentionOptions{MinTitleLen: 4} // the builder's defaults, for indexes that did not record theirs
+	if raw, ok := ix.Meta.KindSettings["mentions"]; ok {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, fmt.Errorf("mentions settings: %w", err)
+		}
+	}
+	s, err := graphops.NewMentions(o)
+	if err != nil {
+		return nil, err
+	}
+	titles, texts := mentionTargets(ix)
+	ps := make([]graphops.Passage, ix.N())
+	for i := range ps {
+		ps[i] = graphops.Passage{Key: ix.NodeID(i), Title: titles[i], Text: texts[i]}
+	}
+	s.Add(ps, nil, nil)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	got := s.Edges(ix.N(), numberer(ix))
+	if !slices.Equal(got, ix.KindEdges("mentions")) {
+		return nil, fmt.Errorf("the index's mentions edges are not those of settings %+v (built otherwise?); rebuild them with gleaner graph build --kind mentions", o)
+	}
+	return &mentionsUpdater{s: s}, nil
+}
+
+func numberer(ix *index.Index) func(string) int32 {
+	return func(k string) int32 {
+		v, _ := ix.Lookup(k)
+		return v
+	}
+}
+
+func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index, ch *index.Change) ([]graphops.Edge, error) {
+	for _, v := range ch.Remove {
+		u.s.Remove(before.NodeID(int(v)))
+	}
+	u.s.Add(addedPassages(after, ch.Add), candidatesIn(after), func(k string) string {
+		v, _ := after.Lookup(k)
+		return after.Text(int(v))
+	})
+	return u.s.Edges(after.N(), numberer(after)), ctx.Err()
+}
+
+// addedPassages are the added nodes as mentions see them: a document's
+// first passage in after carries the document's title (mentionTargets).
+func addedPassages(after *index.Index, added []corpus.Node) []graphops.Passage {
+	ps := make([]graphops.Passage, len(added))
+	seen := map[string]int{}
+	for i := range added {
+		n := &added[i]
+		ps[i] = graphops.Passage{Key: n.ID, Text: n.Text}
+		d := n.Document()
+		seen[d]++
+		kept := after.DocumentSize(d) - countDoc(added, d)
+		if seen[d] == 1 && kept == 0 {
+			ps[i].Title = strings.TrimSuffix(n.Title, sectionSuffix(n.Section))
+		}
+	}
+	return ps
+}
+
+func sectionSuffix(section string) string {
+	if section == "" {
+		return "\x00" // never a suffix: the title stays whole
+	}
+	return corpus.SectionSep + section
+}
+
+func countDoc(nodes []corpus.Node, doc string) int {
+	n := 0
+	for i := range nodes {
+		if nodes[i].Document() == doc {
+			n++
+		}
+	}
+	return n
+}
+
+// candidatesIn lists the passages of ix holding a title's rarest analysed
+// word: every passage holding the title as a whole word is among them.
+func candidatesIn(ix *index.Index) func(string) []string {
+	return func(pat string) []string {
+		best := -1
+		for _, w := range lexical.Analyze(pat) {
+			t := ix.Postings.Terms.Lookup(w)
+			if t < 0 {
+				return nil // no passage holds this word
+			}
+			if best < 0 || ix.Postings.Ptr[t+1]-ix.Postings.Ptr[t] < ix.Postings.Ptr[best+1]-ix.Postings.Ptr[best] {
+				best = t
+			}
+		}
+		if best < 0 {
+			return allKeys(ix) // no word to look up: check every passage
+		}
+		p := ix.Postings
+		out := make([]string, 0, p.Ptr[best+1]-p.Ptr[best])
+		for j := p.Ptr[best]; j < p.Ptr[best+1]; j++ {
+			out = append(out, ix.NodeID(int(p.Doc[j])))
+		}
+		return out
+	}
+}
+
+func allKeys(ix *index.Index) []string {
+	out := make([]string, ix.N())
+	for i := range out {
+		out[i] = ix.NodeID(i)
+	}
+	return out
+}
