@@ -19,8 +19,11 @@ type Mentions struct {
 	patterns map[string]*mentionPattern
 	hits     map[string][]string // passage → patterns its text holds
 	owns     map[string]string   // passage → the pattern it carries as title
-	m        *matcher            // over ids; nil when patterns changed
-	ids      []string            // matcher id → pattern
+	// byFirst indexes the patterns by their first word: a whole-word
+	// match starts at a word of the text equal to it. odd are the
+	// patterns that start with no word (looked for in every text).
+	byFirst map[string][]string
+	odd     map[string]bool
 }
 
 type mentionPattern struct {
@@ -33,7 +36,8 @@ func NewMentions(o MentionOptions) (*Mentions, error) {
 	if o.MinTitleLen < 1 || o.MaxTitleHits < 0 {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
-	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{}}, nil
+	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
+		byFirst: map[string][]string{}, odd: map[string]bool{}}, nil
 }
 
 // Passage is one passage as mentions see it: its key, the title it
@@ -57,9 +61,26 @@ func (s *Mentions) entry(p string) *mentionPattern {
 	if !ok {
 		e = &mentionPattern{owners: map[string]bool{}, hitBy: map[string]bool{}}
 		s.patterns[p] = e
-		s.m = nil
+		if w := firstWord(p); w != "" {
+			s.byFirst[w] = append(s.byFirst[w], p)
+		} else {
+			s.odd[p] = true
+		}
 	}
 	return e
+}
+
+// firstWord is p's leading run of letters and digits.
+func firstWord(p string) string {
+	end := 0
+	for end < len(p) {
+		r, size := utf8.DecodeRuneInString(p[end:])
+		if !isWord(r) {
+			break
+		}
+		end += size
+	}
+	return p[:end]
 }
 
 // Remove forgets passages (unknown keys are ignored).
@@ -82,7 +103,15 @@ func (s *Mentions) Remove(keys ...string) {
 func (s *Mentions) drop(p string) {
 	if e := s.patterns[p]; len(e.owners) == 0 && len(e.hitBy) == 0 {
 		delete(s.patterns, p)
-		s.m = nil
+		delete(s.odd, p)
+		if w := firstWord(p); w != "" {
+			rest := slices.DeleteFunc(s.byFirst[w], func(q string) bool { return q == p })
+			if len(rest) == 0 {
+				delete(s.byFirst, w)
+			} else {
+				s.byFirst[w] = rest
+			}
+		}
 	}
 }
 
@@ -102,17 +131,47 @@ func (s *Mentions) Add(ps []Passage, candidates func(pattern string) []string, t
 		s.entry(pat).owners[p.Key] = true
 		s.owns[p.Key] = pat
 	}
-	for _, pat := range fresh {
-		s.findOld(pat, ps, candidates, text)
-	}
-	m := s.matcher()
+	added := make(map[string]bool, len(ps))
 	for _, p := range ps {
-		s.setHits(p.Key, wholeWordHits(m, p.Text))
+		added[p.Key] = true
+	}
+	for _, pat := range fresh {
+		s.findOld(pat, added, candidates, text)
+	}
+	for _, p := range ps {
+		s.setHits(p.Key, s.textHits(p.Text))
 	}
 }
 
+// textHits lists the patterns text holds as whole words, each once.
+func (s *Mentions) textHits(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for pos := 0; pos < len(text); {
+		r, size := utf8.DecodeRuneInString(text[pos:])
+		if !isWord(r) {
+			pos += size
+			continue
+		}
+		word := firstWord(text[pos:])
+		for _, p := range s.byFirst[word] {
+			if !seen[p] && strings.HasPrefix(text[pos:], p) && boundary(text, pos, pos+len(p)) {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+		pos += len(word)
+	}
+	for p := range s.odd {
+		if holdsWord(text, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // findOld records the known passages (not among ps) that mention pat.
-func (s *Mentions) findOld(pat string, ps []Passage, candidates func(string) []string, text func(string) string) {
+func (s *Mentions) findOld(pat string, added map[string]bool, candidates func(string) []string, text func(string) string) {
 	var keys []string
 	if candidates != nil {
 		keys = candidates(pat)
@@ -122,7 +181,7 @@ func (s *Mentions) findOld(pat string, ps []Passage, candidates func(string) []s
 		}
 	}
 	for _, k := range keys {
-		if _, known := s.hits[k]; !known || slices.ContainsFunc(ps, func(p Passage) bool { return p.Key == k }) {
+		if _, known := s.hits[k]; !known || added[k] {
 			continue
 		}
 		if holdsWord(text(k), pat) {
@@ -147,27 +206,14 @@ func holdsWord(text, pat string) bool {
 	return false
 }
 
-func (s *Mentions) setHits(key string, ids []int32) {
-	hs := make([]string, 0, len(ids))
-	for _, id := range ids {
-		p := s.ids[id]
+func (s *Mentions) setHits(key string, hs []string) {
+	for _, p := range hs {
 		s.patterns[p].hitBy[key] = true
-		hs = append(hs, p)
+	}
+	if hs == nil {
+		hs = []string{} // known, with no hit
 	}
 	s.hits[key] = hs
-}
-
-// matcher is the automaton over the current patterns.
-func (s *Mentions) matcher() *matcher {
-	if s.m == nil {
-		s.ids = s.ids[:0]
-		for p := range s.patterns {
-			s.ids = append(s.ids, p)
-		}
-		slices.Sort(s.ids)
-		s.m = newMatcher(s.ids)
-	}
-	return s.m
 }
 
 // Edges are the mention edges of the passages known, numbered by num

@@ -14,7 +14,7 @@ import (
 // with and without candidate lists, and with the automatic hit limit
 // crossing its floor.
 func TestMentionsFollowChanges(t *testing.T) {
-	names := []string{"Alba Rossi", "Bruno", "Carla Verdi", "Dario", "Elena", "Fabio Neri", "Gino", "Ugo", "Al", "Ines Bianchi"}
+	names := []string{"Alba Rossi", "Bruno", "Carla Verdi", "Dario", "Elena", "Fabio Neri", "Gino", "Ugo", "Al", "Ines Bianchi", "'Til Tuesday", "AC/DC", "Bruno Mars"}
 	for _, o := range []MentionOptions{{MinTitleLen: 4}, {MinTitleLen: 3, MaxTitleHits: 3}} {
 		for _, useCandidates := range []bool{false, true} {
 			rng := rand.New(rand.NewPCG(5, 9))

@@ -51,6 +51,11 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	}
 	out := &Index{Dir: ix.Dir, Manifest: ix.Manifest, r: ix.r, borrowed: true}
 	out.Meta = ix.Meta
+	// With nothing removed, the first index applied from ix appends to
+	// ix's arrays in place (past their ends, where ix's readers never
+	// look) rather than copying them; a second one from ix copies.
+	share := len(ch.Remove) == 0 && ix.tail.CompareAndSwap(true, false)
+	out.tail.Store(true)
 	kept := 0
 	for _, r := range remap {
 		if r >= 0 {
@@ -61,8 +66,8 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if out.Meta.Nodes == 0 {
 		return nil, fmt.Errorf("index: the change leaves the index without nodes")
 	}
-	out.copyNodes(ix, remap, ch.Add)
-	out.copyProvenance(ix, remap, ch.Add)
+	out.copyNodes(ix, remap, ch.Add, share)
+	out.copyProvenance(ix, remap, ch.Add, share)
 	texts := make([]string, len(ch.Add))
 	for i := range ch.Add {
 		texts[i] = IndexText(&ch.Add[i])
@@ -74,7 +79,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 		return nil, err
 	}
 	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), len(out.Postings.Doc)
-	if err := out.updateVectors(ctx, ix, remap, ch, texts); err != nil {
+	if err := out.updateVectors(ctx, ix, remap, ch, texts, share); err != nil {
 		return nil, err
 	}
 	if err := out.updateGraph(ctx, ix, remap, ch); err != nil {
@@ -83,6 +88,10 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	out.carrySections(ix, ch)
 	return out, nil
 }
+
+// roomFor is the capacity of a copied array of n elements: a quarter
+// more, for the next indexes to append into.
+func roomFor(n int) int { return n + n/4 + 16 }
 
 // remap numbers the kept nodes after ch (−1: removed), checking ch.
 func (ix *Index) remap(ch *Change) ([]int32, error) {
@@ -149,15 +158,19 @@ func (ix *Index) BM25Params() lexical.BM25Params {
 }
 
 // copyNodes fills the node store: ix's kept nodes, then added.
-func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node) {
-	out.off = make([]int64, 1, out.Meta.Nodes*nodeFields+1)
-	for v, r := range remap {
-		if r < 0 {
-			continue
-		}
-		for f := range nodeFields {
-			out.strs = append(out.strs, ix.field(v, f)...)
-			out.off = append(out.off, int64(len(out.strs)))
+func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node, share bool) {
+	if share {
+		out.strs, out.off = ix.strs, ix.off
+	} else {
+		out.off = make([]int64, 1, roomFor(out.Meta.Nodes*nodeFields+1))
+		for v, r := range remap {
+			if r < 0 {
+				continue
+			}
+			for f := range nodeFields {
+				out.strs = append(out.strs, ix.field(v, f)...)
+				out.off = append(out.off, int64(len(out.strs)))
+			}
 		}
 	}
 	for i := range added {
@@ -171,12 +184,17 @@ func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node) {
 
 // copyProvenance fills the provenance arrays when ix has them or an added
 // node needs them.
-func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node) {
+func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node, share bool) {
 	if ix.docOff == nil && !hasProvenance(added) {
 		return
 	}
-	out.docOff = make([]int64, 1, out.Meta.Nodes*docFields+1)
-	out.spans = make([]int64, 0, 2*out.Meta.Nodes)
+	if share && ix.docOff != nil {
+		out.docStrs, out.docOff, out.spans = ix.docStrs, ix.docOff, ix.spans
+		out.appendProvenance(added)
+		return
+	}
+	out.docOff = make([]int64, 1, roomFor(out.Meta.Nodes*docFields+1))
+	out.spans = make([]int64, 0, roomFor(2*out.Meta.Nodes))
 	for v, r := range remap {
 		if r < 0 {
 			continue
@@ -191,6 +209,11 @@ func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node) 
 		}
 		out.spans = append(out.spans, int64(start), int64(end))
 	}
+	out.appendProvenance(added)
+}
+
+// appendProvenance appends the added nodes' provenance.
+func (out *Index) appendProvenance(added []corpus.Node) {
 	for i := range added {
 		n := &added[i]
 		meta, _ := metaJSON(n.Meta) // checked by remap (CheckNode)
@@ -210,12 +233,16 @@ func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node) 
 }
 
 // updateVectors keeps the kept nodes' rows and embeds the added nodes.
-func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, ch *Change, texts []string) error {
+func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, ch *Change, texts []string, share bool) error {
 	d := ix.Meta.Dims
-	out.Vectors = make([]float32, 0, out.Meta.Nodes*d)
-	for v, r := range remap {
-		if r >= 0 {
-			out.Vectors = append(out.Vectors, ix.Vector(v)...)
+	if share {
+		out.Vectors = ix.Vectors
+	} else {
+		out.Vectors = make([]float32, 0, roomFor(out.Meta.Nodes*d))
+		for v, r := range remap {
+			if r >= 0 {
+				out.Vectors = append(out.Vectors, ix.Vector(v)...)
+			}
 		}
 	}
 	if ix.LSA != nil {

@@ -228,3 +228,39 @@ func TestApplyRefusesBadChanges(t *testing.T) {
 		t.Errorf("replacing %q: %v", id0, err)
 	}
 }
+
+// TestApplyTwiceFromOneIndex applies two add-only changes to the same
+// index: the first may append in place, the second must not overwrite it.
+func TestApplyTwiceFromOneIndex(t *testing.T) {
+	ctx := context.Background()
+	c := synth.Generate(synth.Options{People: 20, Cities: 5, Countries: 2, Bands: 5, Queries: 2})
+	ix := indextest.Open(t, indextest.Build(t, c))
+	base, err := ix.Apply(ctx, &index.Change{Add: []corpus.Node{{ID: "base", Text: "a heap copy to append to"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := base.Apply(ctx, &index.Change{Add: []corpus.Node{{ID: "a", Title: "A", Text: "first child passage"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := base.Apply(ctx, &index.Change{Add: []corpus.Node{{ID: "b", Title: "B", Text: "second child, longer passage text"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := a.N() - 1
+	if a.NodeID(last) != "a" || a.Text(last) != "first child passage" || b.NodeID(last) != "b" || base.N() != last {
+		t.Fatalf("children: %q %q / %q; base has %d", a.NodeID(last), a.Text(last), b.NodeID(last), base.N())
+	}
+	if !reflect.DeepEqual(a.Vector(last), mustEmbed(t, a, "A\nfirst child passage")) {
+		t.Fatal("the first child's vector was overwritten")
+	}
+}
+
+func mustEmbed(t *testing.T, ix *index.Index, text string) []float32 {
+	t.Helper()
+	v, err := ix.Embedder.Embed(context.Background(), []string{text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -49,6 +50,9 @@ type Index struct {
 	// borrowed: r belongs to the index this one was applied from (Apply),
 	// which closes it.
 	borrowed bool
+	// tail: the next index applied from this one may append to its
+	// arrays in place (Apply; taken by the first).
+	tail atomic.Bool
 }
 
 // VectorsOn returns the node vectors as a buffer of backend b (bound once

@@ -50,6 +50,12 @@ type Options struct {
 	CheckpointBytes int64
 	// MaxGroup bounds how many batches one commit gathers (> 0).
 	MaxGroup int
+	// MinInterval is the least time between two commits' starts (≥ 0;
+	// default 0): batches arriving meanwhile wait and share the next, so
+	// a stream of small commits makes fewer indexes. It delays a client
+	// that commits one batch after another by up to this much each
+	// time; commits that arrive together share one at any setting.
+	MinInterval time.Duration
 	// NoSync skips fsync (tests of logic only).
 	NoSync bool
 	// OpenOptions open the index (Copy reads it into memory).
@@ -73,6 +79,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.CheckpointBytes %d: want > 0", o.CheckpointBytes)
 	case o.MaxGroup <= 0:
 		return fmt.Errorf("live: Options.MaxGroup %d: want > 0", o.MaxGroup)
+	case o.MinInterval < 0:
+		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
 	}
 	return nil
 }
@@ -283,25 +291,51 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
 
 func (w *Writer) commitLoop() {
 	defer close(w.done)
+	var last time.Time // the last group's start
 	for {
 		select {
 		case <-w.stop:
 			w.drain(ErrClosed)
 			return
 		case req := <-w.queue:
-			group := []*request{req}
-			for len(group) < w.o.MaxGroup {
-				select {
-				case r := <-w.queue:
-					group = append(group, r)
-					continue
-				default:
-				}
-				break
-			}
+			group := w.gather(req, last.Add(w.o.MinInterval))
+			last = time.Now()
 			w.commitGroup(group)
 		}
 	}
+}
+
+// gather collects the batches queued behind first, waiting until
+// notBefore for more (so that a stream of commits makes one index per
+// MinInterval, not one per commit: each costs a pass over the index).
+func (w *Writer) gather(first *request, notBefore time.Time) []*request {
+	group := []*request{first}
+	wait := time.NewTimer(time.Until(notBefore))
+	defer wait.Stop()
+	for len(group) < w.o.MaxGroup {
+		select {
+		case r := <-w.queue:
+			group = append(group, r)
+		case <-wait.C:
+			return w.takeQueued(group)
+		case <-w.stop:
+			return group
+		}
+	}
+	return group
+}
+
+// takeQueued adds what is queued now, without waiting.
+func (w *Writer) takeQueued(group []*request) []*request {
+	for len(group) < w.o.MaxGroup {
+		select {
+		case r := <-w.queue:
+			group = append(group, r)
+		default:
+			return group
+		}
+	}
+	return group
 }
 
 // drain answers every queued request with err.

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -301,4 +302,45 @@ func TestForeignLogRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
+}
+
+// TestOptionsChecked refuses options that are not set, and commits with
+// a minimum interval between commits.
+func TestOptionsChecked(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	for name, mut := range map[string]func(*Options){
+		"no logger":         func(o *Options) { o.Logger = nil },
+		"zero checkpoint":   func(o *Options) { o.CheckpointBytes = 0 },
+		"zero group":        func(o *Options) { o.MaxGroup = 0 },
+		"negative interval": func(o *Options) { o.MinInterval = -1 },
+	} {
+		bad := o
+		mut(&bad)
+		if _, err := Open(context.Background(), dir, bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	o.MinInterval = 5 * time.Millisecond
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 {
+				var b Batch
+				b.Add(passage(fmt.Sprintf("m%d-%d", g, i), "interval test"))
+				commit(t, w, &b)
+			}
+		}()
+	}
+	wg.Wait()
+	if st := w.Stats(); st.Batches != 12 || st.Nodes != w.base.N()+12 {
+		t.Fatalf("stats %+v, want 12 batches", st)
+	}
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
+	"github.com/gleaner-rag/gleaner/server/client"
+)
+
+func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64) error {
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"ix": dir}
+	cfg.Writes, cfg.InsecureNoAuth, cfg.Logger = true, true, quiet
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	cfg.Backend = be
+	s, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // loopback only
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: s.Handler()}
+	go hs.Serve(ln)
+	cl, err := client.New("http://"+ln.Addr().String(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}})
+	if err != nil {
+		return err
+	}
+	queries := c.Queries
+	load(cl, queries, rate, 2*time.Second) // warm-up
+	idle := load(cl, queries, rate, d)
+	fmt.Printf("\nidle: %s\n", idle)
+	var acked atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	g := newGenerator(c, seed)
+	var gmu sync.Mutex
+	start := time.Now()
+	var werr error
+	var emu sync.Mutex
+	for k := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var every time.Duration // one batch per writer this often (0: no pause)
+			if ingestRate > 0 {
+				every = time.Duration(float64(time.Second) * float64(batch*writers) / float64(ingestRate))
+			}
+			next := time.Now()
+			for n := 0; ; n++ {
+				if every > 0 {
+					next = next.Add(every)
+					time.Sleep(time.Until(next))
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				changes := make([]api.DocumentChange, batch)
+				gmu.Lock()
+				for i := range changes {
+					changes[i] = api.DocumentChange{Op: "add", ID: fmt.Sprintf("w%d-%d-%d", k, n, i),
+						Document: api.Document{Title: g.name(), Text: g.plainText()}}
+				}
+				gmu.Unlock()
+				if _, err := cl.CommitDocuments(context.Background(), "ix", changes); err != nil {
+					emu.Lock()
+					werr = errors.Join(werr, err)
+					emu.Unlock()
+					return
+				}
+				acked.Add(int64(batch))
+			}
+		}()
+	}
+	busy := load(cl, queries, rate, d)
+	close(stop)
+	wg.Wait()
+	took := time.Since(start)
+	if werr != nil {
+		return werr
+	}
+	st, _ := s.LiveStats("ix")
+	fmt.Printf("ingesting: %s\n", busy)
+	pace := "as fast as acknowledged"
+	if ingestRate > 0 {
+		pace = fmt.Sprintf("paced at %d passages/s", ingestRate)
+	}
+	fmt.Printf("ingest (%s): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
+		pace, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
+	fmt.Printf("query p99 ingesting / idle: %.2f\n", busy.p99.Seconds()/idle.p99.Seconds())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hs.Shutdown(ctx)
+	return s.Close(ctx)
+}
+
+// latencies summarises a load phase.
+type latencies struct {
+	n, failed int
+	p50, p99  time.Duration
+}
+
+func (l latencies) String() string {
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms", l.n, l.failed, float64(l.p50.Microseconds())/1000, float64(l.p99.Microseconds())/1000)
+}
+
+// load sends BM25 queries at rate per second for d (open loop: a slow
+// answer does not delay the next send) and returns their latencies.
+func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) latencies {
+	var mu sync.Mutex
+	var lat []time.Duration
+	failed := 0
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.After(d)
+	for i := 0; ; i++ {
+		select {
+		case <-end:
+			wg.Wait()
+			slices.Sort(lat)
+			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99)}
+		case <-tick.C:
+		}
+		q := qs[i%len(qs)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.Now()
+			_, err := cl.Retrieve(context.Background(), api.RetrieveRequest{Index: "ix", Query: q.Text, Method: "bm25", K: api.K(10)})
+			el := time.Since(t)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				return
+			}
+			lat = append(lat, el)
+		}()
+	}
+}
+
+func pct(s []time.Duration, p float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
