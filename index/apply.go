@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -29,6 +30,13 @@ type Change struct {
 	// Kinds keep derived edge kinds true (KindUpdaters): their edges are
 	// made anew by the updater rather than carried over and marked stale.
 	Kinds []KindUpdater
+	// Cut names removed nodes whose incoming edges end even when an added
+	// node has their id (by default such edges follow it: a replaced
+	// document keeps the links into it).
+	Cut map[string]bool
+	// Count is how many changes ch stands for (Meta.Stale counts them;
+	// 0 counts as 1).
+	Count int
 }
 
 // Apply returns the index that ch makes of ix, held in memory; ix is not
@@ -134,7 +142,15 @@ func CheckNode(n *corpus.Node) error {
 	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":
 		return fmt.Errorf("node %q: fields text and title: both empty", n.ID)
 	}
+	for _, f := range []struct{ name, v string }{{"id", n.ID}, {"title", n.Title}, {"text", n.Text}, {"type", n.Type}, {"doc", n.Doc}, {"section", n.Section}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("node %q: field %s: not valid UTF-8", n.ID, f.name)
+		}
+	}
 	for _, a := range n.Aliases {
+		if !utf8.ValidString(a) {
+			return fmt.Errorf("node %q: field aliases: not valid UTF-8", n.ID)
+		}
 		if strings.Contains(a, aliasSep) {
 			return fmt.Errorf("node %q: field aliases: %q holds the separator U+001F", n.ID, a)
 		}
@@ -309,8 +325,10 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 		if r := remap[v]; r >= 0 {
 			return r
 		}
-		if a, ok := ids[ix.NodeID(int(v))]; ok {
-			return a
+		if id := ix.NodeID(int(v)); !ch.Cut[id] {
+			if a, ok := ids[id]; ok {
+				return a
+			}
 		}
 		return -1
 	}
@@ -428,7 +446,7 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 			st.GraphKinds = append(st.GraphKinds, k)
 		}
 	}
-	st.Changes++
+	st.Changes += int64(max(ch.Count, 1))
 	if len(st.Sections)+len(st.GraphKinds) > 0 {
 		out.Meta.Stale = st
 	}

@@ -125,7 +125,7 @@ func (w *Writer) Commit(meta map[string]any) error {
 		w.Abort()
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(w.tmp, ManifestFile), b, 0o644); err != nil {
+	if err := writeSynced(filepath.Join(w.tmp, ManifestFile), b); err != nil {
 		w.Abort()
 		return err
 	}
@@ -153,6 +153,23 @@ func (w *Writer) Abort() {
 		os.RemoveAll(w.tmp)
 		w.release()
 	}
+}
+
+// writeSynced writes a file and syncs it: a power loss after the folder
+// is swapped in must not leave an empty manifest (delayed allocation).
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func syncDir(dir string) error {

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -94,9 +95,13 @@ type record struct {
 
 func encodeRecord(ops []op) ([]byte, error) { return json.Marshal(record{Ops: ops}) }
 
+// decodeRecord reads a logged batch; numbers in metadata keep their text,
+// so replay stores what the commit stored.
 func decodeRecord(b []byte) ([]op, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := dec.Decode(&r); err != nil {
 		return nil, err
 	}
 	return r.Ops, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/models"
 )
 
 // catalog maps the current index's documents to their nodes and back, by
@@ -39,21 +40,26 @@ type pending struct {
 	addAt   map[string]int // live added node id → position in add
 	edges   []ownedEdge
 	ops     int
+	count   int             // nodes after the accepted batches
+	cut     map[string]bool // deleted nodes whose incoming edges end (see deleteDoc)
 }
 
 // ownedEdge is an edge with the added node it starts from.
 type ownedEdge struct {
 	e     corpus.Edge
 	owner int
+	dead  bool // its destination was deleted after it was added
 }
 
 func newPending(base *index.Index, cat *catalog) *pending {
-	return &pending{base: base, cat: cat, dims: base.Meta.Dims, remove: map[int32]bool{}, addAt: map[string]int{}}
+	return &pending{base: base, cat: cat, dims: base.Meta.Dims, remove: map[int32]bool{}, addAt: map[string]int{},
+		count: base.N(), cut: map[string]bool{}}
 }
 
 // overlay is one batch's view of the catalog while it is checked: what
 // it deleted and added so far.
 type overlay struct {
+	delta   int // nodes added less nodes removed
 	cat     *catalog
 	docs    map[string][]string // nil value: deleted
 	nodeDoc map[string]string   // "" value: deleted
@@ -98,6 +104,9 @@ func (p *pending) check(ops []op) error {
 			return &CheckError{fmt.Errorf("change %d (%s %q): %w", i+1, ops[i].Kind, ops[i].ID, err)}
 		}
 	}
+	if p.count+o.delta < 1 {
+		return &CheckError{fmt.Errorf("the batch would leave the index without passages (an index holds at least one): add before you delete the last")}
+	}
 	for i := range ops {
 		for _, e := range ops[i].Edges {
 			if _, ok := o.nodeOf(e.Dst); !ok {
@@ -138,6 +147,7 @@ func (o *overlay) apply(x *op, dims int) error {
 }
 
 func (o *overlay) drop(id string, nodes []string) {
+	o.delta -= len(nodes)
 	o.docs[id] = nil
 	for _, n := range nodes {
 		o.nodeDoc[n] = ""
@@ -177,9 +187,19 @@ func (o *overlay) put(x *op, dims int) error {
 			return fmt.Errorf("edge %d (%q → %q): its source is not a passage of this document (edges belong to the document they start from)", k+1, e.Src, e.Dst)
 		}
 	}
-	if x.Vectors != nil && len(x.Vectors) != 4*len(x.Nodes)*dims {
-		return fmt.Errorf("field vectors: %d values for %d nodes of %d dims", len(x.Vectors)/4, len(x.Nodes), dims)
+	if x.Vectors != nil {
+		if len(x.Vectors) != 4*len(x.Nodes)*dims {
+			return fmt.Errorf("field vectors: %d values for %d nodes of %d dims", len(x.Vectors)/4, len(x.Nodes), dims)
+		}
+		v, err := unpackFloats(x.Vectors)
+		if err == nil {
+			err = models.CheckFinite(v, dims)
+		}
+		if err != nil {
+			return fmt.Errorf("field vectors: %w", err)
+		}
 	}
+	o.delta += len(x.Nodes)
 	o.docs[x.ID] = ids
 	for _, n := range ids {
 		o.nodeDoc[n] = x.ID
@@ -192,7 +212,7 @@ func (p *pending) accept(ops []op) error {
 	for i := range ops {
 		x := &ops[i]
 		if nodes, ok := p.cat.docs[x.ID]; ok && x.Kind != opAdd {
-			p.deleteDoc(x.ID, nodes)
+			p.deleteDoc(x.ID, nodes, keptIDs(x))
 		}
 		if x.Kind == opDelete {
 			continue
@@ -205,8 +225,34 @@ func (p *pending) accept(ops []op) error {
 	return nil
 }
 
-func (p *pending) deleteDoc(id string, nodes []string) {
+// keptIDs are the node ids a replace brings back (edges into them follow
+// the new passages, as a rebuild from the changed corpus has them).
+func keptIDs(x *op) map[string]bool {
+	if x.Kind != opReplace {
+		return nil
+	}
+	ids := make(map[string]bool, len(x.Nodes))
+	for _, n := range x.Nodes {
+		ids[n.ID] = true
+	}
+	return ids
+}
+
+// deleteDoc removes a document's nodes. Edges into a node that its
+// replacement does not bring back end here, even if a later batch adds a
+// node of that id: the same batches committed one by one would have
+// dropped them, and the grouping must not change the graph.
+func (p *pending) deleteDoc(id string, nodes []string, kept map[string]bool) {
+	p.count -= len(nodes)
 	for _, n := range nodes {
+		if !kept[n] {
+			p.cut[n] = true
+			for i := range p.edges {
+				if p.edges[i].e.Dst == n {
+					p.edges[i].dead = true
+				}
+			}
+		}
 		if at, ok := p.addAt[n]; ok {
 			p.dropped[at] = true
 			delete(p.addAt, n)
@@ -228,6 +274,7 @@ func (p *pending) addDoc(x *op) error {
 	}
 	ids := make([]string, len(x.Nodes))
 	first := len(p.add)
+	p.count += len(x.Nodes)
 	for j, n := range x.Nodes {
 		ids[j] = n.ID
 		p.addAt[n.ID] = len(p.add)
@@ -265,10 +312,11 @@ func (p *pending) change() *index.Change {
 		}
 	}
 	for _, oe := range p.edges {
-		if !p.dropped[oe.owner] && p.alive(oe.e.Dst) {
+		if !oe.dead && !p.dropped[oe.owner] && p.alive(oe.e.Dst) {
 			ch.Edges = append(ch.Edges, oe.e)
 		}
 	}
+	ch.Cut, ch.Count = p.cut, p.ops
 	return ch
 }
 

@@ -98,9 +98,13 @@ type Writer struct {
 	log  *wal.Log
 	cur  atomic.Pointer[index.Index]
 
-	queue chan *request
-	stop  chan struct{}
-	done  chan struct{}
+	queue  chan *request
+	stop   chan struct{}
+	done   chan struct{} // the commit loop ended
+	ckDone chan struct{} // the checkpoint loop ended
+
+	closeMu sync.Mutex
+	closed  bool
 
 	mu  sync.Mutex // the commit loop's state, with ck
 	cat *catalog
@@ -111,15 +115,17 @@ type Writer struct {
 	// written is the last log record the index on disk includes.
 	written uint64
 	ckMu    sync.Mutex // one checkpoint at a time
-	ck      chan struct{}
+	// logClosed: Close closed the log (under ckMu).
+	logClosed bool
+	ck        chan struct{}
 
 	stats stats
 }
 
 type stats struct {
-	commits, batches, groups, checkpoints atomic.Int64
-	ckNanos, ckLastNanos                  atomic.Int64
-	replayed                              atomic.Int64
+	commits, batches, checkpoints atomic.Int64
+	ckNanos, ckLastNanos          atomic.Int64
+	replayed                      atomic.Int64
 }
 
 type request struct {
@@ -147,7 +153,7 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, o: o, base: base, sum: base.Manifest.Checksum, queue: make(chan *request, o.MaxGroup),
-		stop: make(chan struct{}), done: make(chan struct{}), ck: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), ckDone: make(chan struct{}), ck: make(chan struct{}, 1)}
 	if err := w.openLog(ctx); err != nil {
 		base.Close()
 		return nil, err
@@ -178,9 +184,13 @@ func (w *Writer) openLog(ctx context.Context) error {
 	h := l.Header()
 	lv := w.base.Meta.Live
 	switch {
+	case lv != nil && h.ID == lv.Log && l.Last() < lv.Seq:
+		l.Close()
+		return fmt.Errorf("live: the update log %s ends at record %d, before record %d, which the index at %s includes: it was truncated or restored from an older copy; move it away to start a new one",
+			LogDir(w.dir), l.Last(), lv.Seq, w.dir)
 	case lv != nil && h.ID == lv.Log:
 	case lv == nil && h.Extends == w.base.Manifest.Checksum:
-	case l.Last() == after && (lv == nil || l.Last() >= lv.Seq):
+	case l.Empty() && l.Last() == after:
 		// an empty log the index has not met: it takes over from here
 	default:
 		l.Close()
@@ -285,8 +295,17 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
 	case <-w.stop:
 		return Result{}, ErrClosed
 	}
-	r := <-req.done
-	return r, r.Err
+	select {
+	case r := <-req.done:
+		return r, r.Err
+	case <-w.done: // the loop ended; it answered the request if it took it
+		select {
+		case r := <-req.done:
+			return r, r.Err
+		default:
+			return Result{}, ErrClosed
+		}
+	}
 }
 
 func (w *Writer) commitLoop() {
@@ -375,31 +394,39 @@ func (w *Writer) commitGroup(group []*request) {
 	if len(accepted) == 0 {
 		return
 	}
-	first, err := w.log.Append(payloads...)
-	if err == nil {
-		var next *index.Index
-		if next, err = cur.Apply(context.Background(), w.change(p)); err == nil {
-			w.publish(next)
-		}
-	}
+	// The next index is made before the log is written, so a change that
+	// cannot be applied is refused, never logged (it would stop every
+	// later open); it is published only once the log holds it.
+	next, err := cur.Apply(context.Background(), w.change(p))
 	if err != nil {
-		w.err = fmt.Errorf("live: %w (the writer stopped: reopen the index to recover from the log)", err)
+		w.cat = newCatalog(cur) // undo the accepted batches
+		w.o.Logger.Error("live update refused: the change could not be applied", "dir", w.dir, "err", err)
+		answerAll(accepted, fmt.Errorf("live: %w", err))
+		return
+	}
+	first, err := w.log.Append(payloads...)
+	if err != nil {
+		w.err = fmt.Errorf("%w: %v (the writer stopped: reopen the index to recover from the log)", ErrClosed, err)
 		w.o.Logger.Error("live update failed", "dir", w.dir, "err", err)
+		answerAll(accepted, w.err)
+		return
 	}
+	w.publish(next)
+	w.stats.batches.Add(int64(len(accepted))) // before anyone is answered: Stats after a Commit includes it
 	for i, r := range accepted {
-		if err != nil {
-			r.done <- Result{Err: w.err}
-			continue
-		}
-		r.done <- Result{Seq: first + uint64(i), Nodes: w.cur.Load().N()}
+		r.done <- Result{Seq: first + uint64(i), Nodes: next.N()}
 	}
-	w.stats.batches.Add(int64(len(accepted)))
-	w.stats.groups.Add(1)
 	if w.log.Stats().Bytes >= w.o.CheckpointBytes {
 		select {
 		case w.ck <- struct{}{}:
 		default:
 		}
+	}
+}
+
+func answerAll(rs []*request, err error) {
+	for _, r := range rs {
+		r.done <- Result{Err: err}
 	}
 }
 
@@ -448,6 +475,9 @@ func (w *Writer) embed(ctx context.Context, ix *index.Index, ops []op) error {
 		if len(v) != len(texts)*ix.Meta.Dims {
 			return fmt.Errorf("change %d: embedder %s returned %d values for %d passages of %d dims", i+1, ix.Embedder.Name(), len(v), len(texts), ix.Meta.Dims)
 		}
+		if err := models.CheckFinite(v, ix.Meta.Dims); err != nil {
+			return fmt.Errorf("change %d: embedder %s: %w", i+1, ix.Embedder.Name(), err)
+		}
 		x.Vectors = packFloats(v)
 	}
 	return nil
@@ -462,6 +492,7 @@ func (w *Writer) publish(next *index.Index) {
 }
 
 func (w *Writer) checkpointLoop() {
+	defer close(w.ckDone)
 	for {
 		select {
 		case <-w.stop:
@@ -479,6 +510,9 @@ func (w *Writer) checkpointLoop() {
 func (w *Writer) Checkpoint(ctx context.Context) error {
 	w.ckMu.Lock()
 	defer w.ckMu.Unlock()
+	if w.logClosed {
+		return ErrClosed
+	}
 	start := time.Now()
 	w.mu.Lock()
 	ix, seq, err := w.cur.Load(), w.log.Last(), w.err
@@ -538,18 +572,21 @@ func (w *Writer) Stats() Stats {
 // the log and the index are closed. Readers must be done with the
 // writer's indexes.
 func (w *Writer) Close() error {
-	select {
-	case <-w.stop:
+	w.closeMu.Lock()
+	defer w.closeMu.Unlock()
+	if w.closed {
 		return ErrClosed
-	default:
 	}
+	w.closed = true
 	close(w.stop)
 	<-w.done
+	<-w.ckDone // a checkpoint in flight finishes first
 	var err error
 	if w.err == nil {
 		err = w.Checkpoint(context.Background())
 	}
-	w.ckMu.Lock() // a checkpoint in flight finishes first
+	w.ckMu.Lock()
 	defer w.ckMu.Unlock()
+	w.logClosed = true
 	return errors.Join(err, w.log.Close(), w.base.Close())
 }

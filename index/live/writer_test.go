@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,5 +345,96 @@ func TestOptionsChecked(t *testing.T) {
 	wg.Wait()
 	if st := w.Stats(); st.Batches != 12 || st.Nodes != w.base.N()+12 {
 		t.Fatalf("stats %+v, want 12 batches", st)
+	}
+}
+
+// TestGroupingKeepsTheGraph commits the same changes one batch at a time
+// and as one batch: a document deleted and later re-added loses the
+// edges into it either way; a replaced one keeps them either way.
+func TestGroupingKeepsTheGraph(t *testing.T) {
+	edgesAfter := func(batches []*Batch) []string {
+		dir := smallIndex(t)
+		o, _ := testOptions(t)
+		w, err := Open(context.Background(), dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for _, b := range batches {
+			commit(t, w, b)
+		}
+		ix := w.Index()
+		var out []string
+		g := &ix.Graph.Out
+		for u := range ix.N() {
+			for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
+				out = append(out, ix.NodeID(u)+"→"+ix.NodeID(int(g.Idx[p])))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	dir := smallIndex(t)
+	ix := indextest.Open(t, dir)
+	g := &ix.Graph.In
+	x, y := -1, -1 // two nodes with incoming edges
+	for v := range ix.N() {
+		if g.Ptr[v+1] > g.Ptr[v] {
+			if x < 0 {
+				x = v
+			} else if y < 0 {
+				y = v
+			}
+		}
+	}
+	xd, yd := NodeDocument(corpus.Node{ID: ix.NodeID(x), Title: ix.Title(x), Text: ix.Text(x)}), NodeDocument(corpus.Node{ID: ix.NodeID(y), Title: ix.Title(y), Text: "replaced " + ix.Text(y)})
+	var del, add, rep, all Batch
+	del.Delete(xd.ID)
+	add.Add(xd)
+	rep.Replace(yd)
+	all.Delete(xd.ID)
+	all.Add(xd)
+	all.Replace(yd)
+	one, grouped := edgesAfter([]*Batch{&del, &add, &rep}), edgesAfter([]*Batch{&all})
+	if !slices.Equal(one, grouped) {
+		t.Fatalf("one by one: %d edges; in one batch: %d", len(one), len(grouped))
+	}
+	if len(one) >= int(ix.Meta.Edges) || !slices.ContainsFunc(one, func(e string) bool { return strings.HasSuffix(e, "→"+yd.ID) }) {
+		t.Fatalf("%d edges of %d: want those into %q gone and those into %q kept", len(one), ix.Meta.Edges, xd.ID, yd.ID)
+	}
+}
+
+// TestRefusedBeforeTheLog refuses changes that could not be applied, so
+// they never reach the log: the last passage deleted, non-finite vectors.
+func TestRefusedBeforeTheLog(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var all Batch
+	ix := w.Index()
+	seen := map[string]bool{}
+	for v := range ix.N() {
+		if d := ix.Document(v); !seen[d] {
+			seen[d] = true
+			all.Delete(d)
+		}
+	}
+	if _, err := w.Commit(context.Background(), &all); err == nil || !IsInvalid(err) {
+		t.Fatalf("deleting every passage: %v", err)
+	}
+	bad := passage("nan", "text")
+	bad.Vectors = make([]float32, ix.Meta.Dims)
+	bad.Vectors[0] = float32(math.NaN())
+	var b Batch
+	b.Add(bad)
+	if _, err := w.Commit(context.Background(), &b); err == nil || !IsInvalid(err) {
+		t.Fatalf("a NaN vector: %v", err)
+	}
+	if st := w.Stats(); st.Seq != 0 || st.Nodes != ix.N() {
+		t.Fatalf("refused changes reached the log or the index: %+v", st)
 	}
 }

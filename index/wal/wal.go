@@ -181,6 +181,14 @@ func (l *Log) Last() uint64 {
 	return l.last
 }
 
+// Empty reports whether the log holds no record (a new log, or one whose
+// records were all dropped after a checkpoint).
+func (l *Log) Empty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.segs) == 0 || l.segs[0].first > l.last
+}
+
 // Stats are the log's size.
 type Stats struct {
 	Segments int
