@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -11,9 +12,10 @@ import (
 // not a number: numbers change as passages come and go), so the edges
 // follow added and removed passages without rescanning every text: an
 // added passage's text is scanned for every title, and a new title is
-// looked for only in the passages a caller names as candidates (those
-// holding its words). Edges equals MentionEdges over the same titles and
-// texts. A Mentions is not safe for concurrent use.
+// looked for only in the passages whose text holds its first word (an
+// index of the words that do not start lower-case; a title that does is
+// looked for everywhere). Edges equals MentionEdges over the same titles
+// and texts. A Mentions is not safe for concurrent use.
 type Mentions struct {
 	o        MentionOptions
 	patterns map[string]*mentionPattern
@@ -24,6 +26,10 @@ type Mentions struct {
 	// patterns that start with no word (looked for in every text).
 	byFirst map[string][]string
 	odd     map[string]bool
+	// words indexes the texts' words that do not start lower-case, for
+	// new titles; pwords lists each passage's, to unindex it.
+	words  map[string]map[string]bool
+	pwords map[string][]string
 }
 
 type mentionPattern struct {
@@ -37,7 +43,7 @@ func NewMentions(o MentionOptions) (*Mentions, error) {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
 	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
-		byFirst: map[string][]string{}, odd: map[string]bool{}}, nil
+		byFirst: map[string][]string{}, odd: map[string]bool{}, words: map[string]map[string]bool{}, pwords: map[string][]string{}}, nil
 }
 
 // Passage is one passage as mentions see it: its key, the title it
@@ -91,6 +97,14 @@ func (s *Mentions) Remove(keys ...string) {
 			s.drop(p)
 		}
 		delete(s.hits, k)
+		for _, w := range s.pwords[k] {
+			if set := s.words[w]; len(set) == 1 {
+				delete(s.words, w)
+			} else {
+				delete(set, k)
+			}
+		}
+		delete(s.pwords, k)
 		if p, ok := s.owns[k]; ok {
 			delete(s.patterns[p].owners, k)
 			delete(s.owns, k)
@@ -115,10 +129,10 @@ func (s *Mentions) drop(p string) {
 	}
 }
 
-// Add adds passages (keys new to the state). candidates(pattern) lists
-// the known passages whose text may hold a title that no passage carried
-// before (a superset: they are checked); nil means every known passage.
-func (s *Mentions) Add(ps []Passage, candidates func(pattern string) []string, text func(key string) string) {
+// Add adds passages (keys new to the state); text returns a known
+// passage's text (a new title is checked in the passages holding its
+// first word).
+func (s *Mentions) Add(ps []Passage, text func(key string) string) {
 	var fresh []string
 	for _, p := range ps {
 		pat := s.pattern(p.Title)
@@ -136,11 +150,40 @@ func (s *Mentions) Add(ps []Passage, candidates func(pattern string) []string, t
 		added[p.Key] = true
 	}
 	for _, pat := range fresh {
-		s.findOld(pat, added, candidates, text)
+		s.findOld(pat, added, text)
 	}
 	for _, p := range ps {
 		s.setHits(p.Key, s.textHits(p.Text))
+		s.indexWords(p.Key, p.Text)
 	}
+}
+
+// indexWords indexes the words of a passage's text that do not start
+// lower-case.
+func (s *Mentions) indexWords(key, text string) {
+	var ws []string
+	for pos := 0; pos < len(text); {
+		r, size := utf8.DecodeRuneInString(text[pos:])
+		if !isWord(r) {
+			pos += size
+			continue
+		}
+		w := firstWord(text[pos:])
+		pos += len(w)
+		if unicode.IsLower(r) {
+			continue
+		}
+		set := s.words[w]
+		if set == nil {
+			set = map[string]bool{}
+			s.words[w] = set
+		}
+		if !set[key] {
+			set[key] = true
+			ws = append(ws, w)
+		}
+	}
+	s.pwords[key] = ws
 }
 
 // textHits lists the patterns text holds as whole words, each once.
@@ -170,11 +213,16 @@ func (s *Mentions) textHits(text string) []string {
 	return out
 }
 
-// findOld records the known passages (not among ps) that mention pat.
-func (s *Mentions) findOld(pat string, added map[string]bool, candidates func(string) []string, text func(string) string) {
+// findOld records the known passages (not among added) that mention pat:
+// those whose text holds its first word (every one when that word starts
+// lower-case or there is none).
+func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) string) {
 	var keys []string
-	if candidates != nil {
-		keys = candidates(pat)
+	w := firstWord(pat)
+	if r, _ := utf8.DecodeRuneInString(w); w != "" && !unicode.IsLower(r) {
+		for k := range s.words[w] {
+			keys = append(keys, k)
+		}
 	} else {
 		for k := range s.hits {
 			keys = append(keys, k)

@@ -10,12 +10,11 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-// The mentions graph follows live changes (index/live): an added passage's
-// text is scanned for every title, and a new title is looked for in the
-// passages that hold its rarest word, then checked as a whole word.
+// The mentions graph follows live changes (index/live) through
+// graphops.Mentions: an added passage's text is scanned for every title,
+// and a new title is looked for in the passages holding its first word.
 
 func init() {
 	if err := index.RegisterKindUpdater("mentions", newMentionsUpdater); err != nil {
@@ -45,7 +44,7 @@ func newMentionsUpdater(ctx context.Context, ix *index.Index) (index.KindUpdater
 	for i := range ps {
 		ps[i] = graphops.Passage{Key: ix.NodeID(i), Title: titles[i], Text: texts[i]}
 	}
-	s.Add(ps, nil, nil)
+	s.Add(ps, nil)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -67,7 +66,7 @@ func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index
 	for _, v := range ch.Remove {
 		u.s.Remove(before.NodeID(int(v)))
 	}
-	u.s.Add(addedPassages(after, ch.Add), candidatesIn(after), func(k string) string {
+	u.s.Add(addedPassages(after, ch.Add), func(k string) string {
 		v, _ := after.Lookup(k)
 		return after.Text(int(v))
 	})
@@ -107,38 +106,4 @@ func countDoc(nodes []corpus.Node, doc string) int {
 		}
 	}
 	return n
-}
-
-// candidatesIn lists the passages of ix holding a title's rarest analysed
-// word: every passage holding the title as a whole word is among them.
-func candidatesIn(ix *index.Index) func(string) []string {
-	return func(pat string) []string {
-		best := -1
-		for _, w := range lexical.Analyze(pat) {
-			t := ix.Postings.Terms.Lookup(w)
-			if t < 0 {
-				return nil // no passage holds this word
-			}
-			if best < 0 || ix.Postings.Ptr[t+1]-ix.Postings.Ptr[t] < ix.Postings.Ptr[best+1]-ix.Postings.Ptr[best] {
-				best = t
-			}
-		}
-		if best < 0 {
-			return allKeys(ix) // no word to look up: check every passage
-		}
-		p := ix.Postings
-		out := make([]string, 0, p.Ptr[best+1]-p.Ptr[best])
-		for j := p.Ptr[best]; j < p.Ptr[best+1]; j++ {
-			out = append(out, ix.NodeID(int(p.Doc[j])))
-		}
-		return out
-	}
-}
-
-func allKeys(ix *index.Index) []string {
-	out := make([]string, ix.N())
-	for i := range out {
-		out[i] = ix.NodeID(i)
-	}
-	return out
 }
