@@ -5,15 +5,17 @@
 // The folder holds segment files named by the sequence number of their
 // first record (%020d.wal). A segment starts with a header (magic, format
 // version, the log's id, the id of what the log extends, CRC-32C); each
-// record is its length, the CRC-32C of its sequence number and payload,
-// the sequence number and the payload. Sequence numbers start at 1 and
+// record is its length, the CRC-32C of the rest, its sequence number, its
+// place in its group and the payload. Sequence numbers start at 1 and
 // have no gaps across segments.
 //
-// Opening checks every record. A damaged record at the end of the last
-// segment, with nothing valid after it, is a torn write (a crash during
-// Append): it was never acknowledged, and it is cut off with a warning.
-// Damage anywhere else is corruption, reported with the file and offset;
-// nothing is applied past it.
+// The records of one Append form a group, its last record marked; only a
+// complete group counts. Opening checks every record. An incomplete or
+// damaged last group of the last segment is a write a crash interrupted
+// (a kill leaves it short; a power loss may leave any of its blocks
+// unwritten): it was never acknowledged, and it is cut off whole with a
+// warning. Damage anywhere else (a later group follows it) is corruption,
+// reported with the file and offset; nothing is applied past it.
 //
 // A Log is safe for concurrent use; one process at a time may open a
 // folder (a lock file excludes others).
@@ -43,9 +45,11 @@ const (
 	// MaxRecord bounds one record's payload: a longer length read from a
 	// file is damage, not an allocation to attempt.
 	MaxRecord = 256 << 20
-	recHeader = 16 // length, crc, seq
-	suffix    = ".wal"
-	lockFile  = "LOCK"
+	recHeader = 8 + recBody // length (with the group's end bit), crc, number, place
+	// groupEnd marks the last record of an Append in the length field.
+	groupEnd = 1 << 31
+	suffix   = ".wal"
+	lockFile = "LOCK"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -100,15 +104,15 @@ func Open(dir, extends string, start uint64, o Options) (*Log, error) {
 	if o.Logger == nil {
 		return nil, fmt.Errorf("wal: Options.Logger is required")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if start < 1 {
+		return nil, fmt.Errorf("wal: records are numbered from 1, not %d", start)
+	}
+	if err := makeDir(dir, o.NoSync); err != nil {
 		return nil, err
 	}
 	l := &Log{dir: dir, o: o}
 	if err := l.takeLock(); err != nil {
 		return nil, err
-	}
-	if start < 1 {
-		return nil, fmt.Errorf("wal: records are numbered from 1, not %d", start)
 	}
 	if err := l.recover(extends, start); err != nil {
 		l.lock.Close()
@@ -303,7 +307,7 @@ func dropTornSegment(segs []segment, log *slog.Logger) ([]segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if at := validAfter(b, 0, s.first); at >= 0 {
+	if at := laterGroup(b, 0, s.first); at >= 0 {
 		return nil, fmt.Errorf("%w: %s: header: %v, with a valid record at byte %d", ErrCorrupt, s.path, herr, at)
 	}
 	if err := os.Remove(s.path); err != nil {
@@ -338,27 +342,48 @@ func scanSegment(path string, first uint64, last bool, log *slog.Logger, fn func
 		return scanEnd{}, Header{}, fmt.Errorf("%w: %s: header: %v", ErrCorrupt, path, err)
 	}
 	off, next := int64(hlen), first
+	g := group{start: off, next: next} // the group being read
 	for off < st.Size() {
-		seq, payload, n, err := readRecord(r, st.Size()-off)
-		if err == nil && seq != next {
+		seq, start, payload, n, end, err := readRecord(r, st.Size()-off)
+		switch {
+		case err != nil:
+		case seq != next:
 			err = fmt.Errorf("record %d where %d was due", seq, next)
+		case start != g.next:
+			err = fmt.Errorf("record %d says its group starts at %d, not %d", seq, start, g.next)
 		}
 		if err != nil {
-			return tornTail(path, off, st.Size(), next, last, err, log, hdr)
+			return tornTail(path, off, st.Size(), g, last, err, log, hdr)
 		}
-		if err := fn(seq, payload); err != nil {
-			return scanEnd{}, Header{}, err
-		}
+		g.records = append(g.records, payload)
 		off += n
 		next++
+		if end { // the group is whole: its records count
+			for i, p := range g.records {
+				if err := fn(g.next+uint64(i), p); err != nil {
+					return scanEnd{}, Header{}, err
+				}
+			}
+			g = group{start: off, next: next}
+		}
+	}
+	if len(g.records) > 0 {
+		return tornTail(path, off, st.Size(), g, last, fmt.Errorf("the last group has no end mark"), log, hdr)
 	}
 	return scanEnd{size: off, next: next}, hdr, nil
 }
 
-// tornTail decides what a bad record at off means: a torn write when it
-// is the end of the last segment and nothing valid follows (cut off, with
-// a warning), else corruption.
-func tornTail(path string, off, size int64, next uint64, last bool, cause error, log *slog.Logger, hdr Header) (scanEnd, Header, error) {
+// group is the records of one Append read so far.
+type group struct {
+	start   int64  // its offset
+	next    uint64 // its first record's number
+	records [][]byte
+}
+
+// tornTail decides what damage at off, in group g, means: in the last
+// segment's last group (no later group follows it), a write a crash
+// interrupted, cut off whole with a warning; anywhere else corruption.
+func tornTail(path string, off, size int64, g group, last bool, cause error, log *slog.Logger, hdr Header) (scanEnd, Header, error) {
 	if !last {
 		return scanEnd{}, Header{}, fmt.Errorf("%w: %s at byte %d: %v (not the end of the log, so not a torn write)", ErrCorrupt, path, off, cause)
 	}
@@ -366,30 +391,52 @@ func tornTail(path string, off, size int64, next uint64, last bool, cause error,
 	if err != nil {
 		return scanEnd{}, Header{}, err
 	}
-	if at := validAfter(b, off+1, next); at >= 0 {
-		return scanEnd{}, Header{}, fmt.Errorf("%w: %s at byte %d: %v, with a valid record at byte %d after it (not a torn write)", ErrCorrupt, path, off, cause, at)
+	if at := laterGroup(b, off+1, g.next); at >= 0 {
+		return scanEnd{}, Header{}, fmt.Errorf("%w: %s at byte %d: %v, with a later group of records at byte %d (not a torn write)", ErrCorrupt, path, off, cause, at)
 	}
-	if err := os.Truncate(path, off); err != nil {
+	if err := os.Truncate(path, g.start); err != nil {
 		return scanEnd{}, Header{}, err
 	}
 	if err := syncFile(path); err != nil {
 		return scanEnd{}, Header{}, err
 	}
-	log.Warn("wal: cut off a torn write at the end of the log (a crash during an append; it was never acknowledged)",
-		"file", path, "offset", off, "bytes", size-off, "reason", cause.Error())
-	return scanEnd{size: off, next: next}, hdr, nil
+	log.Warn("wal: cut off a write a crash interrupted at the end of the log (it was never acknowledged)",
+		"file", path, "offset", g.start, "bytes", size-g.start, "records", g.next, "reason", cause.Error())
+	return scanEnd{size: g.start, next: g.next}, hdr, nil
 }
 
-// validAfter returns the offset of a valid record numbered ≥ next at or
-// after from in b, or −1.
-func validAfter(b []byte, from int64, next uint64) int64 {
+// A record is its length word (the bytes after the length and the
+// checksum, with groupEnd on a group's last record), the CRC-32C of what
+// follows, its number, its place in its group (0 for the group's first),
+// and the payload.
+const recBody = 12 // number and place
+
+// validAt reports a valid record at at in b: its size, number, the
+// number its group starts at, and its end mark.
+func validAt(b []byte, at int64) (size int64, seq, start uint64, end, ok bool) {
+	if at+recHeader > int64(len(b)) {
+		return 0, 0, 0, false, false
+	}
+	word := binary.LittleEndian.Uint32(b[at:])
+	n := int64(word &^ groupEnd)
+	if n < recBody || n-recBody > MaxRecord || at+8+n > int64(len(b)) {
+		return 0, 0, 0, false, false
+	}
+	body := b[at+8 : at+8+n]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[at+4:]) {
+		return 0, 0, 0, false, false
+	}
+	seq = binary.LittleEndian.Uint64(body)
+	return 8 + n, seq, seq - uint64(binary.LittleEndian.Uint32(body[8:])), word&groupEnd != 0, true
+}
+
+// laterGroup returns the offset of a valid record of a group that starts
+// after the group numbered from first, at or after from in b; −1 when
+// there is none: the damage is in the last group, which no Append
+// finished (a later Append starts only after the earlier one synced).
+func laterGroup(b []byte, from int64, first uint64) int64 {
 	for at := from; at+recHeader <= int64(len(b)); at++ {
-		n := int64(binary.LittleEndian.Uint32(b[at:]))
-		if n < 8 || n-8 > MaxRecord || at+8+n > int64(len(b)) {
-			continue
-		}
-		body := b[at+8 : at+8+n]
-		if crc32.Checksum(body, castagnoli) == binary.LittleEndian.Uint32(b[at+4:]) && binary.LittleEndian.Uint64(body) >= next {
+		if _, _, start, _, ok := validAt(b, at); ok && start > first {
 			return at
 		}
 	}
@@ -437,36 +484,44 @@ func encodeHeader(h Header) []byte {
 }
 
 // readRecord reads one record of at most avail bytes.
-func readRecord(r *bufio.Reader, avail int64) (seq uint64, payload []byte, n int64, err error) {
+func readRecord(r *bufio.Reader, avail int64) (seq, start uint64, payload []byte, n int64, end bool, err error) {
 	if avail < recHeader {
-		return 0, nil, 0, fmt.Errorf("%d bytes left, less than a record header", avail)
+		return 0, 0, nil, 0, false, fmt.Errorf("%d bytes left, less than a record header", avail)
 	}
 	var h [recHeader]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, 0, err
+		return 0, 0, nil, 0, false, err
 	}
-	size := int64(binary.LittleEndian.Uint32(h[:4]))
-	if size < 8 || size-8 > MaxRecord {
-		return 0, nil, 0, fmt.Errorf("record length %d", size)
+	word := binary.LittleEndian.Uint32(h[:4])
+	size := int64(word &^ groupEnd)
+	if size < recBody || size-recBody > MaxRecord {
+		return 0, 0, nil, 0, false, fmt.Errorf("record length %d", size)
 	}
 	if 8+size > avail {
-		return 0, nil, 0, fmt.Errorf("record of %d bytes with %d left", 8+size, avail)
+		return 0, 0, nil, 0, false, fmt.Errorf("record of %d bytes with %d left", 8+size, avail)
 	}
-	payload = make([]byte, size-8)
+	payload = make([]byte, size-recBody)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, 0, err
+		return 0, 0, nil, 0, false, err
 	}
 	sum := crc32.Update(crc32.Checksum(h[8:], castagnoli), castagnoli, payload)
 	if sum != binary.LittleEndian.Uint32(h[4:8]) {
-		return 0, nil, 0, fmt.Errorf("record checksum mismatch")
+		return 0, 0, nil, 0, false, fmt.Errorf("record checksum mismatch")
 	}
-	return binary.LittleEndian.Uint64(h[8:]), payload, 8 + size, nil
+	seq = binary.LittleEndian.Uint64(h[8:])
+	return seq, seq - uint64(binary.LittleEndian.Uint32(h[16:])), payload, 8 + size, word&groupEnd != 0, nil
 }
 
-func appendRecord(b []byte, seq uint64, payload []byte) []byte {
+// appendRecord appends record seq, place within its group, to b.
+func appendRecord(b []byte, seq uint64, place uint32, payload []byte, end bool) []byte {
 	var h [recHeader]byte
-	binary.LittleEndian.PutUint32(h[:4], uint32(8+len(payload)))
+	word := uint32(recBody + len(payload))
+	if end {
+		word |= groupEnd
+	}
+	binary.LittleEndian.PutUint32(h[:4], word)
 	binary.LittleEndian.PutUint64(h[8:], seq)
+	binary.LittleEndian.PutUint32(h[16:], place)
 	sum := crc32.Update(crc32.Checksum(h[8:], castagnoli), castagnoli, payload)
 	binary.LittleEndian.PutUint32(h[4:8], sum)
 	return append(append(b, h[:]...), payload...)
@@ -480,17 +535,20 @@ func (l *Log) newSegment(first uint64) error {
 		return err
 	}
 	h := encodeHeader(l.hdr)
-	if _, err := f.Write(h); err != nil {
+	fail := func(err error) error { // no stray segment: reopening would find a gap
 		f.Close()
+		os.Remove(path)
+		l.syncDir()
 		return err
+	}
+	if _, err := f.Write(h); err != nil {
+		return fail(err)
 	}
 	if err := l.sync(f); err != nil {
-		f.Close()
-		return err
+		return fail(err)
 	}
 	if err := l.syncDir(); err != nil {
-		f.Close()
-		return err
+		return fail(err)
 	}
 	if l.f != nil {
 		l.f.Close()
@@ -516,7 +574,7 @@ func (l *Log) Append(payloads ...[]byte) (uint64, error) {
 		if len(p) > MaxRecord {
 			return 0, fmt.Errorf("wal: a record of %d bytes exceeds the limit of %d: split the batch", len(p), MaxRecord)
 		}
-		buf = appendRecord(buf, l.last+1+uint64(i), p)
+		buf = appendRecord(buf, l.last+1+uint64(i), uint32(i), p, i == len(payloads)-1)
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = fmt.Errorf("wal: writing %s failed, the log refuses appends until reopened: %w", l.dir, err)
@@ -611,6 +669,21 @@ func (l *Log) syncDir() error {
 		return nil
 	}
 	return syncFile(l.dir)
+}
+
+// makeDir creates dir when missing and syncs its parent, so the new
+// folder's name survives a power loss.
+func makeDir(dir string, noSync bool) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if noSync {
+		return nil
+	}
+	return syncFile(filepath.Dir(dir))
 }
 
 func syncFile(path string) error {

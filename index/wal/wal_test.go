@@ -99,9 +99,9 @@ func TestAppendReopenReplay(t *testing.T) {
 	}
 }
 
-// TestTornTail cuts the last segment at every byte of its last records:
-// each cut loses only the records it damaged, with a warning, and the log
-// appends after it.
+// TestTornTail cuts the last segment at every byte of its last group (an
+// Append of 3 records): each cut loses that group whole, with a warning,
+// and the log appends after it.
 func TestTornTail(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "log")
 	l := fill(t, base, 6)
@@ -121,14 +121,11 @@ func TestTornTail(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
 		}
-		kept := 0
-		for kept < len(lens) && lens[kept] <= cut {
-			kept++
-		}
+		kept := 4 // the header's end and the first group's 3 records
 		if l.Last() != uint64(kept-1) {
 			t.Fatalf("cut at %d: last %d, want %d", cut, l.Last(), kept-1)
 		}
-		if cut != lens[kept-1] && !bytes.Contains(logs.Bytes(), []byte("torn write")) {
+		if cut != lens[kept-1] && !bytes.Contains(logs.Bytes(), []byte("crash interrupted")) {
 			t.Fatalf("cut at %d: no warning", cut)
 		}
 		if _, err := l.Append(payload(99)); err != nil {
@@ -154,7 +151,7 @@ func recordEnds(t *testing.T, b []byte) []int64 {
 }
 
 func binary32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	return (uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24) &^ groupEnd
 }
 
 // TestCorruptionIsNotTorn flips bytes where valid records follow: the log
@@ -218,5 +215,31 @@ func TestLockAndLimits(t *testing.T) {
 	}
 	if _, err := Open(t.TempDir(), "", 1, Options{}); err == nil {
 		t.Error("no logger accepted")
+	}
+}
+
+// TestScrambledLastGroup damages a record in the middle of the last group
+// while the group's later records are intact (a power loss can write an
+// unsynced group's blocks in any order): the group is cut off whole, not
+// taken for corruption.
+func TestScrambledLastGroup(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := fill(t, dir, 6)
+	path := l.segs[0].path
+	l.Close()
+	b, _ := os.ReadFile(path)
+	ends := recordEnds(t, b)
+	b[ends[4]+20] ^= 0x40 // record 5, in the group of records 4–6
+	os.WriteFile(path, b, 0o644)
+	l, err := Open(dir, "", 1, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Last() != 3 {
+		t.Fatalf("last %d, want 3 (the damaged group cut off)", l.Last())
+	}
+	if got := replayAll(t, l, 0); !reflect.DeepEqual(got, want(1, 3)) {
+		t.Fatalf("replay: %d records", len(got))
 	}
 }
