@@ -455,6 +455,6 @@ func CleanDebris(log *slog.Logger, dir string) {
 		log.Warn("removed hidden folders left by interrupted writes", "folders", removed)
 	}
 	if len(busy) > 0 {
-		log.Warn("hidden folders of writes still running in another process; left alone", "folders", busy)
+		log.Warn("hidden folders left alone: writes still running in another process, or folders holding your files (not the index's) that an interrupted write did not move back; move those back by hand", "folders", busy)
 	}
 }

@@ -22,6 +22,8 @@ type indexSet struct {
 	refs    int
 	retired bool
 	done    chan struct{}
+	// onClose tells the server the set is closed (Server.track).
+	onClose func()
 }
 
 // entry is one served index and the methods made over it, one per option
@@ -189,6 +191,9 @@ func (s *indexSet) close() {
 		if e.sets.Add(-1) == 0 {
 			e.close()
 		}
+	}
+	if s.onClose != nil {
+		s.onClose()
 	}
 }
 

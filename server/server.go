@@ -223,6 +223,28 @@ type Server struct {
 	certs    []*Certificate // TLSListener's, reread by ReloadAll
 	// writers update the indexes in place (Config.Writes); nil without.
 	writers map[string]*live.Writer
+	// open counts the index sets not closed yet: a request may still
+	// read a set a publish or reload retired.
+	open sync.WaitGroup
+}
+
+// track counts set among the open ones until it closes.
+func (s *Server) track(set *indexSet) *indexSet {
+	s.open.Add(1)
+	set.onClose = s.open.Done
+	return set
+}
+
+// waitSets waits for every set to close, or ctx.
+func (s *Server) waitSets(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.open.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New opens every index (read-only, shared by all requests).
@@ -242,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
-	s.set.Store(set)
+	s.set.Store(s.track(set))
 	s.keys.Store(cfg.Keys)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	if s.writers != nil {
@@ -272,7 +294,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	old := s.set.Swap(set)
+	old := s.set.Swap(s.track(set))
 	s.metrics.damaged.Reset() // the new set is freshly verified
 	s.cfg.Logger.Info("indexes reloaded", "indexes", len(set.entries))
 	go old.retire(context.WithoutCancel(ctx))
@@ -307,6 +329,9 @@ func (s *Server) Close(ctx context.Context) error {
 	var err error
 	if set != nil {
 		err = set.retire(ctx)
+	}
+	if err == nil && s.writers != nil {
+		err = s.waitSets(ctx) // sets retired by publishes may still be read
 	}
 	if err == nil && s.writers != nil {
 		err = s.closeWriters() // readers are done: fold each log into its index

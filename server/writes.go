@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -70,7 +71,7 @@ func (s *Server) publish(name string, ix *index.Index) {
 	if old == nil {
 		return // closing
 	}
-	set := old.with(name, s.newEntry(ix, false))
+	set := s.track(old.with(name, s.newEntry(ix, false)))
 	s.set.Store(set)
 	go old.retire(context.Background())
 }
@@ -103,8 +104,11 @@ func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, op string)
 	if err != nil {
 		code := http.StatusBadRequest
 		var fe *FieldError
-		if errors.As(err, &fe) && fe.Field == "timeout" {
+		switch {
+		case errors.As(err, &fe) && fe.Field == "timeout":
 			code, fe.Field = http.StatusRequestTimeout, ""
+		case errors.As(err, &fe) && strings.HasPrefix(fe.Msg, "a body over"):
+			code = http.StatusRequestEntityTooLarge
 		}
 		return fail(code, err)
 	}
@@ -180,6 +184,8 @@ func (s *Server) answerWrite(w http.ResponseWriter, op, name string, n int, res 
 	case err == nil:
 	case errors.Is(err, live.ErrExists):
 		code = http.StatusConflict
+	case errors.Is(err, live.ErrTooLarge):
+		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, live.ErrNotFound):
 		code = http.StatusNotFound
 	case errors.Is(err, live.ErrClosed) || errors.Is(err, context.DeadlineExceeded):

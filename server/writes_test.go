@@ -231,3 +231,18 @@ func TestConcurrentWritesAndReads(t *testing.T) {
 		t.Fatalf("log at %d, want 30", got)
 	}
 }
+
+// TestWriteTooLarge answers 413 to a body over the write limit.
+func TestWriteTooLarge(t *testing.T) {
+	dir := copyIndex(t)
+	s := mustServer(t, func(c *server.Config) {
+		c.Indexes, c.Writes, c.Limits.MaxWriteBytes = map[string]string{"synth": dir}, true, 256
+	})
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
+	c, _ := client.New(hs.URL, hs.Client())
+	_, err := c.PutDocument(context.Background(), "synth", "big", api.Document{Text: strings.Repeat("word ", 100)})
+	if status(err) != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over the limit: %v, want 413", err)
+	}
+}

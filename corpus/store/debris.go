@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 )
 
 // A write in progress holds an exclusive lock on its hidden folder (flock,
@@ -35,7 +37,7 @@ func CleanDebris(final string) (removed, busy []string) {
 		}
 		dead := tryLock(f) // no live writer holds it
 		f.Close()
-		if !dead {
+		if !dead || holdsForeign(d) {
 			busy = append(busy, d)
 			continue
 		}
@@ -44,4 +46,24 @@ func CleanDebris(final string) (removed, busy []string) {
 		}
 	}
 	return removed, busy
+}
+
+// holdsForeign reports whether a debris folder is a complete store that
+// holds entries its manifest does not list: the user's files, which a
+// crash stopped moving back into the folder they came from (ReplaceDir).
+// It is kept, and named, rather than removed.
+func holdsForeign(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return false
+	}
+	var m Manifest
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	foreign, err := foreignEntries(dir, func(name string) bool {
+		_, listed := m.Files[name]
+		return listed || name == ManifestFile
+	})
+	return err == nil && len(foreign) > 0
 }

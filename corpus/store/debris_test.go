@@ -46,3 +46,26 @@ func TestCleanDebrisKeepsLiveWrites(t *testing.T) {
 		t.Errorf("after the commit: removed %v, busy %v", removed, busy)
 	}
 }
+
+// TestDebrisWithUserFilesKept keeps a hidden folder that holds a complete
+// store plus files its manifest does not list (the user's, stranded by a
+// crash midway through ReplaceDir).
+func TestDebrisWithUserFilesKept(t *testing.T) {
+	parent := t.TempDir()
+	final := filepath.Join(parent, "ix")
+	stranded := filepath.Join(parent, ".ix.staging-1")
+	if err := os.MkdirAll(stranded, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(stranded, ManifestFile), []byte(`{"files": {"a.bin": {}}}`), 0o644)
+	os.WriteFile(filepath.Join(stranded, "a.bin"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(stranded, "notes.txt"), []byte("mine"), 0o644)
+	removed, busy := CleanDebris(final)
+	if len(removed) != 0 || len(busy) != 1 {
+		t.Fatalf("removed %v, kept %v: want the folder kept", removed, busy)
+	}
+	os.Remove(filepath.Join(stranded, "notes.txt"))
+	if removed, _ := CleanDebris(final); len(removed) != 1 {
+		t.Fatalf("without the user's file: removed %v, want the folder", removed)
+	}
+}

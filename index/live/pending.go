@@ -109,6 +109,9 @@ func (p *pending) check(ops []op) error {
 	}
 	for i := range ops {
 		for _, e := range ops[i].Edges {
+			if p.base.DerivedKind(e.Kind) {
+				return &CheckError{fmt.Errorf("change %d (%s %q): edge %q → %q: kind %q is built by gleaner from the index, not given", i+1, ops[i].Kind, ops[i].ID, e.Src, e.Dst, e.Kind)}
+			}
 			if _, ok := o.nodeOf(e.Dst); !ok {
 				return &CheckError{fmt.Errorf("change %d (%s %q): edge %q → %q: no node %q", i+1, ops[i].Kind, ops[i].ID, e.Src, e.Dst, e.Dst)}
 			}

@@ -37,6 +37,8 @@ var (
 	// ErrClosed is returned by a Writer after Close, or after a failed
 	// log write (reopen the index).
 	ErrClosed = errors.New("live: the writer is closed")
+	// ErrTooLarge marks a batch over the log's record limit: split it.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Options configure a Writer.
@@ -447,7 +449,7 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 		return nil, err
 	}
 	if len(payload) > wal.MaxRecord {
-		return nil, &CheckError{fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: split it", len(payload), wal.MaxRecord)}
+		return nil, &CheckError{fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: %w; split it", len(payload), wal.MaxRecord, ErrTooLarge)}
 	}
 	return payload, p.accept(r.ops)
 }
