@@ -162,16 +162,9 @@ func (s *Mentions) Add(ps []Passage, text func(key string) string) {
 // lower-case.
 func (s *Mentions) indexWords(key, text string) {
 	var ws []string
-	for pos := 0; pos < len(text); {
-		r, size := utf8.DecodeRuneInString(text[pos:])
-		if !isWord(r) {
-			pos += size
-			continue
-		}
-		w := firstWord(text[pos:])
-		pos += len(w)
-		if unicode.IsLower(r) {
-			continue
+	eachWord(text, func(_ int, w string) {
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
+			return
 		}
 		set := s.words[w]
 		if set == nil {
@@ -182,29 +175,37 @@ func (s *Mentions) indexWords(key, text string) {
 			set[key] = true
 			ws = append(ws, w)
 		}
-	}
+	})
 	s.pwords[key] = ws
 }
 
-// textHits lists the patterns text holds as whole words, each once.
-func (s *Mentions) textHits(text string) []string {
-	var out []string
-	seen := map[string]bool{}
+// eachWord calls fn with each word of text (a run of letters and digits,
+// as the whole-word rule cuts them) and its offset.
+func eachWord(text string, fn func(pos int, word string)) {
 	for pos := 0; pos < len(text); {
 		r, size := utf8.DecodeRuneInString(text[pos:])
 		if !isWord(r) {
 			pos += size
 			continue
 		}
-		word := firstWord(text[pos:])
+		w := firstWord(text[pos:])
+		fn(pos, w)
+		pos += len(w)
+	}
+}
+
+// textHits lists the patterns text holds as whole words, each once.
+func (s *Mentions) textHits(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	eachWord(text, func(pos int, word string) {
 		for _, p := range s.byFirst[word] {
 			if !seen[p] && strings.HasPrefix(text[pos:], p) && boundary(text, pos, pos+len(p)) {
 				seen[p] = true
 				out = append(out, p)
 			}
 		}
-		pos += len(word)
-	}
+	})
 	for p := range s.odd {
 		if holdsWord(text, p) {
 			out = append(out, p)

@@ -20,11 +20,14 @@ import (
 )
 
 // writeServer serves a copy of the test index with writes enabled.
-func writeServer(t *testing.T) (*server.Server, *client.Client, string) {
+func writeServer(t *testing.T, mutate ...func(*server.Config)) (*server.Server, *client.Client, string) {
 	dir := copyIndex(t)
 	s := mustServer(t, func(c *server.Config) {
 		c.Indexes = map[string]string{"synth": dir}
 		c.Writes = true
+		for _, m := range mutate {
+			m(c)
+		}
 	})
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
@@ -234,13 +237,7 @@ func TestConcurrentWritesAndReads(t *testing.T) {
 
 // TestWriteTooLarge answers 413 to a body over the write limit.
 func TestWriteTooLarge(t *testing.T) {
-	dir := copyIndex(t)
-	s := mustServer(t, func(c *server.Config) {
-		c.Indexes, c.Writes, c.Limits.MaxWriteBytes = map[string]string{"synth": dir}, true, 256
-	})
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
-	c, _ := client.New(hs.URL, hs.Client())
+	_, c, _ := writeServer(t, func(c *server.Config) { c.Limits.MaxWriteBytes = 256 })
 	_, err := c.PutDocument(context.Background(), "synth", "big", api.Document{Text: strings.Repeat("word ", 100)})
 	if status(err) != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over the limit: %v, want 413", err)

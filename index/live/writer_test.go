@@ -33,6 +33,16 @@ func smallIndex(t *testing.T) string {
 	return indextest.Build(t, c)
 }
 
+// mustOpen opens the index at dir for updates.
+func mustOpen(t *testing.T, dir string, o Options) *Writer {
+	t.Helper()
+	w, err := Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func passage(id, text string) Document {
 	return NodeDocument(corpus.Node{ID: id, Title: "T " + id, Text: text})
 }
@@ -49,10 +59,7 @@ func commit(t *testing.T, w *Writer, b *Batch) Result {
 func TestCommitReplaceDeleteReopen(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	n0 := w.Index().N()
 	victim := w.Index().NodeID(3)
 	var b Batch
@@ -127,10 +134,7 @@ func snapshotOf(ix *index.Index) []any {
 func TestReplayAfterCrash(t *testing.T) {
 	dir := smallIndex(t)
 	o, logs := testOptions(t)
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	for i := range 20 {
 		var b Batch
 		b.Add(passage(fmt.Sprintf("p%d", i), fmt.Sprintf("text number %d about lemurs", i)))
@@ -169,10 +173,7 @@ func (w *Writer) crash() {
 func TestBatchIsAtomic(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	defer w.Close()
 	existing := w.Index().NodeID(0)
 	before := snapshotOf(w.Index())
@@ -218,10 +219,7 @@ func TestConcurrentCommits(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
 	o.CheckpointBytes = 4 << 10 // checkpoints while commits go on
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	var wg sync.WaitGroup
 	const writers, each = 4, 15
 	for g := range writers {
@@ -284,10 +282,7 @@ func TestConcurrentCommits(t *testing.T) {
 func TestForeignLogRefused(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	var b Batch
 	b.Add(passage("x", "text"))
 	commit(t, w, &b)
@@ -300,11 +295,7 @@ func TestForeignLogRefused(t *testing.T) {
 		t.Fatalf("open over a rebuilt index: %v", err)
 	}
 	os.RemoveAll(LogDir(dir))
-	w, err = Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	mustOpen(t, dir, o).Close()
 }
 
 // TestOptionsChecked refuses options that are not set, and commits with
@@ -325,10 +316,7 @@ func TestOptionsChecked(t *testing.T) {
 		}
 	}
 	o.MinInterval = 5 * time.Millisecond
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	defer w.Close()
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -409,10 +397,7 @@ func TestGroupingKeepsTheGraph(t *testing.T) {
 func TestRefusedBeforeTheLog(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
-	w, err := Open(context.Background(), dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustOpen(t, dir, o)
 	defer w.Close()
 	var all Batch
 	ix := w.Index()
