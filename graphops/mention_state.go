@@ -12,8 +12,8 @@ import (
 // not a number: numbers change as passages come and go), so the edges
 // follow added and removed passages without rescanning every text: an
 // added passage's text is scanned for every title, and a new title is
-// looked for only in the passages whose text holds its first word (an
-// index of the words that do not start lower-case; a title that does is
+// looked for only in the passages whose text holds its rarest word (an
+// index of the words that do not start lower-case; a title with none is
 // looked for everywhere). Edges equals MentionEdges over the same titles
 // and texts. A Mentions is not safe for concurrent use.
 type Mentions struct {
@@ -214,14 +214,24 @@ func (s *Mentions) textHits(text string) []string {
 	return out
 }
 
-// findOld records the known passages (not among added) that mention pat:
-// those whose text holds its first word (every one when that word starts
-// lower-case or there is none).
+// findOld records the known passages (not among added) that mention pat.
+// Every word of pat is a whole word of a text that holds pat, so the
+// passages holding its rarest indexed word are the candidates (every
+// passage when none of its words is indexed: all start lower-case).
 func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) string) {
+	var cands map[string]bool
+	indexed := false
+	eachWord(pat, func(_ int, w string) {
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
+			return
+		}
+		if set := s.words[w]; !indexed || len(set) < len(cands) {
+			cands, indexed = set, true
+		}
+	})
 	var keys []string
-	w := firstWord(pat)
-	if r, _ := utf8.DecodeRuneInString(w); w != "" && !unicode.IsLower(r) {
-		for k := range s.words[w] {
+	if indexed {
+		for k := range cands {
 			keys = append(keys, k)
 		}
 	} else {

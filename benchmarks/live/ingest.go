@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +107,7 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	fmt.Printf("ingest (%s): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
 		pace, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
 	fmt.Printf("query p99 ingesting / idle: %.2f\n", busy.p99.Seconds()/idle.p99.Seconds())
+	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	hs.Shutdown(ctx)
@@ -162,4 +165,18 @@ func pct(s []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// procStatus is a line's value from /proc/self/status ("?" elsewhere).
+func procStatus(key string) string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
