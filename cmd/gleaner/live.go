@@ -206,6 +206,14 @@ func addDocuments(cmd *cobra.Command, w *live.Writer, docs []live.Document, repl
 	return rep, flush()
 }
 
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
 // refuseExisting fails, before anything is committed, when the index
 // already has some of docs.
 func refuseExisting(ix *index.Index, docs []live.Document) error {
@@ -233,8 +241,9 @@ func finishLive(cmd *cobra.Command, w *live.Writer, rep *liveReport, err error) 
 	cerr := w.Close()
 	out := cmd.OutOrStdout()
 	if rep != nil && (err == nil || rep.commits > 0) {
-		fmt.Fprintf(out, "committed %d documents (%d passages) in %d commits, %.2f s: %d added, %d replaced, %d unchanged, %d deleted; the index has %d passages\n",
-			rep.added+rep.replaced+rep.deleted, rep.passages, rep.commits, time.Since(rep.start).Seconds(), rep.added, rep.replaced, rep.unchanged, rep.deleted, st.Nodes)
+		fmt.Fprintf(out, "%s in %s, %.2f s: %d added, %d replaced (%s written), %d unchanged, %d deleted; the index has %s\n",
+			plural(rep.added+rep.replaced+rep.deleted, "document"), plural(rep.commits, "commit"), time.Since(rep.start).Seconds(),
+			rep.added, rep.replaced, plural(rep.passages, "passage"), rep.unchanged, rep.deleted, plural(st.Nodes, "passage"))
 	}
 	if s := st.Stale; s != nil && len(s.Sections)+len(s.GraphKinds) > 0 {
 		fmt.Fprintf(out, "stale until rebuilt: sections %v, edge kinds %v (see gleaner index info)\n", s.Sections, s.GraphKinds)

@@ -42,7 +42,7 @@ func TestAddDeleteFiles(t *testing.T) {
 		t.Fatalf("add over existing documents: %v\n%s", err, out)
 	}
 	out, err = run(t, "add", "files", notes, "--index", idir, "--replace")
-	if err != nil || !strings.Contains(out, "1 added, 2 replaced, 6 unchanged") {
+	if err != nil || !strings.Contains(out, "1 added, 2 replaced (5 passages written), 6 unchanged") {
 		t.Fatalf("add --replace: %v\n%s", err, out) // note8 gains its link to note9
 	}
 	out, err = run(t, "query", "--index", idir, "--method", "bm25", "-k", "2", "beekeeping")
