@@ -55,10 +55,15 @@ func newMentionsUpdater(ctx context.Context, ix *index.Index) (index.KindUpdater
 	return &mentionsUpdater{s: s}, nil
 }
 
+// numberer numbers passage keys in ix; −1 for a key ix lacks, which the
+// graph build then refuses (an edge outside the index) rather than
+// linking node 0.
 func numberer(ix *index.Index) func(string) int32 {
 	return func(k string) int32 {
-		v, _ := ix.Lookup(k)
-		return v
+		if v, ok := ix.Lookup(k); ok {
+			return v
+		}
+		return -1
 	}
 }
 

@@ -142,8 +142,13 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	id := r.PathValue("id")
+	if err := checkName("id", id, false); err != nil {
+		s.answerWrite(w, "delete", name, 0, nil, err)
+		return
+	}
 	var b live.Batch
-	b.Delete(r.PathValue("id"))
+	b.Delete(id)
 	s.commit(w, r, lw, "delete", name, &b)
 }
 
@@ -207,6 +212,24 @@ func (s *Server) answerWrite(w http.ResponseWriter, op, name string, n int, res 
 	writeJSON(w, code, api.WriteResponse{Index: name, Seq: res.Seq, Nodes: res.Nodes, Changes: n})
 }
 
+// maxName bounds ids, edge kinds and relations: errors quote them, and an
+// error never echoes more than a short excerpt of a request.
+const maxName = 1024
+
+// checkName refuses a name that is empty (unless allowed), over maxName
+// bytes or not UTF-8.
+func checkName(field, v string, empty bool) error {
+	switch {
+	case v == "" && !empty:
+		return &FieldError{field, "empty"}
+	case len(v) > maxName:
+		return &FieldError{field, fmt.Sprintf("%d bytes, over %d", len(v), maxName)}
+	case !utf8.ValidString(v):
+		return &FieldError{field, "not valid UTF-8"}
+	}
+	return nil
+}
+
 // errBadDocument marks a document the request describes wrongly.
 var errBadDocument = errors.New("bad document")
 
@@ -240,6 +263,9 @@ func liveBatch(req *api.DocumentsRequest, dims int) (*live.Batch, error) {
 			if !emptyDocument(&c.Document) {
 				return nil, &FieldError{field, "a delete carries no content"}
 			}
+			if err := checkName(field+".id", c.ID, false); err != nil {
+				return nil, err
+			}
 			b.Delete(c.ID)
 			continue
 		}
@@ -268,8 +294,8 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 	bad := func(field, msg string) (live.Document, error) {
 		return live.Document{}, fmt.Errorf("%w: field %s: %s", errBadDocument, field, msg)
 	}
-	if id == "" || len(id) > 1024 || !utf8.ValidString(id) {
-		return bad("id", "empty, over 1024 bytes or not UTF-8")
+	if err := checkName("id", id, false); err != nil {
+		return live.Document{}, err
 	}
 	out := live.Document{ID: id}
 	if len(d.Nodes) == 0 {
@@ -278,7 +304,10 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 		if d.Title != "" || d.Text != "" || d.Type != "" || d.Aliases != nil || d.Meta != nil {
 			return bad("nodes", "give a one-passage document's fields at the top, or its passages in nodes, not both")
 		}
-		for _, n := range d.Nodes {
+		for i, n := range d.Nodes {
+			if err := checkName(fmt.Sprintf("nodes[%d].id", i), n.ID, false); err != nil {
+				return live.Document{}, err
+			}
 			out.Nodes = append(out.Nodes, corpus.Node{ID: n.ID, Doc: id, Title: n.Title, Text: n.Text, Type: n.Type, Aliases: n.Aliases, Section: n.Section, Meta: n.Meta})
 		}
 	}
@@ -289,6 +318,14 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 		}
 		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
 			return bad(fmt.Sprintf("edges[%d].weight", i), "not a finite non-negative number")
+		}
+		for _, f := range []struct {
+			name, v string
+			empty   bool
+		}{{"src", e.Src, true}, {"dst", e.Dst, false}, {"kind", e.Kind, true}, {"rel", e.Rel, true}} {
+			if err := checkName(fmt.Sprintf("edges[%d].%s", i, f.name), f.v, f.empty); err != nil {
+				return live.Document{}, err
+			}
 		}
 		src := e.Src
 		if src == "" && len(d.Nodes) == 0 {

@@ -122,6 +122,9 @@ func TestWritesReadYourWrites(t *testing.T) {
 	if _, err := c.DeleteDocument(ctx, "synth", "notes/a.md"); status(err) != http.StatusNotFound {
 		t.Fatalf("second delete: %v, want 404", err)
 	}
+	if _, err := c.DeleteDocument(ctx, "synth", strings.Repeat("x", 2000)); status(err) != http.StatusBadRequest || len(err.Error()) > 300 {
+		t.Fatalf("delete of a 2000-byte id: %v, want a short 400", err)
+	}
 	for name, body := range map[string]string{
 		"unknown field": `{"text": "x", "colour": "red"}`,
 		"both forms":    `{"text": "x", "nodes": [{"id": "a", "text": "y"}]}`,
@@ -130,6 +133,8 @@ func TestWritesReadYourWrites(t *testing.T) {
 		"edge nowhere":  `{"text": "x", "edges": [{"dst": "nope"}]}`,
 		"vectors":       `{"text": "x", "vectors": [[1, 2]]}`,
 		"not json":      `{"text": `,
+		"huge node id":  `{"nodes": [{"id": "` + strings.Repeat("n", 2000) + `", "text": "t"}]}`,
+		"huge edge dst": `{"text": "x", "edges": [{"dst": "` + strings.Repeat("d", 2000) + `"}]}`,
 	} {
 		if code := rawPut(t, c, "bad", body); code != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", name, code)

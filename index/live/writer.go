@@ -68,6 +68,9 @@ type Options struct {
 	OnPublish func(*index.Index)
 }
 
+// maxGroup bounds Options.MaxGroup, which sizes the commit queue.
+const maxGroup = 1 << 16
+
 // DefaultOptions are the options Open expects unless told otherwise.
 func DefaultOptions(log *slog.Logger) Options {
 	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024}
@@ -79,8 +82,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.Logger is required")
 	case o.CheckpointBytes <= 0:
 		return fmt.Errorf("live: Options.CheckpointBytes %d: want > 0", o.CheckpointBytes)
-	case o.MaxGroup <= 0:
-		return fmt.Errorf("live: Options.MaxGroup %d: want > 0", o.MaxGroup)
+	case o.MaxGroup <= 0 || o.MaxGroup > maxGroup:
+		return fmt.Errorf("live: Options.MaxGroup %d: want 1 to %d (it sizes the commit queue)", o.MaxGroup, maxGroup)
 	case o.MinInterval < 0:
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
 	}

@@ -307,6 +307,7 @@ func TestOptionsChecked(t *testing.T) {
 		"no logger":         func(o *Options) { o.Logger = nil },
 		"zero checkpoint":   func(o *Options) { o.CheckpointBytes = 0 },
 		"zero group":        func(o *Options) { o.MaxGroup = 0 },
+		"huge group":        func(o *Options) { o.MaxGroup = 1 << 40 },
 		"negative interval": func(o *Options) { o.MinInterval = -1 },
 	} {
 		bad := o
