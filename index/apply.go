@@ -426,7 +426,7 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 	st := &Stale{}
 	if ix.Meta.Stale != nil {
 		*st = *ix.Meta.Stale
-		st.Sections, st.GraphKinds = slices.Clone(st.Sections), slices.Clone(st.GraphKinds)
+		st.Sections, st.GraphKinds, st.Settings = slices.Clone(st.Sections), slices.Clone(st.GraphKinds), maps.Clone(st.Settings)
 	}
 	out.sections = map[string]loaded{}
 	out.Meta.Sections = map[string]SectionRecord{}
@@ -438,6 +438,9 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 		}
 		if !slices.Contains(st.Sections, name) {
 			st.Sections = append(st.Sections, name)
+			if len(rec.Meta) > 0 {
+				st.setSettings(name, rec.Meta)
+			}
 		}
 	}
 	for _, k := range out.Meta.GraphKinds {

@@ -89,6 +89,9 @@ type Stale struct {
 	Sections   []string `json:"sections,omitempty"`
 	GraphKinds []string `json:"graph_kinds,omitempty"`
 	Changes    int64    `json:"changes"` // changes applied since the first went stale
+	// Settings are the stale sections' descriptions as they were built
+	// (their build settings), by name: a refresh builds them the same way.
+	Settings map[string]json.RawMessage `json:"settings,omitempty"`
 }
 
 // LiveState ties an index to its update log: the log's id and the last
@@ -114,6 +117,9 @@ func (s *Stale) without(section, kind string) *Stale {
 	for _, n := range s.Sections {
 		if n != section {
 			out.Sections = append(out.Sections, n)
+			if raw, ok := s.Settings[n]; ok {
+				out.setSettings(n, raw)
+			}
 		}
 	}
 	for _, k := range s.GraphKinds {
@@ -125,6 +131,14 @@ func (s *Stale) without(section, kind string) *Stale {
 		return nil
 	}
 	return out
+}
+
+// setSettings records the description section n had when it went stale.
+func (s *Stale) setSettings(n string, raw json.RawMessage) {
+	if s.Settings == nil {
+		s.Settings = map[string]json.RawMessage{}
+	}
+	s.Settings[n] = raw
 }
 
 // StaleKind reports whether the edges of kind are stale.

@@ -47,6 +47,12 @@ type SectionType struct {
 	// reference the section's users rely on); its value is what
 	// Index.Section returns. Arrays may alias the index's mapping.
 	Load func(ix *Index, r *SectionReader) (any, error)
+	// Refresh, when set, builds the section again from an index held in
+	// memory, with the settings it was built with (settings: its
+	// description then), so that a live writer can bring a stale section
+	// back without a command (refresh.go). nil: only its build command
+	// does.
+	Refresh func(ctx context.Context, ix *Index, settings json.RawMessage, env RefreshEnv) (*BuiltSection, error)
 }
 
 // SectionRecord is a section's entry in the manifest.
@@ -152,6 +158,7 @@ func (e *StaleError) Is(target error) bool { return target == ErrNotBuilt }
 type loaded struct {
 	val any
 	err error
+	mem memFiles // a section built in memory (refresh.go): its files
 }
 
 // Section returns the loaded value of the section called name: a
@@ -193,6 +200,10 @@ func (ix *Index) Sections() []SectionStatus {
 			st.Summary = t.Summary
 		}
 		for _, f := range rec.Files {
+			if mem := ix.sections[name].mem; mem != nil {
+				st.Bytes += memBytes(mem[f])
+				continue
+			}
 			st.Bytes += ix.Manifest.Files[f].Bytes
 		}
 		out = append(out, st)
@@ -213,7 +224,7 @@ func (ix *Index) loadSections() error {
 			}
 		}
 		val, err := ix.loadSection(name, rec)
-		ix.sections[name] = loaded{val, err}
+		ix.sections[name] = loaded{val: val, err: err}
 	}
 	return nil
 }
@@ -239,6 +250,7 @@ type SectionReader struct {
 	ix   *Index
 	name string
 	rec  SectionRecord
+	mem  memFiles // nil: the index's store
 }
 
 // file is the store name of the section's file f.
@@ -256,14 +268,43 @@ func (r *SectionReader) Meta(v any) error {
 func (r *SectionReader) Has(f string) bool { return slices.Contains(r.rec.Files, r.file(f)) }
 
 // F32, U32, I32, I64 and Bytes return one of the section's arrays.
-func (r *SectionReader) F32(f string) ([]float32, error) { return r.ix.r.F32(r.file(f)) }
-func (r *SectionReader) U32(f string) ([]uint32, error)  { return r.ix.r.U32(r.file(f)) }
-func (r *SectionReader) I32(f string) ([]int32, error)   { return r.ix.r.I32(r.file(f)) }
-func (r *SectionReader) I64(f string) ([]int64, error)   { return r.ix.r.I64(r.file(f)) }
-func (r *SectionReader) Bytes(f string) ([]byte, error)  { return r.ix.r.Bytes(r.file(f)) }
+func (r *SectionReader) F32(f string) ([]float32, error) {
+	return sectionRead(r, f, (*store.Reader).F32)
+}
+func (r *SectionReader) U32(f string) ([]uint32, error) {
+	return sectionRead(r, f, (*store.Reader).U32)
+}
+func (r *SectionReader) I32(f string) ([]int32, error) { return sectionRead(r, f, (*store.Reader).I32) }
+func (r *SectionReader) I64(f string) ([]int64, error) { return sectionRead(r, f, (*store.Reader).I64) }
+func (r *SectionReader) Bytes(f string) ([]byte, error) {
+	return sectionRead(r, f, (*store.Reader).Bytes)
+}
 
 // JSON decodes the section's JSON file f into v.
-func (r *SectionReader) JSON(f string, v any) error { return r.ix.r.JSON(r.file(f), v) }
+func (r *SectionReader) JSON(f string, v any) error {
+	if r.mem == nil {
+		return r.ix.r.JSON(r.file(f), v)
+	}
+	doc, err := sectionRead(r, f, func(*store.Reader, string) (jsonDoc, error) { return nil, nil })
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(doc, v)
+}
+
+// sectionRead reads file f from the index's store, or from memory.
+func sectionRead[T any](r *SectionReader, f string, read func(*store.Reader, string) (T, error)) (T, error) {
+	name := r.file(f)
+	if r.mem == nil {
+		return read(r.ix.r, name)
+	}
+	v, ok := r.mem[name].(T)
+	if !ok {
+		var zero T
+		return zero, fmt.Errorf("section %q has no %T file %s", r.name, zero, name)
+	}
+	return v, nil
+}
 
 // Strings reads n strings stored by SectionWriter.Strings as f; they
 // alias the mapping.
@@ -283,6 +324,7 @@ func (r *SectionReader) Strings(f string, n int) (Strings, error) {
 // SectionWriter writes one section's files.
 type SectionWriter struct {
 	w     *store.Writer
+	mem   memFiles // nil: write to w
 	name  string
 	files []string
 }
@@ -300,21 +342,45 @@ func (w *SectionWriter) add(f string) (string, error) {
 }
 
 // F32, U32, I32, I64 and Bytes write one array file each.
-func (w *SectionWriter) F32(f string, v []float32) error { return sectionWrite(w, f, v, w.w.F32) }
-func (w *SectionWriter) U32(f string, v []uint32) error  { return sectionWrite(w, f, v, w.w.U32) }
-func (w *SectionWriter) I32(f string, v []int32) error   { return sectionWrite(w, f, v, w.w.I32) }
-func (w *SectionWriter) I64(f string, v []int64) error   { return sectionWrite(w, f, v, w.w.I64) }
-func (w *SectionWriter) Bytes(f string, v []byte) error  { return sectionWrite(w, f, v, w.w.Bytes) }
+func (w *SectionWriter) F32(f string, v []float32) error {
+	return sectionWrite(w, f, v, (*store.Writer).F32)
+}
+func (w *SectionWriter) U32(f string, v []uint32) error {
+	return sectionWrite(w, f, v, (*store.Writer).U32)
+}
+func (w *SectionWriter) I32(f string, v []int32) error {
+	return sectionWrite(w, f, v, (*store.Writer).I32)
+}
+func (w *SectionWriter) I64(f string, v []int64) error {
+	return sectionWrite(w, f, v, (*store.Writer).I64)
+}
+func (w *SectionWriter) Bytes(f string, v []byte) error {
+	return sectionWrite(w, f, v, (*store.Writer).Bytes)
+}
 
 // JSON writes v as a JSON document.
-func (w *SectionWriter) JSON(f string, v any) error { return sectionWrite(w, f, v, w.w.JSON) }
+func (w *SectionWriter) JSON(f string, v any) error {
+	if w.mem == nil {
+		return sectionWrite(w, f, v, (*store.Writer).JSON)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("index: section %q: %s: %w", w.name, f, err)
+	}
+	return sectionWrite(w, f, jsonDoc(b), nil)
+}
 
-func sectionWrite[T any](w *SectionWriter, f string, v T, write func(string, T) error) error {
+// sectionWrite adds file f to the store, or keeps it in memory.
+func sectionWrite[T any](w *SectionWriter, f string, v T, write func(*store.Writer, string, T) error) error {
 	name, err := w.add(f)
 	if err != nil {
 		return err
 	}
-	return write(name, v)
+	if w.mem != nil {
+		w.mem[name] = v
+		return nil
+	}
+	return write(w.w, name, v)
 }
 
 // Strings writes ss as one blob (f.bytes) and n+1 offsets (f_off.i64),

@@ -53,10 +53,17 @@ func (ix *Index) writeNodeStore(w *store.Writer) error {
 	return firstErr(w.Bytes(fNodeDoc, ix.docStrs), w.I64(fNodeDocOff, ix.docOff), w.I64(fNodeSpan, ix.spans))
 }
 
-// copySections copies the files of the sections ix carries.
+// copySections copies the files of the sections ix carries (or writes
+// those built in memory).
 func (ix *Index) copySections(w *store.Writer) error {
-	for _, rec := range ix.Meta.Sections {
+	for sec, rec := range ix.Meta.Sections {
 		for _, name := range rec.Files {
+			if mem := ix.sections[sec].mem; mem != nil {
+				if err := writeMem(w, name, mem[name]); err != nil {
+					return err
+				}
+				continue
+			}
 			data, fi, ok := ix.r.Raw(name)
 			if !ok {
 				return fmt.Errorf("index: section file %s is not in the index it came from", name)

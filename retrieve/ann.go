@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -35,7 +36,7 @@ type hnswMeta struct {
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: SectionHNSW, Version: hnswVersion, Update: index.Rebuild,
-		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW})
+		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW, Refresh: refreshHNSW})
 	Must(RegisterBuild(BuildDef[HNSWSettings]{Name: SectionHNSW, Group: BuildGraph, Section: SectionHNSW,
 		Summary: "an HNSW graph over the index's vectors: approximate dense search for method vector",
 		Long: `an HNSW graph over the index's vectors (--m links per node, 2m on layer 0;
@@ -82,18 +83,11 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 		defer env.Progress.Finish()
 		report = env.Progress.Set
 	}
-	o := s.Options
-	o.Dot = engine.DotRowsOf(env.Backend)
-	g, err := hnsw.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, o, report)
+	b, g, err := builtHNSW(ctx, ix, s, env.Backend, report)
 	if err != nil {
 		return "", err
 	}
-	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, KeepPruned: s.KeepPruned, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
-	err = ix.StoreSection(ctx, dir, SectionHNSW, meta, func(w *index.SectionWriter) error {
-		return errors.Join(w.Bytes("levels.bytes", g.Levels), w.I32("layer0.i32", g.Layer0),
-			w.I32("upper.i32", g.Upper), w.I64("upper_off.i64", g.UpperOff))
-	})
-	if err != nil {
+	if err := ix.StoreSection(ctx, dir, SectionHNSW, b.Meta, b.Write); err != nil {
 		return "", err
 	}
 	top := 0
@@ -101,6 +95,38 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 		top = int(g.Levels[g.Entry])
 	}
 	return fmt.Sprintf("hnsw graph: %d nodes, M %d, efConstruction %d, top layer %d", g.N, g.M, s.EfConstruction, top), nil
+}
+
+// builtHNSW builds the graph over ix's vectors, as its section.
+func builtHNSW(ctx context.Context, ix *index.Index, s HNSWSettings, be engine.Backend, report func(int)) (*index.BuiltSection, *hnsw.Graph, error) {
+	o := s.Options
+	o.Dot = engine.DotRowsOf(be)
+	g, err := hnsw.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, o, report)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, KeepPruned: s.KeepPruned, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
+	write := func(w *index.SectionWriter) error {
+		return errors.Join(w.Bytes("levels.bytes", g.Levels), w.I32("layer0.i32", g.Layer0),
+			w.I32("upper.i32", g.Upper), w.I64("upper_off.i64", g.UpperOff))
+	}
+	return &index.BuiltSection{Name: SectionHNSW, Meta: meta, Write: write}, g, nil
+}
+
+// refreshHNSW builds the graph again over ix's vectors with the settings
+// its description recorded (a live writer's stale one).
+func refreshHNSW(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
+	var m hnswMeta
+	if err := json.Unmarshal(settings, &m); err != nil || m.M == 0 {
+		return nil, fmt.Errorf("its build settings are not recorded (%v): build it with its command", err)
+	}
+	s := DefaultHNSWSettings()
+	s.M, s.EfConstruction, s.Seed, s.KeepPruned = m.M, m.EfConstruction, m.Seed, m.KeepPruned
+	if err := s.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("its recorded settings: %w", err)
+	}
+	b, _, err := builtHNSW(ctx, ix, s, env.Backend, nil)
+	return b, err
 }
 
 // loadHNSW reads the graph and checks it against the index's vectors.

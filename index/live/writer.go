@@ -66,6 +66,15 @@ type Options struct {
 	// publishes (after the log holds its changes), in order, before the
 	// commits that made it return: a server swaps it in there.
 	OnPublish func(*index.Index)
+	// RefreshAfter is how long the writes must pause before the stale
+	// sections that can be built in memory (index.RefreshStale: the
+	// Tri-Graph, the HNSW graph) are built again in the background and
+	// published (≥ 0; 0, the default: only Refresh does it). It needs
+	// Refresh.Backend.
+	RefreshAfter time.Duration
+	// Refresh is what a refresh builds with (its Logger defaults to
+	// Logger).
+	Refresh index.RefreshEnv
 }
 
 // maxGroup bounds Options.MaxGroup, which sizes the commit queue.
@@ -86,6 +95,13 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.MaxGroup %d: want 1 to %d (it sizes the commit queue)", o.MaxGroup, maxGroup)
 	case o.MinInterval < 0:
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
+	case o.RefreshAfter < 0:
+		return fmt.Errorf("live: Options.RefreshAfter %v: want ≥ 0 (0: no background refresh)", o.RefreshAfter)
+	case o.RefreshAfter > 0 && o.Refresh.Backend == nil:
+		return fmt.Errorf("live: Options.RefreshAfter %v needs Options.Refresh.Backend (engine.Open) to build sections with", o.RefreshAfter)
+	}
+	if o.Refresh.Logger == nil {
+		o.Refresh.Logger = o.Logger
 	}
 	return nil
 }
@@ -107,6 +123,16 @@ type Writer struct {
 	stop   chan struct{}
 	done   chan struct{} // the commit loop ended
 	ckDone chan struct{} // the checkpoint loop ended
+	rfDone chan struct{} // the refresh loop ended
+
+	// rf wakes the refresh loop at each publish; rfMu runs one refresh
+	// at a time; rfCtx ends at Close.
+	rf       chan struct{}
+	rfMu     sync.Mutex
+	rfCtx    context.Context
+	rfCancel context.CancelFunc
+	// unsaved: a refresh published sections the index on disk lacks.
+	unsaved atomic.Bool
 
 	closeMu sync.Mutex
 	closed  bool
@@ -131,6 +157,8 @@ type stats struct {
 	commits, batches, checkpoints atomic.Int64
 	ckNanos, ckLastNanos          atomic.Int64
 	replayed                      atomic.Int64
+	refreshes, refreshFailures    atomic.Int64
+	rfNanos                       atomic.Int64
 }
 
 type request struct {
@@ -158,13 +186,16 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, o: o, base: base, sum: base.Manifest.Checksum, queue: make(chan *request, o.MaxGroup),
-		stop: make(chan struct{}), done: make(chan struct{}), ckDone: make(chan struct{}), ck: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{}), ckDone: make(chan struct{}), rfDone: make(chan struct{}),
+		ck: make(chan struct{}, 1), rf: make(chan struct{}, 1)}
 	if err := w.openLog(ctx); err != nil {
 		base.Close()
 		return nil, err
 	}
+	w.rfCtx, w.rfCancel = context.WithCancel(context.Background())
 	go w.commitLoop()
 	go w.checkpointLoop()
+	go w.refreshLoop()
 	return w, nil
 }
 
@@ -494,6 +525,10 @@ func (w *Writer) publish(next *index.Index) {
 	if w.o.OnPublish != nil {
 		w.o.OnPublish(next)
 	}
+	select {
+	case w.rf <- struct{}{}:
+	default:
+	}
 }
 
 func (w *Writer) checkpointLoop() {
@@ -524,15 +559,18 @@ func (w *Writer) Checkpoint(ctx context.Context) error {
 	if err == nil {
 		err = w.log.Rotate()
 	}
+	refreshed := w.unsaved.Swap(false)
 	w.mu.Unlock()
 	if err != nil {
+		w.unsaved.CompareAndSwap(false, refreshed)
 		return err
 	}
-	if seq == w.written {
+	if seq == w.written && !refreshed {
 		return nil // nothing new
 	}
 	sum, err := ix.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
 	if err != nil {
+		w.unsaved.CompareAndSwap(false, refreshed)
 		return fmt.Errorf("live: checkpoint of %s: %w", w.dir, err)
 	}
 	w.sum, w.written = sum, seq
@@ -559,6 +597,9 @@ type Stats struct {
 	CheckpointSecs float64 // all checkpoints together
 	LastCheckpoint float64 // seconds
 	Replayed       int64   // records replayed at open
+	Refreshes      int64   // refreshes that published sections
+	RefreshFailed  int64   // refreshes that failed or were overtaken by a commit
+	RefreshSecs    float64 // all refreshes together
 	Stale          *index.Stale
 }
 
@@ -569,7 +610,8 @@ func (w *Writer) Stats() Stats {
 	return Stats{Seq: ls.Last, Nodes: ix.N(), LogSegments: ls.Segments, LogBytes: ls.Bytes,
 		Commits: w.stats.commits.Load(), Batches: w.stats.batches.Load(), Checkpoints: w.stats.checkpoints.Load(),
 		CheckpointSecs: time.Duration(w.stats.ckNanos.Load()).Seconds(), LastCheckpoint: time.Duration(w.stats.ckLastNanos.Load()).Seconds(),
-		Replayed: w.stats.replayed.Load(), Stale: ix.Meta.Stale}
+		Replayed: w.stats.replayed.Load(), Refreshes: w.stats.refreshes.Load(), RefreshFailed: w.stats.refreshFailures.Load(),
+		RefreshSecs: time.Duration(w.stats.rfNanos.Load()).Seconds(), Stale: ix.Meta.Stale}
 }
 
 // Close stops the writer: queued commits fail with ErrClosed, a final
@@ -584,8 +626,12 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	close(w.stop)
+	w.rfCancel()
 	<-w.done
 	<-w.ckDone // a checkpoint in flight finishes first
+	<-w.rfDone
+	w.rfMu.Lock() // a Refresh call in flight has seen the cancel
+	w.rfMu.Unlock()
 	var err error
 	if w.err == nil {
 		err = w.Checkpoint(context.Background())

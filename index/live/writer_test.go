@@ -304,11 +304,13 @@ func TestOptionsChecked(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
 	for name, mut := range map[string]func(*Options){
-		"no logger":         func(o *Options) { o.Logger = nil },
-		"zero checkpoint":   func(o *Options) { o.CheckpointBytes = 0 },
-		"zero group":        func(o *Options) { o.MaxGroup = 0 },
-		"huge group":        func(o *Options) { o.MaxGroup = 1 << 40 },
-		"negative interval": func(o *Options) { o.MinInterval = -1 },
+		"no logger":           func(o *Options) { o.Logger = nil },
+		"zero checkpoint":     func(o *Options) { o.CheckpointBytes = 0 },
+		"zero group":          func(o *Options) { o.MaxGroup = 0 },
+		"huge group":          func(o *Options) { o.MaxGroup = 1 << 40 },
+		"negative interval":   func(o *Options) { o.MinInterval = -1 },
+		"negative refresh":    func(o *Options) { o.RefreshAfter = -1 },
+		"refresh, no backend": func(o *Options) { o.RefreshAfter = time.Second },
 	} {
 		bad := o
 		mut(&bad)

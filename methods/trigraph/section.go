@@ -2,6 +2,7 @@ package trigraph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/memo"
 	"github.com/gleaner-rag/gleaner/models"
+	"github.com/gleaner-rag/gleaner/models/ner"
 )
 
 // The Tri-Graph's section (docs/index-format.md).
@@ -35,7 +37,7 @@ var ErrNoTriGraph = &index.MissingError{What: "Tri-Graph", Hint: buildHint}
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "Tri-Graph", Hint: buildHint, Load: load})
+		Summary: "Tri-Graph", Hint: buildHint, Load: load, Refresh: refresh})
 }
 
 // csrs names the Tri-Graph's CSR files: prefix_ptr.i64, prefix_idx.i32
@@ -242,4 +244,28 @@ func (t *TriGraph) check(dims int) error {
 		return fmt.Errorf("%s: %d values for %d sentences of %d dims", fSentVec, len(t.SentenceVecs), ns, dims)
 	}
 	return t.Validate()
+}
+
+// refresh builds the Tri-Graph again from ix with the settings its
+// description recorded (a live writer's stale one: index.RefreshStale).
+func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
+	var m Meta
+	if err := json.Unmarshal(settings, &m); err != nil || m.NER == "" {
+		return nil, fmt.Errorf("its build settings are not recorded (%v): build it with its command", err)
+	}
+	var titles []string
+	if m.NER == "titles" || m.NER == "both" {
+		titles = ix.Names()
+	}
+	ex, err := ner.New(m.NER, titles)
+	if err != nil {
+		return nil, err
+	}
+	o := DefaultBuildOptions()
+	o.Extractor, o.Neighbours, o.BonusWholeWord, o.Backend, o.Logger = ex, m.Neighbours, m.BonusWholeWord, env.Backend, env.Logger
+	tg, err := Build(ctx, ix, o)
+	if err != nil {
+		return nil, err
+	}
+	return &index.BuiltSection{Name: Section, Meta: tg.Meta, Write: tg.write}, nil
 }

@@ -1,0 +1,202 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
+)
+
+// testSection is a section that records the index's node count: Load
+// refuses it on an index of another size, so a stale one cannot pass for
+// a fresh one. Its Refresh calls refreshHook first (when set).
+const testSection = "live-test"
+
+var refreshHook func(ctx context.Context) error
+
+func init() {
+	index.MustRegisterSection(index.SectionType{Name: testSection, Version: 1, Update: index.Rebuild, Summary: "a test section",
+		Hint: "none", Load: loadTestSection, Refresh: refreshTestSection})
+}
+
+func loadTestSection(ix *index.Index, r *index.SectionReader) (any, error) {
+	n, err := r.I64("n.i64")
+	if err != nil {
+		return nil, err
+	}
+	var m, info struct{ Seed int }
+	if err := r.Meta(&m); err != nil || m.Seed != 7 {
+		return nil, fmt.Errorf("settings %+v (%v), want seed 7", m, err)
+	}
+	if err := r.JSON("info.json", &info); err != nil || info != m {
+		return nil, fmt.Errorf("info.json %+v (%v), want its settings", info, err)
+	}
+	if len(n) != 1 || n[0] != int64(ix.N()) {
+		return nil, fmt.Errorf("made for %v nodes, the index has %d", n, ix.N())
+	}
+	return n[0], nil
+}
+
+func testSectionBuilt(n int) *index.BuiltSection {
+	return &index.BuiltSection{Name: testSection, Meta: struct{ Seed int }{7},
+		Write: func(w *index.SectionWriter) error {
+			return errors.Join(w.I64("n.i64", []int64{int64(n)}), w.JSON("info.json", struct{ Seed int }{7}))
+		}}
+}
+
+func refreshTestSection(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
+	var m struct{ Seed int }
+	if err := json.Unmarshal(settings, &m); err != nil || m.Seed != 7 {
+		return nil, fmt.Errorf("settings %q not recorded", settings)
+	}
+	if refreshHook != nil {
+		if err := refreshHook(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return testSectionBuilt(ix.N()), nil
+}
+
+// indexWithSection is a small index with the test section.
+func indexWithSection(t *testing.T) string {
+	dir := smallIndex(t)
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testSectionBuilt(ix.N())
+	ix.Close()
+	if err := index.SetSection(context.Background(), dir, testSection, b.Meta, b.Write); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func sectionValue(ix *index.Index) (int64, error) {
+	v, err := ix.Section(testSection)
+	if err != nil {
+		return 0, err
+	}
+	return v.(int64), nil
+}
+
+// A refresh after a checkpoint is saved by the next one (no commit
+// between), and the reopened index has the section fresh.
+func TestRefreshSavedWithoutCommits(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	var b Batch
+	b.Add(passage("r-1", "refresh test passage"))
+	commit(t, w, &b)
+	if _, err := sectionValue(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("after a commit the section gave %v, want stale", err)
+	}
+	if err := w.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Refresh(context.Background())
+	if err != nil || !slices.Equal(r.Built, []string{testSection}) || r.Stale != nil {
+		t.Fatalf("refresh %+v, %v", r, err)
+	}
+	if v, err := sectionValue(w.Index()); err != nil || v != int64(w.Index().N()) {
+		t.Fatalf("refreshed section %v, %v", v, err)
+	}
+	if r, err := w.Refresh(context.Background()); err != nil || len(r.Built) != 0 {
+		t.Fatalf("a second refresh: %+v, %v, want nothing to do", r, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if v, err := sectionValue(ix); err != nil || v != int64(ix.N()) || ix.Meta.Stale != nil {
+		t.Fatalf("reopened: section %v, %v; stale %+v", v, err, ix.Meta.Stale)
+	}
+}
+
+// A commit that lands while the sections are built wins: nothing is
+// published and they stay stale.
+func TestRefreshOvertaken(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("o-1", "overtaken"))
+	commit(t, w, &b)
+	started, release := make(chan struct{}), make(chan struct{})
+	refreshHook = func(context.Context) error { close(started); <-release; return nil }
+	defer func() { refreshHook = nil }()
+	done := make(chan error)
+	go func() { _, err := w.Refresh(context.Background()); done <- err }()
+	<-started
+	var b2 Batch
+	b2.Add(passage("o-2", "overtaking"))
+	commit(t, w, &b2)
+	close(release)
+	if err := <-done; !errors.Is(err, ErrOvertaken) {
+		t.Fatalf("refresh gave %v, want ErrOvertaken", err)
+	}
+	if _, err := sectionValue(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("section %v, want still stale", err)
+	}
+	if st := w.Stats(); st.RefreshFailed != 1 || st.Refreshes != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Close cancels a refresh in flight and waits for it.
+func TestCloseCancelsRefresh(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	var b Batch
+	b.Add(passage("c-1", "cancelled"))
+	commit(t, w, &b)
+	started := make(chan struct{})
+	refreshHook = func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }
+	defer func() { refreshHook = nil }()
+	done := make(chan error)
+	go func() { _, err := w.Refresh(context.Background()); done <- err }()
+	<-started
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("refresh gave %v, want cancelled", err)
+	}
+	if _, err := w.Refresh(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("refresh after close: %v", err)
+	}
+}
+
+// With RefreshAfter, the writer refreshes by itself once the writes pause.
+func TestBackgroundRefresh(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	o.RefreshAfter, o.Refresh.Backend = time.Millisecond, cpu.New()
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("b-1", "background"))
+	commit(t, w, &b)
+	for deadline := time.Now().Add(time.Minute); w.Stats().Refreshes == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no background refresh within a minute")
+		}
+	}
+	if v, err := sectionValue(w.Index()); err != nil || v != int64(w.Index().N()) {
+		t.Fatalf("section %v, %v", v, err)
+	}
+}

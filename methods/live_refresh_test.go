@@ -1,0 +1,132 @@
+package methods_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
+	"github.com/gleaner-rag/gleaner/methods/trigraph"
+	"github.com/gleaner-rag/gleaner/retrieve"
+)
+
+// buildStep runs a build step on the index at dir with settings
+// (name, value pairs).
+func buildStep(t *testing.T, dir, step string, settings ...string) {
+	t.Helper()
+	cfg, err := retrieve.NewBuildConfig(step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(settings); i += 2 {
+		if err := cfg.Set(settings[i], settings[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: testindex.Backend()}, dir, cfg); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// TestLiveRefreshEqualsBuild: after live changes the Tri-Graph and the
+// HNSW graph are stale (nexusrag refuses); Refresh builds them in memory
+// and nexusrag answers; after the checkpoint they equal what their build
+// steps make of the saved index.
+func TestLiveRefreshEqualsBuild(t *testing.T) {
+	c := testindex.Corpus()
+	dir := filepath.Join(t.TempDir(), "ix")
+	testindex.Build(t, c, dir)
+	buildStep(t, dir, trigraph.Section, "ner", "titles")
+	buildStep(t, dir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
+
+	var logs bytes.Buffer
+	o := live.DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
+	o.Refresh.Backend = testindex.Backend()
+	w, err := live.Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b live.Batch
+	b.Add(live.NodeDocument(corpus.Node{ID: "live-1", Title: "Live One",
+		Text: c.Nodes[0].Title + " met " + c.Nodes[1].Title + " in " + c.Nodes[2].Title + ". They formed a band."}))
+	b.Delete(c.Nodes[5].ID)
+	if _, err := w.Commit(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	q := retrieve.Query{Text: "Who met " + c.Nodes[1].Title + "?"}
+	if _, err := testindex.NewMethod(w.Index(), "nexusrag"); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("nexusrag on a stale Tri-Graph: %v, want a stale error", err)
+	}
+	if got := w.Index().Refreshable(); !slices.Equal(got, []string{retrieve.SectionHNSW, trigraph.Section}) {
+		t.Fatalf("refreshable %v", got)
+	}
+	r, err := w.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Built, []string{retrieve.SectionHNSW, trigraph.Section}) || len(r.Stale) != 0 {
+		t.Fatalf("refresh %+v, want both built and none stale", r)
+	}
+	m := testindex.Method(t, w.Index(), "nexusrag")
+	if _, err := m.Retrieve(context.Background(), q, 5); err != nil {
+		t.Fatalf("nexusrag after the refresh: %v", err)
+	}
+	if st := w.Stats(); st.Refreshes != 1 || st.Stale != nil {
+		t.Fatalf("stats %+v", st)
+	}
+	live1, hnsw1 := sectionsOf(t, w.Index())
+	retrieve.CloseAll(context.Background(), m)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	saved := testindex.Open(t, dir)
+	if saved.Meta.Stale != nil {
+		t.Fatalf("saved index stale: %+v", saved.Meta.Stale)
+	}
+	savedTG, savedHNSW := sectionsOf(t, saved)
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	buildStep(t, copyDir, trigraph.Section, "ner", "titles")
+	buildStep(t, copyDir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
+	builtTG, builtHNSW := sectionsOf(t, testindex.Open(t, copyDir))
+	for _, s := range []struct {
+		name string
+		a, b any
+	}{{"refreshed vs saved tri-graph", live1, savedTG}, {"saved vs built tri-graph", savedTG, builtTG},
+		{"refreshed vs saved hnsw", hnsw1, savedHNSW}, {"saved vs built hnsw", savedHNSW, builtHNSW}} {
+		if !reflect.DeepEqual(s.a, s.b) {
+			t.Errorf("%s differ", s.name)
+		}
+	}
+}
+
+// sectionsOf is the index's Tri-Graph arrays and HNSW graph, comparable.
+func sectionsOf(t *testing.T, ix *index.Index) (tg []any, g any) {
+	t.Helper()
+	x, err := trigraph.Of(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := retrieve.HNSWOf(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sents := make([]string, x.Sentences)
+	for i := range sents {
+		sents[i] = x.Sentence(i)
+	}
+	return []any{x.Meta, x.Entities, sents, x.EntSents, x.SentEnts, x.PassEnts, x.Occur, x.W, x.EntityVecs, x.SentenceVecs},
+		[]any{h.N, h.Dims, h.M, h.Entry, h.Levels, h.Layer0, h.Upper, h.UpperOff}
+}
