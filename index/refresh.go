@@ -44,12 +44,16 @@ type jsonDoc []byte
 
 // Refreshable names the index's stale sections whose type can refresh
 // them, sorted.
-func (ix *Index) Refreshable() []string {
-	if ix.Meta.Stale == nil {
+func (ix *Index) Refreshable() []string { return ix.Meta.Stale.Refreshable() }
+
+// Refreshable names the stale sections whose type can refresh them,
+// sorted.
+func (s *Stale) Refreshable() []string {
+	if s == nil {
 		return nil
 	}
 	var out []string
-	for _, name := range ix.Meta.Stale.Sections {
+	for _, name := range s.Sections {
 		if t, ok := LookupSection(name); ok && t.Refresh != nil {
 			out = append(out, name)
 		}

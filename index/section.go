@@ -174,7 +174,11 @@ func (ix *Index) Section(name string) (any, error) {
 		if what == "" {
 			what = fmt.Sprintf("section %q", name)
 		}
-		return nil, &StaleError{What: what, Hint: t.Hint, Changes: st.Changes}
+		hint := t.Hint
+		if t.Refresh != nil {
+			hint = "gleaner refresh --index <dir> (Writer.Refresh) builds it again with its settings, as a server with --writes does when the writes pause; or " + hint
+		}
+		return nil, &StaleError{What: what, Hint: hint, Changes: st.Changes}
 	}
 	if !ok {
 		return nil, &MissingError{What: fmt.Sprintf("section %q", name)}

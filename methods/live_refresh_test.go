@@ -15,6 +15,7 @@ import (
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
+	"github.com/gleaner-rag/gleaner/methods/ketrag"
 	"github.com/gleaner-rag/gleaner/methods/trigraph"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
@@ -37,16 +38,17 @@ func buildStep(t *testing.T, dir, step string, settings ...string) {
 	}
 }
 
-// TestLiveRefreshEqualsBuild: after live changes the Tri-Graph and the
-// HNSW graph are stale (nexusrag refuses); Refresh builds them in memory
-// and nexusrag answers; after the checkpoint they equal what their build
-// steps make of the saved index.
+// TestLiveRefreshEqualsBuild: after live changes the Tri-Graph, the HNSW
+// graph and KET-RAG's structures are stale (nexusrag refuses); Refresh
+// builds them in memory and the methods answer; after the checkpoint they
+// equal what their build steps make of the saved index.
 func TestLiveRefreshEqualsBuild(t *testing.T) {
 	c := testindex.Corpus()
 	dir := filepath.Join(t.TempDir(), "ix")
 	testindex.Build(t, c, dir)
 	buildStep(t, dir, trigraph.Section, "ner", "titles")
 	buildStep(t, dir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
+	buildStep(t, dir, ketrag.Section, "ner", "titles", "beta", "0.5")
 
 	var logs bytes.Buffer
 	o := live.DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -66,14 +68,14 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	if _, err := testindex.NewMethod(w.Index(), "nexusrag"); !errors.Is(err, index.ErrNotBuilt) {
 		t.Fatalf("nexusrag on a stale Tri-Graph: %v, want a stale error", err)
 	}
-	if got := w.Index().Refreshable(); !slices.Equal(got, []string{retrieve.SectionHNSW, trigraph.Section}) {
+	if got := w.Index().Refreshable(); !slices.Equal(got, []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section}) {
 		t.Fatalf("refreshable %v", got)
 	}
 	r, err := w.Refresh(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.Built, []string{retrieve.SectionHNSW, trigraph.Section}) || len(r.Stale) != 0 {
+	if !slices.Equal(r.Built, []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section}) || len(r.Stale) != 0 {
 		t.Fatalf("refresh %+v, want both built and none stale", r)
 	}
 	m := testindex.Method(t, w.Index(), "nexusrag")
@@ -84,6 +86,10 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	live1, hnsw1 := sectionsOf(t, w.Index())
+	ket1 := ketragOf(t, w.Index())
+	if _, err := testindex.Method(t, w.Index(), "ketrag").Retrieve(context.Background(), q, 5); err != nil {
+		t.Fatalf("ketrag after the refresh: %v", err)
+	}
 	retrieve.CloseAll(context.Background(), m)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -94,22 +100,39 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("saved index stale: %+v", saved.Meta.Stale)
 	}
 	savedTG, savedHNSW := sectionsOf(t, saved)
+	savedKet := ketragOf(t, saved)
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
 	buildStep(t, copyDir, trigraph.Section, "ner", "titles")
 	buildStep(t, copyDir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
-	builtTG, builtHNSW := sectionsOf(t, testindex.Open(t, copyDir))
+	buildStep(t, copyDir, ketrag.Section, "ner", "titles", "beta", "0.5")
+	built := testindex.Open(t, copyDir)
+	builtTG, builtHNSW := sectionsOf(t, built)
+	builtKet := ketragOf(t, built)
 	for _, s := range []struct {
 		name string
 		a, b any
 	}{{"refreshed vs saved tri-graph", live1, savedTG}, {"saved vs built tri-graph", savedTG, builtTG},
-		{"refreshed vs saved hnsw", hnsw1, savedHNSW}, {"saved vs built hnsw", savedHNSW, builtHNSW}} {
+		{"refreshed vs saved hnsw", hnsw1, savedHNSW}, {"saved vs built hnsw", savedHNSW, builtHNSW},
+		{"refreshed vs saved ketrag", ket1, savedKet}, {"saved vs built ketrag", savedKet, builtKet}} {
 		if !reflect.DeepEqual(s.a, s.b) {
 			t.Errorf("%s differ", s.name)
 		}
 	}
+}
+
+// ketragOf is the index's KET-RAG structures, comparable.
+func ketragOf(t *testing.T, ix *index.Index) any {
+	t.Helper()
+	k, err := ketrag.Of(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *k
+	c.Meta.BuildSeconds = 0 // the one field a build may differ in
+	return c
 }
 
 // sectionsOf is the index's Tri-Graph arrays and HNSW graph, comparable.

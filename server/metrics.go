@@ -160,6 +160,7 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 type liveCollector struct {
 	s                                              *Server
 	seq, segments, bytes, nodes, ckpts, ckSecs, st *prometheus.Desc
+	refreshes, rfFailed, rfSecs                    *prometheus.Desc
 }
 
 func newLiveCollector(s *Server) *liveCollector {
@@ -167,18 +168,21 @@ func newLiveCollector(s *Server) *liveCollector {
 		return prometheus.NewDesc(name, help, []string{"index"}, nil)
 	}
 	return &liveCollector{s: s,
-		seq:      d("gleaner_live_log_records", "The last record of the index's update log (changes committed since it was created)."),
-		segments: d("gleaner_live_log_segments", "Segment files of the update log (checkpoints drop the old ones)."),
-		bytes:    d("gleaner_live_log_bytes", "Bytes of the update log on disk."),
-		nodes:    d("gleaner_live_nodes", "Passages in the index served."),
-		ckpts:    d("gleaner_live_checkpoints_total", "Checkpoints: the index written over the one on disk and the log folded in."),
-		ckSecs:   d("gleaner_live_checkpoint_seconds_total", "Time spent in checkpoints."),
-		st:       d("gleaner_live_stale", "Sections and edge kinds that changes left stale (their methods refuse until rebuilt)."),
+		seq:       d("gleaner_live_log_records", "The last record of the index's update log (changes committed since it was created)."),
+		segments:  d("gleaner_live_log_segments", "Segment files of the update log (checkpoints drop the old ones)."),
+		bytes:     d("gleaner_live_log_bytes", "Bytes of the update log on disk."),
+		nodes:     d("gleaner_live_nodes", "Passages in the index served."),
+		ckpts:     d("gleaner_live_checkpoints_total", "Checkpoints: the index written over the one on disk and the log folded in."),
+		ckSecs:    d("gleaner_live_checkpoint_seconds_total", "Time spent in checkpoints."),
+		st:        d("gleaner_live_stale", "Sections and edge kinds that changes left stale (their methods refuse until rebuilt)."),
+		refreshes: d("gleaner_live_refreshes_total", "Refreshes that built stale sections again and published them."),
+		rfFailed:  d("gleaner_live_refresh_failures_total", "Refreshes that failed or that a commit overtook (the sections stay stale)."),
+		rfSecs:    d("gleaner_live_refresh_seconds_total", "Time spent building stale sections again."),
 	}
 }
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st} {
+	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st, c.refreshes, c.rfFailed, c.rfSecs} {
 		ch <- d
 	}
 }
@@ -200,5 +204,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.ckpts, prometheus.CounterValue, float64(st.Checkpoints))
 		g(c.ckSecs, prometheus.CounterValue, st.CheckpointSecs)
 		g(c.st, prometheus.GaugeValue, float64(stale))
+		g(c.refreshes, prometheus.CounterValue, float64(st.Refreshes))
+		g(c.rfFailed, prometheus.CounterValue, float64(st.RefreshFailed))
+		g(c.rfSecs, prometheus.CounterValue, st.RefreshSecs)
 	}
 }

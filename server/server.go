@@ -106,6 +106,17 @@ type Config struct {
 	// CheckpointBytes is the update log size that starts a checkpoint
 	// (with Writes).
 	CheckpointBytes int64
+	// RefreshAfter is how long the writes to an index must pause before
+	// the sections they left stale that can be built in memory (the
+	// Tri-Graph, the HNSW graph, locally extracted KET-RAG) are built again in the background (with
+	// Writes; 0: never).
+	RefreshAfter time.Duration
+	// CommitInterval is the least time between two commits to an index
+	// (with Writes; live.Options.MinInterval): writes arriving meanwhile
+	// share the next one, so a steady stream of writes makes fewer new
+	// indexes (each costs a pass over the index) at the price of up to
+	// this much more latency per write.
+	CommitInterval time.Duration
 }
 
 // The ways an index is held in memory (Config.IndexMemory).
@@ -120,7 +131,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second}
 }
 
 func (c Config) validate() error {
@@ -143,6 +154,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: index memory %q: want %q or %q", c.IndexMemory, MemoryCopy, MemoryMap)
 	case c.Writes && c.CheckpointBytes < 1:
 		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
+	case c.RefreshAfter < 0:
+		return fmt.Errorf("server: negative refresh delay %v (0: no background refresh)", c.RefreshAfter)
+	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
+		return fmt.Errorf("server: commit interval %v: want 0 to 1m", c.CommitInterval)
 	case c.ScrubInterval < 0:
 		return fmt.Errorf("server: negative scrub interval %v", c.ScrubInterval)
 	case c.ACLField == "" && c.Keys.HasGroups():

@@ -32,6 +32,8 @@ func (s *Server) openWriters(ctx context.Context) error {
 		o.CheckpointBytes = s.cfg.CheckpointBytes
 		o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
 		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
+		o.RefreshAfter, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.Backend
+		o.MinInterval = s.cfg.CommitInterval
 		w, err := live.Open(ctx, dir, o)
 		if err != nil {
 			s.closeWriters()

@@ -10,9 +10,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
+	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/server"
 	"github.com/gleaner-rag/gleaner/server/api"
 	"github.com/gleaner-rag/gleaner/server/auth"
@@ -246,5 +249,48 @@ func TestWriteTooLarge(t *testing.T) {
 	_, err := c.PutDocument(context.Background(), "synth", "big", api.Document{Text: strings.Repeat("word ", 100)})
 	if status(err) != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over the limit: %v, want 413", err)
+	}
+}
+
+// With RefreshAfter, a server builds the HNSW graph a write left stale
+// again by itself once the writes pause, and counts it in /metrics.
+func TestWritesRefreshInBackground(t *testing.T) {
+	dir := copyIndex(t)
+	cfg, err := retrieve.NewBuildConfig(retrieve.SectionHNSW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Set("m", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: cpu.New()}, dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s, c, _ := writeServer(t, func(c *server.Config) {
+		c.Indexes = map[string]string{"synth": dir}
+		c.RefreshAfter = time.Millisecond
+	})
+	if _, err := c.PutDocument(context.Background(), "synth", "zz-r", api.Document{Title: "Quokka", Text: "quokka refresh"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if st, _ := s.LiveStats("synth"); st.Refreshes > 0 {
+			if st.Stale != nil {
+				t.Fatalf("after the refresh: stale %+v", st.Stale)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no background refresh within a minute")
+		}
+	}
+	resp, err := http.Get(clientBase(c) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `gleaner_live_refreshes_total{index="synth"} 1`) {
+		t.Fatalf("metrics lack the refresh:\n%s", body)
 	}
 }

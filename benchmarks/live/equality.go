@@ -19,11 +19,17 @@ import (
 )
 
 // compared are the methods equality runs on both indexes.
-var compared = []string{"bm25", "ppr", "vector", "hybrid", "fastinsight", "fuserag"}
+var compared = []string{"bm25", "ppr", "vector", "hybrid", "fastinsight", "fuserag", "nexusrag", "linearrag"}
 
-func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mentions bool) error {
+func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mentions bool, steps []string) error {
 	ctx := context.Background()
-	w, err := live.Open(ctx, base, live.DefaultOptions(quiet))
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	o := live.DefaultOptions(quiet)
+	o.Refresh.Backend = be
+	w, err := live.Open(ctx, base, o)
 	if err != nil {
 		return err
 	}
@@ -41,12 +47,20 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 		done += b.Len()
 	}
 	took := time.Since(start)
-	final := w.Index()
 	fmt.Printf("applied %d changes (%d adds, %d replaces, %d deletes) in %d commits, %v (%.0f changes/s, durable); %d passages now\n",
-		ops, counts["add"], counts["replace"], counts["delete"], commits, took.Round(time.Millisecond), float64(ops)/took.Seconds(), final.N())
+		ops, counts["add"], counts["replace"], counts["delete"], commits, took.Round(time.Millisecond), float64(ops)/took.Seconds(), w.Index().N())
+	if len(steps) > 0 {
+		start = time.Now()
+		r, err := w.Refresh(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("refreshed %v in %v; still stale: %v\n", r.Built, time.Since(start).Round(time.Millisecond), r.Stale)
+	}
+	final := w.Index()
 	fresh := filepath.Join(work, "fresh")
 	start = time.Now()
-	if err := buildIndex(exportCorpus(final), fresh, mentions); err != nil {
+	if err := buildIndex(exportCorpus(final), fresh, mentions, steps); err != nil {
 		return err
 	}
 	fmt.Printf("fresh build of the final corpus: %v\n", time.Since(start).Round(time.Millisecond))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -20,10 +21,11 @@ import (
 	"github.com/gleaner-rag/gleaner/server/client"
 )
 
-func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64) error {
+func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64, profile string, interval time.Duration) error {
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"ix": dir}
 	cfg.Writes, cfg.InsecureNoAuth, cfg.Logger = true, true, quiet
+	cfg.CommitInterval = interval
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return err
@@ -47,6 +49,10 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	load(cl, queries, rate, 2*time.Second) // warm-up
 	idle := load(cl, queries, rate, d)
 	fmt.Printf("\nidle: %s\n", idle)
+	stopProfile, err := startProfile(profile)
+	if err != nil {
+		return err
+	}
 	var acked atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -95,6 +101,9 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	close(stop)
 	wg.Wait()
 	took := time.Since(start)
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	if werr != nil {
 		return werr
 	}
@@ -179,4 +188,21 @@ func procStatus(key string) string {
 		}
 	}
 	return "?"
+}
+
+// startProfile starts a CPU profile into path (nothing when path is
+// empty); the function it returns stops it.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }

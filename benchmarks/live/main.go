@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
@@ -51,6 +52,9 @@ func main() {
 	batch := fs.Int("batch", 50, "ingest: passages per write request")
 	ingestRate := fs.Int("ingest-rate", 0, "ingest: passages per second, all writers together (0: as fast as acknowledged)")
 	mentions := fs.Bool("mentions", true, "build (and keep) a mentions graph")
+	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file")
+	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
+	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || *work == "" {
 		log.Fatal("live: -corpus and -work are required")
@@ -62,15 +66,19 @@ func main() {
 	os.RemoveAll(*work)
 	base := filepath.Join(*work, "live")
 	start := time.Now()
-	if err := buildIndex(c, base, *mentions); err != nil {
+	steps := strings.FieldsFunc(*sections, func(r rune) bool { return r == ',' })
+	if os.Args[1] != "equality" {
+		steps = nil
+	}
+	if err := buildIndex(c, base, *mentions, steps); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("built %s: %d passages, mentions %v, in %v\n", base, len(c.Nodes), *mentions, time.Since(start).Round(time.Millisecond))
 	switch os.Args[1] {
 	case "equality":
-		err = equality(c, *work, base, *ops, *seed, *mentions)
+		err = equality(c, *work, base, *ops, *seed, *mentions, steps)
 	case "ingest":
-		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed)
+		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed, *profile, *interval)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -83,22 +91,28 @@ var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: 
 
 // buildIndex builds c at dir with gleaner's defaults, and its mentions
 // graph when asked.
-func buildIndex(c *corpus.Corpus, dir string, mentions bool) error {
+func buildIndex(c *corpus.Corpus, dir string, mentions bool, steps []string) error {
 	ctx := context.Background()
 	if err := index.Build(ctx, c, dir, index.WithLogger(quiet)); err != nil {
 		return err
 	}
-	if !mentions {
-		return nil
-	}
-	cfg, err := retrieve.NewBuildConfig("mentions")
-	if err != nil {
-		return err
+	if mentions {
+		steps = append([]string{"mentions"}, steps...)
 	}
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return err
 	}
-	_, err = retrieve.Build(ctx, retrieve.BuildEnv{Backend: be, Logger: quiet, Getenv: os.Getenv, Out: os.Stderr}, dir, cfg)
-	return err
+	for _, step := range steps {
+		cfg, err := retrieve.NewBuildConfig(step)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if _, err = retrieve.Build(ctx, retrieve.BuildEnv{Backend: be, Logger: quiet, Getenv: os.Getenv, Out: os.Stderr}, dir, cfg); err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		fmt.Printf("built %s in %v\n", step, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
 }

@@ -39,6 +39,7 @@ func (f *liveFlags) open(cmd *cobra.Command, g *globals) (*live.Writer, error) {
 		return nil, fmt.Errorf("--batch %d: want 1 to %d", f.batch, 1<<20)
 	}
 	o := live.DefaultOptions(g.log)
+	o.Refresh.Backend = g.be
 	if f.biEncoder != "" {
 		bi, err := openBiEncoder(g, f.biEncoder, f.pooling)
 		if err != nil {
@@ -59,9 +60,10 @@ func newAdd(g *globals) *cobra.Command {
 		Long: `Add documents to an index in place: no rebuild, each commit durable in the index's
 update log (<index>.wal) before it counts, the index folded up to date when the command ends.
 
-  files  a folder (or one file) read as 'gleaner import files' reads it: each file a document
-         whose id is its path under the folder, cut into passages; links between its files
-         become "links" edges. Add the folder you imported from, so ids and links match.
+  files  a folder read as 'gleaner import files' reads it: each file a document whose id is
+         its path under the folder, cut into passages; links between its files become "links"
+         edges. Add the folder you imported from (with --replace: unchanged files are
+         skipped), so ids and links match.
   jsonl  a gleaner JSONL folder (nodes.jsonl, edges.jsonl) or one nodes .jsonl file: each
          node a document of its own unless its "doc" field names the document it was cut
          from; an edge travels with the document of its source and may point at any node
@@ -74,7 +76,8 @@ BM25 follows exactly, as do the corpus's edges and the mentions graph (new title
 found in old passages too). Structures derived from the whole index otherwise (the
 Tri-Graph, KET-RAG's skeleton, the HNSW graph, knn edges) become stale: the methods that
 use them refuse until they are built again, and vector search scans exactly meanwhile.
-'gleaner index info' lists them.`,
+'gleaner index info' lists them; 'gleaner refresh' builds the Tri-Graph, the HNSW graph and a
+locally extracted KET-RAG again with their settings.`,
 		Example: `  gleaner add files ~/notes --replace --index idx/notes
   gleaner add jsonl new-passages.jsonl --index idx/wiki`,
 		Args: exactArgs(2, "a format (files or jsonl) and a path"),
@@ -245,8 +248,8 @@ func finishLive(cmd *cobra.Command, w *live.Writer, rep *liveReport, err error) 
 			plural(rep.added+rep.replaced+rep.deleted, "document"), plural(rep.commits, "commit"), time.Since(rep.start).Seconds(),
 			rep.added, rep.replaced, plural(rep.passages, "passage"), rep.unchanged, rep.deleted, plural(st.Nodes, "passage"))
 	}
-	if s := st.Stale; s != nil && len(s.Sections)+len(s.GraphKinds) > 0 {
-		fmt.Fprintf(out, "stale until rebuilt: sections %v, edge kinds %v (see gleaner index info)\n", s.Sections, s.GraphKinds)
+	if line := staleLine(w.Dir(), st.Stale); line != "" {
+		fmt.Fprintln(out, line)
 	}
 	if err != nil {
 		if rep != nil && rep.commits > 0 {
@@ -375,6 +378,51 @@ one was killed, so that commands that read the index alone see every acknowledge
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "replayed %d log records; %s is up to date (%d passages)\n", st.Replayed, f.dir, st.Nodes)
 			return nil
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+// staleLine says what changes left stale and how to build it again ("":
+// nothing).
+func staleLine(dir string, s *index.Stale) string {
+	if s == nil || len(s.Sections)+len(s.GraphKinds) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("stale until built again: sections %v, edge kinds %v", s.Sections, s.GraphKinds)
+	if r := s.Refreshable(); len(r) > 0 {
+		line += fmt.Sprintf("; gleaner refresh --index %s builds %s", dir, strings.Join(r, ", "))
+	}
+	return line + " (see gleaner index info)"
+}
+
+func newRefresh(g *globals) *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:   "refresh --index <dir>",
+		Short: "Build again the sections that live changes left stale (Tri-Graph, HNSW, KET-RAG)",
+		Long: `Build again, with the settings they were built with, the sections that adds and deletes
+left stale and that can be built from the index in memory (the Tri-Graph, the HNSW graph,
+KET-RAG's structures when extracted locally), and write the index with them. A server started
+with --writes does this by itself once the writes pause (--refresh-after). Others (KET-RAG
+extracted by an LLM, a trained SeedER encoder, knn edges) are built with their own commands;
+'gleaner index info' names them.`,
+		Example: `  gleaner refresh --index idx/wiki`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := f.open(cmd, g)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			r, err := w.Refresh(cmd.Context())
+			if len(r.Built) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "built again: %s (%.1f s)\n", strings.Join(r.Built, ", "), time.Since(start).Seconds())
+			} else if err == nil {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to build again")
+			}
+			return finishLive(cmd, w, nil, err)
 		},
 	}
 	f.bind(cmd)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -110,5 +111,37 @@ func TestAddJSONLRefusals(t *testing.T) {
 	out, err := run(t, "add", "jsonl", good, "--index", idir)
 	if err != nil || !strings.Contains(out, "1 added") {
 		t.Fatalf("add jsonl: %v\n%s", err, out)
+	}
+}
+
+// gleaner refresh builds the HNSW graph an add left stale, and says when
+// there is nothing to do.
+func TestRefreshCommand(t *testing.T) {
+	dir := t.TempDir()
+	notes, cdir, idir := filepath.Join(dir, "notes"), filepath.Join(dir, "corpus"), filepath.Join(dir, "index")
+	writeNotes(t, notes, 1, 8)
+	for _, args := range [][]string{{"import", "files", notes, "-o", cdir}, {"index", cdir, "-o", idir, "--train-head=false"},
+		{"graph", "build", "--kind", "hnsw", "--index", idir, "--m", "4"}} {
+		if out, err := run(t, args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	more := filepath.Join(dir, "more")
+	writeNotes(t, more, 9, 9)
+	out, err := run(t, "add", "files", more, "--index", idir)
+	if err != nil || !strings.Contains(out, "stale until built again: sections [hnsw]") || !strings.Contains(out, "gleaner refresh --index") {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	out, err = run(t, "refresh", "--index", idir)
+	if err != nil || !strings.Contains(out, "built again: hnsw") || strings.Contains(out, "stale") {
+		t.Fatalf("refresh: %v\n%s", err, out)
+	}
+	out, err = run(t, "index", "info", idir)
+	if err != nil || strings.Contains(out, "stale") || !regexp.MustCompile(`section hnsw .*: ok`).MatchString(out) {
+		t.Fatalf("info after refresh: %v\n%s", err, out)
+	}
+	out, err = run(t, "refresh", "--index", idir)
+	if err != nil || !strings.Contains(out, "nothing to build again") {
+		t.Fatalf("second refresh: %v\n%s", err, out)
 	}
 }

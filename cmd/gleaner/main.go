@@ -77,7 +77,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "structured log lines on stderr at this level and above: debug, info, warn, error (progress bars show on a terminal whatever the level)")
 	root.PersistentFlags().StringVar(&g.backend, "backend", "", "compute backend: cpu or cuda (default: $"+envBackend+", else cpu)")
 	root.PersistentFlags().IntVar(&g.device, "device", 0, "GPU ordinal for --backend cuda (0: the first)")
-	root.AddCommand(newImport(g), newChunk(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newAnswer(g), newEval(g), newTune(g), newDemo(g), newServe(g), newKeys(), newAdd(g), newDelete(g), newCheckpoint(g))
+	root.AddCommand(newImport(g), newChunk(g), newIndex(g), newGraph(g), newTrain(g), newModel(g), newQuery(g), newAnswer(g), newEval(g), newTune(g), newDemo(g), newServe(g), newKeys(), newAdd(g), newDelete(g), newCheckpoint(g), newRefresh(g))
 	root.SetFlagErrorFunc(suggestFlag)
 	return root
 }

@@ -116,6 +116,8 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.Int64Var(&cfg.Limits.MaxBodyBytes, "max-body", cfg.Limits.MaxBodyBytes, "largest request body in bytes")
 	fl.BoolVar(&cfg.Writes, "writes", false, "open the indexes for live updates and serve the write endpoints (PUT/DELETE /v1/indexes/{index}/documents/{id}, POST …/documents) to keys with the write scope; each index's update log is <index>.wal")
 	fl.Int64Var(&cfg.CheckpointBytes, "checkpoint-bytes", cfg.CheckpointBytes, "with --writes: the update log size that starts a checkpoint (the index rewritten on disk, the log folded in)")
+	fl.DurationVar(&cfg.CommitInterval, "commit-interval", cfg.CommitInterval, "with --writes: least time between two commits to an index; writes arriving meanwhile share the next (fewer passes over the index under a steady stream, each write up to this much slower)")
+	fl.DurationVar(&cfg.RefreshAfter, "refresh-after", cfg.RefreshAfter, "with --writes: how long the writes to an index must pause before the sections they left stale (Tri-Graph, HNSW graph, local KET-RAG) are built again in the background (0: never; gleaner refresh does it offline)")
 	fl.Int64Var(&cfg.Limits.MaxWriteBytes, "max-write-body", cfg.Limits.MaxWriteBytes, "with --writes: largest write request body in bytes")
 	fl.IntVar(&cfg.MaxOptionSets, "max-option-sets", cfg.MaxOptionSets, "distinct option sets kept per index and method; another evicts the least recently used")
 	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (to admin keys)")

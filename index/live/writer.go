@@ -68,7 +68,7 @@ type Options struct {
 	OnPublish func(*index.Index)
 	// RefreshAfter is how long the writes must pause before the stale
 	// sections that can be built in memory (index.RefreshStale: the
-	// Tri-Graph, the HNSW graph) are built again in the background and
+	// Tri-Graph, the HNSW graph, locally extracted KET-RAG) are built again in the background and
 	// published (≥ 0; 0, the default: only Refresh does it). It needs
 	// Refresh.Backend.
 	RefreshAfter time.Duration
@@ -306,6 +306,9 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 	}
 	return err
 }
+
+// Dir is the folder of the writer's index.
+func (w *Writer) Dir() string { return w.dir }
 
 // Index is the current index: every commit that returned is in it.
 func (w *Writer) Index() *index.Index { return w.cur.Load() }

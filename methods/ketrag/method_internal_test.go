@@ -1,10 +1,13 @@
 package ketrag
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -64,5 +67,16 @@ func TestBudgetCeiling(t *testing.T) {
 		if retrieve.CheckBudget(b) == nil || (Options{Budget: b, TopKeywords: 1, TopEntities: 1}).Validate() == nil {
 			t.Errorf("budget %d accepted", b)
 		}
+	}
+}
+
+// An LLM extraction is never rerun by a refresh: it costs calls.
+func TestRefreshRefusesLLMExtraction(t *testing.T) {
+	_, err := refresh(context.Background(), nil, []byte(`{"extractor":"llm:some-model:v1"}`), index.RefreshEnv{})
+	if err == nil || !strings.Contains(err.Error(), "gleaner graph build --kind ketrag") {
+		t.Fatalf("got %v, want a refusal naming the build command", err)
+	}
+	if _, err := refresh(context.Background(), nil, []byte(`{}`), index.RefreshEnv{}); err == nil {
+		t.Fatal("no recorded settings: refreshed anyway")
 	}
 }

@@ -2,13 +2,16 @@ package ketrag
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
+	"github.com/gleaner-rag/gleaner/models/ner"
 )
 
 // KET-RAG's section (docs/index-format.md).
@@ -25,7 +28,7 @@ var ErrNoKETRAG = &index.MissingError{What: "KET-RAG structures", Hint: buildHin
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "KET-RAG structures", Hint: buildHint, Load: load})
+		Summary: "KET-RAG structures", Hint: buildHint, Load: load, Refresh: refresh})
 }
 
 // Of returns the index's KET-RAG structures, ErrNoKETRAG, or why the
@@ -304,4 +307,40 @@ func checkRect(g graphops.CSR, rows, cols int) error {
 		}
 	}
 	return nil
+}
+
+// refresh builds KET-RAG's structures again from ix with the settings
+// their description recorded (a live writer's stale ones), when they were
+// extracted locally: an LLM extraction costs calls and money, so it is
+// left to its command.
+func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
+	var m Meta
+	if err := json.Unmarshal(settings, &m); err != nil || m.Extractor == "" {
+		return nil, fmt.Errorf("its build settings are not recorded (%v): build them with their command", err)
+	}
+	nerName, local := strings.CutPrefix(m.Extractor, "local:")
+	if !local {
+		return nil, fmt.Errorf("extracted by %s, which is not run without being asked: %s", m.Extractor, buildHint)
+	}
+	var titles []string
+	if nerName == "titles" || nerName == "both" {
+		titles = ix.Names()
+	}
+	n, err := ner.New(nerName, titles)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := kgextract.NewLocal(n)
+	if err != nil {
+		return nil, err
+	}
+	o := DefaultBuildOptions()
+	o.Beta, o.Selection, o.Seed, o.KNN, o.Damping = m.Beta, m.Selection, m.Seed, m.KNN, m.Damping
+	o.UnitTokens, o.PieceTokens, o.MaxDescriptions = m.UnitTokens, m.PieceTokens, m.MaxDescriptions
+	o.Extractor, o.Backend, o.Logger = ex, env.Backend, env.Logger
+	k, err := Build(ctx, ix, o)
+	if err != nil {
+		return nil, err
+	}
+	return &index.BuiltSection{Name: Section, Meta: k.Meta, Write: k.write}, nil
 }
