@@ -166,6 +166,7 @@ func (s *Mentions) indexWords(key, text string) {
 		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
 			return
 		}
+		w = strings.Clone(w) // kept: a cut of text would keep all of text alive
 		set := s.words[w]
 		if set == nil {
 			set = map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestMentionsFollowChanges adds and removes passages at random and
@@ -88,5 +89,40 @@ func checkMentions(t *testing.T, s *Mentions, list []Passage, o MentionOptions, 
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("step %d (%d passages): %d edges, MentionEdges %d", step, len(list), len(got), len(want))
+	}
+}
+
+// within reports whether s's bytes lie inside the string of
+// [base, base+n).
+func within(s, of string) bool {
+	if len(s) == 0 || len(of) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(of)))
+	return p >= lo && p < lo+uintptr(len(of))
+}
+
+// The state keeps copies of the words it indexes: a word cut from a
+// passage's text would keep the whole text (and the index in memory that
+// holds it) alive for as long as the word is indexed.
+func TestMentionsKeepNoCutOfTheText(t *testing.T) {
+	s, err := NewMentions(MentionOptions{MinTitleLen: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Alice Springs met Bob Marley in Paris."
+	s.Add([]Passage{{Key: "p1", Title: "Alice Springs", Text: text}}, func(string) string { return text })
+	if len(s.words) == 0 {
+		t.Fatal("no word indexed")
+	}
+	for w := range s.words {
+		if within(w, text) {
+			t.Errorf("word %q is a cut of the passage's text", w)
+		}
+	}
+	for _, w := range s.pwords["p1"] {
+		if within(w, text) {
+			t.Errorf("passage word %q is a cut of the passage's text", w)
+		}
 	}
 }

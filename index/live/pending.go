@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
@@ -21,7 +22,9 @@ type catalog struct {
 func newCatalog(ix *index.Index) *catalog {
 	c := &catalog{docs: make(map[string][]string, ix.N()), nodeDoc: make(map[string]string, ix.N())}
 	for i := range ix.N() {
-		id, doc := ix.NodeID(i), ix.Document(i)
+		// copies: ix may be an index in memory, which a string cut from
+		// it would keep alive
+		id, doc := strings.Clone(ix.NodeID(i)), strings.Clone(ix.Document(i))
 		c.docs[doc] = append(c.docs[doc], id)
 		c.nodeDoc[id] = doc
 	}

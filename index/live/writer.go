@@ -488,7 +488,16 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 	if len(payload) > wal.MaxRecord {
 		return nil, &CheckError{fmt.Errorf("live: the batch takes %d bytes, over the log's limit of %d: %w; split it", len(payload), wal.MaxRecord, ErrTooLarge)}
 	}
-	return payload, p.accept(r.ops)
+	// The writer keeps the batch as the log holds it, decoded: nothing it
+	// retains (the catalog, the mentions state) shares memory with the
+	// caller's strings, one of which, cut from an index in memory, would
+	// keep that whole index alive; and a commit applies exactly what a
+	// replay of its record will.
+	ops, err := decodeRecord(payload)
+	if err != nil {
+		return nil, fmt.Errorf("live: decoding the batch's own record: %w", err)
+	}
+	return payload, p.accept(ops)
 }
 
 // embed fills in the vectors of added documents that have none, so the

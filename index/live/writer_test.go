@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -424,5 +425,42 @@ func TestRefusedBeforeTheLog(t *testing.T) {
 	}
 	if st := w.Stats(); st.Seq != 0 || st.Nodes != ix.N() {
 		t.Fatalf("refused changes reached the log or the index: %+v", st)
+	}
+}
+
+// A batch built from strings of an index in memory (ids and titles read
+// from w.Index()) leaves the writer holding none of them: the catalog
+// keeps its own copies, so that index can go once it is replaced.
+func TestWriterKeepsNoCallerStrings(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("k-1", "first in memory"))
+	commit(t, w, &b)
+	ix := w.Index() // in memory now (applied)
+	id, title := ix.NodeID(ix.N()-1), ix.Title(ix.N()-1)
+	var b2 Batch
+	b2.Replace(NodeDocument(corpus.Node{ID: id, Title: title, Text: "replaced from strings of the index"}))
+	commit(t, w, &b2)
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(ix.NodeID(0))))
+	last := ix.NodeID(ix.N() - 1)
+	hi := uintptr(unsafe.Pointer(unsafe.StringData(last))) + uintptr(len(last))
+	in := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && p >= lo && p < hi
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for doc, ids := range w.cat.docs {
+		if in(doc) || slices.ContainsFunc(ids, in) {
+			t.Fatalf("the catalog holds %q, a cut of an index in memory", doc)
+		}
+	}
+	for id, doc := range w.cat.nodeDoc {
+		if in(id) || in(doc) {
+			t.Fatalf("the catalog holds %q, a cut of an index in memory", id)
+		}
 	}
 }
