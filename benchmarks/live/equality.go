@@ -242,16 +242,22 @@ func (g *generator) plainText() string {
 	return b.String()
 }
 
-// batch makes n changes to ix: adds, replaces and deletes, no two on one
-// document.
+// batch makes n changes to ix: 40 % adds, 30 % replaces, 30 % deletes,
+// no two on one document.
 func (g *generator) batch(ix *index.Index, n int) (*live.Batch, []string) {
+	return g.batchMix(ix, n, 4, 7)
+}
+
+// batchMix is batch with adds below add tenths and replaces below
+// replace tenths (the rest deletes).
+func (g *generator) batchMix(ix *index.Index, n, add, replace int) (*live.Batch, []string) {
 	var b live.Batch
 	var kinds []string
 	used := map[string]bool{}
 	for len(kinds) < n {
 		doc := ix.Document(g.rng.IntN(ix.N()))
 		switch r := g.rng.IntN(10); {
-		case r < 4 || used[doc]:
+		case r < add || used[doc]:
 			g.next++
 			id := fmt.Sprintf("live-%d", g.next)
 			title := g.name()
@@ -260,7 +266,7 @@ func (g *generator) batch(ix *index.Index, n int) (*live.Batch, []string) {
 			}
 			b.Add(live.NodeDocument(corpus.Node{ID: id, Title: title, Text: g.text(ix)}))
 			kinds = append(kinds, "add")
-		case r < 7:
+		case r < replace:
 			v, _ := ix.Lookup(doc)
 			b.Replace(live.NodeDocument(corpus.Node{ID: doc, Title: ix.Title(int(v)), Text: g.text(ix)}))
 			kinds = append(kinds, "replace")

@@ -16,6 +16,11 @@
 // writes, then again while -writers clients commit batches of 100-word
 // passages as fast as they are acknowledged, and prints the passages per
 // second acknowledged (durable: fsynced). It stops by itself.
+//
+// soak runs a live writer for -duration under a level stream of changes
+// (adds, replaces and deletes balanced) with BM25 queries beside, and
+// prints RSS, Go heap, log and folder sizes every -every: memory and disk
+// must follow the index's size, not the number of changes.
 package main
 
 import (
@@ -46,7 +51,7 @@ func main() {
 	work := fs.String("work", "", "a scratch folder (replaced)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	ops := fs.Int("ops", 10000, "equality: changes applied")
-	duration := fs.Duration("duration", 20*time.Second, "ingest: length of each phase")
+	duration := fs.Duration("duration", 20*time.Second, "ingest: length of each phase; soak: length of the run")
 	rate := fs.Int("rate", 100, "ingest: queries per second")
 	writers := fs.Int("writers", 4, "ingest: concurrent writing clients")
 	batch := fs.Int("batch", 50, "ingest: passages per write request")
@@ -54,6 +59,8 @@ func main() {
 	mentions := fs.Bool("mentions", true, "build (and keep) a mentions graph")
 	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
+	memProfile := fs.String("memprofile", "", "soak: write a heap profile at the end to this file")
+	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || *work == "" {
@@ -77,6 +84,8 @@ func main() {
 	switch os.Args[1] {
 	case "equality":
 		err = equality(c, *work, base, *ops, *seed, *mentions, steps)
+	case "soak":
+		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "ingest":
 		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed, *profile, *interval)
 	default:

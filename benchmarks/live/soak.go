@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
+)
+
+// soak runs a live writer for d under a steady stream of changes that
+// keeps the index's size about level (30 % adds, 40 % replaces, 30 %
+// deletes, batches of batch changes from writers goroutines) while BM25
+// queries run at rate per second on the current index, and every report
+// interval prints what memory and disk hold: the process's RSS, the Go
+// heap, the log and the index folder. It shows whether anything grows
+// with the number of changes rather than with the index.
+func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, batch int, seed uint64, memProfile string) error {
+	ctx := context.Background()
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	o := live.DefaultOptions(quiet)
+	o.Refresh.Backend = be
+	w, err := live.Open(ctx, dir, o)
+	if err != nil {
+		return err
+	}
+	var acked atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for k := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := newGenerator(c, seed+uint64(k))
+			g.next = k * 1_000_000_000 // distinct added ids per writer
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b, _ := g.batchMix(w.Index(), batch, 3, 7)
+				_, err := w.Commit(ctx, b)
+				switch {
+				case err == nil:
+					acked.Add(int64(batch))
+				case !isConflict(err):
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	lat := &latencyLog{}
+	wg.Add(1)
+	go func() { defer wg.Done(); lat.run(w, c.Queries, rate, stop) }()
+	fmt.Printf("\n%8s %10s %8s %10s %10s %10s %12s %6s %10s\n", "t", "changes", "nodes", "rss", "go heap", "log", "index+log", "ckpts", "q p99")
+	start := time.Now()
+	tick := time.NewTicker(report)
+	defer tick.Stop()
+	var ferr error
+loop:
+	for time.Since(start) < d {
+		select {
+		case ferr = <-errs:
+			break loop
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		st := w.Stats()
+		fmt.Printf("%8s %10d %8d %10s %9.0fM %9.1fM %11.1fM %6d %8.2fms\n", time.Since(start).Round(time.Second), acked.Load(), st.Nodes,
+			procStatus("VmRSS"), float64(ms.HeapInuse)/(1<<20), float64(st.LogBytes)/(1<<20), float64(folderBytes(dir)+folderBytes(index.LogDir(dir)))/(1<<20),
+			st.Checkpoints, lat.p99().Seconds()*1000)
+	}
+	close(stop)
+	wg.Wait()
+	fmt.Printf("peak RSS %s; %d changes in %v\n", procStatus("VmHWM"), acked.Load(), time.Since(start).Round(time.Second))
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile); err != nil {
+			return err
+		}
+	}
+	if ferr != nil {
+		w.Close()
+		return ferr
+	}
+	return w.Close()
+}
+
+// isConflict reports a batch refused because another writer changed one
+// of its documents first (the writers draw from the same index).
+func isConflict(err error) bool {
+	return errors.Is(err, live.ErrNotFound) || errors.Is(err, live.ErrExists)
+}
+
+// latencyLog times BM25 queries on a writer's current index.
+type latencyLog struct {
+	mu  sync.Mutex
+	lat []time.Duration
+}
+
+func (l *latencyLog) run(w *live.Writer, qs []corpus.Query, rate int, stop chan struct{}) {
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		t := time.Now()
+		w.Index().BM25.Search(qs[i%len(qs)].Text, 10)
+		el := time.Since(t)
+		l.mu.Lock()
+		l.lat = append(l.lat, el)
+		l.mu.Unlock()
+	}
+}
+
+// p99 is the 99th percentile since the last call.
+func (l *latencyLog) p99() time.Duration {
+	l.mu.Lock()
+	s := l.lat
+	l.lat = nil
+	l.mu.Unlock()
+	slices.Sort(s)
+	return pct(s, 0.99)
+}
+
+// folderBytes is the size of the files under dir.
+func folderBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// writeHeapProfile writes the live heap (after a collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
