@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -24,7 +25,8 @@ var kills = flag.Int("kills", 6, "crash campaign: how many times to kill -9 the 
 // The child writer: commits batches until killed, printing "ack i" after
 // batch i's commit returns. Batch i of run r adds r<r>-b<i>-x and -y and
 // deletes the x of batch i−3; checkpoints are frequent, so kills land in
-// them too.
+// them too, and every 8th batch is followed by a refresh of the index's
+// test section and a checkpoint, which writes it from memory.
 func TestCrashChild(t *testing.T) {
 	dir, run := os.Getenv("GLEANER_CRASH_DIR"), os.Getenv("GLEANER_CRASH_RUN")
 	if dir == "" {
@@ -43,6 +45,16 @@ func TestCrashChild(t *testing.T) {
 			os.Exit(3)
 		}
 		fmt.Printf("ack %d\n", i)
+		if i%8 == 0 {
+			_, err := w.Refresh(context.Background())
+			if err == nil {
+				err = w.Checkpoint(context.Background())
+			}
+			if err != nil {
+				fmt.Println("error", err)
+				os.Exit(3)
+			}
+		}
 	}
 }
 
@@ -68,18 +80,27 @@ func TestCrashCampaign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	dir := smallIndex(t)
+	dir := indexWithSection(t)
 	rng := rand.New(rand.NewPCG(17, uint64(*kills)))
 	last := map[string]int{} // run → batches present after its crash
-	inCheckpoint := 0
+	inCheckpoint, fresh := 0, 0
 	for k := range *kills {
 		run := strconv.Itoa(k)
 		acked := crashOnce(t, dir, run, 40+rng.IntN(400))
 		if len(store.Debris(dir)) > 0 {
 			inCheckpoint++ // the kill stopped a checkpoint's write
 		}
+		if onDisk, err := index.Open(dir, store.OpenOptions{}); err != nil {
+			t.Fatalf("the folder after kill %d: %v", k, err)
+		} else {
+			if checkSection(t, onDisk) {
+				fresh++
+			}
+			onDisk.Close()
+		}
 		w := reopen(t, dir)
 		last[run] = checkRun(t, w.Index(), run, acked)
+		checkSection(t, w.Index())
 		if k%5 == 4 || k == *kills-1 {
 			for r, j := range last {
 				if got := checkRun(t, w.Index(), r, j); got != j {
@@ -97,7 +118,7 @@ func TestCrashCampaign(t *testing.T) {
 		t.Fatalf("the index after the campaign: %v", err)
 	}
 	ix.Close()
-	t.Logf("%d kills, %d of them during a checkpoint's write", *kills, inCheckpoint)
+	t.Logf("%d kills, %d of them during a checkpoint's write; the refreshed section fresh after %d", *kills, inCheckpoint, fresh)
 }
 
 // crashOnce runs the child until after ms milliseconds and kills it with
@@ -143,6 +164,22 @@ func reopen(t *testing.T, dir string) *Writer {
 		t.Fatalf("reopen after kill -9: %v", err)
 	}
 	return w
+}
+
+// checkSection checks the test section after a kill: stale, or fresh and
+// made for this index (its Load refuses one made for another size).
+func checkSection(t *testing.T, ix *index.Index) (fresh bool) {
+	t.Helper()
+	v, err := sectionValue(ix)
+	switch {
+	case errors.Is(err, index.ErrNotBuilt):
+		return false
+	case err != nil:
+		t.Fatalf("the test section after a kill: %v", err)
+	case v != int64(ix.N()):
+		t.Fatalf("the test section says %d nodes, the index has %d", v, ix.N())
+	}
+	return true
 }
 
 // checkRun verifies run's batches in ix and returns how many are there.
