@@ -22,8 +22,25 @@ import (
 
 // RefreshEnv is what a section's Refresh gets injected.
 type RefreshEnv struct {
-	Backend engine.Backend // required by sections that run kernels (Tri-Graph's W)
+	Backend engine.Backend // required
 	Logger  *slog.Logger   // nil: none
+	// Workers bounds the goroutines a refresh runs at once (≥ 1; 0: one
+	// per CPU). Builds give the same result at any number.
+	Workers int
+}
+
+// ErrNotRefreshable marks a stale section that its type cannot build in
+// memory as it stands (an LLM extraction, settings not recorded, an
+// index whose text embedder is not at hand): it stays stale, for its
+// build command, and a refresh passes it by without failing.
+var ErrNotRefreshable = errors.New("not refreshable")
+
+// WorkersOr is env's bound on goroutines, or n when it sets none.
+func (e RefreshEnv) WorkersOr(n int) int {
+	if e.Workers > 0 {
+		return e.Workers
+	}
+	return n
 }
 
 // BuiltSection is a section computed in memory: its description and the
@@ -42,19 +59,21 @@ type memFiles map[string]any
 // jsonDoc is a JSON file's bytes.
 type jsonDoc []byte
 
-// Refreshable names the index's stale sections whose type can refresh
-// them, sorted.
-func (ix *Index) Refreshable() []string { return ix.Meta.Stale.Refreshable() }
-
-// Refreshable names the stale sections whose type can refresh them,
+// Refreshable names the index's stale sections that their types can
+// build again in memory (SectionType.Refresh, and CanRefresh agrees),
 // sorted.
-func (s *Stale) Refreshable() []string {
+func (ix *Index) Refreshable() []string {
+	s := ix.Meta.Stale
 	if s == nil {
 		return nil
 	}
 	var out []string
 	for _, name := range s.Sections {
-		if t, ok := LookupSection(name); ok && t.Refresh != nil {
+		t, ok := LookupSection(name)
+		if !ok || t.Refresh == nil || len(s.Settings[name]) == 0 {
+			continue
+		}
+		if t.CanRefresh == nil || t.CanRefresh(ix, s.Settings[name]) == nil {
 			out = append(out, name)
 		}
 	}
@@ -66,6 +85,9 @@ func (s *Stale) Refreshable() []string {
 // memory, with the settings it was built with. A section that fails is
 // left stale and named in the error; the others are returned.
 func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) ([]*BuiltSection, error) {
+	if env.Backend == nil {
+		return nil, errors.New("index: a refresh needs RefreshEnv.Backend (engine.Open)")
+	}
 	var built []*BuiltSection
 	var errs []error
 	for _, name := range ix.Refreshable() {
@@ -74,8 +96,11 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) ([]*BuiltSecti
 		}
 		t, _ := LookupSection(name)
 		b, err := t.Refresh(ctx, ix, ix.Meta.Stale.Settings[name], env)
-		if err == nil && b.Name != name {
-			err = fmt.Errorf("its refresh built section %q", b.Name)
+		switch {
+		case errors.Is(err, ErrNotRefreshable):
+			continue
+		case err == nil && (b == nil || b.Name != name || b.Write == nil):
+			err = fmt.Errorf("its refresh returned %+v, not section %q", b, name)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("index: refreshing section %q (%s): %w", name, t.Summary, err))
@@ -88,10 +113,12 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) ([]*BuiltSecti
 
 // WithSections returns an index that is ix with the built sections in
 // place of earlier or stale ones of their names, each loaded by its
-// type's Load as Open would load it. ix is not changed; the result shares
-// its data (ix must stay open while it is used) and takes over appending
-// to its arrays (Apply).
-func (ix *Index) WithSections(built ...*BuiltSection) (*Index, error) {
+// type's Load as Open would load it; a section that does not load is left
+// out (stale still) and named in the error. ix is not changed; the result
+// shares its data (ix must stay open while it is used; closing the result
+// leaves ix open), and an index applied from it copies ix's arrays rather
+// than appending to them.
+func (ix *Index) WithSections(built ...*BuiltSection) (*Index, []string, error) {
 	out := ix.successor()
 	out.sections = maps.Clone(ix.sections)
 	out.Meta.Sections = maps.Clone(ix.Meta.Sections)
@@ -101,13 +128,16 @@ func (ix *Index) WithSections(built ...*BuiltSection) (*Index, error) {
 	if out.Meta.Sections == nil {
 		out.Meta.Sections = map[string]SectionRecord{}
 	}
+	var put []string
+	var errs []error
 	for _, b := range built {
 		if err := out.putSection(b); err != nil {
-			ix.tail.Store(out.tail.Load()) // out is dropped: ix keeps its tail
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
+		put = append(put, b.Name)
 	}
-	return out, nil
+	return out, put, errors.Join(errs...)
 }
 
 // putSection writes b's files into memory and loads them.
@@ -136,14 +166,13 @@ func (ix *Index) putSection(b *BuiltSection) error {
 	return nil
 }
 
-// successor is a new index over ix's data, borrowing its mapping and
-// taking over its tail.
+// successor is a new index over ix's data, borrowing its mapping. It
+// does not take ix's tail (an index applied from it copies): ix may still
+// be the one its owner applies the next change to.
 func (ix *Index) successor() *Index {
-	out := &Index{Dir: ix.Dir, Meta: ix.Meta, Manifest: ix.Manifest, Graph: ix.Graph, Postings: ix.Postings, BM25: ix.BM25,
+	return &Index{Dir: ix.Dir, Meta: ix.Meta, Manifest: ix.Manifest, Graph: ix.Graph, Postings: ix.Postings, BM25: ix.BM25,
 		LSA: ix.LSA, Vectors: ix.Vectors, Embedder: ix.Embedder, rels: ix.rels, sections: ix.sections,
 		r: ix.r, strs: ix.strs, off: ix.off, docStrs: ix.docStrs, docOff: ix.docOff, spans: ix.spans, borrowed: true}
-	out.tail.Store(ix.tail.CompareAndSwap(true, false))
-	return out
 }
 
 // writeMem writes a section's files held in memory to w.

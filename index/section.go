@@ -53,6 +53,9 @@ type SectionType struct {
 	// back without a command (refresh.go). nil: only its build command
 	// does.
 	Refresh func(ctx context.Context, ix *Index, settings json.RawMessage, env RefreshEnv) (*BuiltSection, error)
+	// CanRefresh, when set, says why Refresh cannot build the section
+	// from ix with these settings (nil: it can), without building it.
+	CanRefresh func(ix *Index, settings json.RawMessage) error
 }
 
 // SectionRecord is a section's entry in the manifest.
@@ -175,8 +178,8 @@ func (ix *Index) Section(name string) (any, error) {
 			what = fmt.Sprintf("section %q", name)
 		}
 		hint := t.Hint
-		if t.Refresh != nil {
-			hint = "gleaner refresh --index <dir> (Writer.Refresh) builds it again with its settings, as a server with --writes does when the writes pause; or " + hint
+		if slices.Contains(ix.Refreshable(), name) {
+			hint = "gleaner refresh --index <dir> builds it again with its settings, as a server with --writes does when the writes pause; or " + hint
 		}
 		return nil, &StaleError{What: what, Hint: hint, Changes: st.Changes}
 	}

@@ -36,7 +36,11 @@ type hnswMeta struct {
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: SectionHNSW, Version: hnswVersion, Update: index.Rebuild,
-		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW, Refresh: refreshHNSW})
+		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW, Refresh: refreshHNSW,
+		CanRefresh: func(_ *index.Index, settings json.RawMessage) error {
+			_, err := hnswRefreshSettings(settings)
+			return err
+		}})
 	Must(RegisterBuild(BuildDef[HNSWSettings]{Name: SectionHNSW, Group: BuildGraph, Section: SectionHNSW,
 		Summary: "an HNSW graph over the index's vectors: approximate dense search for method vector",
 		Long: `an HNSW graph over the index's vectors (--m links per node, 2m on layer 0;
@@ -116,17 +120,28 @@ func builtHNSW(ctx context.Context, ix *index.Index, s HNSWSettings, be engine.B
 // refreshHNSW builds the graph again over ix's vectors with the settings
 // its description recorded (a live writer's stale one).
 func refreshHNSW(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
-	var m hnswMeta
-	if err := json.Unmarshal(settings, &m); err != nil || m.M == 0 {
-		return nil, fmt.Errorf("its build settings are not recorded (%v): build it with its command", err)
+	s, err := hnswRefreshSettings(settings)
+	if err != nil {
+		return nil, err
 	}
-	s := DefaultHNSWSettings()
-	s.M, s.EfConstruction, s.Seed, s.KeepPruned = m.M, m.EfConstruction, m.Seed, m.KeepPruned
-	if err := s.Options.Validate(); err != nil {
-		return nil, fmt.Errorf("its recorded settings: %w", err)
-	}
+	s.Workers = env.WorkersOr(s.Workers)
 	b, _, err := builtHNSW(ctx, ix, s, env.Backend, nil)
 	return b, err
+}
+
+// hnswRefreshSettings reads the settings a stale graph was built with,
+// or says why a refresh cannot build it (index.ErrNotRefreshable).
+func hnswRefreshSettings(settings json.RawMessage) (HNSWSettings, error) {
+	s := DefaultHNSWSettings()
+	m := hnswMeta{M: s.M, EfConstruction: s.EfConstruction, Seed: s.Seed}
+	if err := json.Unmarshal(settings, &m); err != nil {
+		return s, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
+	}
+	s.M, s.EfConstruction, s.Seed, s.KeepPruned = m.M, m.EfConstruction, m.Seed, m.KeepPruned
+	if err := s.Options.Validate(); err != nil {
+		return s, fmt.Errorf("%w: its recorded settings: %v", index.ErrNotRefreshable, err)
+	}
+	return s, nil
 }
 
 // loadHNSW reads the graph and checks it against the index's vectors.

@@ -117,6 +117,9 @@ type Config struct {
 	// indexes (each costs a pass over the index) at the price of up to
 	// this much more latency per write.
 	CommitInterval time.Duration
+	// ApplyShare bounds the share of the time commits to an index may
+	// take (with Writes; live.Options.ApplyShare), in (0, 1].
+	ApplyShare float64
 }
 
 // The ways an index is held in memory (Config.IndexMemory).
@@ -131,7 +134,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1}
 }
 
 func (c Config) validate() error {
@@ -156,6 +159,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
 	case c.RefreshAfter < 0:
 		return fmt.Errorf("server: negative refresh delay %v (0: no background refresh)", c.RefreshAfter)
+	case c.Writes && !(c.ApplyShare > 0 && c.ApplyShare <= 1):
+		return fmt.Errorf("server: apply share %v: want a share in (0, 1] (start from DefaultConfig)", c.ApplyShare)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
 		return fmt.Errorf("server: commit interval %v: want 0 to 1m", c.CommitInterval)
 	case c.ScrubInterval < 0:

@@ -33,7 +33,8 @@ func (s *Server) openWriters(ctx context.Context) error {
 		o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
 		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
 		o.RefreshAfter, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.Backend
-		o.MinInterval = s.cfg.CommitInterval
+		o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
+		o.MinInterval, o.ApplyShare = s.cfg.CommitInterval, s.cfg.ApplyShare
 		w, err := live.Open(ctx, dir, o)
 		if err != nil {
 			s.closeWriters()

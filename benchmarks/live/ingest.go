@@ -21,11 +21,11 @@ import (
 	"github.com/gleaner-rag/gleaner/server/client"
 )
 
-func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64, profile string, interval time.Duration) error {
+func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64, profile string, interval time.Duration, share float64) error {
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"ix": dir}
 	cfg.Writes, cfg.InsecureNoAuth, cfg.Logger = true, true, quiet
-	cfg.CommitInterval = interval
+	cfg.CommitInterval, cfg.ApplyShare = interval, share
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return err
@@ -108,14 +108,16 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 		return werr
 	}
 	st, _ := s.LiveStats("ix")
+	after := load(cl, queries, rate, d) // idle again, at the index's final size
 	fmt.Printf("ingesting: %s\n", busy)
+	fmt.Printf("idle after: %s\n", after)
 	pace := "as fast as acknowledged"
 	if ingestRate > 0 {
 		pace = fmt.Sprintf("paced at %d passages/s", ingestRate)
 	}
 	fmt.Printf("ingest (%s): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
 		pace, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
-	fmt.Printf("query p99 ingesting / idle: %.2f\n", busy.p99.Seconds()/idle.p99.Seconds())
+	fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f\n", busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds())
 	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

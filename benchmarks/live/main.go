@@ -58,6 +58,7 @@ func main() {
 	ingestRate := fs.Int("ingest-rate", 0, "ingest: passages per second, all writers together (0: as fast as acknowledged)")
 	mentions := fs.Bool("mentions", true, "build (and keep) a mentions graph")
 	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file")
+	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
 	memProfile := fs.String("memprofile", "", "soak: write a heap profile at the end to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
@@ -87,7 +88,7 @@ func main() {
 	case "soak":
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "ingest":
-		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed, *profile, *interval)
+		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed, *profile, *interval, *share)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}

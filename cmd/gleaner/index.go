@@ -251,7 +251,7 @@ func printLive(w io.Writer, ix *index.Index) {
 	}
 	if s := m.Stale; s != nil && len(s.Sections)+len(s.GraphKinds) > 0 {
 		how := "build them again (gleaner graph build, gleaner train)"
-		if r := s.Refreshable(); len(r) > 0 {
+		if r := ix.Refreshable(); len(r) > 0 {
 			how = fmt.Sprintf("gleaner refresh builds %s again (a server with --writes does it when writes pause); the others: gleaner graph build, gleaner train", strings.Join(r, ", "))
 		}
 		fmt.Fprintf(w, "stale\tsections %v, edge kinds %v: %d changes since they were built; %s\n", s.Sections, s.GraphKinds, s.Changes, how)

@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/gleaner-rag/gleaner/index/wal"
 )
 
 // liveFlags are the flags add, delete and checkpoint share.
@@ -24,10 +26,16 @@ type liveFlags struct {
 }
 
 func (f *liveFlags) bind(cmd *cobra.Command) {
+	f.bindIndex(cmd)
+	cmd.Flags().IntVar(&f.batch, "batch", 256, "documents per commit (each commit is durable and all-or-nothing)")
+}
+
+// bindIndex binds the flags that name the index and its embedder.
+func (f *liveFlags) bindIndex(cmd *cobra.Command) {
+	f.batch = 256
 	cmd.Flags().StringVar(&f.dir, "index", "", "the index to change (required); its update log is <index>.wal")
 	cmd.Flags().StringVar(&f.biEncoder, "bi-encoder", "", "the bi-encoder folder the index's vectors came from (an index built with one)")
 	cmd.Flags().StringVar(&f.pooling, "pooling", "mean", "the bi-encoder's pooling: mean or cls")
-	cmd.Flags().IntVar(&f.batch, "batch", 256, "documents per commit (each commit is durable and all-or-nothing)")
 }
 
 // open opens the index at --index for updates.
@@ -241,6 +249,7 @@ func refuseExisting(ix *index.Index, docs []live.Document) error {
 // prints what was done; err is what stopped the command, if anything.
 func finishLive(cmd *cobra.Command, w *live.Writer, rep *liveReport, err error) error {
 	st := w.Stats()
+	stale := staleLine(w.Dir(), w.Index())
 	cerr := w.Close()
 	out := cmd.OutOrStdout()
 	if rep != nil && (err == nil || rep.commits > 0) {
@@ -248,8 +257,8 @@ func finishLive(cmd *cobra.Command, w *live.Writer, rep *liveReport, err error) 
 			plural(rep.added+rep.replaced+rep.deleted, "document"), plural(rep.commits, "commit"), time.Since(rep.start).Seconds(),
 			rep.added, rep.replaced, plural(rep.passages, "passage"), rep.unchanged, rep.deleted, plural(st.Nodes, "passage"))
 	}
-	if line := staleLine(w.Dir(), st.Stale); line != "" {
-		fmt.Fprintln(out, line)
+	if stale != "" {
+		fmt.Fprintln(out, stale)
 	}
 	if err != nil {
 		if rep != nil && rep.commits > 0 {
@@ -386,12 +395,13 @@ one was killed, so that commands that read the index alone see every acknowledge
 
 // staleLine says what changes left stale and how to build it again ("":
 // nothing).
-func staleLine(dir string, s *index.Stale) string {
+func staleLine(dir string, ix *index.Index) string {
+	s := ix.Meta.Stale
 	if s == nil || len(s.Sections)+len(s.GraphKinds) == 0 {
 		return ""
 	}
 	line := fmt.Sprintf("stale until built again: sections %v, edge kinds %v", s.Sections, s.GraphKinds)
-	if r := s.Refreshable(); len(r) > 0 {
+	if r := ix.Refreshable(); len(r) > 0 {
 		line += fmt.Sprintf("; gleaner refresh --index %s builds %s", dir, strings.Join(r, ", "))
 	}
 	return line + " (see gleaner index info)"
@@ -411,6 +421,9 @@ extracted by an LLM, a trained SeedER encoder, knn edges) are built with their o
 		Example: `  gleaner refresh --index idx/wiki`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if done, err := nothingToRefresh(cmd, f.dir); done || err != nil {
+				return err
+			}
 			w, err := f.open(cmd, g)
 			if err != nil {
 				return err
@@ -425,6 +438,28 @@ extracted by an LLM, a trained SeedER encoder, knn edges) are built with their o
 			return finishLive(cmd, w, nil, err)
 		},
 	}
-	f.bind(cmd)
+	f.bindIndex(cmd)
 	return cmd
+}
+
+// nothingToRefresh says so, and reports true, when the index at dir has
+// no update log to replay and nothing a refresh can build (so that no
+// writer, and no log, is opened for nothing).
+func nothingToRefresh(cmd *cobra.Command, dir string) (bool, error) {
+	if dir == "" || wal.Exists(index.LogDir(dir)) {
+		return false, nil
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return false, err
+	}
+	defer ix.Close()
+	if len(ix.Refreshable()) > 0 {
+		return false, nil
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "nothing to build again")
+	if line := staleLine(dir, ix); line != "" {
+		fmt.Fprintln(cmd.OutOrStdout(), line)
+	}
+	return true, nil
 }

@@ -126,9 +126,16 @@ func TestRefreshCommand(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
+	out, err := run(t, "refresh", "--index", idir)
+	if err != nil || !strings.Contains(out, "nothing to build again") {
+		t.Fatalf("refresh of an index never changed: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(idir + ".wal"); !os.IsNotExist(err) {
+		t.Fatalf("refresh with nothing to do left an update log: %v", err)
+	}
 	more := filepath.Join(dir, "more")
 	writeNotes(t, more, 9, 9)
-	out, err := run(t, "add", "files", more, "--index", idir)
+	out, err = run(t, "add", "files", more, "--index", idir)
 	if err != nil || !strings.Contains(out, "stale until built again: sections [hnsw]") || !strings.Contains(out, "gleaner refresh --index") {
 		t.Fatalf("add: %v\n%s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 var kills = flag.Int("kills", 6, "crash campaign: how many times to kill -9 the writer (benchmarks/live runs 60)")
@@ -33,7 +34,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("the crash campaign's child process")
 	}
 	o := DefaultOptions(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	o.CheckpointBytes = 16 << 10
+	o.CheckpointBytes, o.Refresh.Backend = 16<<10, cpu.New()
 	w, err := Open(context.Background(), dir, o)
 	if err != nil {
 		fmt.Println("error", err)

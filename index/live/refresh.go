@@ -52,40 +52,48 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	if ctx.Err() != nil {
 		return Refreshed{Stale: staleSections(ix)}, ctx.Err()
 	}
-	next, err := w.publishRefresh(ix, built)
-	w.stats.rfNanos.Add(int64(time.Since(start)))
-	if err != nil || berr != nil {
+	var next *index.Index
+	var put []string
+	var perr error
+	if len(built) > 0 {
+		next, put, perr = w.publishRefresh(ix, built)
+	}
+	took := time.Since(start)
+	w.stats.rfNanos.Add(int64(took))
+	w.lastBuild.Store(int64(took))
+	if len(put) == 0 {
+		w.stats.refreshFailures.Add(1)
+		return Refreshed{Stale: staleSections(ix)}, errors.Join(berr, perr)
+	}
+	if berr != nil || perr != nil {
 		w.stats.refreshFailures.Add(1)
 	}
-	if err != nil {
-		return Refreshed{Stale: staleSections(ix)}, errors.Join(berr, err)
-	}
 	w.stats.refreshes.Add(1)
-	out := Refreshed{Stale: staleSections(next)}
-	for _, b := range built {
-		out.Built = append(out.Built, b.Name)
-	}
-	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", time.Since(start).Round(time.Millisecond))
-	return out, berr
+	out := Refreshed{Built: put, Stale: staleSections(next)}
+	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond))
+	return out, errors.Join(berr, perr)
 }
 
-// publishRefresh publishes ix with the built sections, unless a commit
-// replaced ix meanwhile, and asks for a checkpoint to save them.
-func (w *Writer) publishRefresh(ix *index.Index, built []*index.BuiltSection) (*index.Index, error) {
-	if len(built) == 0 {
-		return ix, nil
+// publishRefresh loads the built sections into the index after ix and
+// publishes it, unless a commit replaced ix meanwhile (ErrOvertaken); it
+// asks for a checkpoint to save them. put names those that loaded.
+func (w *Writer) publishRefresh(ix *index.Index, built []*index.BuiltSection) (next *index.Index, put []string, err error) {
+	next, put, lerr := ix.WithSections(built...) // loads run outside the lock: commits go on
+	if len(put) == 0 {
+		next.Close()
+		return nil, nil, fmt.Errorf("live: %w", lerr)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil {
-		return nil, w.err
+	switch {
+	case w.err != nil:
+		err = w.err
+	case w.cur.Load() != ix:
+		err = ErrOvertaken
 	}
-	if w.cur.Load() != ix {
-		return nil, ErrOvertaken
-	}
-	next, err := ix.WithSections(built...)
 	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
+		next.Close()
+		return nil, nil, errors.Join(lerr, err)
 	}
 	w.publish(next)
 	w.unsaved.Store(true)
@@ -93,7 +101,10 @@ func (w *Writer) publishRefresh(ix *index.Index, built []*index.BuiltSection) (*
 	case w.ck <- struct{}{}:
 	default:
 	}
-	return next, nil
+	if lerr != nil {
+		lerr = fmt.Errorf("live: %w", lerr)
+	}
+	return next, put, lerr
 }
 
 // staleSections names ix's stale sections.
@@ -118,18 +129,27 @@ func (w *Writer) refreshLoop() {
 		case <-w.stop:
 			return
 		case <-w.rf:
-			quiet.Reset(w.o.RefreshAfter)
+			quiet.Reset(w.quietFor())
 		case <-quiet.C:
 			if len(w.Index().Refreshable()) == 0 {
 				continue
 			}
 			_, err := w.Refresh(w.rfCtx)
 			switch {
+			case w.rfCtx.Err() != nil || errors.Is(err, ErrClosed):
+				return
 			case errors.Is(err, ErrOvertaken):
-				w.o.Logger.Info("refresh overtaken by a commit; the next pause retries", "dir", w.dir)
-			case err != nil && w.rfCtx.Err() == nil:
+				w.o.Logger.Info("refresh overtaken by a commit; it runs again once the writes pause", "dir", w.dir, "err", err)
+			case err != nil:
 				w.o.Logger.Error("refresh failed; those sections stay stale until built", "dir", w.dir, "err", err)
 			}
 		}
 	}
+}
+
+// quietFor is how long the writes must pause before a background
+// refresh: RefreshAfter, or as long as the last refresh took when that
+// was longer (a pause shorter than a build would likely be overtaken).
+func (w *Writer) quietFor() time.Duration {
+	return max(w.o.RefreshAfter, time.Duration(w.lastBuild.Load()))
 }

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // testSection is a section that records the index's node count: Load
@@ -20,6 +20,10 @@ import (
 const testSection = "live-test"
 
 var refreshHook func(ctx context.Context) error
+
+// errLoadMismatch, from refreshHook, makes the refresh build a section
+// its Load refuses.
+var errLoadMismatch = errors.New("build one that does not load")
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: testSection, Version: 1, Update: index.Rebuild, Summary: "a test section",
@@ -57,7 +61,11 @@ func refreshTestSection(ctx context.Context, ix *index.Index, settings json.RawM
 		return nil, fmt.Errorf("settings %q not recorded", settings)
 	}
 	if refreshHook != nil {
-		if err := refreshHook(ctx); err != nil {
+		err := refreshHook(ctx)
+		if errors.Is(err, errLoadMismatch) {
+			return testSectionBuilt(ix.N() + 1), nil // Load refuses it
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -185,7 +193,7 @@ func TestCloseCancelsRefresh(t *testing.T) {
 func TestBackgroundRefresh(t *testing.T) {
 	dir := indexWithSection(t)
 	o, _ := testOptions(t)
-	o.RefreshAfter, o.Refresh.Backend = time.Millisecond, cpu.New()
+	o.RefreshAfter = time.Millisecond
 	w := mustOpen(t, dir, o)
 	defer w.Close()
 	var b Batch
@@ -198,5 +206,52 @@ func TestBackgroundRefresh(t *testing.T) {
 	}
 	if v, err := sectionValue(w.Index()); err != nil || v != int64(w.Index().N()) {
 		t.Fatalf("section %v, %v", v, err)
+	}
+}
+
+// A refresh that builds nothing counts as a failure, not a refresh, and
+// publishes nothing; one whose section does not load leaves it stale.
+func TestRefreshFailures(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("f-1", "failing refresh"))
+	commit(t, w, &b)
+	before := w.Index()
+	refreshHook = func(context.Context) error { return errors.New("build broke") }
+	defer func() { refreshHook = nil }()
+	if _, err := w.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "build broke") {
+		t.Fatalf("refresh gave %v, want the build's error", err)
+	}
+	refreshHook = func(context.Context) error { return errLoadMismatch }
+	if _, err := w.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "does not load") {
+		t.Fatalf("refresh gave %v, want a load failure", err)
+	}
+	if st := w.Stats(); st.Refreshes != 0 || st.RefreshFailed != 2 || w.Index() != before {
+		t.Fatalf("stats %+v; index replaced %v", st, w.Index() != before)
+	}
+	if _, err := sectionValue(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("section %v, want still stale", err)
+	}
+	refreshHook = func(context.Context) error { return fmt.Errorf("no embedder here: %w", index.ErrNotRefreshable) }
+	if r, err := w.Refresh(context.Background()); err != nil || len(r.Built) != 0 || !slices.Equal(r.Stale, []string{testSection}) {
+		t.Fatalf("a section its type cannot refresh now: %+v, %v; want it passed by quietly", r, err)
+	}
+}
+
+// A manual refresh without a backend says what it needs.
+func TestRefreshNeedsBackend(t *testing.T) {
+	dir := indexWithSection(t)
+	o, _ := testOptions(t)
+	o.Refresh.Backend = nil
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("n-1", "no backend"))
+	commit(t, w, &b)
+	if _, err := w.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "Backend") {
+		t.Fatalf("refresh without a backend: %v", err)
 	}
 }

@@ -58,6 +58,14 @@ type Options struct {
 	// that commits one batch after another by up to this much each
 	// time; commits that arrive together share one at any setting.
 	MinInterval time.Duration
+	// ApplyShare bounds the share of the time commits may take, in
+	// (0, 1]: after a commit that took d, the next starts no sooner than
+	// d/ApplyShare after it began; writes arriving meanwhile share it
+	// (1, the default: no bound beyond MinInterval). Each commit costs a
+	// pass over the index, so under a steady stream of writes this keeps
+	// the writer from taking a whole core from queries, at the price of
+	// latency per write.
+	ApplyShare float64
 	// NoSync skips fsync (tests of logic only).
 	NoSync bool
 	// OpenOptions open the index (Copy reads it into memory).
@@ -82,7 +90,7 @@ const maxGroup = 1 << 16
 
 // DefaultOptions are the options Open expects unless told otherwise.
 func DefaultOptions(log *slog.Logger) Options {
-	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024}
+	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024, ApplyShare: 1}
 }
 
 func (o *Options) validate() error {
@@ -95,6 +103,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.MaxGroup %d: want 1 to %d (it sizes the commit queue)", o.MaxGroup, maxGroup)
 	case o.MinInterval < 0:
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
+	case !(o.ApplyShare > 0 && o.ApplyShare <= 1):
+		return fmt.Errorf("live: Options.ApplyShare %v: want a share in (0, 1] (1: no bound)", o.ApplyShare)
 	case o.RefreshAfter < 0:
 		return fmt.Errorf("live: Options.RefreshAfter %v: want ≥ 0 (0: no background refresh)", o.RefreshAfter)
 	case o.RefreshAfter > 0 && o.Refresh.Backend == nil:
@@ -133,6 +143,8 @@ type Writer struct {
 	rfCancel context.CancelFunc
 	// unsaved: a refresh published sections the index on disk lacks.
 	unsaved atomic.Bool
+	// lastBuild is how long the last refresh took (nanoseconds).
+	lastBuild atomic.Int64
 
 	closeMu sync.Mutex
 	closed  bool
@@ -349,18 +361,39 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
 
 func (w *Writer) commitLoop() {
 	defer close(w.done)
-	var last time.Time // the last group's start
+	var next time.Time // the earliest start of the next group
 	for {
 		select {
 		case <-w.stop:
 			w.drain(ErrClosed)
 			return
 		case req := <-w.queue:
-			group := w.gather(req, last.Add(w.o.MinInterval))
-			last = time.Now()
+			group := w.gather(req, next)
+			start := time.Now()
 			w.commitGroup(group)
+			next = w.nextStart(start, time.Since(start))
 		}
 	}
+}
+
+// nextStart is when the group after one that started at start and took
+// took may start: MinInterval after start, and late enough that commits
+// spend at most ApplyShare of the time (a commit's cost grows with the
+// index: under a stream of writes, later groups gather more instead of
+// taking a core from the queries).
+func (w *Writer) nextStart(start time.Time, took time.Duration) time.Time {
+	next := start.Add(w.o.MinInterval)
+	if s := w.o.ApplyShare; s > 0 && s < 1 {
+		next = later(next, start.Add(time.Duration(float64(took)/s)))
+	}
+	return next
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // gather collects the batches queued behind first, waiting until
@@ -637,8 +670,8 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
+	w.rfCancel() // first: the refresh loop then stops quietly
 	close(w.stop)
-	w.rfCancel()
 	<-w.done
 	<-w.ckDone // a checkpoint in flight finishes first
 	<-w.rfDone

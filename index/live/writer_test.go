@@ -21,11 +21,13 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/indextest"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 func testOptions(t *testing.T) (Options, *bytes.Buffer) {
 	var logs bytes.Buffer
 	o := DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
+	o.Refresh.Backend = cpu.New()
 	return o, &logs
 }
 
@@ -311,7 +313,10 @@ func TestOptionsChecked(t *testing.T) {
 		"huge group":          func(o *Options) { o.MaxGroup = 1 << 40 },
 		"negative interval":   func(o *Options) { o.MinInterval = -1 },
 		"negative refresh":    func(o *Options) { o.RefreshAfter = -1 },
-		"refresh, no backend": func(o *Options) { o.RefreshAfter = time.Second },
+		"zero share":          func(o *Options) { o.ApplyShare = 0 },
+		"share over 1":        func(o *Options) { o.ApplyShare = 1.5 },
+		"NaN share":           func(o *Options) { o.ApplyShare = math.NaN() },
+		"refresh, no backend": func(o *Options) { o.RefreshAfter, o.Refresh.Backend = time.Second, nil },
 	} {
 		bad := o
 		mut(&bad)
@@ -461,6 +466,29 @@ func TestWriterKeepsNoCallerStrings(t *testing.T) {
 	for id, doc := range w.cat.nodeDoc {
 		if in(id) || in(doc) {
 			t.Fatalf("the catalog holds %q, a cut of an index in memory", id)
+		}
+	}
+}
+
+// nextStart spaces commits by MinInterval and by ApplyShare, whichever is
+// later.
+func TestNextStart(t *testing.T) {
+	start := time.Unix(1000, 0)
+	for _, c := range []struct {
+		interval time.Duration
+		share    float64
+		took     time.Duration
+		want     time.Duration
+	}{
+		{0, 1, 80 * time.Millisecond, 0},
+		{0, 0.5, 80 * time.Millisecond, 160 * time.Millisecond},
+		{0, 0.25, 80 * time.Millisecond, 320 * time.Millisecond},
+		{time.Second, 0.5, 80 * time.Millisecond, time.Second},
+		{50 * time.Millisecond, 0.5, 80 * time.Millisecond, 160 * time.Millisecond},
+	} {
+		w := &Writer{o: Options{MinInterval: c.interval, ApplyShare: c.share}}
+		if got := w.nextStart(start, c.took).Sub(start); got != c.want {
+			t.Errorf("interval %v, share %v, took %v: next after %v, want %v", c.interval, c.share, c.took, got, c.want)
 		}
 	}
 }

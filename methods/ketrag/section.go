@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -28,7 +29,11 @@ var ErrNoKETRAG = &index.MissingError{What: "KET-RAG structures", Hint: buildHin
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "KET-RAG structures", Hint: buildHint, Load: load, Refresh: refresh})
+		Summary: "KET-RAG structures", Hint: buildHint, Load: load, Refresh: refresh,
+		CanRefresh: func(ix *index.Index, settings json.RawMessage) error {
+			_, _, err := refreshSettings(ix, settings)
+			return err
+		}})
 }
 
 // Of returns the index's KET-RAG structures, ErrNoKETRAG, or why the
@@ -314,13 +319,9 @@ func checkRect(g graphops.CSR, rows, cols int) error {
 // extracted locally: an LLM extraction costs calls and money, so it is
 // left to its command.
 func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
-	var m Meta
-	if err := json.Unmarshal(settings, &m); err != nil || m.Extractor == "" {
-		return nil, fmt.Errorf("its build settings are not recorded (%v): build them with their command", err)
-	}
-	nerName, local := strings.CutPrefix(m.Extractor, "local:")
-	if !local {
-		return nil, fmt.Errorf("extracted by %s, which is not run without being asked: %s", m.Extractor, buildHint)
+	m, nerName, err := refreshSettings(ix, settings)
+	if err != nil {
+		return nil, err
 	}
 	var titles []string
 	if nerName == "titles" || nerName == "both" {
@@ -338,9 +339,35 @@ func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env
 	o.Beta, o.Selection, o.Seed, o.KNN, o.Damping = m.Beta, m.Selection, m.Seed, m.KNN, m.Damping
 	o.UnitTokens, o.PieceTokens, o.MaxDescriptions = m.UnitTokens, m.PieceTokens, m.MaxDescriptions
 	o.Extractor, o.Backend, o.Logger = ex, env.Backend, env.Logger
+	o.Workers = env.WorkersOr(o.Workers)
 	k, err := Build(ctx, ix, o)
 	if err != nil {
 		return nil, err
 	}
 	return &index.BuiltSection{Name: Section, Meta: k.Meta, Write: k.write}, nil
+}
+
+// refreshSettings reads the settings stale KET-RAG structures were built
+// with (over the defaults) and their local extractor's NER, or says why a
+// refresh cannot build them (index.ErrNotRefreshable).
+func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, string, error) {
+	d := DefaultBuildOptions()
+	m := Meta{Beta: d.Beta, Selection: d.Selection, Seed: d.Seed, KNN: d.KNN, Damping: d.Damping,
+		UnitTokens: d.UnitTokens, PieceTokens: d.PieceTokens, MaxDescriptions: d.MaxDescriptions}
+	if err := json.Unmarshal(settings, &m); err != nil {
+		return m, "", fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
+	}
+	nerName, local := strings.CutPrefix(m.Extractor, "local:")
+	switch {
+	case m.Extractor == "":
+		return m, "", fmt.Errorf("%w: its recorded settings name no extractor; %s", index.ErrNotRefreshable, buildHint)
+	case !local:
+		return m, "", fmt.Errorf("%w: extracted by %s, which costs calls and is only run when asked; %s", index.ErrNotRefreshable, m.Extractor, buildHint)
+	case !slices.Contains(ner.Names(), nerName):
+		return m, "", fmt.Errorf("%w: its recorded extractor %q uses an unknown NER; %s", index.ErrNotRefreshable, m.Extractor, buildHint)
+	}
+	if err := ix.CanEmbedText("KET-RAG's entities and keywords"); err != nil {
+		return m, "", fmt.Errorf("%w: %v", index.ErrNotRefreshable, err)
+	}
+	return m, nerName, nil
 }

@@ -37,7 +37,11 @@ var ErrNoTriGraph = &index.MissingError{What: "Tri-Graph", Hint: buildHint}
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "Tri-Graph", Hint: buildHint, Load: load, Refresh: refresh})
+		Summary: "Tri-Graph", Hint: buildHint, Load: load, Refresh: refresh,
+		CanRefresh: func(ix *index.Index, settings json.RawMessage) error {
+			_, err := refreshSettings(ix, settings)
+			return err
+		}})
 }
 
 // csrs names the Tri-Graph's CSR files: prefix_ptr.i64, prefix_idx.i32
@@ -249,9 +253,9 @@ func (t *TriGraph) check(dims int) error {
 // refresh builds the Tri-Graph again from ix with the settings its
 // description recorded (a live writer's stale one: index.RefreshStale).
 func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
-	var m Meta
-	if err := json.Unmarshal(settings, &m); err != nil || m.NER == "" {
-		return nil, fmt.Errorf("its build settings are not recorded (%v): build it with its command", err)
+	m, err := refreshSettings(ix, settings)
+	if err != nil {
+		return nil, err
 	}
 	var titles []string
 	if m.NER == "titles" || m.NER == "both" {
@@ -263,9 +267,27 @@ func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env
 	}
 	o := DefaultBuildOptions()
 	o.Extractor, o.Neighbours, o.BonusWholeWord, o.Backend, o.Logger = ex, m.Neighbours, m.BonusWholeWord, env.Backend, env.Logger
+	o.Workers = env.WorkersOr(o.Workers)
 	tg, err := Build(ctx, ix, o)
 	if err != nil {
 		return nil, err
 	}
 	return &index.BuiltSection{Name: Section, Meta: tg.Meta, Write: tg.write}, nil
+}
+
+// refreshSettings reads the settings a stale Tri-Graph was built with
+// (over the defaults, for fields an older build did not record), or says
+// why a refresh cannot build it (index.ErrNotRefreshable).
+func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, error) {
+	m := Meta{Neighbours: graphops.DefaultNeighbourOptions()}
+	if err := json.Unmarshal(settings, &m); err != nil {
+		return m, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
+	}
+	if !slices.Contains(ner.Names(), m.NER) {
+		return m, fmt.Errorf("%w: its recorded settings name entity extractor %q, not one of %v", index.ErrNotRefreshable, m.NER, ner.Names())
+	}
+	if err := ix.CanEmbedText("the tri-graph's entities and sentences"); err != nil {
+		return m, fmt.Errorf("%w: %v", index.ErrNotRefreshable, err)
+	}
+	return m, nil
 }
