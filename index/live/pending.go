@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
@@ -191,6 +192,12 @@ func (o *overlay) put(x *op, dims int) error {
 	for k, e := range x.Edges {
 		if !slices.Contains(ids, e.Src) {
 			return fmt.Errorf("edge %d (%q → %q): its source is not a passage of this document (edges belong to the document they start from)", k+1, e.Src, e.Dst)
+		}
+		for _, f := range []struct{ name, v string }{{"dst", e.Dst}, {"kind", e.Kind}, {"rel", e.Rel}} {
+			if !utf8.ValidString(f.v) {
+				// the log stores JSON, which would turn the bytes into U+FFFD
+				return fmt.Errorf("edge %d (from %q): field %s: not valid UTF-8", k+1, e.Src, f.name)
+			}
 		}
 	}
 	if x.Vectors != nil {

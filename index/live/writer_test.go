@@ -197,6 +197,11 @@ func TestBatchIsAtomic(t *testing.T) {
 			d.Edges = []corpus.Edge{{Src: existing, Dst: "ok"}}
 			b.Add(d)
 		}, nil},
+		"edge kind not UTF-8": {func(b *Batch) {
+			d := passage("ok", "fine")
+			d.Edges = []corpus.Edge{{Src: "ok", Dst: existing, Kind: "links\xff"}}
+			b.Add(d)
+		}, nil},
 		"wrong document":    {func(b *Batch) { b.Add(Document{ID: "d", Nodes: []corpus.Node{{ID: "x", Text: "t"}}}) }, nil},
 		"empty document":    {func(b *Batch) { b.Add(Document{ID: "d"}) }, nil},
 		"empty text":        {func(b *Batch) { b.Add(NodeDocument(corpus.Node{ID: "e", Text: " "})) }, nil},
