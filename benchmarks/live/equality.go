@@ -23,13 +23,7 @@ var compared = []string{"bm25", "ppr", "vector", "hybrid", "fastinsight", "fuser
 
 func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mentions bool, steps []string) error {
 	ctx := context.Background()
-	be, err := engine.Open("cpu")
-	if err != nil {
-		return err
-	}
-	o := live.DefaultOptions(quiet)
-	o.Refresh.Backend = be
-	w, err := live.Open(ctx, base, o)
+	w, err := openWriter(ctx, base)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 	_ "github.com/gleaner-rag/gleaner/methods"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -125,4 +126,16 @@ func buildIndex(c *corpus.Corpus, dir string, mentions bool, steps []string) err
 		fmt.Printf("built %s in %v\n", step, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// openWriter opens the index at dir for live updates, with the cpu
+// backend for refreshes.
+func openWriter(ctx context.Context, dir string) (*live.Writer, error) {
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return nil, err
+	}
+	o := live.DefaultOptions(quiet)
+	o.Refresh.Backend = be
+	return live.Open(ctx, dir, o)
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
-	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/live"
 )
@@ -29,13 +28,7 @@ import (
 // with the number of changes rather than with the index.
 func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, batch int, seed uint64, memProfile string) error {
 	ctx := context.Background()
-	be, err := engine.Open("cpu")
-	if err != nil {
-		return err
-	}
-	o := live.DefaultOptions(quiet)
-	o.Refresh.Backend = be
-	w, err := live.Open(ctx, dir, o)
+	w, err := openWriter(ctx, dir)
 	if err != nil {
 		return err
 	}

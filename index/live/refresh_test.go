@@ -87,6 +87,22 @@ func indexWithSection(t *testing.T) string {
 	return dir
 }
 
+// staleWriter opens a writer on an index with the test section (options
+// changed by mut) and commits one passage, leaving the section stale.
+func staleWriter(t *testing.T, mut func(*Options)) (w *Writer, dir string) {
+	t.Helper()
+	dir = indexWithSection(t)
+	o, _ := testOptions(t)
+	if mut != nil {
+		mut(&o)
+	}
+	w = mustOpen(t, dir, o)
+	var b Batch
+	b.Add(passage("stale-1", "a passage that leaves the section stale"))
+	commit(t, w, &b)
+	return w, dir
+}
+
 func sectionValue(ix *index.Index) (int64, error) {
 	v, err := ix.Section(testSection)
 	if err != nil {
@@ -98,12 +114,7 @@ func sectionValue(ix *index.Index) (int64, error) {
 // A refresh after a checkpoint is saved by the next one (no commit
 // between), and the reopened index has the section fresh.
 func TestRefreshSavedWithoutCommits(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	var b Batch
-	b.Add(passage("r-1", "refresh test passage"))
-	commit(t, w, &b)
+	w, dir := staleWriter(t, nil)
 	if _, err := sectionValue(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
 		t.Fatalf("after a commit the section gave %v, want stale", err)
 	}
@@ -136,13 +147,8 @@ func TestRefreshSavedWithoutCommits(t *testing.T) {
 // A commit that lands while the sections are built wins: nothing is
 // published and they stay stale.
 func TestRefreshOvertaken(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
+	w, _ := staleWriter(t, nil)
 	defer w.Close()
-	var b Batch
-	b.Add(passage("o-1", "overtaken"))
-	commit(t, w, &b)
 	started, release := make(chan struct{}), make(chan struct{})
 	refreshHook = func(context.Context) error { close(started); <-release; return nil }
 	defer func() { refreshHook = nil }()
@@ -166,12 +172,7 @@ func TestRefreshOvertaken(t *testing.T) {
 
 // Close cancels a refresh in flight and waits for it.
 func TestCloseCancelsRefresh(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	var b Batch
-	b.Add(passage("c-1", "cancelled"))
-	commit(t, w, &b)
+	w, _ := staleWriter(t, nil)
 	started := make(chan struct{})
 	refreshHook = func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }
 	defer func() { refreshHook = nil }()
@@ -191,14 +192,8 @@ func TestCloseCancelsRefresh(t *testing.T) {
 
 // With RefreshAfter, the writer refreshes by itself once the writes pause.
 func TestBackgroundRefresh(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	o.RefreshAfter = time.Millisecond
-	w := mustOpen(t, dir, o)
+	w, _ := staleWriter(t, func(o *Options) { o.RefreshAfter = time.Millisecond })
 	defer w.Close()
-	var b Batch
-	b.Add(passage("b-1", "background"))
-	commit(t, w, &b)
 	for deadline := time.Now().Add(time.Minute); w.Stats().Refreshes == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no background refresh within a minute")
@@ -212,13 +207,8 @@ func TestBackgroundRefresh(t *testing.T) {
 // A refresh that builds nothing counts as a failure, not a refresh, and
 // publishes nothing; one whose section does not load leaves it stale.
 func TestRefreshFailures(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
+	w, _ := staleWriter(t, nil)
 	defer w.Close()
-	var b Batch
-	b.Add(passage("f-1", "failing refresh"))
-	commit(t, w, &b)
 	before := w.Index()
 	refreshHook = func(context.Context) error { return errors.New("build broke") }
 	defer func() { refreshHook = nil }()
@@ -243,14 +233,8 @@ func TestRefreshFailures(t *testing.T) {
 
 // A manual refresh without a backend says what it needs.
 func TestRefreshNeedsBackend(t *testing.T) {
-	dir := indexWithSection(t)
-	o, _ := testOptions(t)
-	o.Refresh.Backend = nil
-	w := mustOpen(t, dir, o)
+	w, _ := staleWriter(t, func(o *Options) { o.Refresh.Backend = nil })
 	defer w.Close()
-	var b Batch
-	b.Add(passage("n-1", "no backend"))
-	commit(t, w, &b)
 	if _, err := w.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "Backend") {
 		t.Fatalf("refresh without a backend: %v", err)
 	}
