@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops"
 )
 
 // A live writer's changes leave sections whose policy is Rebuild stale.
@@ -59,10 +60,77 @@ type memFiles map[string]any
 // jsonDoc is a JSON file's bytes.
 type jsonDoc []byte
 
-// Refreshable names the index's stale sections that their types can
-// build again in memory (SectionType.Refresh, and CanRefresh agrees),
-// sorted.
+// KindRefresher builds the edges of a derived kind again from an index
+// held in memory with the settings they were built with
+// (Meta.KindSettings), as its build step does.
+type KindRefresher func(ctx context.Context, ix *Index, settings json.RawMessage, env RefreshEnv) ([]graphops.Edge, error)
+
+var kindRefreshers = map[string]KindRefresher{} // under kindMu
+
+// RegisterKindRefresher registers the refresher of kind (the package that
+// builds the kind registers it in init).
+func RegisterKindRefresher(kind string, f KindRefresher) error {
+	kindMu.Lock()
+	defer kindMu.Unlock()
+	if _, dup := kindRefreshers[kind]; dup {
+		return fmt.Errorf("index: kind %q has a refresher already", kind)
+	}
+	kindRefreshers[kind] = f
+	return nil
+}
+
+// kindRefresher is kind's refresher, nil when it has none.
+func kindRefresher(kind string) KindRefresher {
+	kindMu.RLock()
+	defer kindMu.RUnlock()
+	return kindRefreshers[kind]
+}
+
+// Built is what a refresh built: sections, and the edges of edge kinds.
+type Built struct {
+	Sections []*BuiltSection
+	Kinds    []BuiltKind
+}
+
+// BuiltKind is the edges of one derived kind built again.
+type BuiltKind struct {
+	Kind  string
+	Edges []graphops.Edge
+}
+
+// KindLabel is how refresh reports name an edge kind ("knn edges").
+func KindLabel(kind string) string { return kind + " edges" }
+
+// Refreshable names what of the index is stale and can be built again in
+// memory: sections whose types can (SectionType.Refresh, and CanRefresh
+// agrees), sorted, then edge kinds with a refresher and recorded settings
+// (as KindLabel names them).
 func (ix *Index) Refreshable() []string {
+	out := ix.refreshableSections()
+	for _, k := range ix.refreshableKinds() {
+		out = append(out, KindLabel(k))
+	}
+	return out
+}
+
+// refreshableKinds are the stale edge kinds a refresh can build.
+func (ix *Index) refreshableKinds() []string {
+	s := ix.Meta.Stale
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range s.GraphKinds {
+		if kindRefresher(k) != nil && len(ix.Meta.KindSettings[k]) > 0 {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refreshableSections are the stale sections a refresh can build.
+func (ix *Index) refreshableSections() []string {
 	s := ix.Meta.Stale
 	if s == nil {
 		return nil
@@ -81,16 +149,32 @@ func (ix *Index) Refreshable() []string {
 	return out
 }
 
-// RefreshStale builds every refreshable stale section of ix again, in
-// memory, with the settings it was built with. A section that fails is
+// RefreshStale builds every refreshable stale section and edge kind of ix
+// again, in memory, with the settings it was built with. One that fails is
 // left stale and named in the error; the others are returned.
-func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) ([]*BuiltSection, error) {
+func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) (*Built, error) {
 	if env.Backend == nil {
 		return nil, errors.New("index: a refresh needs RefreshEnv.Backend (engine.Open)")
 	}
-	var built []*BuiltSection
+	built := &Built{}
 	var errs []error
-	for _, name := range ix.Refreshable() {
+	for _, k := range ix.refreshableKinds() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		es, err := kindRefresher(k)(ctx, ix, ix.Meta.KindSettings[k], env)
+		if err == nil {
+			err = checkEdges(es, ix.N())
+		}
+		if err != nil {
+			if !errors.Is(err, ErrNotRefreshable) {
+				errs = append(errs, fmt.Errorf("index: refreshing the %s edges: %w", k, err))
+			}
+			continue
+		}
+		built.Kinds = append(built.Kinds, BuiltKind{Kind: k, Edges: es})
+	}
+	for _, name := range ix.refreshableSections() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -106,18 +190,82 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) ([]*BuiltSecti
 			errs = append(errs, fmt.Errorf("index: refreshing section %q (%s): %w", name, t.Summary, err))
 			continue
 		}
-		built = append(built, b)
+		built.Sections = append(built.Sections, b)
 	}
 	return built, errors.Join(errs...)
 }
 
-// WithSections returns an index that is ix with the built sections in
-// place of earlier or stale ones of their names, each loaded by its
-// type's Load as Open would load it; a section that does not load is left
-// out (stale still) and named in the error. ix is not changed; the result
-// shares its data (ix must stay open while it is used; closing the result
-// leaves ix open), and an index applied from it copies ix's arrays rather
-// than appending to them.
+// checkEdges checks that edges join nodes of an index of n.
+func checkEdges(es []graphops.Edge, n int) error {
+	for _, e := range es {
+		if e.Src < 0 || int(e.Src) >= n || e.Dst < 0 || int(e.Dst) >= n {
+			return fmt.Errorf("edge %d→%d outside %d nodes", e.Src, e.Dst, n)
+		}
+	}
+	return nil
+}
+
+// Empty reports whether nothing was built.
+func (b *Built) Empty() bool { return b == nil || len(b.Sections)+len(b.Kinds) == 0 }
+
+// WithBuilt returns an index that is ix with what a refresh built: edge
+// kinds' edges in place of their stale ones, and sections in place of
+// earlier or stale ones of their names, each loaded by its type's Load as
+// Open would load it. A section that does not load is left out (stale
+// still) and named in the error; put names what went in (sections, then
+// kinds as KindLabel names them). ix is not changed; the result shares
+// its data (ix must stay open while it is used; closing the result leaves
+// ix open), and an index applied from it copies ix's arrays rather than
+// appending to them.
+func (ix *Index) WithBuilt(b *Built) (*Index, []string, error) {
+	out, put, err := ix.WithSections(b.Sections...)
+	if len(b.Kinds) > 0 {
+		if gerr := out.putKinds(b.Kinds); gerr != nil {
+			return out, put, errors.Join(err, gerr)
+		}
+		for _, k := range b.Kinds {
+			put = append(put, KindLabel(k.Kind))
+		}
+	}
+	return out, put, err
+}
+
+// putKinds replaces the edges of the built kinds in ix's graph.
+func (ix *Index) putKinds(kinds []BuiltKind) error {
+	rels := relationTable{Relations: slices.Clone(ix.rels.Relations), Kinds: slices.Clone(ix.rels.Kinds)}
+	replaced := map[string]bool{}
+	for _, k := range kinds {
+		replaced[k.Kind] = true
+	}
+	var edges []graphops.Edge
+	g := &ix.Graph.Out
+	for u := range ix.N() {
+		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
+			if !replaced[rels.Kinds[g.Rel[p]]] {
+				edges = append(edges, graphops.Edge{Src: int32(u), Dst: g.Idx[p], W: g.W[p], Rel: g.Rel[p]})
+			}
+		}
+	}
+	for _, k := range kinds {
+		rel := rels.id(k.Kind, k.Kind) // as SetGraph names them
+		for _, e := range k.Edges {
+			e.Rel = rel
+			edges = append(edges, e)
+		}
+	}
+	gr, err := graphops.Build(ix.N(), edges, true)
+	if err != nil {
+		return fmt.Errorf("index: the refreshed graph: %w", err)
+	}
+	ix.Graph, ix.rels = gr, rels
+	ix.Meta.Edges, ix.Meta.Relations, ix.Meta.GraphKinds = len(edges), len(rels.Relations), rels.kindList()
+	for _, k := range kinds {
+		ix.Meta.Stale = ix.Meta.Stale.without("", k.Kind)
+	}
+	return nil
+}
+
+// WithSections is WithBuilt for sections alone.
 func (ix *Index) WithSections(built ...*BuiltSection) (*Index, []string, error) {
 	out := ix.successor()
 	out.sections = maps.Clone(ix.sections)

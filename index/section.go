@@ -178,7 +178,7 @@ func (ix *Index) Section(name string) (any, error) {
 			what = fmt.Sprintf("section %q", name)
 		}
 		hint := t.Hint
-		if slices.Contains(ix.Refreshable(), name) {
+		if slices.Contains(ix.refreshableSections(), name) {
 			hint = "gleaner refresh --index <dir> builds it again with its settings, as a server with --writes does when the writes pause; or " + hint
 		}
 		return nil, &StaleError{What: what, Hint: hint, Changes: st.Changes}

@@ -49,6 +49,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	buildStep(t, dir, trigraph.Section, "ner", "titles")
 	buildStep(t, dir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
 	buildStep(t, dir, ketrag.Section, "ner", "titles", "beta", "0.5")
+	buildStep(t, dir, "knn", "k-lex", "2")
 
 	var logs bytes.Buffer
 	o := live.DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -68,14 +69,15 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	if _, err := testindex.NewMethod(w.Index(), "nexusrag"); !errors.Is(err, index.ErrNotBuilt) {
 		t.Fatalf("nexusrag on a stale Tri-Graph: %v, want a stale error", err)
 	}
-	if got := w.Index().Refreshable(); !slices.Equal(got, []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section}) {
+	all := []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section, index.KindLabel("knn")}
+	if got := w.Index().Refreshable(); !slices.Equal(got, all) {
 		t.Fatalf("refreshable %v", got)
 	}
 	r, err := w.Refresh(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.Built, []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section}) || len(r.Stale) != 0 {
+	if !slices.Equal(r.Built, all) || len(r.Stale) != 0 {
 		t.Fatalf("refresh %+v, want both built and none stale", r)
 	}
 	m := testindex.Method(t, w.Index(), "nexusrag")
@@ -86,7 +88,10 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	live1, hnsw1 := sectionsOf(t, w.Index())
-	ket1 := ketragOf(t, w.Index())
+	ket1, knn1 := ketragOf(t, w.Index()), w.Index().KindEdges("knn")
+	if len(knn1) == 0 || w.Index().Meta.StaleKind("knn") {
+		t.Fatalf("after the refresh: %d knn edges, stale %v", len(knn1), w.Index().Meta.StaleKind("knn"))
+	}
 	if _, err := testindex.Method(t, w.Index(), "ketrag").Retrieve(context.Background(), q, 5); err != nil {
 		t.Fatalf("ketrag after the refresh: %v", err)
 	}
@@ -100,7 +105,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("saved index stale: %+v", saved.Meta.Stale)
 	}
 	savedTG, savedHNSW := sectionsOf(t, saved)
-	savedKet := ketragOf(t, saved)
+	savedKet, savedKNN := ketragOf(t, saved), saved.KindEdges("knn")
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
@@ -108,6 +113,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	buildStep(t, copyDir, trigraph.Section, "ner", "titles")
 	buildStep(t, copyDir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
 	buildStep(t, copyDir, ketrag.Section, "ner", "titles", "beta", "0.5")
+	buildStep(t, copyDir, "knn", "k-lex", "2")
 	built := testindex.Open(t, copyDir)
 	builtTG, builtHNSW := sectionsOf(t, built)
 	builtKet := ketragOf(t, built)
@@ -116,7 +122,8 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		a, b any
 	}{{"refreshed vs saved tri-graph", live1, savedTG}, {"saved vs built tri-graph", savedTG, builtTG},
 		{"refreshed vs saved hnsw", hnsw1, savedHNSW}, {"saved vs built hnsw", savedHNSW, builtHNSW},
-		{"refreshed vs saved ketrag", ket1, savedKet}, {"saved vs built ketrag", savedKet, builtKet}} {
+		{"refreshed vs saved ketrag", ket1, savedKet}, {"saved vs built ketrag", savedKet, builtKet},
+		{"refreshed vs saved knn", knn1, savedKNN}, {"saved vs built knn", savedKNN, built.KindEdges("knn")}} {
 		if !reflect.DeepEqual(s.a, s.b) {
 			t.Errorf("%s differ", s.name)
 		}

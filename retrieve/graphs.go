@@ -2,6 +2,8 @@ package retrieve
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -75,16 +77,36 @@ hnsw, or with auto when the index has one and ≥ 100000 nodes; --ef), undirecte
 		Defaults: DefaultKNNSettings,
 		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend, or on the host's HNSW graph)",
 		Build: func(ctx context.Context, env BuildEnv, dir string, s KNNSettings) (string, error) {
-			return buildEdges(ctx, dir, "knn", func(ix *index.Index) ([]graphops.Edge, error) {
-				o := s.KNNOptions
-				nearest, err := nearestOn(ix, env.Backend, s.Search, s.Ef)
-				if err != nil {
-					return nil, err
-				}
-				o.Nearest = nearest
-				return graphops.KNNEdges(ctx, env.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o)
+			return buildEdgesWith(ctx, dir, "knn", s, func(ix *index.Index) ([]graphops.Edge, error) {
+				return knnEdges(ctx, ix, env.Backend, s)
 			})
 		}}))
+	Must(index.RegisterKindRefresher("knn", refreshKNN))
+}
+
+// knnEdges makes the knn graph of ix.
+func knnEdges(ctx context.Context, ix *index.Index, be engine.Backend, s KNNSettings) ([]graphops.Edge, error) {
+	o := s.KNNOptions
+	nearest, err := nearestOn(ix, be, s.Search, s.Ef)
+	if err != nil {
+		return nil, err
+	}
+	o.Nearest = nearest
+	return graphops.KNNEdges(ctx, be, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o)
+}
+
+// refreshKNN builds the knn edges again over ix with their recorded
+// settings (a live writer's stale ones). While the HNSW graph is stale
+// too, the semantic neighbours are found exactly.
+func refreshKNN(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) ([]graphops.Edge, error) {
+	s := DefaultKNNSettings()
+	if err := json.Unmarshal(settings, &s); err != nil {
+		return nil, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
+	}
+	if _, err := HNSWOf(ix); errors.Is(err, index.ErrNotBuilt) {
+		s.Search = SearchExact
+	}
+	return knnEdges(ctx, ix, env.Backend, s)
 }
 
 // knnGraphFrom is the size from which search auto finds the knn graph's

@@ -164,7 +164,11 @@ func requireFresh(ix *index.Index, kinds []string, method string) error {
 	}
 	for _, k := range kinds {
 		if ix.Meta.StaleKind(k) {
-			err := &index.StaleError{What: k + " edges", Hint: fmt.Sprintf("gleaner graph build --kind %s --index <dir>", k), Changes: ix.Meta.Stale.Changes}
+			hint := fmt.Sprintf("gleaner graph build --kind %s --index <dir>", k)
+			if slices.Contains(ix.Refreshable(), index.KindLabel(k)) {
+				hint = "gleaner refresh --index <dir> builds them again with their settings, as a server with --writes does when the writes pause; or " + hint
+			}
+			err := &index.StaleError{What: k + " edges", Hint: hint, Changes: ix.Meta.Stale.Changes}
 			return fmt.Errorf("retrieve: %s: %w (or walk other kinds with --graph-kind)", method, err)
 		}
 	}

@@ -85,7 +85,7 @@ found in old passages too). Structures derived from the whole index otherwise (t
 Tri-Graph, KET-RAG's skeleton, the HNSW graph, knn edges) become stale: the methods that
 use them refuse until they are built again, and vector search scans exactly meanwhile.
 'gleaner index info' lists them; 'gleaner refresh' builds the Tri-Graph, the HNSW graph and a
-locally extracted KET-RAG again with their settings.`,
+locally extracted KET-RAG and knn edges again with their settings.`,
 		Example: `  gleaner add files ~/notes --replace --index idx/notes
   gleaner add jsonl new-passages.jsonl --index idx/wiki`,
 		Args: exactArgs(2, "a format (files or jsonl) and a path"),
@@ -411,12 +411,12 @@ func newRefresh(g *globals) *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
 		Use:   "refresh --index <dir>",
-		Short: "Build again the sections that live changes left stale (Tri-Graph, HNSW, KET-RAG)",
+		Short: "Build again what live changes left stale (Tri-Graph, HNSW, KET-RAG, knn edges)",
 		Long: `Build again, with the settings they were built with, the sections that adds and deletes
 left stale and that can be built from the index in memory (the Tri-Graph, the HNSW graph,
-KET-RAG's structures when extracted locally), and write the index with them. A server started
-with --writes does this by itself once the writes pause (--refresh-after). Others (KET-RAG
-extracted by an LLM, a trained SeedER encoder, knn edges) are built with their own commands;
+KET-RAG's structures when extracted locally, knn edges), and write the index with them. A server
+started with --writes does this by itself once the writes pause (--refresh-after). Others
+(KET-RAG extracted by an LLM, a trained SeedER encoder) are built with their own commands;
 'gleaner index info' names them.`,
 		Example: `  gleaner refresh --index idx/wiki`,
 		Args:    exactArgs(0, "no arguments"),

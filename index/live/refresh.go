@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/index"
@@ -16,8 +17,8 @@ var ErrOvertaken = errors.New("live: a commit changed the index during the refre
 
 // Refreshed is what a refresh did.
 type Refreshed struct {
-	Built []string // sections built again and published
-	Stale []string // sections still stale (no refresh, or it failed)
+	Built []string // sections and edge kinds built again and published
+	Stale []string // sections and edge kinds still stale (no refresh, or it failed)
 }
 
 // Refresh builds the index's stale sections that can be built in memory
@@ -55,7 +56,7 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	var next *index.Index
 	var put []string
 	var perr error
-	if len(built) > 0 {
+	if !built.Empty() {
 		next, put, perr = w.publishRefresh(ix, built)
 	}
 	took := time.Since(start)
@@ -77,8 +78,8 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 // publishRefresh loads the built sections into the index after ix and
 // publishes it, unless a commit replaced ix meanwhile (ErrOvertaken); it
 // asks for a checkpoint to save them. put names those that loaded.
-func (w *Writer) publishRefresh(ix *index.Index, built []*index.BuiltSection) (next *index.Index, put []string, err error) {
-	next, put, lerr := ix.WithSections(built...) // loads run outside the lock: commits go on
+func (w *Writer) publishRefresh(ix *index.Index, built *index.Built) (next *index.Index, put []string, err error) {
+	next, put, lerr := ix.WithBuilt(built) // loads run outside the lock: commits go on
 	if len(put) == 0 {
 		next.Close()
 		return nil, nil, fmt.Errorf("live: %w", lerr)
@@ -107,12 +108,18 @@ func (w *Writer) publishRefresh(ix *index.Index, built []*index.BuiltSection) (n
 	return next, put, lerr
 }
 
-// staleSections names ix's stale sections.
+// staleSections names ix's stale sections and edge kinds (as
+// index.KindLabel names them).
 func staleSections(ix *index.Index) []string {
-	if ix.Meta.Stale == nil {
+	s := ix.Meta.Stale
+	if s == nil {
 		return nil
 	}
-	return ix.Meta.Stale.Sections
+	out := slices.Clone(s.Sections)
+	for _, k := range s.GraphKinds {
+		out = append(out, index.KindLabel(k))
+	}
+	return out
 }
 
 // refreshLoop refreshes once the writes have paused for RefreshAfter
