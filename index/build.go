@@ -427,7 +427,7 @@ func (b *built) meta(c *corpus.Corpus, cfg *config) map[string]any {
 		BM25:  map[string]any{"k1": cfg.bm25.K1, "b": cfg.bm25.B},
 		Terms: b.post.Terms.Len(), Postings: len(b.post.Doc), Relations: len(b.rels.Relations), Source: cfg.source}
 	if b.lsa != nil {
-		m.LSA = map[string]any{"dims": b.lsa.Dims, "terms": len(b.lsa.IDF), "min_df": cfg.lsa.MinDF,
+		m.LSA = map[string]any{"dims": b.lsa.Dims, "asked_dims": cfg.lsa.Dims, "terms": len(b.lsa.IDF), "min_df": cfg.lsa.MinDF,
 			"max_df_ratio": cfg.lsa.MaxDFRatio, "oversample": cfg.lsa.Oversample, "power_iters": cfg.lsa.PowerIters, "seed": cfg.lsa.Seed,
 			"sample_docs": cfg.lsa.SampleDocs, "fit_docs": b.lsa.FitDocs}
 	}

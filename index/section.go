@@ -56,6 +56,10 @@ type SectionType struct {
 	// CanRefresh, when set, says why Refresh cannot build the section
 	// from ix with these settings (nil: it can), without building it.
 	CanRefresh func(ix *Index, settings json.RawMessage) error
+	// FromVectors says the section is derived from the index's vectors or
+	// its text embedder: a refit of the LSA basis (Index.Refit) leaves it
+	// stale.
+	FromVectors bool
 }
 
 // SectionRecord is a section's entry in the manifest.

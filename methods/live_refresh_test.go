@@ -160,3 +160,58 @@ func sectionsOf(t *testing.T, ix *index.Index) (tg []any, g any) {
 	return []any{x.Meta, x.Entities, sents, x.EntSents, x.SentEnts, x.PassEnts, x.Occur, x.W, x.EntityVecs, x.SentenceVecs},
 		[]any{h.N, h.Dims, h.M, h.Entry, h.Levels, h.Layer0, h.Upper, h.UpperOff}
 }
+
+// TestLiveRefitEqualsRebuild: after live changes, a refit and a refresh,
+// the vectors and every refreshed structure equal those of a new index
+// built from the same passages with the same steps.
+func TestLiveRefitEqualsRebuild(t *testing.T) {
+	c := testindex.Corpus()
+	dir := filepath.Join(t.TempDir(), "ix")
+	testindex.Build(t, c, dir)
+	steps := [][]string{{trigraph.Section, "ner", "titles"}, {retrieve.SectionHNSW, "m", "8", "ef-construction", "40"},
+		{ketrag.Section, "ner", "titles", "beta", "0.5"}, {"knn", "k-lex", "2"}}
+	for _, s := range steps {
+		buildStep(t, dir, s[0], s[1:]...)
+	}
+	o := live.DefaultOptions(slog.New(slog.DiscardHandler))
+	o.Refresh.Backend = testindex.Backend()
+	w, err := live.Open(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var b live.Batch
+	b.Add(live.NodeDocument(corpus.Node{ID: "live-2", Title: "Live Two", Text: c.Nodes[3].Title + " toured with " + c.Nodes[4].Title + "."}))
+	b.Delete(c.Nodes[7].ID)
+	if _, err := w.Commit(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Refit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Refresh(context.Background()); err != nil || len(r.Built) != 4 {
+		t.Fatalf("refresh after the refit: %+v, %v", r, err)
+	}
+	ix := w.Index()
+	c2 := &corpus.Corpus{}
+	for i := range ix.N() {
+		c2.Nodes = append(c2.Nodes, corpus.Node{ID: ix.NodeID(i), Title: ix.Title(i), Text: ix.Text(i), Type: ix.Type(i), Aliases: ix.Aliases(i)})
+	}
+	dir2 := filepath.Join(t.TempDir(), "fresh")
+	testindex.Build(t, c2, dir2)
+	for _, s := range steps {
+		buildStep(t, dir2, s[0], s[1:]...)
+	}
+	fresh := testindex.Open(t, dir2)
+	tgA, hA := sectionsOf(t, ix)
+	tgB, hB := sectionsOf(t, fresh)
+	for _, s := range []struct {
+		name string
+		a, b any
+	}{{"vectors", ix.Vectors, fresh.Vectors}, {"tri-graph", tgA, tgB}, {"hnsw", hA, hB},
+		{"ketrag", ketragOf(t, ix), ketragOf(t, fresh)}, {"knn", ix.KindEdges("knn"), fresh.KindEdges("knn")}} {
+		if !reflect.DeepEqual(s.a, s.b) {
+			t.Errorf("%s: the refitted live index differs from a rebuild", s.name)
+		}
+	}
+}

@@ -36,7 +36,7 @@ type hnswMeta struct {
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: SectionHNSW, Version: hnswVersion, Update: index.Rebuild,
-		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW, Refresh: refreshHNSW,
+		Summary: errNoHNSW.What, Hint: errNoHNSW.Hint, Load: loadHNSW, Refresh: refreshHNSW, FromVectors: true,
 		CanRefresh: func(_ *index.Index, settings json.RawMessage) error {
 			_, err := hnswRefreshSettings(settings)
 			return err

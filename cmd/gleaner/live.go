@@ -79,7 +79,7 @@ update log (<index>.wal) before it counts, the index folded up to date when the 
 
 A document the index already has is an error unless --replace, which replaces it (and
 skips it when nothing about it changed). Vectors of added passages come from the index's
-model (LSA fold-in: the basis is not refitted; 'gleaner index' rebuilds and refits).
+model (LSA fold-in: the basis is not refitted; 'gleaner index refit' refits it in place).
 BM25 follows exactly, as do the corpus's edges and the mentions graph (new titles are
 found in old passages too). Structures derived from the whole index otherwise (the
 Tri-Graph, KET-RAG's skeleton, the HNSW graph, knn edges) become stale: the methods that
@@ -462,4 +462,46 @@ func nothingToRefresh(cmd *cobra.Command, dir string) (bool, error) {
 		fmt.Fprintln(cmd.OutOrStdout(), line)
 	}
 	return true, nil
+}
+
+func newIndexRefit(g *globals) *cobra.Command {
+	var f liveFlags
+	var refresh bool
+	cmd := &cobra.Command{
+		Use:   "refit --index <dir>",
+		Short: "Fit the LSA basis again on an index's passages as they are now",
+		Long: `Fit the index's LSA basis again on its passages as they are now and make every vector
+anew from it, as 'gleaner index' does for a corpus: passages added in place are folded into
+the basis fitted at build time, which drifts from the corpus as it changes. The vectors then
+equal a rebuild's. What was derived from the vectors goes stale (the HNSW graph, the
+Tri-Graph, KET-RAG's structures, a SeedER encoder, knn edges); --refresh (the default) builds
+again those that 'gleaner refresh' can. The index is rewritten atomically; writes wait
+meanwhile. Stop a server that serves the index with --writes first.`,
+		Example: `  gleaner index refit --index idx/wiki`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := f.open(cmd, g)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			if err := w.Refit(cmd.Context()); err != nil {
+				return finishLive(cmd, w, nil, err)
+			}
+			ix := w.Index()
+			fmt.Fprintf(cmd.OutOrStdout(), "refitted LSA: %d dimensions over %s (%.1f s)\n", ix.Meta.Dims, plural(ix.N(), "passage"), time.Since(start).Seconds())
+			if !refresh {
+				return finishLive(cmd, w, nil, nil)
+			}
+			start = time.Now()
+			r, err := w.Refresh(cmd.Context())
+			if len(r.Built) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "built again: %s (%.1f s)\n", strings.Join(r.Built, ", "), time.Since(start).Seconds())
+			}
+			return finishLive(cmd, w, nil, err)
+		},
+	}
+	f.bindIndex(cmd)
+	cmd.Flags().BoolVar(&refresh, "refresh", true, "build again what the refit left stale and a refresh can build")
+	return cmd
 }

@@ -151,4 +151,8 @@ func TestRefreshCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "nothing to build again") {
 		t.Fatalf("second refresh: %v\n%s", err, out)
 	}
+	out, err = run(t, "index", "refit", "--index", idir)
+	if err != nil || !strings.Contains(out, "refitted LSA:") || !strings.Contains(out, "built again: hnsw") || strings.Contains(out, "stale") {
+		t.Fatalf("index refit: %v\n%s", err, out)
+	}
 }

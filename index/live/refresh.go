@@ -160,3 +160,45 @@ func (w *Writer) refreshLoop() {
 func (w *Writer) quietFor() time.Duration {
 	return max(w.o.RefreshAfter, time.Duration(w.lastBuild.Load()))
 }
+
+// Refit fits the index's LSA basis again on its passages as they are and
+// makes every vector anew (index.Index.Refit), writes the result over the
+// index on disk and publishes it. What was derived from the vectors goes
+// stale; Refresh builds it again. Commits wait meanwhile: one that came
+// after would embed its passages with the new basis, which must be on
+// disk before the log holds such vectors (a replay onto the old basis
+// would mix the two).
+func (w *Writer) Refit(ctx context.Context) error {
+	w.ckMu.Lock()
+	defer w.ckMu.Unlock()
+	if w.logClosed {
+		return ErrClosed
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	start := time.Now()
+	next, err := w.cur.Load().Refit(ctx)
+	if err != nil {
+		return fmt.Errorf("live: %w", err)
+	}
+	if err := w.log.Rotate(); err != nil {
+		return err
+	}
+	seq := w.log.Last()
+	sum, err := next.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
+	if err != nil {
+		next.Close()
+		return fmt.Errorf("live: writing the refitted index %s: %w", w.dir, err)
+	}
+	w.sum, w.written = sum, seq
+	w.unsaved.Store(false)
+	w.publish(next)
+	if err := w.log.Drop(seq); err != nil {
+		return fmt.Errorf("live: refit of %s: dropping the log's older segments: %w", w.dir, err)
+	}
+	w.o.Logger.Info("refitted the LSA basis", "dir", w.dir, "dims", next.Meta.Dims, "nodes", next.N(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/indextest"
 )
 
 // testSection is a section that records the index's node count: Load
@@ -237,5 +239,42 @@ func TestRefreshNeedsBackend(t *testing.T) {
 	defer w.Close()
 	if _, err := w.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "Backend") {
 		t.Fatalf("refresh without a backend: %v", err)
+	}
+}
+
+// After changes, Refit makes the vectors a build of the index's passages
+// makes, bit for bit, saves them, and leaves what came from the old
+// vectors stale.
+func TestRefitEqualsBuild(t *testing.T) {
+	w, dir := staleWriter(t, nil)
+	var b Batch
+	b.Add(passage("refit-2", "zanzibar quokka festival of the eastern isles"))
+	b.Delete(w.Index().NodeID(2))
+	commit(t, w, &b)
+	before := slices.Clone(w.Index().Vectors)
+	if err := w.Refit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ix := w.Index()
+	c := &corpus.Corpus{}
+	for i := range ix.N() {
+		c.Nodes = append(c.Nodes, corpus.Node{ID: ix.NodeID(i), Title: ix.Title(i), Text: ix.Text(i), Type: ix.Type(i), Aliases: ix.Aliases(i)})
+	}
+	fresh := indextest.Open(t, indextest.Build(t, c))
+	if ix.Meta.Dims != fresh.Meta.Dims || !slices.Equal(ix.Vectors, fresh.Vectors) || !slices.Equal(ix.LSA.V, fresh.LSA.V) {
+		t.Fatalf("refitted vectors differ from a build's (%d vs %d dims)", ix.Meta.Dims, fresh.Meta.Dims)
+	}
+	if slices.Equal(ix.Vectors[:len(before)-ix.Meta.Dims], before[:len(before)-ix.Meta.Dims]) {
+		t.Fatal("the refit changed no vector: the test proves nothing")
+	}
+	if _, err := sectionValue(ix); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("the test section (not from vectors) went %v; want it stale from the commit only", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := indextest.Open(t, dir)
+	if !slices.Equal(saved.Vectors, fresh.Vectors) {
+		t.Fatal("the index on disk lacks the refitted vectors")
 	}
 }

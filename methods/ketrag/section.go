@@ -29,7 +29,7 @@ var ErrNoKETRAG = &index.MissingError{What: "KET-RAG structures", Hint: buildHin
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "KET-RAG structures", Hint: buildHint, Load: load, Refresh: refresh,
+		Summary: "KET-RAG structures", Hint: buildHint, Load: load, Refresh: refresh, FromVectors: true,
 		CanRefresh: func(ix *index.Index, settings json.RawMessage) error {
 			_, _, err := refreshSettings(ix, settings)
 			return err

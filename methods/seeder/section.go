@@ -27,7 +27,7 @@ var ErrNoSeeder = &index.MissingError{What: "trained SeedER encoder", Hint: trai
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "trained SeedER encoder", Hint: trainHint, Load: load})
+		Summary: "trained SeedER encoder", Hint: trainHint, Load: load, FromVectors: true})
 }
 
 // File is a trained SeedER encoder as stored in the index: its shape, the

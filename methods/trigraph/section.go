@@ -37,7 +37,7 @@ var ErrNoTriGraph = &index.MissingError{What: "Tri-Graph", Hint: buildHint}
 
 func init() {
 	index.MustRegisterSection(index.SectionType{Name: Section, Version: sectionVersion, Update: index.Rebuild,
-		Summary: "Tri-Graph", Hint: buildHint, Load: load, Refresh: refresh,
+		Summary: "Tri-Graph", Hint: buildHint, Load: load, Refresh: refresh, FromVectors: true,
 		CanRefresh: func(ix *index.Index, settings json.RawMessage) error {
 			_, err := refreshSettings(ix, settings)
 			return err
