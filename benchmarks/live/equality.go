@@ -21,7 +21,7 @@ import (
 // compared are the methods equality runs on both indexes.
 var compared = []string{"bm25", "ppr", "vector", "hybrid", "fastinsight", "fuserag", "nexusrag", "linearrag"}
 
-func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mentions bool, steps []string) error {
+func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mentions bool, steps []string, refit bool) error {
 	ctx := context.Background()
 	w, err := openWriter(ctx, base)
 	if err != nil {
@@ -43,6 +43,13 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 	took := time.Since(start)
 	fmt.Printf("applied %d changes (%d adds, %d replaces, %d deletes) in %d commits, %v (%.0f changes/s, durable); %d passages now\n",
 		ops, counts["add"], counts["replace"], counts["delete"], commits, took.Round(time.Millisecond), float64(ops)/took.Seconds(), w.Index().N())
+	if refit {
+		start = time.Now()
+		if err := w.Refit(ctx); err != nil {
+			return err
+		}
+		fmt.Printf("refitted the LSA basis in %v\n", time.Since(start).Round(time.Millisecond))
+	}
 	if len(steps) > 0 {
 		start = time.Now()
 		r, err := w.Refresh(ctx)

@@ -63,6 +63,7 @@ func main() {
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
 	memProfile := fs.String("memprofile", "", "soak: write a heap profile at the end to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
+	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || *work == "" {
@@ -85,7 +86,7 @@ func main() {
 	fmt.Printf("built %s: %d passages, mentions %v, in %v\n", base, len(c.Nodes), *mentions, time.Since(start).Round(time.Millisecond))
 	switch os.Args[1] {
 	case "equality":
-		err = equality(c, *work, base, *ops, *seed, *mentions, steps)
+		err = equality(c, *work, base, *ops, *seed, *mentions, steps, *refit)
 	case "soak":
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "ingest":
