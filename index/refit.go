@@ -51,12 +51,18 @@ func (ix *Index) Refit(ctx context.Context) (*Index, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("index %s: its recorded LSA options: %w", ix.Dir, err)
 	}
+	if s, ok := ix.Meta.LSA["seed"].(float64); ok && s >= 1<<53 {
+		return nil, fmt.Errorf("index %s: its LSA seed %v is not recorded exactly (a JSON number past 2^53): rebuild the index to refit it", ix.Dir, s)
+	}
 	m, err := lexical.FitLSA(ctx, ix.Postings, o)
 	if err != nil {
 		return nil, err
 	}
 	vecs := make([]float32, ix.N()*m.Dims)
 	m.EmbedDocs(ix.Postings, vecs)
+	if m.Dims == ix.Meta.Dims && slices.Equal(vecs, ix.Vectors) {
+		return ix.successor(), nil // the same basis: nothing derived from the vectors changes
+	}
 	out := ix.successor()
 	out.LSA, out.Vectors, out.Embedder = m, vecs, &lexical.LSAEmbedder{M: m, Terms: ix.Postings.Terms}
 	out.Meta.Dims = m.Dims

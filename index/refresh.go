@@ -158,22 +158,6 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) (*Built, error
 	}
 	built := &Built{}
 	var errs []error
-	for _, k := range ix.refreshableKinds() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		es, err := kindRefresher(k)(ctx, ix, ix.Meta.KindSettings[k], env)
-		if err == nil {
-			err = checkEdges(es, ix.N())
-		}
-		if err != nil {
-			if !errors.Is(err, ErrNotRefreshable) {
-				errs = append(errs, fmt.Errorf("index: refreshing the %s edges: %w", k, err))
-			}
-			continue
-		}
-		built.Kinds = append(built.Kinds, BuiltKind{Kind: k, Edges: es})
-	}
 	for _, name := range ix.refreshableSections() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -192,7 +176,42 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) (*Built, error
 		}
 		built.Sections = append(built.Sections, b)
 	}
+	errs = append(errs, refreshKinds(ctx, ix, env, built))
 	return built, errors.Join(errs...)
+}
+
+// refreshKinds builds the refreshable stale edge kinds of ix into built,
+// over ix with the sections built already (a knn graph finds its
+// neighbours on a fresh HNSW graph, as its build step does after one).
+func refreshKinds(ctx context.Context, ix *Index, env RefreshEnv, built *Built) error {
+	kinds := ix.refreshableKinds()
+	if len(kinds) == 0 {
+		return nil
+	}
+	over := ix
+	if len(built.Sections) > 0 {
+		with, _, _ := ix.WithSections(built.Sections...) // one that does not load is reported by WithBuilt
+		defer with.Close()
+		over = with
+	}
+	var errs []error
+	for _, k := range kinds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		es, err := kindRefresher(k)(ctx, over, ix.Meta.KindSettings[k], env)
+		if err == nil {
+			err = checkEdges(es, ix.N())
+		}
+		if err != nil {
+			if !errors.Is(err, ErrNotRefreshable) {
+				errs = append(errs, fmt.Errorf("index: refreshing the %s edges: %w", k, err))
+			}
+			continue
+		}
+		built.Kinds = append(built.Kinds, BuiltKind{Kind: k, Edges: es})
+	}
+	return errors.Join(errs...)
 }
 
 // checkEdges checks that edges join nodes of an index of n.

@@ -192,6 +192,9 @@ func TestLiveRefitEqualsRebuild(t *testing.T) {
 	if r, err := w.Refresh(context.Background()); err != nil || len(r.Built) != 4 {
 		t.Fatalf("refresh after the refit: %+v, %v", r, err)
 	}
+	if err := w.Refit(context.Background()); err != nil || w.Index().Meta.Stale != nil {
+		t.Fatalf("a second refit, on the same passages: %v; stale %+v (want nothing stale: the basis is the same)", err, w.Index().Meta.Stale)
+	}
 	ix := w.Index()
 	c2 := &corpus.Corpus{}
 	for i := range ix.N() {

@@ -159,8 +159,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
 	case c.RefreshAfter < 0:
 		return fmt.Errorf("server: negative refresh delay %v (0: no background refresh)", c.RefreshAfter)
-	case c.Writes && !(c.ApplyShare > 0 && c.ApplyShare <= 1):
-		return fmt.Errorf("server: apply share %v: want a share in (0, 1] (start from DefaultConfig)", c.ApplyShare)
+	case c.Writes && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
+		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
 		return fmt.Errorf("server: commit interval %v: want 0 to 1m", c.CommitInterval)
 	case c.ScrubInterval < 0:

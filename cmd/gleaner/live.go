@@ -421,7 +421,7 @@ started with --writes does this by itself once the writes pause (--refresh-after
 		Example: `  gleaner refresh --index idx/wiki`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if done, err := nothingToRefresh(cmd, f.dir); done || err != nil {
+			if done, err := nothingToRefresh(cmd, f); done || err != nil {
 				return err
 			}
 			w, err := f.open(cmd, g)
@@ -445,9 +445,10 @@ started with --writes does this by itself once the writes pause (--refresh-after
 // nothingToRefresh says so, and reports true, when the index at dir has
 // no update log to replay and nothing a refresh can build (so that no
 // writer, and no log, is opened for nothing).
-func nothingToRefresh(cmd *cobra.Command, dir string) (bool, error) {
-	if dir == "" || wal.Exists(index.LogDir(dir)) {
-		return false, nil
+func nothingToRefresh(cmd *cobra.Command, f liveFlags) (bool, error) {
+	dir := f.dir
+	if dir == "" || f.biEncoder != "" || wal.Exists(index.LogDir(dir)) {
+		return false, nil // the writer replays, or embeds with the bi-encoder
 	}
 	ix, err := index.Open(dir, store.OpenOptions{})
 	if err != nil {
@@ -480,6 +481,9 @@ meanwhile. Stop a server that serves the index with --writes first.`,
 		Example: `  gleaner index refit --index idx/wiki`,
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRefittable(f.dir); err != nil {
+				return err
+			}
 			w, err := f.open(cmd, g)
 			if err != nil {
 				return err
@@ -489,7 +493,10 @@ meanwhile. Stop a server that serves the index with --writes first.`,
 				return finishLive(cmd, w, nil, err)
 			}
 			ix := w.Index()
-			fmt.Fprintf(cmd.OutOrStdout(), "refitted LSA: %d dimensions over %s (%.1f s)\n", ix.Meta.Dims, plural(ix.N(), "passage"), time.Since(start).Seconds())
+			fmt.Fprintf(cmd.OutOrStdout(), "refitted LSA: %d dimensions over %s (%.1f s); saved\n", ix.Meta.Dims, plural(ix.N(), "passage"), time.Since(start).Seconds())
+			if _, ok := ix.Meta.Sections["head"]; ok {
+				fmt.Fprintln(cmd.OutOrStdout(), "the trained head was kept: it was trained on the old vectors' cosines (gleaner train head retrains it)")
+			}
 			if !refresh {
 				return finishLive(cmd, w, nil, nil)
 			}
@@ -504,4 +511,21 @@ meanwhile. Stop a server that serves the index with --writes first.`,
 	f.bindIndex(cmd)
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "build again what the refit left stale and a refresh can build")
 	return cmd
+}
+
+// checkRefittable refuses, before a writer (and a log) is opened, an
+// index whose vectors are not LSA's.
+func checkRefittable(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("--index <dir> is required")
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	if _, ok := ix.LSAOptions(); !ok {
+		return fmt.Errorf("index %s: its vectors come from %q, not LSA: a refit applies to LSA (rebuild the index to change its embedder)", dir, ix.Meta.Embedder)
+	}
+	return nil
 }

@@ -63,8 +63,11 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	w.stats.rfNanos.Add(int64(took))
 	w.lastBuild.Store(int64(took))
 	if len(put) == 0 {
-		w.stats.refreshFailures.Add(1)
-		return Refreshed{Stale: staleSections(ix)}, errors.Join(berr, perr)
+		err := errors.Join(berr, perr)
+		if err != nil {
+			w.stats.refreshFailures.Add(1)
+		}
+		return Refreshed{Stale: staleSections(ix)}, err
 	}
 	if berr != nil || perr != nil {
 		w.stats.refreshFailures.Add(1)
@@ -191,7 +194,12 @@ func (w *Writer) Refit(ctx context.Context) error {
 	sum, err := next.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
 	if err != nil {
 		next.Close()
-		return fmt.Errorf("live: writing the refitted index %s: %w", w.dir, err)
+		// The folder may hold either basis now (a failure after the swap
+		// cannot be told from one before it here): a commit embedding with
+		// the old one could then be replayed onto the new. Stop; a reopen
+		// reads whichever the folder holds, and the log is intact.
+		w.err = fmt.Errorf("%w: writing the refitted index %s failed: %v (the writer stopped: reopen the index)", ErrClosed, w.dir, err)
+		return w.err
 	}
 	w.sum, w.written = sum, seq
 	w.unsaved.Store(false)

@@ -103,8 +103,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.MaxGroup %d: want 1 to %d (it sizes the commit queue)", o.MaxGroup, maxGroup)
 	case o.MinInterval < 0:
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
-	case !(o.ApplyShare > 0 && o.ApplyShare <= 1):
-		return fmt.Errorf("live: Options.ApplyShare %v: want a share in (0, 1] (1: no bound)", o.ApplyShare)
+	case !(o.ApplyShare >= minShare && o.ApplyShare <= 1):
+		return fmt.Errorf("live: Options.ApplyShare %v: want a share in [%v, 1] (1: no bound)", o.ApplyShare, minShare)
 	case o.RefreshAfter < 0:
 		return fmt.Errorf("live: Options.RefreshAfter %v: want ≥ 0 (0: no background refresh)", o.RefreshAfter)
 	case o.RefreshAfter > 0 && o.Refresh.Backend == nil:
@@ -370,8 +370,7 @@ func (w *Writer) commitLoop() {
 		case req := <-w.queue:
 			group := w.gather(req, next)
 			start := time.Now()
-			w.commitGroup(group)
-			next = w.nextStart(start, time.Since(start))
+			next = w.nextStart(start, w.commitGroup(group))
 		}
 	}
 }
@@ -384,10 +383,18 @@ func (w *Writer) commitLoop() {
 func (w *Writer) nextStart(start time.Time, took time.Duration) time.Time {
 	next := start.Add(w.o.MinInterval)
 	if s := w.o.ApplyShare; s > 0 && s < 1 {
-		next = later(next, start.Add(time.Duration(float64(took)/s)))
+		wait := min(float64(took)/s, float64(maxShareWait))
+		next = later(next, start.Add(time.Duration(wait)))
 	}
 	return next
 }
+
+// maxShareWait bounds the pause ApplyShare puts between two commits (a
+// commit slowed by a refit, or a very large one, must not stall writes).
+const maxShareWait = 10 * time.Second
+
+// minShare is the least ApplyShare.
+const minShare = 0.01
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -441,10 +448,19 @@ func (w *Writer) drain(err error) {
 	}
 }
 
-// commitGroup checks, logs, applies and publishes a group of batches.
-func (w *Writer) commitGroup(group []*request) {
+// commitGroup checks, logs, applies and publishes a group of batches,
+// and returns how long that took once it held the writer (not counting
+// a wait for a refit or a checkpoint's snapshot).
+func (w *Writer) commitGroup(group []*request) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	start := time.Now()
+	w.commitLocked(group)
+	return time.Since(start)
+}
+
+// commitLocked is commitGroup under w.mu.
+func (w *Writer) commitLocked(group []*request) {
 	if w.err != nil {
 		for _, r := range group {
 			r.done <- Result{Err: w.err}

@@ -319,6 +319,7 @@ func TestOptionsChecked(t *testing.T) {
 		"negative interval":   func(o *Options) { o.MinInterval = -1 },
 		"negative refresh":    func(o *Options) { o.RefreshAfter = -1 },
 		"zero share":          func(o *Options) { o.ApplyShare = 0 },
+		"tiny share":          func(o *Options) { o.ApplyShare = 1e-9 },
 		"share over 1":        func(o *Options) { o.ApplyShare = 1.5 },
 		"NaN share":           func(o *Options) { o.ApplyShare = math.NaN() },
 		"refresh, no backend": func(o *Options) { o.RefreshAfter, o.Refresh.Backend = time.Second, nil },
@@ -490,6 +491,7 @@ func TestNextStart(t *testing.T) {
 		{0, 0.25, 80 * time.Millisecond, 320 * time.Millisecond},
 		{time.Second, 0.5, 80 * time.Millisecond, time.Second},
 		{50 * time.Millisecond, 0.5, 80 * time.Millisecond, 160 * time.Millisecond},
+		{0, 0.01, time.Hour, maxShareWait}, // bounded
 	} {
 		w := &Writer{o: Options{MinInterval: c.interval, ApplyShare: c.share}}
 		if got := w.nextStart(start, c.took).Sub(start); got != c.want {
