@@ -416,13 +416,9 @@ func (ix *Index) DerivedKind(kind string) bool {
 	return found
 }
 
-// carrySections keeps the sections whose policy is Incremental and marks
-// the rest, and the derived edge kinds, stale.
-func (out *Index) carrySections(ix *Index, ch *Change) {
-	if len(ch.Remove)+len(ch.Add)+len(ch.Edges) == 0 {
-		out.sections, out.Meta.Stale = ix.sections, ix.Meta.Stale
-		return
-	}
+// staleSections carries ix's sections into out, but those stale says go
+// stale, and returns the stale record so far (a copy of ix's, with them).
+func (out *Index) staleSections(ix *Index, stale func(name string, rec SectionRecord) bool) *Stale {
 	st := &Stale{}
 	if ix.Meta.Stale != nil {
 		*st = *ix.Meta.Stale
@@ -432,7 +428,7 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 	out.Meta.Sections = map[string]SectionRecord{}
 	for _, name := range slices.Sorted(maps.Keys(ix.Meta.Sections)) {
 		rec := ix.Meta.Sections[name]
-		if rec.Update == Incremental {
+		if !stale(name, rec) {
 			out.Meta.Sections[name], out.sections[name] = rec, ix.sections[name]
 			continue
 		}
@@ -443,6 +439,17 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 			}
 		}
 	}
+	return st
+}
+
+// carrySections keeps the sections whose policy is Incremental and marks
+// the rest, and the derived edge kinds, stale.
+func (out *Index) carrySections(ix *Index, ch *Change) {
+	if len(ch.Remove)+len(ch.Add)+len(ch.Edges) == 0 {
+		out.sections, out.Meta.Stale = ix.sections, ix.Meta.Stale
+		return
+	}
+	st := out.staleSections(ix, func(_ string, rec SectionRecord) bool { return rec.Update != Incremental })
 	for _, k := range out.Meta.GraphKinds {
 		maintained := slices.ContainsFunc(ch.Kinds, func(u KindUpdater) bool { return u.Kind() == k })
 		if ix.DerivedKind(k) && !maintained && !slices.Contains(st.GraphKinds, k) {

@@ -74,25 +74,10 @@ func (ix *Index) Refit(ctx context.Context) (*Index, error) {
 
 // staleFromVectors marks stale what ix derived from its vectors.
 func (out *Index) staleFromVectors(ix *Index) {
-	st := &Stale{}
-	if ix.Meta.Stale != nil {
-		*st = *ix.Meta.Stale
-		st.Sections, st.GraphKinds, st.Settings = slices.Clone(st.Sections), slices.Clone(st.GraphKinds), maps.Clone(st.Settings)
-	}
-	out.sections, out.Meta.Sections = map[string]loaded{}, map[string]SectionRecord{}
-	for _, name := range slices.Sorted(maps.Keys(ix.Meta.Sections)) {
-		rec := ix.Meta.Sections[name]
-		if t, ok := LookupSection(name); !ok || !t.FromVectors {
-			out.Meta.Sections[name], out.sections[name] = rec, ix.sections[name]
-			continue
-		}
-		if !slices.Contains(st.Sections, name) {
-			st.Sections = append(st.Sections, name)
-			if len(rec.Meta) > 0 {
-				st.setSettings(name, rec.Meta)
-			}
-		}
-	}
+	st := out.staleSections(ix, func(name string, _ SectionRecord) bool {
+		t, ok := LookupSection(name)
+		return ok && t.FromVectors
+	})
 	for _, k := range ix.Meta.GraphKinds {
 		if ix.DerivedKind(k) && !hasKindUpdater(k) && !slices.Contains(st.GraphKinds, k) {
 			st.GraphKinds = append(st.GraphKinds, k)
