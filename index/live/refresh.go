@@ -46,12 +46,12 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 		return Refreshed{}, err
 	}
 	if len(ix.Refreshable()) == 0 {
-		return Refreshed{Stale: staleSections(ix)}, nil
+		return Refreshed{Stale: staleNames(ix)}, nil
 	}
 	start := time.Now()
 	built, berr := index.RefreshStale(ctx, ix, w.o.Refresh)
 	if ctx.Err() != nil {
-		return Refreshed{Stale: staleSections(ix)}, ctx.Err()
+		return Refreshed{Stale: staleNames(ix)}, ctx.Err()
 	}
 	var next *index.Index
 	var put []string
@@ -67,13 +67,13 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 		if err != nil {
 			w.stats.refreshFailures.Add(1)
 		}
-		return Refreshed{Stale: staleSections(ix)}, err
+		return Refreshed{Stale: staleNames(ix)}, err
 	}
 	if berr != nil || perr != nil {
 		w.stats.refreshFailures.Add(1)
 	}
 	w.stats.refreshes.Add(1)
-	out := Refreshed{Built: put, Stale: staleSections(next)}
+	out := Refreshed{Built: put, Stale: staleNames(next)}
 	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond))
 	return out, errors.Join(berr, perr)
 }
@@ -111,9 +111,9 @@ func (w *Writer) publishRefresh(ix *index.Index, built *index.Built) (next *inde
 	return next, put, lerr
 }
 
-// staleSections names ix's stale sections and edge kinds (as
+// staleNames names ix's stale sections and edge kinds (as
 // index.KindLabel names them).
-func staleSections(ix *index.Index) []string {
+func staleNames(ix *index.Index) []string {
 	s := ix.Meta.Stale
 	if s == nil {
 		return nil

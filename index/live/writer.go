@@ -105,6 +105,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
 	case !(o.ApplyShare >= minShare && o.ApplyShare <= 1):
 		return fmt.Errorf("live: Options.ApplyShare %v: want a share in [%v, 1] (1: no bound)", o.ApplyShare, minShare)
+	case o.Refresh.Workers < 0:
+		return fmt.Errorf("live: Options.Refresh.Workers %d: want ≥ 0 (0: one per CPU)", o.Refresh.Workers)
 	case o.RefreshAfter < 0:
 		return fmt.Errorf("live: Options.RefreshAfter %v: want ≥ 0 (0: no background refresh)", o.RefreshAfter)
 	case o.RefreshAfter > 0 && o.Refresh.Backend == nil:

@@ -319,6 +319,7 @@ func TestOptionsChecked(t *testing.T) {
 		"negative interval":   func(o *Options) { o.MinInterval = -1 },
 		"negative refresh":    func(o *Options) { o.RefreshAfter = -1 },
 		"zero share":          func(o *Options) { o.ApplyShare = 0 },
+		"negative workers":    func(o *Options) { o.Refresh.Workers = -1 },
 		"tiny share":          func(o *Options) { o.ApplyShare = 1e-9 },
 		"share over 1":        func(o *Options) { o.ApplyShare = 1.5 },
 		"NaN share":           func(o *Options) { o.ApplyShare = math.NaN() },
