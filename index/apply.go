@@ -76,6 +76,9 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	}
 	out.copyNodes(ix, remap, ch.Add, share)
 	out.copyProvenance(ix, remap, ch.Add, share)
+	if len(ch.Remove) == 0 {
+		out.ids, out.docs = out.appendedIDs(ix, ix.N()), out.appendedDocCounts(ix, ix.N())
+	}
 	texts := make([]string, len(ch.Add))
 	for i := range ch.Add {
 		texts[i] = IndexText(&ch.Add[i])

@@ -153,6 +153,7 @@ func compareIndexes(t *testing.T, got, want *index.Index) {
 			t.Fatalf("node %d: got %q, want %q", i, got.NodeID(i), want.NodeID(i))
 		}
 	}
+	compareLookups(t, got, want)
 	if !reflect.DeepEqual(got.Postings, want.Postings) {
 		t.Fatal("postings differ from a build of the final corpus")
 	}
@@ -263,4 +264,48 @@ func mustEmbed(t *testing.T, ix *index.Index, text string) []float32 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// compareLookups checks got's id table and document counts against want's.
+func compareLookups(t *testing.T, got, want *index.Index) {
+	t.Helper()
+	for i := range want.N() {
+		id, doc := want.NodeID(i), want.Document(i)
+		if v, ok := got.Lookup(id); !ok || int(v) != i {
+			t.Fatalf("Lookup(%q) = %d, %v; want %d", id, v, ok, i)
+		}
+		if g, w := got.DocumentSize(doc), want.DocumentSize(doc); g != w || got.IsDocument(doc) != want.IsDocument(doc) {
+			t.Fatalf("document %q: %d passages (document %v), want %d (%v)", doc, g, got.IsDocument(doc), w, want.IsDocument(doc))
+		}
+	}
+	if _, ok := got.Lookup("no such node"); ok {
+		t.Fatal("Lookup found an id the index lacks")
+	}
+}
+
+// TestAppendChainKeepsLookups appends passages of new and old documents
+// step by step, past the point where the shared id table is rebuilt,
+// and checks ids and document sizes against a build at every step.
+func TestAppendChainKeepsLookups(t *testing.T) {
+	ctx := context.Background()
+	c := synth.Generate(synth.Options{People: 30, Cities: 6, Countries: 2, Bands: 6, Queries: 2})
+	cur := indextest.Open(t, indextest.Build(t, c))
+	nodes := slices.Clone(c.Nodes)
+	for step := range 12 {
+		var add []corpus.Node
+		for k := range 3 {
+			doc := fmt.Sprintf("doc-%d", (step+k)%5)
+			add = append(add, corpus.Node{ID: fmt.Sprintf("%s#%d-%d", doc, step, k), Doc: doc, Title: "Doc " + doc, Text: fmt.Sprintf("passage %d of step %d about %s", k, step, doc)})
+		}
+		next, err := cur.Apply(ctx, &index.Change{Add: add})
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		nodes = append(nodes, add...)
+		compareLookups(t, next, indextest.Open(t, indextest.Build(t, &corpus.Corpus{Nodes: slices.Clone(nodes), Edges: c.Edges})))
+		if _, ok := cur.Lookup(add[0].ID); ok {
+			t.Fatalf("step %d: the index applied from sees an id added after it", step)
+		}
+		cur = next
+	}
 }

@@ -157,16 +157,6 @@ func (ix *Index) NodeMeta(i int) (map[string]any, error) {
 // or carry metadata.
 func (ix *Index) HasDocuments() bool { return ix.docOff != nil }
 
-// countDocuments counts the passages of each document cut into passages.
-func (ix *Index) countDocuments() {
-	ix.docs = map[string]int{}
-	for i := range ix.N() {
-		if d := ix.docField(i, 0); d != "" {
-			ix.docs[d]++
-		}
-	}
-}
-
 // DocumentTitle is the title of node i's document: its title without the
 // heading path importers append to a passage's title.
 func (ix *Index) DocumentTitle(i int) string {
@@ -179,8 +169,7 @@ func (ix *Index) DocumentTitle(i int) string {
 
 // DocumentSize is the number of passages of document id (0: none).
 func (ix *Index) DocumentSize(id string) int {
-	ix.docsOnce.Do(ix.countDocuments)
-	if n, ok := ix.docs[id]; ok {
+	if n := ix.docCounts().count(id); n > 0 {
 		return n
 	}
 	if v, ok := ix.Lookup(id); ok && ix.docField(int(v), 0) == "" {
@@ -192,8 +181,7 @@ func (ix *Index) DocumentSize(id string) int {
 // IsDocument reports whether id names a document of the index: a node
 // that is its own document, or the document passages were cut from.
 func (ix *Index) IsDocument(id string) bool {
-	ix.docsOnce.Do(ix.countDocuments)
-	if ix.docs[id] > 0 {
+	if ix.docCounts().count(id) > 0 {
 		return true
 	}
 	v, ok := ix.Lookup(id)

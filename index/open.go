@@ -39,9 +39,9 @@ type Index struct {
 	docOff   []int64
 	spans    []int64
 	docsOnce sync.Once
-	docs     map[string]int // passages per document cut into passages
+	docs     *docCounts // passages per document cut into passages
 	idsOnce  sync.Once
-	ids      map[string]int32
+	ids      *idTable
 	viewMu   sync.Mutex
 	views    map[string]*graphops.Adjacency
 	devMu    sync.Mutex
@@ -301,14 +301,7 @@ func (ix *Index) Aliases(i int) []string {
 // Lookup returns the internal number of a node id. The id table is built on
 // first use.
 func (ix *Index) Lookup(id string) (int32, bool) {
-	ix.idsOnce.Do(func() {
-		ix.ids = make(map[string]int32, ix.N())
-		for i := 0; i < ix.N(); i++ {
-			ix.ids[ix.NodeID(i)] = int32(i)
-		}
-	})
-	i, ok := ix.ids[id]
-	return i, ok
+	return ix.idTable().lookup(id)
 }
 
 // Vector returns node i's vector (aliasing the map).
