@@ -18,6 +18,9 @@ func TestUpdateEqualsBuild(t *testing.T) {
 		for k := rng.IntN(12); k >= 0; k-- {
 			s += words[rng.IntN(len(words))] + fmt.Sprint(rng.IntN(3)) + " "
 		}
+		if rng.IntN(4) == 0 {
+			s += fmt.Sprintf("novel%d ", rng.IntN(1000)) // a word the postings may not have yet
+		}
 		return s
 	}
 	ctx := context.Background()
@@ -34,7 +37,7 @@ func TestUpdateEqualsBuild(t *testing.T) {
 		var next []string
 		for d := range texts {
 			remap[d] = -1
-			if rng.IntN(5) > 0 {
+			if step%2 == 1 || rng.IntN(5) > 0 { // odd steps keep every document: the append path
 				remap[d] = int32(len(next))
 				next = append(next, texts[d])
 			}
