@@ -30,7 +30,16 @@ type Mentions struct {
 	// new titles; pwords lists each passage's, to unindex it.
 	words  map[string]map[string]bool
 	pwords map[string][]string
+	// What changed since the edges were last made (Edges, Rows): the
+	// hit limit they were made with (0: never made), the passages whose
+	// edges may differ, and the patterns whose owners or hitters changed,
+	// each with whether it gave edges then.
+	lastMax int
+	dirty   map[string]bool
+	touched map[string]*touch
 }
+
+type touch struct{ was, owners bool }
 
 type mentionPattern struct {
 	owners map[string]bool // passages carrying it as title
@@ -43,7 +52,8 @@ func NewMentions(o MentionOptions) (*Mentions, error) {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
 	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
-		byFirst: map[string][]string{}, odd: map[string]bool{}, words: map[string]map[string]bool{}, pwords: map[string][]string{}}, nil
+		byFirst: map[string][]string{}, odd: map[string]bool{}, words: map[string]map[string]bool{}, pwords: map[string][]string{},
+		dirty: map[string]bool{}, touched: map[string]*touch{}}, nil
 }
 
 // Passage is one passage as mentions see it: its key, the title it
@@ -93,6 +103,7 @@ func firstWord(p string) string {
 func (s *Mentions) Remove(keys ...string) {
 	for _, k := range keys {
 		for _, p := range s.hits[k] {
+			s.touch(p, false)
 			delete(s.patterns[p].hitBy, k)
 			s.drop(p)
 		}
@@ -106,6 +117,7 @@ func (s *Mentions) Remove(keys ...string) {
 		}
 		delete(s.pwords, k)
 		if p, ok := s.owns[k]; ok {
+			s.touch(p, true)
 			delete(s.patterns[p].owners, k)
 			delete(s.owns, k)
 			s.drop(p)
@@ -142,6 +154,7 @@ func (s *Mentions) Add(ps []Passage, text func(key string) string) {
 		if _, ok := s.patterns[pat]; !ok {
 			fresh = append(fresh, pat)
 		}
+		s.touch(pat, true)
 		s.entry(pat).owners[p.Key] = true
 		s.owns[p.Key] = pat
 	}
@@ -245,6 +258,8 @@ func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) 
 			continue
 		}
 		if holdsWord(text(k), pat) {
+			s.touch(pat, false)
+			s.dirty[k] = true
 			s.patterns[pat].hitBy[k] = true
 			s.hits[k] = append(s.hits[k], pat)
 		}
@@ -267,7 +282,9 @@ func holdsWord(text, pat string) bool {
 }
 
 func (s *Mentions) setHits(key string, hs []string) {
+	s.dirty[key] = true
 	for _, p := range hs {
+		s.touch(p, false)
 		s.patterns[p].hitBy[key] = true
 	}
 	if hs == nil {
@@ -280,13 +297,11 @@ func (s *Mentions) setHits(key string, hs []string) {
 // (n passages in all: the automatic hit limit depends on it), as
 // MentionEdges makes them: sorted by (source, destination), unit weight.
 func (s *Mentions) Edges(n int, num func(key string) int32) []Edge {
-	maxHits := s.o.MaxTitleHits
-	if maxHits == 0 {
-		maxHits = max(50, n/100)
-	}
+	maxHits := s.maxHits(n)
+	s.settle(maxHits)
 	var es []Edge
 	for _, e := range s.patterns {
-		if len(e.hitBy) > maxHits || len(e.owners) == 0 {
+		if !e.gives(maxHits) {
 			continue
 		}
 		for a := range e.hitBy {
@@ -297,11 +312,108 @@ func (s *Mentions) Edges(n int, num func(key string) int32) []Edge {
 			}
 		}
 	}
+	sortEdges(es)
+	return dedupEdges(es)
+}
+
+// maxHits is the hit limit over n passages: more hitters than that and a
+// title gives no edges.
+func (s *Mentions) maxHits(n int) int {
+	if s.o.MaxTitleHits > 0 {
+		return s.o.MaxTitleHits
+	}
+	return max(50, n/100)
+}
+
+// gives reports whether the pattern gives edges under the hit limit.
+func (e *mentionPattern) gives(maxHits int) bool {
+	return e != nil && len(e.owners) > 0 && len(e.hitBy) <= maxHits
+}
+
+// touch notes, before it changes, that pattern p's hitters (or owners)
+// change.
+func (s *Mentions) touch(p string, owners bool) {
+	t, ok := s.touched[p]
+	if !ok {
+		t = &touch{was: s.lastMax > 0 && s.patterns[p].gives(s.lastMax)}
+		s.touched[p] = t
+	}
+	t.owners = t.owners || owners
+}
+
+// settle marks the passages whose edges changed since the last edges were
+// made, under the new limit, and starts a new round; it returns them. A
+// title's hitters change their edges when it starts or stops giving edges
+// or its owners change while it gives them; its new hitters are marked as
+// they come. A new limit (the automatic one grows with the index) is
+// checked against every title, once per change of the limit.
+func (s *Mentions) settle(maxHits int) map[string]bool {
+	mark := func(e *mentionPattern) {
+		for a := range e.hitBy {
+			s.dirty[a] = true
+		}
+	}
+	for p, t := range s.touched {
+		e := s.patterns[p]
+		if now := e.gives(maxHits); e != nil && (now != t.was || (t.owners && now)) {
+			mark(e)
+		}
+	}
+	if s.lastMax > 0 && maxHits != s.lastMax {
+		for p, e := range s.patterns {
+			if _, done := s.touched[p]; !done && e.gives(maxHits) != e.gives(s.lastMax) {
+				mark(e)
+			}
+		}
+	}
+	dirty := s.dirty
+	s.lastMax, s.dirty, s.touched = maxHits, map[string]bool{}, map[string]*touch{}
+	return dirty
+}
+
+// Rows are what changed in the mention edges since they were last made
+// (Edges or Rows), over n passages numbered by num: the sources whose
+// edges changed (ascending; passages no longer known are left out) and
+// all of their edges, sorted as Edges sorts them. The other sources'
+// edges are as they were. The first call after NewMentions is Edges's.
+func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges []Edge) {
+	if s.lastMax == 0 {
+		es := s.Edges(n, num)
+		for _, e := range es {
+			if len(rows) == 0 || rows[len(rows)-1] != e.Src {
+				rows = append(rows, e.Src)
+			}
+		}
+		return rows, es
+	}
+	maxHits := s.maxHits(n)
+	for a := range s.settle(maxHits) {
+		src := num(a)
+		if _, known := s.hits[a]; !known || src < 0 {
+			continue
+		}
+		rows = append(rows, src)
+		for _, p := range s.hits[a] {
+			if e := s.patterns[p]; e.gives(maxHits) {
+				for b := range e.owners {
+					if b != a {
+						edges = append(edges, Edge{Src: src, Dst: num(b), W: 1})
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(rows)
+	sortEdges(edges)
+	return rows, dedupEdges(edges)
+}
+
+// sortEdges sorts by (source, destination).
+func sortEdges(es []Edge) {
 	slices.SortFunc(es, func(x, y Edge) int {
 		if x.Src != y.Src {
 			return int(x.Src - y.Src)
 		}
 		return int(x.Dst - y.Dst)
 	})
-	return dedupEdges(es)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -45,6 +46,11 @@ func TestMentionsFollowChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			rs, err := NewMentions(o) // the same changes, followed by Rows
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept keyEdges
 			text := func(k string) string {
 				for _, p := range list {
 					if p.Key == k {
@@ -58,6 +64,7 @@ func TestMentionsFollowChanges(t *testing.T) {
 				for k := rng.IntN(3); k > 0 && len(list) > 0; k-- {
 					i := rng.IntN(len(list))
 					s.Remove(list[i].Key)
+					rs.Remove(list[i].Key)
 					list = append(list[:i], list[i+1:]...)
 				}
 				var add []Passage
@@ -66,7 +73,12 @@ func TestMentionsFollowChanges(t *testing.T) {
 				}
 				list = append(list, add...)
 				s.Add(add, text)
+				rs.Add(add, text)
 				checkMentions(t, s, list, o, step)
+				kept = kept.follow(t, rs, list, len(list), step)
+				if want := s.Edges(len(list), numbers(list)); !reflect.DeepEqual(kept.numbered(list), want) {
+					t.Fatalf("step %d: edges followed by Rows differ from Edges", step)
+				}
 			}
 		}
 	}
@@ -123,6 +135,125 @@ func TestMentionsKeepNoCutOfTheText(t *testing.T) {
 	for _, w := range s.pwords["p1"] {
 		if within(w, text) {
 			t.Errorf("passage word %q is a cut of the passage's text", w)
+		}
+	}
+}
+
+// keyEdges are mention edges by passage key, as a caller of Rows keeps
+// them from one change to the next.
+type keyEdges map[[2]string]bool
+
+func numbers(list []Passage) func(string) int32 {
+	num := map[string]int32{}
+	for i, p := range list {
+		num[p.Key] = int32(i)
+	}
+	return func(k string) int32 {
+		if v, ok := num[k]; ok {
+			return v
+		}
+		return -1
+	}
+}
+
+// follow applies what Rows says changed: the rows' edges are replaced,
+// the others kept (edges of passages gone go with them).
+func (k keyEdges) follow(t *testing.T, s *Mentions, list []Passage, n, step int) keyEdges {
+	t.Helper()
+	rows, es := s.Rows(n, numbers(list))
+	replaced := map[string]bool{}
+	for _, r := range rows {
+		replaced[list[r].Key] = true
+	}
+	known := map[string]bool{}
+	for _, p := range list {
+		known[p.Key] = true
+	}
+	out := keyEdges{}
+	for e := range k {
+		if known[e[0]] && !replaced[e[0]] {
+			if !known[e[1]] {
+				t.Fatalf("step %d: kept edge %s → %s leads to a passage gone, and Rows did not name its source", step, e[0], e[1])
+			}
+			out[e] = true
+		}
+	}
+	for _, e := range es {
+		if !replaced[list[e.Src].Key] {
+			t.Fatalf("step %d: Rows gave an edge of %s, not among its rows", step, list[e.Src].Key)
+		}
+		out[[2]string{list[e.Src].Key, list[e.Dst].Key}] = true
+	}
+	return out
+}
+
+func (k keyEdges) numbered(list []Passage) []Edge {
+	num := numbers(list)
+	var es []Edge
+	for e := range k {
+		es = append(es, Edge{Src: num(e[0]), Dst: num(e[1]), W: 1})
+	}
+	sortEdges(es)
+	return es
+}
+
+// TestMentionRowsFollowTheLimit changes the passage count Rows is told
+// (the automatic hit limit grows with it) as passages come and go, so
+// titles start and stop giving edges without being touched, and checks
+// the followed edges against a new state's at every step.
+func TestMentionRowsFollowTheLimit(t *testing.T) {
+	var names []string
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("Name%c Person", 'A'+i))
+	}
+	o := MentionOptions{MinTitleLen: 4}
+	rng := rand.New(rand.NewPCG(8, 13))
+	rs, err := NewMentions(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []Passage
+	text := func(k string) string {
+		for _, p := range list {
+			if p.Key == k {
+				return p.Text
+			}
+		}
+		return ""
+	}
+	var kept keyEdges
+	next := 0
+	for step := range 40 {
+		for k := rng.IntN(3); k > 0 && len(list) > 0; k-- {
+			i := rng.IntN(len(list))
+			rs.Remove(list[i].Key)
+			list = append(list[:i], list[i+1:]...)
+		}
+		var add []Passage
+		focus := names[rng.IntN(len(names)):] // most titles go untouched by a step
+		focus = focus[:min(2, len(focus))]
+		for k := 10 + rng.IntN(20); k > 0; k-- {
+			next++
+			p := Passage{Key: fmt.Sprintf("p%d", next), Title: names[rng.IntN(len(names))], Text: "saw"}
+			if rng.IntN(3) > 0 {
+				p.Title = ""
+			}
+			for j := 1 + rng.IntN(2); j > 0; j-- {
+				p.Text += " " + focus[rng.IntN(len(focus))] + "."
+			}
+			add = append(add, p)
+		}
+		list = append(list, add...)
+		rs.Add(add, text)
+		n := 5000 + 1000*rng.IntN(8) // limits 50 to 120, around the hitters titles have
+		kept = kept.follow(t, rs, list, n, step)
+		fresh, err := NewMentions(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh.Add(slices.Clone(list), nil)
+		if want := fresh.Edges(n, numbers(list)); !reflect.DeepEqual(kept.numbered(list), want) {
+			t.Fatalf("step %d (%d passages, limit %d): followed edges differ from a new state's", step, len(list), n/100)
 		}
 	}
 }

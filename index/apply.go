@@ -319,6 +319,10 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	for _, u := range ch.Kinds {
 		maintained[u.Kind()] = true
 	}
+	kept, updated, err := out.updateKinds(ctx, ix, ch)
+	if err != nil {
+		return err
+	}
 	ids := make(map[string]int32, len(ch.Add))
 	base := int32(out.Meta.Nodes - len(ch.Add))
 	for i := range ch.Add {
@@ -342,7 +346,7 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 			continue
 		}
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
-			if maintained[ix.rels.Kinds[g.Rel[p]]] {
+			if k := ix.rels.Kinds[g.Rel[p]]; maintained[k] && !kept[k].Has(remap[u]) {
 				continue // made anew below
 			}
 			if v := target(g.Idx[p]); v >= 0 {
@@ -373,12 +377,8 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 		edges = append(edges, graphops.Edge{Src: src, Dst: dst, W: float32(w), Rel: out.rels.id(e.Kind, e.Rel)})
 	}
 	for _, u := range ch.Kinds {
-		es, err := u.Update(ctx, ix, out, ch)
-		if err != nil {
-			return fmt.Errorf("index: keeping %s edges: %w", u.Kind(), err)
-		}
 		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
-		for _, e := range es {
+		for _, e := range updated[u.Kind()] {
 			e.Rel = rel
 			edges = append(edges, e)
 		}
@@ -390,6 +390,46 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	out.Graph = gr
 	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(edges), len(out.rels.Relations), out.rels.kindList()
 	return nil
+}
+
+// updateKinds runs ch's kind updaters: the edges each makes, and for a
+// RowUpdater the sources (out's numbers) that keep their old edges of its
+// kind.
+func (out *Index) updateKinds(ctx context.Context, ix *Index, ch *Change) (map[string]rowSet, map[string][]graphops.Edge, error) {
+	kept, updated := map[string]rowSet{}, map[string][]graphops.Edge{}
+	for _, u := range ch.Kinds {
+		var err error
+		if ru, ok := u.(RowUpdater); ok {
+			var rows []int32
+			rows, updated[u.Kind()], err = ru.UpdateRows(ctx, ix, out, ch)
+			kept[u.Kind()] = allBut(out.N(), rows)
+		} else {
+			updated[u.Kind()], err = u.Update(ctx, ix, out, ch)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("index: keeping %s edges: %w", u.Kind(), err)
+		}
+	}
+	return kept, updated, nil
+}
+
+// rowSet is a set of node numbers (nil: none).
+type rowSet []bool
+
+func (s rowSet) Has(v int32) bool { return v >= 0 && int(v) < len(s) && s[v] }
+
+// allBut is every number below n but rows.
+func allBut(n int, rows []int32) rowSet {
+	s := make(rowSet, n)
+	for i := range s {
+		s[i] = true
+	}
+	for _, r := range rows {
+		if r >= 0 && int(r) < n {
+			s[r] = false
+		}
+	}
+	return s
 }
 
 // id returns the relation id of (kind, rel), adding it when new.

@@ -21,6 +21,19 @@ type KindUpdater interface {
 	Update(ctx context.Context, before, after *Index, ch *Change) ([]graphops.Edge, error)
 }
 
+// A RowUpdater is a KindUpdater that can say what changed: the sources
+// whose edges of its kind change, so that Apply keeps the others' edges
+// rather than taking every edge of the kind anew (a commit then costs what
+// it changes).
+type RowUpdater interface {
+	KindUpdater
+	// UpdateRows follows ch as Update does and returns the sources
+	// (after's numbers, ascending) whose edges of the kind change, and all
+	// of their edges (sorted by source, then destination); the other kept
+	// sources keep their edges of the kind, carried over by number.
+	UpdateRows(ctx context.Context, before, after *Index, ch *Change) (rows []int32, edges []graphops.Edge, err error)
+}
+
 // KindUpdaterFactory makes the updater of a kind for ix, checking that it
 // reproduces ix's edges of that kind (an error: they were built with other
 // settings or by other means, and go stale on a change instead).

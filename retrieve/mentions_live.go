@@ -68,6 +68,20 @@ func numberer(ix *index.Index) func(string) int32 {
 }
 
 func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index, ch *index.Change) ([]graphops.Edge, error) {
+	u.follow(before, after, ch)
+	return u.s.Edges(after.N(), numberer(after)), ctx.Err()
+}
+
+// UpdateRows is Update, saying which passages' edges changed: a commit
+// then costs what it changes rather than every mention edge.
+func (u *mentionsUpdater) UpdateRows(ctx context.Context, before, after *index.Index, ch *index.Change) ([]int32, []graphops.Edge, error) {
+	u.follow(before, after, ch)
+	rows, edges := u.s.Rows(after.N(), numberer(after))
+	return rows, edges, ctx.Err()
+}
+
+// follow tells the state what ch removes and adds.
+func (u *mentionsUpdater) follow(before, after *index.Index, ch *index.Change) {
 	for _, v := range ch.Remove {
 		u.s.Remove(before.NodeID(int(v)))
 	}
@@ -75,7 +89,6 @@ func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index
 		v, _ := after.Lookup(k)
 		return after.Text(int(v))
 	})
-	return u.s.Edges(after.N(), numberer(after)), ctx.Err()
 }
 
 // addedPassages are the added nodes as mentions see them: a document's

@@ -57,6 +57,7 @@ func TestMentionsFollowLiveChanges(t *testing.T) {
 		if _, err := w.Commit(ctx, &b); err != nil {
 			t.Fatal(err)
 		}
+		checkMentionsBuild(t, w.Index(), o, step) // commits carry unchanged passages' edges over
 	}
 	final := w.Index()
 	if final.Meta.StaleKind("mentions") {
@@ -72,6 +73,18 @@ func TestMentionsFollowLiveChanges(t *testing.T) {
 	}
 	if err := RequireGraph(final, []string{"mentions"}, "test"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func checkMentionsBuild(t *testing.T, ix *index.Index, o graphops.MentionOptions, step int) {
+	t.Helper()
+	titles, texts := mentionTargets(ix)
+	want, err := graphops.MentionEdges(context.Background(), titles, texts, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.KindEdges("mentions"); !slices.Equal(got, want) {
+		t.Fatalf("step %d: %d mention edges, a build makes %d", step, len(got), len(want))
 	}
 }
 
