@@ -230,22 +230,26 @@ func (s *Mentions) textHits(text string) []string {
 
 // findOld records the known passages (not among added) that mention pat.
 // Every word of pat is a whole word of a text that holds pat, so the
-// passages holding its rarest indexed word are the candidates (every
-// passage when none of its words is indexed: all start lower-case).
+// candidates are the passages holding all of its indexed words (every
+// passage when none of its words is indexed: all start lower-case),
+// walked from the rarest word's list.
 func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) string) {
-	var cands map[string]bool
-	indexed := false
+	var sets []map[string]bool
 	eachWord(pat, func(_ int, w string) {
-		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
-			return
-		}
-		if set := s.words[w]; !indexed || len(set) < len(cands) {
-			cands, indexed = set, true
+		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsLower(r) {
+			sets = append(sets, s.words[w])
 		}
 	})
 	var keys []string
-	if indexed {
-		for k := range cands {
+	if len(sets) > 0 {
+		slices.SortFunc(sets, func(a, b map[string]bool) int { return len(a) - len(b) })
+	candidates:
+		for k := range sets[0] {
+			for _, set := range sets[1:] {
+				if !set[k] {
+					continue candidates
+				}
+			}
 			keys = append(keys, k)
 		}
 	} else {
