@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -69,7 +70,9 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 			if ingestRate > 0 {
 				every = time.Duration(float64(time.Second) * float64(batch*writers) / float64(ingestRate))
 			}
-			next := time.Now()
+			// writers start spread over one period, so that a paced load
+			// is steady rather than all writers' batches at once
+			next := time.Now().Add(every * time.Duration(k) / time.Duration(writers))
 			for n := 0; ; n++ {
 				if every > 0 {
 					next = next.Add(every)
@@ -129,18 +132,28 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 type latencies struct {
 	n, failed int
 	p50, p99  time.Duration
+	// server99 is the p99 of the server's own took_ms (from the handler's
+	// start to the answer), which leaves out the wait for a connection,
+	// the request's decoding and the client's side.
+	server99 time.Duration
+	// sched99 is the p99 of the time the process's goroutines waited to
+	// run once ready (runtime/metrics), over the phase: a wait for a core.
+	sched99 time.Duration
 }
 
 func (l latencies) String() string {
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms", l.n, l.failed, float64(l.p50.Microseconds())/1000, float64(l.p99.Microseconds())/1000)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms; goroutines' wait for a core p99 %.2f ms)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.sched99))
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
 // answer does not delay the next send) and returns their latencies.
 func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) latencies {
 	var mu sync.Mutex
-	var lat []time.Duration
+	var lat, took []time.Duration
 	failed := 0
+	sched := schedWaits()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
@@ -150,7 +163,8 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 		case <-end:
 			wg.Wait()
 			slices.Sort(lat)
-			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99)}
+			slices.Sort(took)
+			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), sched99: sched.p99since()}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]
@@ -158,7 +172,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 		go func() {
 			defer wg.Done()
 			t := time.Now()
-			_, err := cl.Retrieve(context.Background(), api.RetrieveRequest{Index: "ix", Query: q.Text, Method: "bm25", K: api.K(10)})
+			res, err := cl.Retrieve(context.Background(), api.RetrieveRequest{Index: "ix", Query: q.Text, Method: "bm25", K: api.K(10)})
 			el := time.Since(t)
 			mu.Lock()
 			defer mu.Unlock()
@@ -167,6 +181,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 				return
 			}
 			lat = append(lat, el)
+			took = append(took, time.Duration(res.TookMS*float64(time.Millisecond)))
 		}()
 	}
 }
@@ -207,4 +222,50 @@ func startProfile(path string) (func() error, error) {
 		return nil, err
 	}
 	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
+}
+
+// schedHist is a snapshot of the runtime's histogram of goroutine
+// scheduling latencies.
+type schedHist struct{ counts []uint64 }
+
+const schedMetric = "/sched/latencies:seconds"
+
+func readSched() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: schedMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return s[0].Value.Float64Histogram()
+}
+
+func schedWaits() schedHist {
+	h := readSched()
+	if h == nil {
+		return schedHist{}
+	}
+	return schedHist{counts: slices.Clone(h.Counts)}
+}
+
+// p99since is the p99 of the waits since the snapshot (the upper edge of
+// the bucket that holds it).
+func (s schedHist) p99since() time.Duration {
+	h := readSched()
+	if h == nil || len(s.counts) != len(h.Counts) {
+		return 0
+	}
+	var total uint64
+	diff := make([]uint64, len(h.Counts))
+	for i := range diff {
+		diff[i] = h.Counts[i] - s.counts[i]
+		total += diff[i]
+	}
+	var seen uint64
+	for i, c := range diff {
+		seen += c
+		if total > 0 && float64(seen) >= 0.99*float64(total) {
+			return time.Duration(h.Buckets[i+1] * float64(time.Second))
+		}
+	}
+	return 0
 }
