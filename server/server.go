@@ -111,6 +111,12 @@ type Config struct {
 	// Tri-Graph, the HNSW graph, locally extracted KET-RAG) are built again in the background (with
 	// Writes; 0: never).
 	RefreshAfter time.Duration
+	// RefreshWithin bounds how long those sections stay stale under writes
+	// that never pause (live.Options.RefreshWithin; with Writes and
+	// RefreshAfter; 0: no bound): past it a refresh holds the index's
+	// writes until it is done, so a write may wait about as long as a
+	// build of the section.
+	RefreshWithin time.Duration
 	// CommitInterval is the least time between two commits to an index
 	// (with Writes; live.Options.MinInterval): writes arriving meanwhile
 	// share the next one, so a steady stream of writes makes fewer new
@@ -159,6 +165,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
 	case c.RefreshAfter < 0:
 		return fmt.Errorf("server: negative refresh delay %v (0: no background refresh)", c.RefreshAfter)
+	case c.RefreshWithin < 0:
+		return fmt.Errorf("server: negative refresh bound %v (0: no bound)", c.RefreshWithin)
+	case c.Writes && c.RefreshWithin > 0 && c.RefreshAfter == 0:
+		return fmt.Errorf("server: a refresh bound (%v) needs the background refresh (refresh delay > 0)", c.RefreshWithin)
 	case c.Writes && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
 		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:

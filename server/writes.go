@@ -32,7 +32,7 @@ func (s *Server) openWriters(ctx context.Context) error {
 		o.CheckpointBytes = s.cfg.CheckpointBytes
 		o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
 		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
-		o.RefreshAfter, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.Backend
+		o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
 		o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
 		o.MinInterval, o.ApplyShare = s.cfg.CommitInterval, s.cfg.ApplyShare
 		w, err := live.Open(ctx, dir, o)

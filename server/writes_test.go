@@ -268,7 +268,7 @@ func TestWritesRefreshInBackground(t *testing.T) {
 	}
 	s, c, _ := writeServer(t, func(c *server.Config) {
 		c.Indexes = map[string]string{"synth": dir}
-		c.RefreshAfter = time.Millisecond
+		c.RefreshAfter, c.RefreshWithin = time.Millisecond, time.Minute
 	})
 	if _, err := c.PutDocument(context.Background(), "synth", "zz-r", api.Document{Title: "Quokka", Text: "quokka refresh"}); err != nil {
 		t.Fatal(err)
@@ -292,5 +292,19 @@ func TestWritesRefreshInBackground(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(body), `gleaner_live_refreshes_total{index="synth"} 1`) {
 		t.Fatalf("metrics lack the refresh:\n%s", body)
+	}
+}
+
+// A refresh bound without the background refresh it bounds is refused.
+func TestRefreshWithinNeedsRefreshAfter(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"synth": testIndex(t)}
+	cfg.Backend, cfg.InsecureNoAuth, cfg.Writes = cpu.New(), true, true
+	cfg.RefreshAfter, cfg.RefreshWithin = 0, time.Second
+	if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "refresh bound") {
+		if s != nil {
+			s.Close(context.Background())
+		}
+		t.Fatalf("got %v, want an error about the refresh bound", err)
 	}
 }

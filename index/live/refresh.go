@@ -28,7 +28,10 @@ type Refreshed struct {
 // sections are ready makes them stale again (ErrOvertaken). The next
 // checkpoint writes them to disk. A section whose build fails stays
 // stale, and the error names it.
-func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
+func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) { return w.refresh(ctx, false) }
+
+// refresh is Refresh; with hold, the commits wait until it is done.
+func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	w.rfMu.Lock()
 	defer w.rfMu.Unlock()
 	select {
@@ -41,7 +44,11 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	defer context.AfterFunc(w.rfCtx, cancel)()
 	w.mu.Lock()
 	ix, err := w.cur.Load(), w.err
-	w.mu.Unlock()
+	if hold {
+		defer w.mu.Unlock()
+	} else {
+		w.mu.Unlock()
+	}
 	if err != nil {
 		return Refreshed{}, err
 	}
@@ -57,7 +64,7 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	var put []string
 	var perr error
 	if !built.Empty() {
-		next, put, perr = w.publishRefresh(ix, built)
+		next, put, perr = w.publishRefresh(ix, built, hold)
 	}
 	took := time.Since(start)
 	w.stats.rfNanos.Add(int64(took))
@@ -74,21 +81,24 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) {
 	}
 	w.stats.refreshes.Add(1)
 	out := Refreshed{Built: put, Stale: staleNames(next)}
-	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond))
+	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond), "commits held", hold)
 	return out, errors.Join(berr, perr)
 }
 
 // publishRefresh loads the built sections into the index after ix and
 // publishes it, unless a commit replaced ix meanwhile (ErrOvertaken); it
-// asks for a checkpoint to save them. put names those that loaded.
-func (w *Writer) publishRefresh(ix *index.Index, built *index.Built) (next *index.Index, put []string, err error) {
+// asks for a checkpoint to save them. put names those that loaded. held:
+// the caller holds w.mu (the commits wait).
+func (w *Writer) publishRefresh(ix *index.Index, built *index.Built, held bool) (next *index.Index, put []string, err error) {
 	next, put, lerr := ix.WithBuilt(built) // loads run outside the lock: commits go on
 	if len(put) == 0 {
 		next.Close()
 		return nil, nil, fmt.Errorf("live: %w", lerr)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	if !held {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+	}
 	switch {
 	case w.err != nil:
 		err = w.err
@@ -134,26 +144,71 @@ func (w *Writer) refreshLoop() {
 	}
 	quiet := time.NewTimer(w.o.RefreshAfter)
 	defer quiet.Stop()
+	var bound staleBound
+	defer bound.stop()
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-w.rf:
 			quiet.Reset(w.quietFor())
+			if w.o.RefreshWithin > 0 && len(w.Index().Refreshable()) > 0 {
+				bound.arm(w.o.RefreshWithin)
+			}
+		case <-bound.c:
+			bound.stop()
+			if !w.backgroundRefresh(true) {
+				return
+			}
 		case <-quiet.C:
 			if len(w.Index().Refreshable()) == 0 {
 				continue
 			}
-			_, err := w.Refresh(w.rfCtx)
-			switch {
-			case w.rfCtx.Err() != nil || errors.Is(err, ErrClosed):
+			if !w.backgroundRefresh(false) {
 				return
-			case errors.Is(err, ErrOvertaken):
-				w.o.Logger.Info("refresh overtaken by a commit; it runs again once the writes pause", "dir", w.dir, "err", err)
-			case err != nil:
-				w.o.Logger.Error("refresh failed; those sections stay stale until built", "dir", w.dir, "err", err)
+			}
+			if len(w.Index().Refreshable()) == 0 {
+				bound.stop()
 			}
 		}
+	}
+}
+
+// backgroundRefresh runs a refresh for refreshLoop and logs how it went;
+// false: the writer is closing.
+func (w *Writer) backgroundRefresh(hold bool) bool {
+	_, err := w.refresh(w.rfCtx, hold)
+	switch {
+	case w.rfCtx.Err() != nil || errors.Is(err, ErrClosed):
+		return false
+	case errors.Is(err, ErrOvertaken) && w.o.RefreshWithin > 0:
+		w.o.Logger.Info("refresh overtaken by a commit; it runs again once the writes pause, or holding the commits once the sections have been stale for RefreshWithin", "dir", w.dir, "within", w.o.RefreshWithin)
+	case errors.Is(err, ErrOvertaken):
+		w.o.Logger.Info("refresh overtaken by a commit; it runs again once the writes pause", "dir", w.dir, "err", err)
+	case err != nil:
+		w.o.Logger.Error("refresh failed; those sections stay stale until built", "dir", w.dir, "err", err)
+	}
+	return true
+}
+
+// staleBound is the timer of Options.RefreshWithin: armed when a commit
+// leaves sections stale, it fires once they have been stale that long.
+type staleBound struct {
+	t *time.Timer
+	c <-chan time.Time // nil while disarmed
+}
+
+func (b *staleBound) arm(d time.Duration) {
+	if b.t == nil {
+		b.t = time.NewTimer(d)
+		b.c = b.t.C
+	}
+}
+
+func (b *staleBound) stop() {
+	if b.t != nil {
+		b.t.Stop()
+		b.t, b.c = nil, nil
 	}
 }
 

@@ -281,3 +281,47 @@ func TestRefitEqualsBuild(t *testing.T) {
 		t.Fatal("the index on disk lacks the refitted vectors")
 	}
 }
+
+// Under writes that never pause, RefreshWithin still refreshes, holding
+// the commits while it builds: none lands during the build, all succeed.
+func TestRefreshWithinHoldsCommits(t *testing.T) {
+	w, _ := staleWriter(t, func(o *Options) { o.RefreshAfter, o.RefreshWithin = time.Hour, 20*time.Millisecond })
+	defer w.Close()
+	var during [2]int64
+	refreshHook = func(context.Context) error {
+		during[0] = w.Stats().Commits
+		time.Sleep(50 * time.Millisecond) // the writer below commits every millisecond meanwhile, unless held
+		during[1] = w.Stats().Commits
+		return nil
+	}
+	defer func() { refreshHook = nil }()
+	errc := make(chan error, 1)
+	go func() {
+		for i := 0; w.Stats().Refreshes == 0; i++ {
+			var b Batch
+			b.Add(passage(fmt.Sprintf("steady-%d", i), "a steady stream of writes"))
+			if _, err := w.Commit(context.Background(), &b); err != nil {
+				errc <- err
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		errc <- nil
+	}()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no refresh within a minute of steady writes")
+	}
+	if during[0] != during[1] {
+		t.Fatalf("commits went on during a held refresh: %d then %d", during[0], during[1])
+	}
+	o, _ := testOptions(t)
+	o.RefreshWithin = time.Second
+	if err := o.validate(); err == nil {
+		t.Fatal("RefreshWithin without RefreshAfter accepted")
+	}
+}

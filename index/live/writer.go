@@ -80,6 +80,14 @@ type Options struct {
 	// published (≥ 0; 0, the default: only Refresh does it). It needs
 	// Refresh.Backend.
 	RefreshAfter time.Duration
+	// RefreshWithin bounds how long such sections stay stale while the
+	// writes go on without the pause RefreshAfter waits for (≥ 0; 0, the
+	// default: no bound). Once a section has been stale that long, the
+	// next refresh holds the commits until it is published: they wait,
+	// acknowledged late rather than failed, so it cannot be overtaken. A
+	// refresh takes about as long as a build of the section. It needs
+	// RefreshAfter.
+	RefreshWithin time.Duration
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
 	Refresh index.RefreshEnv
@@ -109,6 +117,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.Refresh.Workers %d: want ≥ 0 (0: one per CPU)", o.Refresh.Workers)
 	case o.RefreshAfter < 0:
 		return fmt.Errorf("live: Options.RefreshAfter %v: want ≥ 0 (0: no background refresh)", o.RefreshAfter)
+	case o.RefreshWithin < 0:
+		return fmt.Errorf("live: Options.RefreshWithin %v: want ≥ 0 (0: no bound)", o.RefreshWithin)
+	case o.RefreshWithin > 0 && o.RefreshAfter == 0:
+		return fmt.Errorf("live: Options.RefreshWithin %v needs Options.RefreshAfter (the background refresh it bounds)", o.RefreshWithin)
 	case o.RefreshAfter > 0 && o.Refresh.Backend == nil:
 		return fmt.Errorf("live: Options.RefreshAfter %v needs Options.Refresh.Backend (engine.Open) to build sections with", o.RefreshAfter)
 	}
