@@ -115,7 +115,8 @@ type Config struct {
 	// that never pause (live.Options.RefreshWithin; with Writes and
 	// RefreshAfter; 0: no bound): past it a refresh holds the index's
 	// writes until it is done, so a write may wait about as long as a
-	// build of the section.
+	// build of the section; one that waits past Timeout is answered 503,
+	// not applied.
 	RefreshWithin time.Duration
 	// CommitInterval is the least time between two commits to an index
 	// (with Writes; live.Options.MinInterval): writes arriving meanwhile

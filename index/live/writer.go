@@ -83,10 +83,10 @@ type Options struct {
 	// RefreshWithin bounds how long such sections stay stale while the
 	// writes go on without the pause RefreshAfter waits for (≥ 0; 0, the
 	// default: no bound). Once a section has been stale that long, the
-	// next refresh holds the commits until it is published: they wait,
-	// acknowledged late rather than failed, so it cannot be overtaken. A
-	// refresh takes about as long as a build of the section. It needs
-	// RefreshAfter.
+	// next refresh holds the commits until it is published, so it cannot
+	// be overtaken: they wait, about as long as a build of the section (a
+	// Commit whose context ends meanwhile returns its error, its batch not
+	// applied). It needs RefreshAfter.
 	RefreshWithin time.Duration
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
