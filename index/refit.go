@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,10 @@ import (
 // time, so an index that has changed much answers vector queries from a
 // basis fitted on another corpus. Refit fits the basis again on the
 // index's passages as they are, as a build of them would.
+
+// ErrNotLSA is returned by Refit for an index whose vectors do not come
+// from LSA.
+var ErrNotLSA = errors.New("its vectors are not LSA's")
 
 // LSAOptions are the LSA options the index was built with (Meta.LSA), for
 // a refit; false when its vectors are not LSA's.
@@ -46,7 +51,7 @@ func (ix *Index) LSAOptions() (lexical.LSAOptions, bool) {
 func (ix *Index) Refit(ctx context.Context) (*Index, error) {
 	o, ok := ix.LSAOptions()
 	if !ok {
-		return nil, fmt.Errorf("index %s: its vectors come from %q, not LSA: a refit applies to LSA (rebuild the index to change its embedder)", ix.Dir, ix.Meta.Embedder)
+		return nil, fmt.Errorf("index %s: %w: they come from %q; a refit applies to LSA (rebuild the index to change its embedder)", ix.Dir, ErrNotLSA, ix.Meta.Embedder)
 	}
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("index %s: its recorded LSA options: %w", ix.Dir, err)

@@ -375,7 +375,7 @@ func (s *Server) Close(ctx context.Context) error {
 func Routes() []string {
 	return []string{"POST /v1/retrieve", "GET /v1/indexes", "GET /v1/methods", "POST /v1/admin/reload",
 		"PUT /v1/indexes/{index}/documents/{id}", "DELETE /v1/indexes/{index}/documents/{id}", "POST /v1/indexes/{index}/documents",
-		"GET /healthz", "GET /readyz", "GET /metrics"}
+		"POST /v1/indexes/{index}/refit", "GET /healthz", "GET /readyz", "GET /metrics"}
 }
 
 // routeScopes are the scope each route needs ("": none, the health
@@ -384,7 +384,7 @@ var routeScopes = map[string]auth.Scope{
 	"POST /v1/retrieve": auth.Read, "GET /v1/indexes": auth.Read, "GET /v1/methods": auth.Read,
 	"POST /v1/admin/reload": auth.Admin, "GET /metrics": auth.Admin, "GET /healthz": "", "GET /readyz": "",
 	"PUT /v1/indexes/{index}/documents/{id}": auth.Write, "DELETE /v1/indexes/{index}/documents/{id}": auth.Write,
-	"POST /v1/indexes/{index}/documents": auth.Write,
+	"POST /v1/indexes/{index}/documents": auth.Write, "POST /v1/indexes/{index}/refit": auth.Admin,
 	"/debug/pprof/":                      auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
 }
 
@@ -405,6 +405,7 @@ func (s *Server) handlers() map[string]http.Handler {
 		"PUT /v1/indexes/{index}/documents/{id...}":    http.HandlerFunc(s.putDocument),
 		"DELETE /v1/indexes/{index}/documents/{id...}": http.HandlerFunc(s.deleteDocument),
 		"POST /v1/indexes/{index}/documents":           http.HandlerFunc(s.postDocuments),
+		"POST /v1/indexes/{index}/refit":               http.HandlerFunc(s.refit),
 		"GET /healthz":                                 http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) }),
 		"GET /readyz":                                  http.HandlerFunc(s.readyz),
 		"GET /metrics":                                 promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}),

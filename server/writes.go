@@ -349,3 +349,40 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 	}
 	return out, nil
 }
+
+// refit fits the index's LSA basis again on its passages as they are and
+// makes every vector anew (live.Writer.Refit): written to the index's
+// folder, then served. The index's writes wait meanwhile. What came from
+// the vectors goes stale until a refresh (--refresh-after) builds it.
+func (s *Server) refit(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("index")
+	if s.writers == nil {
+		writeError(w, http.StatusForbidden, &FieldError{Msg: "writes are disabled on this server (start it with --writes); gleaner index refit refits an index offline"})
+		return
+	}
+	if !mayUse(r.Context(), name) {
+		s.metrics.authRefused.WithLabelValues("index").Inc()
+		writeError(w, http.StatusForbidden, &FieldError{"index", "this key may not use that index"})
+		return
+	}
+	lw, ok := s.writers[name]
+	if !ok {
+		writeError(w, http.StatusNotFound, &FieldError{"index", "unknown index " + clip(strconv.Quote(name))})
+		return
+	}
+	start := time.Now()
+	if err := lw.Refit(r.Context()); err != nil {
+		code := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, index.ErrNotLSA):
+			code = http.StatusConflict
+		case errors.Is(err, live.ErrClosed) || r.Context().Err() != nil:
+			code = http.StatusServiceUnavailable
+		}
+		writeError(w, code, &FieldError{Msg: "refit: " + err.Error()})
+		return
+	}
+	ix := lw.Index()
+	writeJSON(w, http.StatusOK, api.RefitResponse{Index: name, Nodes: ix.N(), Dims: ix.Meta.Dims,
+		TookMS: float64(time.Since(start).Microseconds()) / 1000, Stale: append([]string{}, live.StaleNames(ix)...)})
+}

@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
@@ -306,5 +308,56 @@ func TestRefreshWithinNeedsRefreshAfter(t *testing.T) {
 			s.Close(context.Background())
 		}
 		t.Fatalf("got %v, want an error about the refresh bound", err)
+	}
+}
+
+// POST /v1/indexes/{index}/refit refits the served index: the answer
+// names the passages and dims, the folder holds the refitted vectors, and
+// writes go on after it. Without --writes it is refused.
+func TestRefitEndpoint(t *testing.T) {
+	s, c, dir := writeServer(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.PutDocument(ctx, "synth", fmt.Sprintf("zz-refit-%d", i), api.Document{Title: "Quokka", Text: "quokka numbat refit"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := c.Refit(ctx, "synth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.LiveStats("synth")
+	if res.Index != "synth" || res.Nodes != st.Nodes || res.Dims <= 0 || res.Stale == nil {
+		t.Fatalf("refit answered %+v (writer has %d nodes)", res, st.Nodes)
+	}
+	saved, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saved.Close()
+	v, ok := saved.Lookup("zz-refit-1")
+	if !ok || saved.N() != res.Nodes {
+		t.Fatalf("the folder after the refit: %d nodes, zz-refit-1 found %v", saved.N(), ok)
+	}
+	want, err := saved.Embedder.Embed(ctx, []string{index.IndexText(&corpus.Node{Title: "Quokka", Text: "quokka numbat refit"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(saved.Vector(int(v)), want) {
+		t.Fatal("the saved vector of a passage is not its embedding under the saved basis")
+	}
+	if _, err := c.PutDocument(ctx, "synth", "zz-after-refit", api.Document{Text: "after the refit"}); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := mustServer(t, nil)
+	defer readOnly.Close(ctx)
+	hs := httptest.NewServer(readOnly.Handler())
+	defer hs.Close()
+	ro, err := client.New(hs.URL, hs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Refit(ctx, "synth"); status(err) != http.StatusForbidden {
+		t.Fatalf("refit without --writes: %v, want 403", err)
 	}
 }

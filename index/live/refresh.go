@@ -53,12 +53,12 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		return Refreshed{}, err
 	}
 	if len(ix.Refreshable()) == 0 {
-		return Refreshed{Stale: staleNames(ix)}, nil
+		return Refreshed{Stale: StaleNames(ix)}, nil
 	}
 	start := time.Now()
 	built, berr := index.RefreshStale(ctx, ix, w.o.Refresh)
 	if ctx.Err() != nil {
-		return Refreshed{Stale: staleNames(ix)}, ctx.Err()
+		return Refreshed{Stale: StaleNames(ix)}, ctx.Err()
 	}
 	var next *index.Index
 	var put []string
@@ -74,13 +74,13 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		if err != nil {
 			w.stats.refreshFailures.Add(1)
 		}
-		return Refreshed{Stale: staleNames(ix)}, err
+		return Refreshed{Stale: StaleNames(ix)}, err
 	}
 	if berr != nil || perr != nil {
 		w.stats.refreshFailures.Add(1)
 	}
 	w.stats.refreshes.Add(1)
-	out := Refreshed{Built: put, Stale: staleNames(next)}
+	out := Refreshed{Built: put, Stale: StaleNames(next)}
 	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond), "commits held", hold)
 	return out, errors.Join(berr, perr)
 }
@@ -121,9 +121,9 @@ func (w *Writer) publishRefresh(ix *index.Index, built *index.Built, held bool) 
 	return next, put, lerr
 }
 
-// staleNames names ix's stale sections and edge kinds (as
-// index.KindLabel names them).
-func staleNames(ix *index.Index) []string {
+// StaleNames names ix's stale sections and edge kinds (as
+// index.KindLabel names them); nil when nothing is stale.
+func StaleNames(ix *index.Index) []string {
 	s := ix.Meta.Stale
 	if s == nil {
 		return nil

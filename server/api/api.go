@@ -190,6 +190,17 @@ type DocumentsRequest struct {
 
 // WriteResponse answers a write: once it is sent, the change is durable
 // and every later request sees it.
+// RefitResponse answers POST /v1/indexes/{index}/refit.
+type RefitResponse struct {
+	Index  string  `json:"index"`
+	Nodes  int     `json:"nodes"` // passages in the index
+	Dims   int     `json:"dims"`  // the refitted basis's dimensions
+	TookMS float64 `json:"took_ms"`
+	// Stale names what the new vectors left stale (sections and edge
+	// kinds built from the vectors): a refresh builds them again.
+	Stale []string `json:"stale"`
+}
+
 type WriteResponse struct {
 	Index   string `json:"index"`
 	Seq     uint64 `json:"seq"`     // the change's record in the index's update log

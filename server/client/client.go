@@ -204,6 +204,21 @@ func (c *Client) CommitDocuments(ctx context.Context, index string, changes []ap
 	return c.write(ctx, http.MethodPost, "/v1/indexes/"+url.PathEscape(index)+"/documents", api.DocumentsRequest{Changes: changes})
 }
 
+// Refit fits the index's LSA basis again and remakes its vectors (an
+// admin key; the index's writes wait meanwhile).
+func (c *Client) Refit(ctx context.Context, index string) (*api.RefitResponse, error) {
+	resp, err := c.post(ctx, "/v1/indexes/"+url.PathEscape(index)+"/refit", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out api.RefitResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("client: decoding the refit's answer: %w", err)
+	}
+	return &out, nil
+}
+
 func documentPath(index, id string) string {
 	return "/v1/indexes/" + url.PathEscape(index) + "/documents/" + url.PathEscape(id)
 }
