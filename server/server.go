@@ -385,7 +385,7 @@ var routeScopes = map[string]auth.Scope{
 	"POST /v1/admin/reload": auth.Admin, "GET /metrics": auth.Admin, "GET /healthz": "", "GET /readyz": "",
 	"PUT /v1/indexes/{index}/documents/{id}": auth.Write, "DELETE /v1/indexes/{index}/documents/{id}": auth.Write,
 	"POST /v1/indexes/{index}/documents": auth.Write, "POST /v1/indexes/{index}/refit": auth.Admin,
-	"/debug/pprof/":                      auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
+	"/debug/pprof/": auth.Admin, "/debug/pprof/profile": auth.Admin, "/debug/pprof/trace": auth.Admin,
 }
 
 // RouteScope is the scope a route of Routes needs ("" for none).
