@@ -89,7 +89,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if out.BM25, err = lexical.NewBM25(out.Postings, ix.BM25Params()); err != nil {
 		return nil, err
 	}
-	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), len(out.Postings.Doc)
+	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), out.Postings.NumPostings()
 	if err := out.updateVectors(ctx, ix, remap, ch, texts, share); err != nil {
 		return nil, err
 	}

@@ -184,5 +184,6 @@ func (ix *Index) Adjacency(weighted bool, kinds ...string) *graphops.Adjacency {
 // TermDocs are the index's postings as graphops reads them (the lexical
 // neighbours of the knn graph).
 func (ix *Index) TermDocs() graphops.TermDocs {
-	return graphops.TermDocs{N: ix.N(), Ptr: ix.Postings.Ptr, Doc: ix.Postings.Doc}
+	p := ix.Postings.Flat()
+	return graphops.TermDocs{N: ix.N(), Ptr: p.Ptr, Doc: p.Doc}
 }

@@ -59,17 +59,24 @@ func (ix *Index) Refit(ctx context.Context) (*Index, error) {
 	if s, ok := ix.Meta.LSA["seed"].(float64); ok && s >= 1<<53 {
 		return nil, fmt.Errorf("index %s: its LSA seed %v is not recorded exactly (a JSON number past 2^53): rebuild the index to refit it", ix.Dir, s)
 	}
-	m, err := lexical.FitLSA(ctx, ix.Postings, o)
+	p := ix.Postings.Flat() // the fitted rows are over p's term ids
+	m, err := lexical.FitLSA(ctx, p, o)
 	if err != nil {
 		return nil, err
 	}
 	vecs := make([]float32, ix.N()*m.Dims)
-	m.EmbedDocs(ix.Postings, vecs)
+	m.EmbedDocs(p, vecs)
 	if m.Dims == ix.Meta.Dims && slices.Equal(vecs, ix.Vectors) {
 		return ix.successor(), nil // the same basis: nothing derived from the vectors changes
 	}
 	out := ix.successor()
-	out.LSA, out.Vectors, out.Embedder = m, vecs, &lexical.LSAEmbedder{M: m, Terms: ix.Postings.Terms}
+	if p != ix.Postings {
+		if out.BM25, err = lexical.NewBM25(p, ix.BM25Params()); err != nil {
+			return nil, err
+		}
+		out.Postings = p
+	}
+	out.LSA, out.Vectors, out.Embedder = m, vecs, &lexical.LSAEmbedder{M: m, Terms: p.Terms}
 	out.Meta.Dims = m.Dims
 	out.Meta.LSA = maps.Clone(ix.Meta.LSA)
 	out.Meta.LSA["dims"], out.Meta.LSA["terms"], out.Meta.LSA["fit_docs"] = float64(m.Dims), float64(len(m.IDF)), float64(m.FitDocs)

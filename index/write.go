@@ -21,7 +21,10 @@ import (
 func (ix *Index) WriteTo(ctx context.Context, dir string, live *LiveState, expect string) (string, error) {
 	meta := ix.Meta
 	meta.Live = live
-	b := &built{post: ix.Postings, lsa: ix.LSA, vecs: ix.Vectors, dims: ix.Meta.Dims, graph: ix.Graph, rels: ix.rels}
+	b := &built{post: ix.Postings.Flat(), lsa: ix.LSA, vecs: ix.Vectors, dims: ix.Meta.Dims, graph: ix.Graph, rels: ix.rels}
+	if b.post != ix.Postings && ix.LSA != nil { // flattened: the term ids change
+		b.lsa = ix.LSA.Remap(ix.Postings.Terms, b.post.Terms)
+	}
 	err := store.Build(dir, func(w *store.Writer) (map[string]any, error) {
 		for _, f := range []func(*store.Writer) error{ix.writeNodeStore, b.writeGraph, b.writePostings, b.writeVectors, ix.copySections} {
 			if err := ctx.Err(); err != nil {

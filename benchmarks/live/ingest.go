@@ -41,7 +41,7 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: s.Handler()}
+	hs := &http.Server{Handler: timed(s.Handler())}
 	go hs.Serve(ln)
 	cl, err := client.New("http://"+ln.Addr().String(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}})
 	if err != nil {
@@ -143,6 +143,9 @@ type latencies struct {
 	// start to the answer), which leaves out the wait for a connection,
 	// the request's decoding and the client's side.
 	server99 time.Duration
+	// handler99 is the p99 of the whole handler's time for retrieve
+	// requests (middleware and the answer's encoding included).
+	handler99 time.Duration
 	// sched99 is the p99 of the time the process's goroutines waited to
 	// run once ready (runtime/metrics), over the phase: a wait for a core.
 	sched99 time.Duration
@@ -150,8 +153,8 @@ type latencies struct {
 
 func (l latencies) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms; goroutines' wait for a core p99 %.2f ms)",
-		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.sched99))
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99))
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
@@ -161,6 +164,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 	var lat, took []time.Duration
 	failed := 0
 	sched := schedWaits()
+	handled.reset()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
@@ -171,7 +175,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			wg.Wait()
 			slices.Sort(lat)
 			slices.Sort(took)
-			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), sched99: sched.p99since()}
+			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since()}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]
@@ -292,4 +296,38 @@ func floorClient() (*client.Client, error) {
 		w.Write(answer)
 	}))
 	return client.New("http://"+ln.Addr().String(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}})
+}
+
+// handled collects the server handler's times for retrieve requests.
+var handled handlerTimes
+
+type handlerTimes struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (h *handlerTimes) reset() {
+	h.mu.Lock()
+	h.d = h.d[:0]
+	h.mu.Unlock()
+}
+
+func (h *handlerTimes) p99() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slices.Sort(h.d)
+	return pct(h.d, 0.99)
+}
+
+// timed records how long next takes over each retrieve request.
+func timed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		if r.URL.Path == "/v1/retrieve" {
+			handled.mu.Lock()
+			handled.d = append(handled.d, time.Since(start))
+			handled.mu.Unlock()
+		}
+	})
 }

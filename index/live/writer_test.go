@@ -129,7 +129,7 @@ func snapshotOf(ix *index.Index) []any {
 	for i := range ix.N() {
 		ids = append(ids, ix.NodeID(i)+"|"+ix.Text(i))
 	}
-	return []any{ids, ix.Postings, ix.Vectors, ix.Meta.Edges}
+	return []any{ids, ix.Postings.Flat(), ix.Vectors, ix.Meta.Edges}
 }
 
 // TestReplayAfterCrash abandons a writer without a checkpoint (as kill -9

@@ -77,9 +77,8 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 	}
 	n := p.NumDocs()
 	s := &BM25{prm: prm, p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n), bound: make([]uint32, p.Terms.Len())}
-	for t := range s.idf {
-		df := float64(p.Ptr[t+1] - p.Ptr[t])
-		s.idf[t] = float32(math.Log(1 + (float64(n)-df+0.5)/(df+0.5)))
+	for t, df := range p.docFreqs() {
+		s.idf[t] = float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
 	}
 	var total float64
 	for _, l := range p.DocLen {
@@ -178,15 +177,15 @@ func (s *BM25) ScoreAll(query string, dst []float32) (int, error) {
 
 func (s *BM25) addTerm(a *accum, t int) {
 	idf := s.idf[t]
-	lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
-	docs, tfs := s.p.Doc[lo:hi], s.p.TF[lo:hi]
-	for i, d := range docs {
-		tf := float32(tfs[i])
-		if a.score[d] == 0 {
-			a.touched = append(a.touched, int32(d))
+	s.p.eachList(t, func(docs, tfs []uint32) {
+		for i, d := range docs {
+			tf := float32(tfs[i])
+			if a.score[d] == 0 {
+				a.touched = append(a.touched, int32(d))
+			}
+			a.score[d] += idf * tf / (tf + s.norm[d])
 		}
-		a.score[d] += idf * tf / (tf + s.norm[d])
-	}
+	})
 }
 
 // IDF returns term t's BM25 idf.
@@ -195,7 +194,10 @@ func (s *BM25) IDF(t int) float32 { return s.idf[t] }
 // TermFreq returns the frequency of term t in document d (binary search in
 // the term's postings, which are sorted by document).
 func (p *Postings) TermFreq(t int, d uint32) uint32 {
-	docs := p.Doc[p.Ptr[t]:p.Ptr[t+1]]
+	docs, tfs := p.base(t)
+	if s := p.segmentOf(d); s != nil {
+		docs, tfs = s.list(t)
+	}
 	lo, hi := 0, len(docs)
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -206,7 +208,7 @@ func (p *Postings) TermFreq(t int, d uint32) uint32 {
 		}
 	}
 	if lo < len(docs) && docs[lo] == d {
-		return p.TF[p.Ptr[t]+int64(lo)]
+		return tfs[lo]
 	}
 	return 0
 }
@@ -269,11 +271,13 @@ func (s *BM25) docFreq(sub *Subset, t int) int {
 		return v.(int)
 	}
 	df := 0
-	for _, d := range s.p.Doc[s.p.Ptr[t]:s.p.Ptr[t+1]] {
-		if sub.has(d) {
-			df++
+	s.p.eachList(t, func(docs, _ []uint32) {
+		for _, d := range docs {
+			if sub.has(d) {
+				df++
+			}
 		}
-	}
+	})
 	sub.df.Store(t, df)
 	return df
 }
@@ -401,16 +405,17 @@ func (s *BM25) addWithin(a *accum, terms []string, sub *Subset) {
 		if !ok {
 			continue
 		}
-		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
-		for i, d := range s.p.Doc[lo:hi] {
-			if !sub.has(d) {
-				continue
+		s.p.eachList(t, func(docs, tfs []uint32) {
+			for i, d := range docs {
+				if !sub.has(d) {
+					continue
+				}
+				tf := float32(tfs[i])
+				if a.score[d] == 0 {
+					a.touched = append(a.touched, int32(d))
+				}
+				a.score[d] += idf * tf / (tf + sub.norm[d])
 			}
-			tf := float32(s.p.TF[lo+int64(i)])
-			if a.score[d] == 0 {
-				a.touched = append(a.touched, int32(d))
-			}
-			a.score[d] += idf * tf / (tf + sub.norm[d])
-		}
+		})
 	}
 }

@@ -128,6 +128,7 @@ const embedBlock = 1024
 // sums each document's terms in ascending term order, so the vectors do not
 // depend on the parallelism.
 func (m *LSA) EmbedDocs(p *Postings, out []float32) {
+	p = p.Flat() // as FitLSA reads it: m's rows are over the flat table's ids
 	n, d := p.NumDocs(), m.Dims
 	var terms []int32 // the postings terms that have an LSA row, ascending
 	for t, r := range m.Row {

@@ -20,11 +20,13 @@ import (
 // document-frequency filters (a corpus of a few documents), every term is
 // used. A corpus of more than o.SampleDocs documents is fitted on a seeded
 // sample of them (LSAOptions.SampleDocs); FitDocs reports how many the fit
-// used.
+// used. The model's rows are over p.Flat()'s term ids, as EmbedDocs reads
+// them.
 func FitLSA(ctx context.Context, p *Postings, o LSAOptions) (*LSA, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	p = p.Flat() // the model's rows are over the flat table's ids
 	sample := sampleDocs(p.NumDocs(), o)
 	m := &LSA{}
 	a := m.tfidfColumns(p, o, sample)

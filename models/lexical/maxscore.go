@@ -34,12 +34,13 @@ func (s *BM25) termBound(t int) float32 {
 		return math.Float32frombits(b)
 	}
 	idf := s.idf[t]
-	lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
 	var m float32
-	for i, d := range s.p.Doc[lo:hi] {
-		tf := float32(s.p.TF[lo+int64(i)])
-		m = max(m, idf*tf/(tf+s.norm[d]))
-	}
+	s.p.eachList(t, func(docs, tfs []uint32) {
+		for i, d := range docs {
+			tf := float32(tfs[i])
+			m = max(m, idf*tf/(tf+s.norm[d]))
+		}
+	})
 	if m > 0 {
 		atomic.StoreUint32(&s.bound[t], math.Float32bits(m))
 	}
@@ -67,7 +68,7 @@ func (s *BM25) prunable(ids []int, k int) bool {
 	var floor float32
 	var total int64
 	for _, t := range ids {
-		n := s.p.Ptr[t+1] - s.p.Ptr[t]
+		n := s.p.DocFreq(t)
 		ts = append(ts, term{s.termBound(t), n})
 		total += n
 		if n >= int64(k) {
@@ -86,7 +87,8 @@ func (s *BM25) prunable(ids []int, k int) bool {
 	return skipped > candidateCost*(total-skipped)
 }
 
-// cursor walks one query term's postings.
+// cursor walks one query term's postings: docs and tfs, then each list
+// of rest (segments' lists, whose documents follow).
 type cursor struct {
 	term  int
 	mult  int     // how often the term occurs in the query
@@ -94,6 +96,7 @@ type cursor struct {
 	docs  []uint32
 	tfs   []uint32
 	pos   int
+	rest  [][2][]uint32
 }
 
 func (c *cursor) doc() uint32 {
@@ -103,9 +106,19 @@ func (c *cursor) doc() uint32 {
 	return math.MaxUint32
 }
 
+// next moves one posting on, to the next list at the end of one.
+func (c *cursor) next() {
+	if c.pos++; c.pos == len(c.docs) && len(c.rest) > 0 {
+		c.docs, c.tfs, c.pos, c.rest = c.rest[0][0], c.rest[0][1], 0, c.rest[1:]
+	}
+}
+
 // seek moves to the first posting at or after d by galloping, so a long
 // list is crossed in steps that grow until they overshoot.
 func (c *cursor) seek(d uint32) {
+	for len(c.rest) > 0 && (len(c.docs) == 0 || c.docs[len(c.docs)-1] < d) {
+		c.docs, c.tfs, c.pos, c.rest = c.rest[0][0], c.rest[0][1], 0, c.rest[1:] // d is past this list
+	}
 	if c.pos >= len(c.docs) || c.docs[c.pos] >= d {
 		return
 	}
@@ -162,7 +175,7 @@ func (s *BM25) maxScore(ids []int, k int) []engine.Hit {
 		}
 		for i := essential; i < len(q.curs); i++ {
 			if q.curs[i].doc() == d {
-				q.curs[i].pos++
+				q.curs[i].next()
 			}
 		}
 	}
@@ -188,8 +201,15 @@ func (s *BM25) newMaxQuery(ids []int) *maxQuery {
 			continue
 		}
 		at[t] = len(q.curs)
-		lo, hi := s.p.Ptr[t], s.p.Ptr[t+1]
-		q.curs = append(q.curs, cursor{term: t, mult: 1, docs: s.p.Doc[lo:hi], tfs: s.p.TF[lo:hi]})
+		c := cursor{term: t, mult: 1}
+		s.p.eachList(t, func(docs, tfs []uint32) {
+			if c.docs == nil {
+				c.docs, c.tfs = docs, tfs
+			} else {
+				c.rest = append(c.rest, [2][]uint32{docs, tfs})
+			}
+		})
+		q.curs = append(q.curs, c)
 	}
 	for i := range q.curs {
 		q.curs[i].bound = float64(s.termBound(q.curs[i].term)) * float64(q.curs[i].mult)

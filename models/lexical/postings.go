@@ -7,13 +7,18 @@ import (
 
 // Postings is an inverted index in CSR form: the documents containing term t
 // are Doc[Ptr[t]:Ptr[t+1]] (ascending) with term frequencies TF at the same
-// positions. DocLen holds each document's analyzed length.
+// positions. DocLen holds each document's analyzed length. Postings that
+// Update appended documents to also have segments after these arrays
+// (segments.go): the arrays then hold only the base, and readers outside
+// this package take Flat.
 type Postings struct {
 	Terms  TermTable
 	Ptr    []int64
 	Doc    []uint32
 	TF     []uint32
 	DocLen []uint32
+	segs   []*segment
+	flat   *flatCache
 }
 
 // NumDocs is the number of documents indexed.

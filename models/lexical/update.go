@@ -3,6 +3,7 @@ package lexical
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -27,6 +28,7 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 	if kept == p.NumDocs() {
 		return p.appended(fresh, docs), nil
 	}
+	p = p.Flat() // the same documents' postings; removing renumbers them all anyway
 	oldDF := p.keptDF(remap)
 	q := &Postings{Terms: mergeTerms(p.Terms, oldDF, fresh.words)}
 	q.Ptr = make([]int64, q.Terms.Len()+1)
@@ -73,81 +75,35 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 	return q, nil
 }
 
-// appended is Update when every document is kept: the added documents
-// follow p's, so each term's list is its old one (copied whole) then the
-// added postings, and the term table is p's with the new words inserted
-// where they sort. It costs a copy of p's arrays and a binary search per
-// added word, where the general case compares every term and renumbers
-// every posting.
+// appended is Update when every document is kept: the added documents go
+// into a new segment after p's (segments.go), whose new words are added to
+// the term table after p's; p's arrays are shared. Past maxSegments the
+// segments merge, and past an eighth of the documents they are flattened
+// into the base.
 func (p *Postings) appended(fresh addedPostings, docs []docTerms) *Postings {
-	// at[i]: where fresh word i goes among p's terms; known[i]: it is p's term at[i].
-	at := make([]int, len(fresh.words))
-	known := make([]bool, len(fresh.words))
-	newWords := 0
-	for i, w := range fresh.words {
-		at[i] = sort.Search(p.Terms.Len(), func(t int) bool { return p.Terms.Term(t) >= w })
-		known[i] = at[i] < p.Terms.Len() && p.Terms.Term(at[i]) == w
-		if !known[i] {
-			newWords++
-		}
+	if len(docs) == 0 {
+		return p
 	}
-	q := &Postings{Terms: TermTable{Off: make([]int64, 1, p.Terms.Len()+newWords+1)}}
-	q.Terms.Blob = make([]byte, 0, len(p.Terms.Blob)+newBytes(fresh.words, known))
-	q.Ptr = make([]int64, 1, p.Terms.Len()+newWords+1)
-	total := len(p.Doc)
+	var words []string
 	for _, w := range fresh.words {
-		total += len(fresh.docs[w])
+		if p.Terms.Lookup(w) < 0 {
+			words = append(words, w)
+		}
 	}
-	q.Doc, q.TF = make([]uint32, 0, total), make([]uint32, 0, total)
-	old := 0 // next of p's terms to copy
-	copyOld := func(to int) {
-		if to <= old {
-			return
-		}
-		shift := int64(len(q.Terms.Blob)) - p.Terms.Off[old]
-		q.Terms.Blob = append(q.Terms.Blob, p.Terms.Blob[p.Terms.Off[old]:p.Terms.Off[to]]...)
-		pshift := int64(len(q.Doc)) - p.Ptr[old]
-		q.Doc = append(q.Doc, p.Doc[p.Ptr[old]:p.Ptr[to]]...)
-		q.TF = append(q.TF, p.TF[p.Ptr[old]:p.Ptr[to]]...)
-		for t := old + 1; t <= to; t++ {
-			q.Terms.Off = append(q.Terms.Off, p.Terms.Off[t]+shift)
-			q.Ptr = append(q.Ptr, p.Ptr[t]+pshift)
-		}
-		old = to
-	}
-	for i, w := range fresh.words {
-		copyOld(at[i]) // p's terms before w
-		if known[i] {
-			// w is p's term at[i]: its old list, then the added postings
-			q.Doc = append(q.Doc, p.Doc[p.Ptr[old]:p.Ptr[old+1]]...)
-			q.TF = append(q.TF, p.TF[p.Ptr[old]:p.Ptr[old+1]]...)
-			old++
-		}
-		q.Terms.Blob = append(q.Terms.Blob, w...)
-		q.Terms.Off = append(q.Terms.Off, int64(len(q.Terms.Blob)))
-		for _, e := range fresh.docs[w] {
-			q.Doc, q.TF = append(q.Doc, e.doc), append(q.TF, e.tf)
-		}
-		q.Ptr = append(q.Ptr, int64(len(q.Doc)))
-	}
-	copyOld(p.Terms.Len())
+	q := &Postings{Terms: p.Terms.with(words), Ptr: p.Ptr, Doc: p.Doc, TF: p.TF, flat: &flatCache{}}
 	q.DocLen = make([]uint32, len(p.DocLen), len(p.DocLen)+len(docs))
 	copy(q.DocLen, p.DocLen)
 	for i := range docs {
 		q.DocLen = append(q.DocLen, docs[i].n)
 	}
-	return q
-}
-
-// newBytes is the length of the words not known.
-func newBytes(words []string, known []bool) int {
-	n := 0
-	for i, w := range words {
-		if !known[i] {
-			n += len(w)
-		}
+	q.segs = append(slices.Clone(p.segs), newSegment(fresh, q.Terms, uint32(len(p.DocLen))))
+	if len(q.segs) > maxSegments {
+		q.segs = []*segment{mergeSegments(q.segs)}
 	}
-	return n
+	if tail := len(q.DocLen) - int(q.segs[0].first); tail > len(q.DocLen)/8 {
+		return q.flatten()
+	}
+	return q
 }
 
 // checkRemap verifies that remap numbers the kept documents 0, 1, … in
@@ -239,6 +195,22 @@ func mergeTerms(old TermTable, df []int64, added []string) TermTable {
 // dimensions are shared with m, which is not changed.
 func (m *LSA) Remap(old, terms TermTable) *LSA {
 	row := make([]int32, terms.Len())
+	switch {
+	case terms.extends(old): // words added after old's
+		copy(row, m.Row)
+		for t := old.Len(); t < terms.Len(); t++ {
+			row[t] = -1
+		}
+		return &LSA{Row: row, IDF: m.IDF, V: m.V, Dims: m.Dims}
+	case old.Added() > 0 || terms.Added() > 0: // a table flattened: look each word up
+		for t := range row {
+			row[t] = -1
+			if o := old.Lookup(terms.Term(t)); o >= 0 {
+				row[t] = m.Row[o]
+			}
+		}
+		return &LSA{Row: row, IDF: m.IDF, V: m.V, Dims: m.Dims}
+	}
 	for t, o := 0, 0; t < terms.Len(); t++ {
 		w := terms.Term(t)
 		for o < old.Len() && old.Term(o) < w {

@@ -55,9 +55,10 @@ func TestUpdateEqualsBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(q, want) {
-			t.Fatalf("step %d: updated postings differ from a build of the final texts", step)
+		if !reflect.DeepEqual(q.Flat(), want) {
+			t.Fatalf("step %d: updated postings (%d segments) differ from a build of the final texts", step, q.Segments())
 		}
+		checkSameBM25(t, q, want, texts, step)
 		p = q
 	}
 }
@@ -71,5 +72,107 @@ func TestUpdateRefusesBadRemap(t *testing.T) {
 		if _, err := p.Update(context.Background(), remap, nil); err == nil {
 			t.Errorf("remap %v accepted", remap)
 		}
+	}
+}
+
+// checkSameBM25 checks that BM25 over got (which may hold segments)
+// scores and ranks as over want, through every search path.
+func checkSameBM25(t *testing.T, got, want *Postings, texts []string, step int) {
+	t.Helper()
+	g, err := NewBM25(got, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewBM25(want, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range texts {
+		for _, k := range []int{1, 3, len(texts)} {
+			if a, b := g.Search(q, k), w.Search(q, k); !reflect.DeepEqual(a, b) {
+				t.Fatalf("step %d (%d segments): text %d, k %d: %v, want %v", step, got.Segments(), i, k, a, b)
+			}
+			terms := Analyze(q)
+			if a, b := g.maxScore(g.lookup(terms), k), w.exhaustive(w.lookup(terms), k); !reflect.DeepEqual(a, b) {
+				t.Fatalf("step %d: text %d, k %d: MaxScore %v, want %v", step, i, k, a, b)
+			}
+		}
+		ids := g.TermIDs(q)
+		for d := range got.NumDocs() {
+			wids := w.TermIDs(q)
+			if a, b := g.ScoreDoc(ids, uint32(d)), w.ScoreDoc(wids, uint32(d)); a != b {
+				t.Fatalf("step %d: ScoreDoc(text %d, doc %d) = %v, want %v", step, i, d, a, b)
+			}
+		}
+	}
+}
+
+// TestAppendSegmentsEqualBuild appends a few documents at a time to a
+// larger base, so segments pile up, merge past maxSegments and flatten
+// past an eighth of the documents, and checks the postings and every
+// BM25 path against a build at each step.
+func TestAppendSegmentsEqualBuild(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
+	text := func() string {
+		s := ""
+		for k := 1 + rng.IntN(10); k > 0; k-- {
+			s += words[rng.IntN(len(words))] + fmt.Sprint(rng.IntN(4)) + " "
+		}
+		if rng.IntN(3) == 0 {
+			s += fmt.Sprintf("new%d ", rng.IntN(10000))
+		}
+		return s
+	}
+	ctx := context.Background()
+	var texts []string
+	for range 300 {
+		texts = append(texts, text())
+	}
+	p, err := BuildPostings(ctx, len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, flattened := 0, 0
+	for step := range 60 {
+		remap := make([]int32, len(texts))
+		for d := range remap {
+			remap[d] = int32(d)
+		}
+		added := []string{text()}
+		if rng.IntN(2) == 0 {
+			added = append(added, text())
+		}
+		q, err := p.Update(ctx, remap, added)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, added...)
+		want, err := BuildPostings(ctx, len(texts), func(i int) string { return texts[i] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(q.Flat(), want) {
+			t.Fatalf("step %d (%d segments): flat postings differ from a build", step, q.Segments())
+		}
+		if q.NumPostings() != want.NumPostings() || q.Terms.Len() != want.Terms.Len() {
+			t.Fatalf("step %d: %d postings %d terms, want %d %d", step, q.NumPostings(), q.Terms.Len(), want.NumPostings(), want.Terms.Len())
+		}
+		for t2 := range want.Terms.Len() {
+			if w := want.Terms.Term(t2); q.Terms.Term(q.Terms.Lookup(w)) != w {
+				t.Fatalf("step %d: term %q not found again", step, w)
+			}
+		}
+		if step%5 == 0 {
+			checkSameBM25(t, q, want, texts[len(texts)-40:], step)
+		}
+		if q.Segments() == 0 && p.Segments() > 0 {
+			flattened++
+		}
+		most = max(most, q.Segments())
+		p = q
+	}
+	if most != maxSegments || flattened == 0 {
+		t.Fatalf("segments reached %d (want %d, then a merge), flattened %d times", most, maxSegments, flattened)
 	}
 }

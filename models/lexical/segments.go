@@ -1,0 +1,191 @@
+package lexical
+
+import (
+	"slices"
+	"sort"
+	"sync"
+)
+
+// A live index appends documents commit by commit. Copying every posting
+// list to append a few documents to the end of each (a CSR array cannot
+// grow in place) made a commit cost the whole index, and its fresh
+// memory the page faults of it. Documents appended to a Postings go into
+// small segments instead, after the base arrays; the segments are merged
+// into one once there are more than maxSegments, and into the base once
+// they hold more than an eighth of the documents (Flat), so a commit costs
+// what it adds, amortised. Readers walk a term's base list, then each
+// segment's: documents ascend across them. What is written to disk is
+// always flat.
+
+// maxSegments is how many segments a Postings holds before they merge.
+const maxSegments = 8
+
+// segment is the postings of documents appended after the base arrays, in
+// CSR form over the term ids it holds.
+type segment struct {
+	first uint32  // its first document (all of its documents are ≥ first)
+	terms []int32 // the term ids it holds, ascending
+	ptr   []int64 // term terms[i]'s postings are doc[ptr[i]:ptr[i+1]]
+	doc   []uint32
+	tf    []uint32
+}
+
+// list is term t's postings in the segment (empty when it has none).
+func (s *segment) list(t int) (docs, tfs []uint32) {
+	i := sort.Search(len(s.terms), func(i int) bool { return int(s.terms[i]) >= t })
+	if i == len(s.terms) || int(s.terms[i]) != t {
+		return nil, nil
+	}
+	return s.doc[s.ptr[i]:s.ptr[i+1]], s.tf[s.ptr[i]:s.ptr[i+1]]
+}
+
+// flatCache is a Postings's flat form, made once.
+type flatCache struct {
+	once sync.Once
+	p    *Postings
+}
+
+// base is term t's postings in the base arrays.
+func (p *Postings) base(t int) (docs, tfs []uint32) {
+	if t >= len(p.Ptr)-1 {
+		return nil, nil // a word added after the base
+	}
+	return p.Doc[p.Ptr[t]:p.Ptr[t+1]], p.TF[p.Ptr[t]:p.Ptr[t+1]]
+}
+
+// eachList calls fn with term t's postings, base then segments, in
+// ascending document order (empty lists skipped).
+func (p *Postings) eachList(t int, fn func(docs, tfs []uint32)) {
+	if docs, tfs := p.base(t); len(docs) > 0 {
+		fn(docs, tfs)
+	}
+	for _, s := range p.segs {
+		if docs, tfs := s.list(t); len(docs) > 0 {
+			fn(docs, tfs)
+		}
+	}
+}
+
+// DocFreq is the number of documents holding term t.
+func (p *Postings) DocFreq(t int) int64 {
+	var n int64
+	p.eachList(t, func(docs, _ []uint32) { n += int64(len(docs)) })
+	return n
+}
+
+// NumPostings is the number of (term, document) postings.
+func (p *Postings) NumPostings() int {
+	n := len(p.Doc)
+	for _, s := range p.segs {
+		n += len(s.doc)
+	}
+	return n
+}
+
+// Segments is how many segments follow the base arrays (0: flat).
+func (p *Postings) Segments() int { return len(p.segs) }
+
+// Flat is p in one CSR over a sorted term table, as BuildPostings makes
+// it over the same documents: p itself when it has no segment, else a copy
+// made once (p's term ids then differ from it: LSA.Remap maps between
+// them).
+func (p *Postings) Flat() *Postings {
+	if len(p.segs) == 0 && p.Terms.Added() == 0 {
+		return p
+	}
+	if p.flat == nil {
+		return p.flatten() // a Postings not made by Update (no cache)
+	}
+	p.flat.once.Do(func() { p.flat.p = p.flatten() })
+	return p.flat.p
+}
+
+// flatten merges the base and the segments over the sorted union of the
+// terms.
+func (p *Postings) flatten() *Postings {
+	words := make([]string, p.Terms.Len())
+	for t := range words {
+		words[t] = p.Terms.Term(t)
+	}
+	q := &Postings{Terms: NewTermTable(words), DocLen: p.DocLen}
+	q.Ptr = make([]int64, 1, q.Terms.Len()+1)
+	q.Doc = make([]uint32, 0, p.NumPostings())
+	q.TF = make([]uint32, 0, p.NumPostings())
+	for i := range q.Terms.Len() {
+		p.eachList(p.Terms.Lookup(q.Terms.Term(i)), func(docs, tfs []uint32) {
+			q.Doc, q.TF = append(q.Doc, docs...), append(q.TF, tfs...)
+		})
+		q.Ptr = append(q.Ptr, int64(len(q.Doc)))
+	}
+	return q
+}
+
+// newSegment holds the added documents' postings (numbered from first),
+// over terms, which holds every word of them.
+func newSegment(fresh addedPostings, terms TermTable, first uint32) *segment {
+	ids := make([]int32, len(fresh.words))
+	for i, w := range fresh.words {
+		ids[i] = int32(terms.Lookup(w))
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(ids[a] - ids[b]) })
+	s := &segment{first: first, ptr: make([]int64, 1, len(ids)+1)}
+	for _, i := range order {
+		s.terms = append(s.terms, ids[i])
+		for _, e := range fresh.docs[fresh.words[i]] {
+			s.doc, s.tf = append(s.doc, e.doc), append(s.tf, e.tf)
+		}
+		s.ptr = append(s.ptr, int64(len(s.doc)))
+	}
+	return s
+}
+
+// mergeSegments is the segments as one (their documents ascend from
+// segs[0] on).
+func mergeSegments(segs []*segment) *segment {
+	var terms []int32
+	for _, s := range segs {
+		terms = append(terms, s.terms...)
+	}
+	slices.Sort(terms)
+	terms = slices.Compact(terms)
+	out := &segment{first: segs[0].first, terms: terms, ptr: make([]int64, 1, len(terms)+1)}
+	at := make([]int, len(segs)) // each segment's next term
+	for _, t := range terms {
+		for k, s := range segs {
+			if at[k] < len(s.terms) && s.terms[at[k]] == t {
+				lo, hi := s.ptr[at[k]], s.ptr[at[k]+1]
+				out.doc, out.tf = append(out.doc, s.doc[lo:hi]...), append(out.tf, s.tf[lo:hi]...)
+				at[k]++
+			}
+		}
+		out.ptr = append(out.ptr, int64(len(out.doc)))
+	}
+	return out
+}
+
+// segmentOf is the segment holding document d (nil: the base).
+func (p *Postings) segmentOf(d uint32) *segment {
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].first > d })
+	if i == 0 {
+		return nil
+	}
+	return p.segs[i-1]
+}
+
+// docFreqs is every term's document frequency.
+func (p *Postings) docFreqs() []int64 {
+	df := make([]int64, p.Terms.Len())
+	for t := range len(p.Ptr) - 1 {
+		df[t] = p.Ptr[t+1] - p.Ptr[t]
+	}
+	for _, s := range p.segs {
+		for i, t := range s.terms {
+			df[t] += s.ptr[i+1] - s.ptr[i]
+		}
+	}
+	return df
+}
