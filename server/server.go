@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -127,6 +128,12 @@ type Config struct {
 	// ApplyShare bounds the share of the time commits to an index may
 	// take (with Writes; live.Options.ApplyShare), in (0, 1].
 	ApplyShare float64
+	// WriteCores is how many cores the write work (decoding write
+	// requests, checking, embedding and applying commits, over every
+	// index) may take at once (with Writes; ≥ 0, 0: no bound), so that a
+	// stream of writes leaves the other cores to queries. DefaultConfig
+	// sets one less than GOMAXPROCS, at least 1.
+	WriteCores int
 }
 
 // The ways an index is held in memory (Config.IndexMemory).
@@ -141,7 +148,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
 }
 
 func (c Config) validate() error {
@@ -172,6 +179,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: a refresh bound (%v) needs the background refresh (refresh delay > 0)", c.RefreshWithin)
 	case c.Writes && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
 		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
+	case c.WriteCores < 0:
+		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
 		return fmt.Errorf("server: commit interval %v: want 0 to 1m", c.CommitInterval)
 	case c.ScrubInterval < 0:
@@ -253,7 +262,8 @@ type Server struct {
 	certMu   sync.Mutex
 	certs    []*Certificate // TLSListener's, reread by ReloadAll
 	// writers update the indexes in place (Config.Writes); nil without.
-	writers map[string]*live.Writer
+	writers  map[string]*live.Writer
+	writeCPU live.Gate // the cores write work may take (Config.WriteCores)
 	// open counts the index sets not closed yet: a request may still
 	// read a set a publish or reload retired.
 	open sync.WaitGroup

@@ -27,6 +27,7 @@ const maxChanges = 10000
 // publishes its new indexes into the served set.
 func (s *Server) openWriters(ctx context.Context) error {
 	s.writers = map[string]*live.Writer{}
+	s.writeCPU = live.NewGate(s.cfg.WriteCores)
 	for name, dir := range s.cfg.Indexes {
 		o := live.DefaultOptions(s.cfg.Logger)
 		o.CheckpointBytes = s.cfg.CheckpointBytes
@@ -34,7 +35,7 @@ func (s *Server) openWriters(ctx context.Context) error {
 		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
 		o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
 		o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
-		o.MinInterval, o.ApplyShare = s.cfg.CommitInterval, s.cfg.ApplyShare
+		o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
 		w, err := live.Open(ctx, dir, o)
 		if err != nil {
 			s.closeWriters()
@@ -125,11 +126,13 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var d api.Document
-	if err := decodeStrict(body, &d); err != nil {
-		s.answerWrite(w, "put", name, 0, nil, err)
-		return
+	s.writeCPU.Enter()
+	err := decodeStrict(body, &d)
+	var doc live.Document
+	if err == nil {
+		doc, err = liveDocument(r.PathValue("id"), &d, lw.Index().Meta.Dims)
 	}
-	doc, err := liveDocument(r.PathValue("id"), &d, lw.Index().Meta.Dims)
+	s.writeCPU.Leave()
 	if err != nil {
 		s.answerWrite(w, "put", name, 0, nil, err)
 		return
@@ -161,17 +164,24 @@ func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req api.DocumentsRequest
-	if err := decodeStrict(body, &req); err != nil {
-		s.answerWrite(w, "batch", name, 0, nil, err)
-		return
-	}
-	b, err := liveBatch(&req, lw.Index().Meta.Dims)
+	b, err := s.decodeBatch(body, lw.Index().Meta.Dims)
 	if err != nil {
 		s.answerWrite(w, "batch", name, 0, nil, err)
 		return
 	}
 	s.commit(w, r, lw, "batch", name, b)
+}
+
+// decodeBatch decodes a batch request's body into a batch, holding a
+// place among the write cores (Config.WriteCores).
+func (s *Server) decodeBatch(body []byte, dims int) (*live.Batch, error) {
+	s.writeCPU.Enter()
+	defer s.writeCPU.Leave()
+	var req api.DocumentsRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	return liveBatch(&req, dims)
 }
 
 // commit commits b within the request's time and answers.

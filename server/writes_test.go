@@ -297,17 +297,27 @@ func TestWritesRefreshInBackground(t *testing.T) {
 	}
 }
 
-// A refresh bound without the background refresh it bounds is refused.
-func TestRefreshWithinNeedsRefreshAfter(t *testing.T) {
-	cfg := server.DefaultConfig()
-	cfg.Indexes = map[string]string{"synth": testIndex(t)}
-	cfg.Backend, cfg.InsecureNoAuth, cfg.Writes = cpu.New(), true, true
-	cfg.RefreshAfter, cfg.RefreshWithin = 0, time.Second
-	if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "refresh bound") {
-		if s != nil {
-			s.Close(context.Background())
+// Write settings that cannot work are refused at start: a refresh bound
+// without the background refresh it bounds, negative write cores.
+func TestWriteSettingsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mut  func(*server.Config)
+		want string
+	}{
+		{"refresh bound alone", func(c *server.Config) { c.RefreshAfter, c.RefreshWithin = 0, time.Second }, "refresh bound"},
+		{"negative write cores", func(c *server.Config) { c.WriteCores = -1 }, "write cores"},
+	} {
+		cfg := server.DefaultConfig()
+		cfg.Indexes = map[string]string{"synth": testIndex(t)}
+		cfg.Backend, cfg.InsecureNoAuth, cfg.Writes = cpu.New(), true, true
+		c.mut(&cfg)
+		if s, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			if s != nil {
+				s.Close(context.Background())
+			}
+			t.Errorf("%s: got %v, want an error about %s", c.name, err, c.want)
 		}
-		t.Fatalf("got %v, want an error about the refresh bound", err)
 	}
 }
 

@@ -88,6 +88,11 @@ type Options struct {
 	// Commit whose context ends meanwhile returns its error, its batch not
 	// applied). It needs RefreshAfter.
 	RefreshWithin time.Duration
+	// CPU, when set, is held while a commit works (checking, embedding
+	// and applying its batches; not while the log syncs): a server shares
+	// it with the decoding of its write requests, so that the write work
+	// together takes at most the gate's cores and queries keep the rest.
+	CPU Gate
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
 	Refresh index.RefreshEnv
@@ -483,6 +488,13 @@ func (w *Writer) commitLocked(group []*request) {
 	}
 	cur := w.cur.Load()
 	p := newPending(cur, w.cat)
+	w.o.CPU.Enter()
+	working := true
+	defer func() {
+		if working {
+			w.o.CPU.Leave()
+		}
+	}()
 	var accepted []*request
 	var payloads [][]byte
 	for _, r := range group {
@@ -506,6 +518,8 @@ func (w *Writer) commitLocked(group []*request) {
 		answerAll(accepted, fmt.Errorf("live: %w", err))
 		return
 	}
+	w.o.CPU.Leave() // the log's sync waits for the disk
+	working = false
 	first, err := w.log.Append(payloads...)
 	if err != nil {
 		w.err = fmt.Errorf("%w: %v (the writer stopped: reopen the index to recover from the log)", ErrClosed, err)
@@ -715,4 +729,30 @@ func (w *Writer) Close() error {
 	defer w.ckMu.Unlock()
 	w.logClosed = true
 	return errors.Join(err, w.log.Close(), w.base.Close())
+}
+
+// A Gate admits as many holders at once as its capacity (a nil Gate admits
+// all): the cores write work may take (Options.CPU).
+type Gate chan struct{}
+
+// NewGate admits n holders at once (n < 1: a nil Gate).
+func NewGate(n int) Gate {
+	if n < 1 {
+		return nil
+	}
+	return make(Gate, n)
+}
+
+// Enter waits for a place.
+func (g Gate) Enter() {
+	if g != nil {
+		g <- struct{}{}
+	}
+}
+
+// Leave gives the place back.
+func (g Gate) Leave() {
+	if g != nil {
+		<-g
+	}
 }

@@ -500,3 +500,36 @@ func TestNextStart(t *testing.T) {
 		}
 	}
 }
+
+// A commit waits for a place at Options.CPU before it works on its batch.
+func TestCommitWaitsForTheCPUGate(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	o.CPU = NewGate(1)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	o.CPU.Enter() // the place is taken, as a server's decoding would take it
+	done := make(chan error, 1)
+	go func() {
+		var b Batch
+		b.Add(passage("gated", "a passage that waits for the gate"))
+		_, err := w.Commit(context.Background(), &b)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the commit went through a taken gate (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	o.CPU.Leave()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.Index().Lookup("gated"); !ok {
+		t.Fatal("the gated commit is not in the index")
+	}
+	if NewGate(0) != nil {
+		t.Fatal("NewGate(0) bounds nothing: it must be nil")
+	}
+	NewGate(0).Enter() // a nil gate admits all
+}
