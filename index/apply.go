@@ -182,6 +182,7 @@ func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node, share
 		out.strs, out.off = ix.strs, ix.off
 	} else {
 		out.off = make([]int64, 1, roomFor(out.Meta.Nodes*nodeFields+1))
+		out.strs = make([]byte, 0, roomFor(keptBytes(ix, remap)+addedBytes(added)))
 		for v, r := range remap {
 			if r < 0 {
 				continue
@@ -199,6 +200,27 @@ func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node, share
 			out.off = append(out.off, int64(len(out.strs)))
 		}
 	}
+}
+
+// keptBytes is the size of the kept nodes' strings in ix's node store.
+func keptBytes(ix *Index, remap []int32) int {
+	n := 0
+	for v, r := range remap {
+		if r >= 0 {
+			n += int(ix.off[(v+1)*nodeFields] - ix.off[v*nodeFields])
+		}
+	}
+	return n
+}
+
+// addedBytes is the size of the added nodes' strings in a node store.
+func addedBytes(added []corpus.Node) int {
+	n := 0
+	for i := range added {
+		a := &added[i]
+		n += len(a.ID) + len(a.Title) + len(a.Text) + len(a.Type) + len(strings.Join(a.Aliases, aliasSep))
+	}
+	return n
 }
 
 // copyProvenance fills the provenance arrays when ix has them or an added
@@ -339,7 +361,7 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 		}
 		return -1
 	}
-	var edges []graphops.Edge
+	var edges []graphops.Edge // growing it by appends measured faster than one exact array (fresh memory)
 	g := &ix.Graph.Out
 	for u := range ix.N() {
 		if remap[u] < 0 {
