@@ -23,11 +23,23 @@ import (
 	"github.com/gleaner-rag/gleaner/server/client"
 )
 
-func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch, ingestRate int, seed uint64, profile string, interval time.Duration, share float64) error {
+// ingestRun is what an ingest run does.
+type ingestRun struct {
+	d                                time.Duration // each phase
+	rate, writers, batch, ingestRate int
+	seed                             uint64
+	profile                          string
+	interval                         time.Duration // the server's --commit-interval
+	share                            float64       // its --apply-share
+	writeCores                       int           // its --write-cores
+}
+
+func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
+	d, rate, writers, batch, ingestRate := o.d, o.rate, o.writers, o.batch, o.ingestRate
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"ix": dir}
 	cfg.Writes, cfg.InsecureNoAuth, cfg.Logger = true, true, quiet
-	cfg.CommitInterval, cfg.ApplyShare = interval, share
+	cfg.CommitInterval, cfg.ApplyShare, cfg.WriteCores = o.interval, o.share, o.writeCores
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return err
@@ -56,14 +68,14 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	fmt.Printf("\nloopback floor (a handler that answers at once, same client and load): %s\n", load(floor, queries, rate, d))
 	idle := load(cl, queries, rate, d)
 	fmt.Printf("idle: %s\n", idle)
-	stopProfile, err := startProfile(profile)
+	stopProfile, err := startProfile(o.profile)
 	if err != nil {
 		return err
 	}
 	var acked atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	g := newGenerator(c, seed)
+	g := newGenerator(c, o.seed)
 	var gmu sync.Mutex
 	start := time.Now()
 	var werr error
@@ -124,8 +136,8 @@ func ingest(c *corpus.Corpus, dir string, d time.Duration, rate, writers, batch,
 	if ingestRate > 0 {
 		pace = fmt.Sprintf("paced at %d passages/s", ingestRate)
 	}
-	fmt.Printf("ingest (%s): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
-		pace, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
+	fmt.Printf("ingest (%s, --write-cores %d): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
+		pace, o.writeCores, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
 	fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f; the server's took_ms p99 ingesting / idle after: %.2f\n",
 		busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds(), busy.server99.Seconds()/after.server99.Seconds())
 	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)

@@ -41,6 +41,7 @@ import (
 	_ "github.com/gleaner-rag/gleaner/kernels/cpu"
 	_ "github.com/gleaner-rag/gleaner/methods"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/server"
 )
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file")
 	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
+	writeCores := fs.Int("write-cores", server.DefaultConfig().WriteCores, "ingest: the server's --write-cores (0: no bound)")
 	memProfile := fs.String("memprofile", "", "soak: write a heap profile at the end to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
@@ -90,7 +92,8 @@ func main() {
 	case "soak":
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "ingest":
-		err = ingest(c, base, *duration, *rate, *writers, *batch, *ingestRate, *seed, *profile, *interval, *share)
+		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
+			profile: *profile, interval: *interval, share: *share, writeCores: *writeCores})
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
