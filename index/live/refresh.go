@@ -146,41 +146,47 @@ func (w *Writer) refreshLoop() {
 	defer quiet.Stop()
 	var bound staleBound
 	defer bound.stop()
+	heldFailed := false // a held refresh failed: holding the writes again would likely fail again
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-w.rf:
 			quiet.Reset(w.quietFor())
-			if w.o.RefreshWithin > 0 && len(w.Index().Refreshable()) > 0 {
+			if w.o.RefreshWithin > 0 && !heldFailed && len(w.Index().Refreshable()) > 0 {
 				bound.arm(w.o.RefreshWithin)
 			}
 		case <-bound.c:
 			bound.stop()
-			if !w.backgroundRefresh(true) {
+			closing, err := w.backgroundRefresh(true)
+			if closing {
 				return
 			}
+			heldFailed = err != nil
 		case <-quiet.C:
 			if len(w.Index().Refreshable()) == 0 {
 				continue
 			}
-			if !w.backgroundRefresh(false) {
+			if closing, _ := w.backgroundRefresh(false); closing {
 				return
 			}
 			if len(w.Index().Refreshable()) == 0 {
 				bound.stop()
+				heldFailed = false
 			}
 		}
 	}
 }
 
 // backgroundRefresh runs a refresh for refreshLoop and logs how it went;
-// false: the writer is closing.
-func (w *Writer) backgroundRefresh(hold bool) bool {
-	_, err := w.refresh(w.rfCtx, hold)
+// closing: the writer is closing.
+func (w *Writer) backgroundRefresh(hold bool) (closing bool, err error) {
+	_, err = w.refresh(w.rfCtx, hold)
 	switch {
 	case w.rfCtx.Err() != nil || errors.Is(err, ErrClosed):
-		return false
+		return true, err
+	case hold && err != nil:
+		w.o.Logger.Error("refresh holding the writes failed; the next one waits for a pause in the writes", "dir", w.dir, "err", err)
 	case errors.Is(err, ErrOvertaken) && w.o.RefreshWithin > 0:
 		w.o.Logger.Info("refresh overtaken by a commit; it runs again once the writes pause, or holding the commits once the sections have been stale for RefreshWithin", "dir", w.dir, "within", w.o.RefreshWithin)
 	case errors.Is(err, ErrOvertaken):
@@ -188,7 +194,7 @@ func (w *Writer) backgroundRefresh(hold bool) bool {
 	case err != nil:
 		w.o.Logger.Error("refresh failed; those sections stay stale until built", "dir", w.dir, "err", err)
 	}
-	return true
+	return false, err
 }
 
 // staleBound is the timer of Options.RefreshWithin: armed when a commit
@@ -246,7 +252,9 @@ func (w *Writer) Refit(ctx context.Context) error {
 		return err
 	}
 	seq := w.log.Last()
-	sum, err := next.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
+	// Not cancelled with ctx: a write stopped midway stops the writer
+	// (below), and a caller gone (a client hanging up) is no reason.
+	sum, err := next.WriteTo(context.WithoutCancel(ctx), w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
 	if err != nil {
 		next.Close()
 		// The folder may hold either basis now (a failure after the swap

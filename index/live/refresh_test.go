@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,5 +324,70 @@ func TestRefreshWithinHoldsCommits(t *testing.T) {
 	o.RefreshWithin = time.Second
 	if err := o.validate(); err == nil {
 		t.Fatal("RefreshWithin without RefreshAfter accepted")
+	}
+}
+
+// A commit whose context ends while a held refresh keeps it waiting
+// returns the context's error then, not after the refresh, and is never
+// applied.
+func TestCommitGivesUpWhileHeld(t *testing.T) {
+	w, _ := staleWriter(t, nil)
+	defer w.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	refreshHook = func(context.Context) error { close(started); <-release; return nil }
+	defer func() { refreshHook = nil }()
+	refreshed := make(chan error, 1)
+	go func() {
+		_, err := w.refresh(context.Background(), true)
+		refreshed <- err
+	}()
+	<-started
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	time.AfterFunc(5*time.Second, free) // if the commit waited for the refresh, the check below fails rather than hangs
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var b Batch
+	b.Add(passage("impatient", "a write that gives up"))
+	_, err := w.Commit(ctx, &b)
+	select {
+	case <-refreshed:
+		t.Fatal("the refresh ended before the commit was answered: it was not held")
+	default:
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("commit during a held refresh: %v, want the deadline", err)
+	}
+	free()
+	if err := <-refreshed; err != nil {
+		t.Fatal(err)
+	}
+	var after Batch
+	after.Add(passage("patient", "a write after the refresh"))
+	commit(t, w, &after)
+	if _, ok := w.Index().Lookup("impatient"); ok {
+		t.Fatal("the abandoned write was applied")
+	}
+	if _, ok := w.Index().Lookup("patient"); !ok {
+		t.Fatal("the write after the refresh is missing")
+	}
+}
+
+// A held refresh that fails is not retried by holding the writes again
+// (each try would stop them for a build that fails): the next waits for a
+// pause.
+func TestFailedHeldRefreshHoldsOnce(t *testing.T) {
+	w, _ := staleWriter(t, func(o *Options) { o.RefreshAfter, o.RefreshWithin = time.Hour, 10*time.Millisecond })
+	defer w.Close()
+	refreshHook = func(context.Context) error { return errors.New("build broke") }
+	defer func() { refreshHook = nil }()
+	for i := 0; i < 30; i++ {
+		var b Batch
+		b.Add(passage(fmt.Sprintf("steady-%d", i), "a steady stream of writes"))
+		commit(t, w, &b)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := w.Stats().RefreshFailed; n != 1 {
+		t.Fatalf("%d failed refreshes under steady writes, want 1 (held once, then waiting for a pause)", n)
 	}
 }

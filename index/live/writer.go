@@ -195,8 +195,17 @@ type stats struct {
 type request struct {
 	ctx  context.Context
 	ops  []op
-	done chan Result
+	done chan Result // buffered: the loop never waits on a caller gone
+	// state: queued, taken by the commit loop, or abandoned by a caller
+	// whose context ended first (the loop then skips it).
+	state atomic.Int32
 }
+
+const (
+	queued int32 = iota
+	taken
+	abandoned
+)
 
 // Result is what a commit did.
 type Result struct {
@@ -266,7 +275,7 @@ func (w *Writer) openLog(ctx context.Context) error {
 	}
 	w.log, w.written = l, after
 	w.cat = newCatalog(w.base)
-	w.kinds = w.kindUpdaters(ctx)
+	w.kinds = w.kindUpdaters(ctx, w.base)
 	w.cur.Store(w.base)
 	if err := w.replay(ctx, after); err != nil {
 		l.Close()
@@ -277,8 +286,8 @@ func (w *Writer) openLog(ctx context.Context) error {
 
 // kindUpdaters makes the updaters of the index's derived kinds; a kind
 // without one goes stale at the first change, and the log says why.
-func (w *Writer) kindUpdaters(ctx context.Context) []index.KindUpdater {
-	kinds, failed := index.KindUpdaters(ctx, w.base)
+func (w *Writer) kindUpdaters(ctx context.Context, ix *index.Index) []index.KindUpdater {
+	kinds, failed := index.KindUpdaters(ctx, ix)
 	for k, err := range failed {
 		w.o.Logger.Warn("these edges will not follow changes and go stale at the first one", "dir", w.dir, "kind", k, "reason", err)
 	}
@@ -368,7 +377,25 @@ func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
 	select {
 	case r := <-req.done:
 		return r, r.Err
-	case <-w.done: // the loop ended; it answered the request if it took it
+	case <-ctx.Done():
+		// Given up while waiting for its turn (a held refresh, a refit,
+		// a long queue): the loop skips it. Once taken, its outcome comes.
+		if req.state.CompareAndSwap(queued, abandoned) {
+			return Result{}, ctx.Err()
+		}
+		return w.outcome(req)
+	case <-w.done:
+		return w.outcome(req)
+	}
+}
+
+// outcome waits for the answer to a request the loop took, or for the
+// loop's end (it answered the request if it took it).
+func (w *Writer) outcome(req *request) (Result, error) {
+	select {
+	case r := <-req.done:
+		return r, r.Err
+	case <-w.done:
 		select {
 		case r := <-req.done:
 			return r, r.Err
@@ -513,7 +540,8 @@ func (w *Writer) commitLocked(group []*request) {
 	// later open); it is published only once the log holds it.
 	next, err := cur.Apply(context.Background(), w.change(p))
 	if err != nil {
-		w.cat = newCatalog(cur) // undo the accepted batches
+		w.cat = newCatalog(cur)                             // undo the accepted batches
+		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
 		w.o.Logger.Error("live update refused: the change could not be applied", "dir", w.dir, "err", err)
 		answerAll(accepted, fmt.Errorf("live: %w", err))
 		return
@@ -549,6 +577,9 @@ func answerAll(rs []*request, err error) {
 // prepare checks a batch, embeds its passages and accepts it into p,
 // returning its log record.
 func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
+	if !r.state.CompareAndSwap(queued, taken) {
+		return nil, context.Canceled // its caller gave up and was answered
+	}
 	if err := r.ctx.Err(); err != nil {
 		return nil, err
 	}
