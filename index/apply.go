@@ -83,7 +83,9 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	for i := range ch.Add {
 		texts[i] = IndexText(&ch.Add[i])
 	}
-	if out.Postings, err = ix.Postings.Update(ctx, remap, texts); err != nil {
+	// From the flat form when a checkpoint made one: the segmented form
+	// then goes with ix (Remap below maps the term ids).
+	if out.Postings, err = ix.Postings.Flattened().Update(ctx, remap, texts); err != nil {
 		return nil, err
 	}
 	if out.BM25, err = lexical.NewBM25(out.Postings, ix.BM25Params()); err != nil {
@@ -337,6 +339,18 @@ func (out *Index) addedVectors(ctx context.Context, ch *Change, texts []string) 
 // removed node to the added node of the same id (a replaced document),
 // and adds ch's edges.
 func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch *Change) error {
+	ids := make(map[string]int32, len(ch.Add))
+	base := int32(out.Meta.Nodes - len(ch.Add))
+	for i := range ch.Add {
+		ids[ch.Add[i].ID] = base + int32(i)
+	}
+	out.rels = relationTable{Relations: slices.Clone(ix.rels.Relations), Kinds: slices.Clone(ix.rels.Kinds)}
+	// ch's own edges first: one that names no node fails the change
+	// before any kind updater follows it (their state would run ahead).
+	added, err := out.changeEdges(ix, remap, ch, ids)
+	if err != nil {
+		return err
+	}
 	maintained := map[string]bool{}
 	for _, u := range ch.Kinds {
 		maintained[u.Kind()] = true
@@ -344,11 +358,6 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	kept, updated, err := out.updateKinds(ctx, ix, ch)
 	if err != nil {
 		return err
-	}
-	ids := make(map[string]int32, len(ch.Add))
-	base := int32(out.Meta.Nodes - len(ch.Add))
-	for i := range ch.Add {
-		ids[ch.Add[i].ID] = base + int32(i)
 	}
 	target := func(v int32) int32 {
 		if r := remap[v]; r >= 0 {
@@ -376,28 +385,7 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 			}
 		}
 	}
-	out.rels = relationTable{Relations: slices.Clone(ix.rels.Relations), Kinds: slices.Clone(ix.rels.Kinds)}
-	resolve := func(id string) (int32, bool) {
-		if a, ok := ids[id]; ok {
-			return a, true
-		}
-		if v, ok := ix.Lookup(id); ok && remap[v] >= 0 {
-			return remap[v], true
-		}
-		return -1, false
-	}
-	for i, e := range ch.Edges {
-		src, ok1 := resolve(e.Src)
-		dst, ok2 := resolve(e.Dst)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("index: change edge %d (%q → %q): no such node after the change", i, e.Src, e.Dst)
-		}
-		w := e.Weight
-		if w == 0 {
-			w = 1
-		}
-		edges = append(edges, graphops.Edge{Src: src, Dst: dst, W: float32(w), Rel: out.rels.id(e.Kind, e.Rel)})
-	}
+	edges = append(edges, added...)
 	for _, u := range ch.Kinds {
 		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
 		for _, e := range updated[u.Kind()] {
@@ -412,6 +400,34 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	out.Graph = gr
 	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(edges), len(out.rels.Relations), out.rels.kindList()
 	return nil
+}
+
+// changeEdges resolves ch's edges over out's numbers (ids: the added
+// nodes'), adding their relations to out's table.
+func (out *Index) changeEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32) ([]graphops.Edge, error) {
+	resolve := func(id string) (int32, bool) {
+		if a, ok := ids[id]; ok {
+			return a, true
+		}
+		if v, ok := ix.Lookup(id); ok && remap[v] >= 0 {
+			return remap[v], true
+		}
+		return -1, false
+	}
+	edges := make([]graphops.Edge, 0, len(ch.Edges))
+	for i, e := range ch.Edges {
+		src, ok1 := resolve(e.Src)
+		dst, ok2 := resolve(e.Dst)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("index: change edge %d (%q → %q): no such node after the change", i, e.Src, e.Dst)
+		}
+		w := e.Weight
+		if w == 0 {
+			w = 1
+		}
+		edges = append(edges, graphops.Edge{Src: src, Dst: dst, W: float32(w), Rel: out.rels.id(e.Kind, e.Rel)})
+	}
+	return edges, nil
 }
 
 // updateKinds runs ch's kind updaters: the edges each makes, and for a

@@ -60,9 +60,12 @@ var accums sync.Pool
 // getAccum is an all-zero accumulator over s's documents.
 func (s *BM25) getAccum() *accum {
 	n := len(s.norm)
-	if a, ok := accums.Get().(*accum); ok && cap(a.score) >= n {
-		a.score = a.score[:n]
-		return a
+	if a, ok := accums.Get().(*accum); ok {
+		if cap(a.score) >= n {
+			a.score = a.score[:n]
+			return a
+		}
+		accums.Put(a) // for a smaller index
 	}
 	return &accum{score: make([]float32, n, n+n/8)} // room for the index to grow
 }
@@ -140,11 +143,12 @@ func (s *BM25) SearchExhaustive(terms []string, k int) []engine.Hit {
 
 func (s *BM25) exhaustive(ids []int, k int) []engine.Hit {
 	a := s.getAccum()
-	defer putAccum(a)
 	for _, t := range ids {
 		s.addTerm(a, t)
 	}
-	return a.top(k)
+	hits := a.top(k)
+	putAccum(a) // not deferred: an array a panic left half-written must not go back
+	return hits
 }
 
 // top is the k best touched documents; it clears the accumulator.
@@ -388,9 +392,10 @@ func (s *BM25) ScoreAllWithin(query string, dst []float32, sub *Subset) (int, er
 // touches only the matching postings.
 func (s *BM25) SearchWithin(query string, k int, sub *Subset) []engine.Hit {
 	a := s.getAccum()
-	defer putAccum(a)
 	s.addWithin(a, Analyze(query), sub)
-	return a.top(k)
+	hits := a.top(k)
+	putAccum(a) // not deferred, as in exhaustive
+	return hits
 }
 
 // addWithin accumulates the terms' BM25 over the subset with its

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // A live index appends documents commit by commit. Copying every posting
@@ -41,8 +42,8 @@ func (s *segment) list(t int) (docs, tfs []uint32) {
 
 // flatCache is a Postings's flat form, made once.
 type flatCache struct {
-	once sync.Once
-	p    *Postings
+	mu sync.Mutex
+	p  atomic.Pointer[Postings]
 }
 
 // base is term t's postings in the base arrays.
@@ -96,8 +97,27 @@ func (p *Postings) Flat() *Postings {
 	if p.flat == nil {
 		return p.flatten() // a Postings not made by Update (no cache)
 	}
-	p.flat.once.Do(func() { p.flat.p = p.flatten() })
-	return p.flat.p
+	if f := p.flat.p.Load(); f != nil {
+		return f
+	}
+	p.flat.mu.Lock()
+	defer p.flat.mu.Unlock()
+	if f := p.flat.p.Load(); f == nil {
+		p.flat.p.Store(p.flatten())
+	}
+	return p.flat.p.Load()
+}
+
+// Flattened is p's flat form if one was made (Flat: a checkpoint makes
+// it), else p: an update from it keeps one copy of the postings in
+// memory, not the segmented and the flat ones both.
+func (p *Postings) Flattened() *Postings {
+	if p.flat != nil {
+		if f := p.flat.p.Load(); f != nil {
+			return f
+		}
+	}
+	return p
 }
 
 // flatten merges the base and the segments over the sorted union of the

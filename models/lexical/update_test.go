@@ -97,6 +97,27 @@ func checkSameBM25(t *testing.T, got, want *Postings, texts []string, step int) 
 				t.Fatalf("step %d: text %d, k %d: MaxScore %v, want %v", step, i, k, a, b)
 			}
 		}
+		words := make([]uint64, (got.NumDocs()+63)/64) // every other document
+		for d := 0; d < got.NumDocs(); d += 2 {
+			words[d/64] |= 1 << (d % 64)
+		}
+		gs, err := g.NewSubset(words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := w.NewSubset(words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := g.SearchWithin(q, 5, gs), w.SearchWithin(q, 5, ws); !reflect.DeepEqual(a, b) {
+			t.Fatalf("step %d: text %d within a subset: %v, want %v", step, i, a, b)
+		}
+		gm, wm := g.Match(q, nil), w.Match(q, nil)
+		if !reflect.DeepEqual(gm.Score, wm.Score) {
+			t.Fatalf("step %d: text %d: Match scores differ", step, i)
+		}
+		gm.Release()
+		wm.Release()
 		ids := g.TermIDs(q)
 		for d := range got.NumDocs() {
 			wids := w.TermIDs(q)
