@@ -325,7 +325,15 @@ func TestWriteSettingsRefused(t *testing.T) {
 // names the passages and dims, the folder holds the refitted vectors, and
 // writes go on after it. Without --writes it is refused.
 func TestRefitEndpoint(t *testing.T) {
-	s, c, dir := writeServer(t)
+	dir := copyIndex(t)
+	cfg, err := retrieve.NewBuildConfig(retrieve.SectionHNSW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: cpu.New()}, dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s, c, _ := writeServer(t, func(c *server.Config) { c.Indexes, c.RefreshAfter = map[string]string{"synth": dir}, 0 })
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := c.PutDocument(ctx, "synth", fmt.Sprintf("zz-refit-%d", i), api.Document{Title: "Quokka", Text: "quokka numbat refit"}); err != nil {
@@ -337,7 +345,7 @@ func TestRefitEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := s.LiveStats("synth")
-	if res.Index != "synth" || res.Nodes != st.Nodes || res.Dims <= 0 || res.Stale == nil {
+	if res.Index != "synth" || res.Nodes != st.Nodes || res.Dims <= 0 || !slices.Contains(res.Stale, retrieve.SectionHNSW) {
 		t.Fatalf("refit answered %+v (writer has %d nodes)", res, st.Nodes)
 	}
 	saved, err := index.Open(dir, store.OpenOptions{})

@@ -188,8 +188,6 @@ type DocumentsRequest struct {
 	Changes []DocumentChange `json:"changes"`
 }
 
-// WriteResponse answers a write: once it is sent, the change is durable
-// and every later request sees it.
 // RefitResponse answers POST /v1/indexes/{index}/refit.
 type RefitResponse struct {
 	Index  string  `json:"index"`
@@ -201,6 +199,8 @@ type RefitResponse struct {
 	Stale []string `json:"stale"`
 }
 
+// WriteResponse answers a write: once it is sent, the change is durable
+// and every later request sees it.
 type WriteResponse struct {
 	Index   string `json:"index"`
 	Seq     uint64 `json:"seq"`     // the change's record in the index's update log
