@@ -70,6 +70,9 @@ func (c *docCounts) count(doc string) int { return c.base[doc] + c.added[doc] }
 // ownDocCounts counts ix's documents' passages.
 func ownDocCounts(ix *Index) *docCounts {
 	c := &docCounts{base: map[string]int{}}
+	if ix.docOff == nil {
+		return c // no node was cut from a document
+	}
 	for i := range ix.N() {
 		if d := ix.docField(i, 0); d != "" {
 			c.base[d]++
@@ -91,7 +94,7 @@ func (ix *Index) docCounts() *docCounts {
 // appendedDocCounts is docCounts's appendedIDs.
 func (out *Index) appendedDocCounts(ix *Index, first int) *docCounts {
 	if out.docOff == nil {
-		return nil
+		return &docCounts{} // none cut from a document: nothing to count on first use either
 	}
 	c := ix.docCounts()
 	n := out.N() - first
