@@ -4,6 +4,7 @@ package parallel
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,5 +53,44 @@ func ReportUntil(finished <-chan struct{}, done *atomic.Int64, p progress.Report
 		case <-tick.C:
 			p.Set(int(done.Load()))
 		}
+	}
+}
+
+type workersKey struct{}
+
+// WithWorkers bounds at n (at least 1) the goroutines that parallel work
+// under the returned context runs at once: a live commit that holds one
+// place at the writers' CPU gate runs on one core, leaving the others to
+// queries.
+func WithWorkers(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, workersKey{}, max(1, n))
+}
+
+// Workers is how many goroutines parallel work under ctx may run at once:
+// GOMAXPROCS, or fewer where WithWorkers bounded ctx.
+func Workers(ctx context.Context) int {
+	n := runtime.GOMAXPROCS(0)
+	if w, ok := ctx.Value(workersKey{}).(int); ok {
+		n = min(n, w)
+	}
+	return n
+}
+
+type backgroundKey struct{}
+
+// Background marks work under the returned context as background: at each
+// Yield it gives its core to goroutines waiting for one. Go preempts a
+// running goroutine only after 10 ms, so without this a query that became
+// ready during a long commit waited up to that long for the core.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// Yield lets waiting goroutines run when ctx is Background; long loops call
+// it every ~10–100 µs of work (a yield with no one waiting costs well under
+// a microsecond).
+func Yield(ctx context.Context) {
+	if ctx.Value(backgroundKey{}) != nil {
+		runtime.Gosched()
 	}
 }
