@@ -10,6 +10,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
@@ -79,6 +80,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if len(ch.Remove) == 0 {
 		out.ids, out.docs = out.appendedIDs(ix, ix.N()), out.appendedDocCounts(ix, ix.N())
 	}
+	parallel.Yield(ctx) // between stages, each a few ms at most, for a live commit's queries
 	texts := make([]string, len(ch.Add))
 	for i := range ch.Add {
 		texts[i] = IndexText(&ch.Add[i])
@@ -88,13 +90,16 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if out.Postings, err = ix.Postings.Flattened().Update(ctx, remap, texts); err != nil {
 		return nil, err
 	}
+	parallel.Yield(ctx)
 	if out.BM25, err = lexical.NewBM25(out.Postings, ix.BM25Params()); err != nil {
 		return nil, err
 	}
 	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), out.Postings.NumPostings()
+	parallel.Yield(ctx)
 	if err := out.updateVectors(ctx, ix, remap, ch, texts, share); err != nil {
 		return nil, err
 	}
+	parallel.Yield(ctx)
 	if err := out.updateGraph(ctx, ix, remap, ch); err != nil {
 		return nil, err
 	}
@@ -351,55 +356,56 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	if err != nil {
 		return err
 	}
-	maintained := map[string]bool{}
-	for _, u := range ch.Kinds {
-		maintained[u.Kind()] = true
-	}
 	kept, updated, err := out.updateKinds(ctx, ix, ch)
 	if err != nil {
 		return err
 	}
-	target := func(v int32) int32 {
-		if r := remap[v]; r >= 0 {
-			return r
-		}
-		if id := ix.NodeID(int(v)); !ch.Cut[id] {
-			if a, ok := ids[id]; ok {
-				return a
-			}
-		}
-		return -1
-	}
-	var edges []graphops.Edge // growing it by appends measured faster than one exact array (fresh memory)
-	g := &ix.Graph.Out
-	for u := range ix.N() {
-		if remap[u] < 0 {
-			continue
-		}
-		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
-			if k := ix.rels.Kinds[g.Rel[p]]; maintained[k] && !kept[k].Has(remap[u]) {
-				continue // made anew below
-			}
-			if v := target(g.Idx[p]); v >= 0 {
-				edges = append(edges, graphops.Edge{Src: remap[u], Dst: v, W: g.W[p], Rel: g.Rel[p]})
-			}
-		}
-	}
-	edges = append(edges, added...)
 	for _, u := range ch.Kinds {
 		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
 		for _, e := range updated[u.Kind()] {
 			e.Rel = rel
-			edges = append(edges, e)
+			added = append(added, e)
 		}
 	}
-	gr, err := graphops.Build(out.Meta.Nodes, edges, true)
+	keep := keptEdges(ix, remap, ch, ids, kept)
+	gr, err := graphops.Rewrite(ctx, &ix.Graph.Out, out.Meta.Nodes, remap, keep, added)
 	if err != nil {
 		return err
 	}
 	out.Graph = gr
-	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(edges), len(out.rels.Relations), out.rels.kindList()
+	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(gr.Out.Idx), len(out.rels.Relations), out.rels.kindList()
 	return nil
+}
+
+// keptEdges says where ix's edge at p (from node u) points after ch, if
+// it stays: not one of a kind whose updater remakes u's row, and not into
+// a removed node unless an added node took its id (a replaced document).
+func keptEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32, kept map[string]rowSet) func(u int, p int64) (int32, bool) {
+	remade := make([]bool, len(ix.rels.Kinds)) // per relation: its kind's updater remakes rows
+	rows := make([]rowSet, len(ix.rels.Kinds))
+	for _, u := range ch.Kinds {
+		for r, k := range ix.rels.Kinds {
+			if k == u.Kind() {
+				remade[r], rows[r] = true, kept[k]
+			}
+		}
+	}
+	g := &ix.Graph.Out
+	return func(u int, p int64) (int32, bool) {
+		if r := g.Rel[p]; remade[r] && !rows[r].Has(remap[u]) {
+			return 0, false // made anew by the updater
+		}
+		v := g.Idx[p]
+		if r := remap[v]; r >= 0 {
+			return r, true
+		}
+		if id := ix.NodeID(int(v)); !ch.Cut[id] {
+			if a, ok := ids[id]; ok {
+				return a, true
+			}
+		}
+		return 0, false
+	}
 }
 
 // changeEdges resolves ch's edges over out's numbers (ids: the added
