@@ -3,6 +3,7 @@ package lexical
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	porter "github.com/blevesearch/go-porterstemmer"
 )
@@ -44,17 +45,29 @@ func normalizeToken(tok []rune) (string, bool) {
 			letters = false
 		}
 	}
-	if len(tok) == 0 {
-		return "", false
-	}
-	s := string(tok)
-	if stopwords[s] {
+	if len(tok) == 0 || isStopRunes(tok) {
 		return "", false
 	}
 	if letters && len(tok) > 2 {
-		s = string(porter.Stem(tok))
+		return string(porter.Stem(tok)), true
 	}
-	return s, true
+	return string(tok), true
+}
+
+// isStopRunes is stopwords[string(tok)] without making the string: a
+// token's strings were most of what analysis allocated.
+func isStopRunes(tok []rune) bool {
+	var b [8]byte // every stopword is shorter, and ASCII
+	if len(tok) > len(b) {
+		return false
+	}
+	for i, r := range tok {
+		if r >= utf8.RuneSelf {
+			return false
+		}
+		b[i] = byte(r)
+	}
+	return stopwords[string(b[:len(tok)])]
 }
 
 func isApos(r rune) bool { return r == '\'' || r == '’' }
@@ -67,25 +80,34 @@ func isIdeograph(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)
 }
 
-// eachToken splits text into raw tokens (step 1 of the analyzer).
+// eachToken splits text into raw tokens (step 1 of the analyzer). The
+// token passed to emit is scratch, reused once emit returns. Invalid UTF-8
+// reads as one U+FFFD per byte, as a conversion to []rune reads it.
 func eachToken(text string, emit func([]rune)) {
-	rs := []rune(text)
 	var tok []rune
+	var one [1]rune
 	flush := func() {
 		if len(tok) > 0 {
 			emit(tok)
-			tok = nil
+			tok = tok[:0]
 		}
 	}
-	for i, r := range rs {
+	for i := 0; i < len(text); {
+		r, w := utf8.DecodeRuneInString(text[i:])
+		i += w
 		switch {
 		case isIdeograph(r):
 			flush()
-			emit([]rune{r})
+			one[0] = r
+			emit(one[:])
 		case isWordRune(r):
 			tok = append(tok, r)
-		case len(tok) > 0 && i+1 < len(rs) && joins(tok[len(tok)-1], r, rs[i+1]):
-			tok = append(tok, r)
+		case len(tok) > 0 && i < len(text):
+			if next, _ := utf8.DecodeRuneInString(text[i:]); joins(tok[len(tok)-1], r, next) {
+				tok = append(tok, r)
+				continue
+			}
+			flush()
 		default:
 			flush()
 		}
