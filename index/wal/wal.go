@@ -88,6 +88,7 @@ type Log struct {
 	last  uint64    // the last record's sequence number (0: none)
 	bytes int64     // all segments' sizes
 	err   error     // a failed write: the log refuses further appends
+	buf   []byte    // Append's records, kept for the next (a commit's garbage is query latency)
 }
 
 type segment struct {
@@ -559,6 +560,9 @@ func (l *Log) newSegment(first uint64) error {
 	return nil
 }
 
+// keptBuffer is the largest record buffer Append keeps for the next.
+const keptBuffer = 8 << 20
+
 // Append writes payloads as the next records and syncs them to disk; it
 // returns the first record's sequence number. After a failed write the
 // log refuses appends (what reached the disk is unknown until it is
@@ -569,12 +573,15 @@ func (l *Log) Append(payloads ...[]byte) (uint64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	var buf []byte
+	buf := l.buf[:0]
 	for i, p := range payloads {
 		if len(p) > MaxRecord {
 			return 0, fmt.Errorf("wal: a record of %d bytes exceeds the limit of %d: split the batch", len(p), MaxRecord)
 		}
 		buf = appendRecord(buf, l.last+1+uint64(i), uint32(i), p, i == len(payloads)-1)
+	}
+	if cap(buf) <= keptBuffer {
+		l.buf = buf
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = fmt.Errorf("wal: writing %s failed, the log refuses appends until reopened: %w", l.dir, err)
