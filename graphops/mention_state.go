@@ -1,11 +1,14 @@
 package graphops
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
 // Mentions keeps what MentionEdges derives, by passage key (a stable id,
@@ -143,8 +146,9 @@ func (s *Mentions) drop(p string) {
 
 // Add adds passages (keys new to the state); text returns a known
 // passage's text (a new title is checked in the passages holding its
-// first word).
-func (s *Mentions) Add(ps []Passage, text func(key string) string) {
+// first word). ctx only paces the work (parallel.Yield): stopping midway
+// would leave the state half-followed.
+func (s *Mentions) Add(ctx context.Context, ps []Passage, text func(key string) string) {
 	var fresh []string
 	for _, p := range ps {
 		pat := s.pattern(p.Title)
@@ -163,11 +167,12 @@ func (s *Mentions) Add(ps []Passage, text func(key string) string) {
 		added[p.Key] = true
 	}
 	for _, pat := range fresh {
-		s.findOld(pat, added, text)
+		s.findOld(ctx, pat, added, text)
 	}
 	for _, p := range ps {
 		s.setHits(p.Key, s.textHits(p.Text))
 		s.indexWords(p.Key, p.Text)
+		parallel.Yield(ctx)
 	}
 }
 
@@ -233,7 +238,7 @@ func (s *Mentions) textHits(text string) []string {
 // candidates are the passages holding all of its indexed words (every
 // passage when none of its words is indexed: all start lower-case),
 // walked from the rarest word's list.
-func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) string) {
+func (s *Mentions) findOld(ctx context.Context, pat string, added map[string]bool, text func(string) string) {
 	var sets []map[string]bool
 	eachWord(pat, func(_ int, w string) {
 		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsLower(r) {
@@ -257,7 +262,10 @@ func (s *Mentions) findOld(pat string, added map[string]bool, text func(string) 
 			keys = append(keys, k)
 		}
 	}
-	for _, k := range keys {
+	for i, k := range keys {
+		if i%256 == 0 {
+			parallel.Yield(ctx)
+		}
 		if _, known := s.hits[k]; !known || added[k] {
 			continue
 		}

@@ -72,8 +72,8 @@ func TestMentionsFollowChanges(t *testing.T) {
 					add = append(add, newPassage())
 				}
 				list = append(list, add...)
-				s.Add(add, text)
-				rs.Add(add, text)
+				s.Add(context.Background(), add, text)
+				rs.Add(context.Background(), add, text)
 				checkMentions(t, s, list, o, step)
 				kept = kept.follow(t, rs, list, len(list), step)
 				if want := s.Edges(len(list), numbers(list)); !reflect.DeepEqual(kept.numbered(list), want) {
@@ -123,7 +123,7 @@ func TestMentionsKeepNoCutOfTheText(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := "Alice Springs met Bob Marley in Paris."
-	s.Add([]Passage{{Key: "p1", Title: "Alice Springs", Text: text}}, func(string) string { return text })
+	s.Add(context.Background(), []Passage{{Key: "p1", Title: "Alice Springs", Text: text}}, func(string) string { return text })
 	if len(s.words) == 0 {
 		t.Fatal("no word indexed")
 	}
@@ -244,14 +244,14 @@ func TestMentionRowsFollowTheLimit(t *testing.T) {
 			add = append(add, p)
 		}
 		list = append(list, add...)
-		rs.Add(add, text)
+		rs.Add(context.Background(), add, text)
 		n := 5000 + 1000*rng.IntN(8) // limits 50 to 120, around the hitters titles have
 		kept = kept.follow(t, rs, list, n, step)
 		fresh, err := NewMentions(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh.Add(slices.Clone(list), nil)
+		fresh.Add(context.Background(), slices.Clone(list), nil)
 		if want := fresh.Edges(n, numbers(list)); !reflect.DeepEqual(kept.numbered(list), want) {
 			t.Fatalf("step %d (%d passages, limit %d): followed edges differ from a new state's", step, len(list), n/100)
 		}

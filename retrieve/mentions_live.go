@@ -44,7 +44,7 @@ func newMentionsUpdater(ctx context.Context, ix *index.Index) (index.KindUpdater
 	for i := range ps {
 		ps[i] = graphops.Passage{Key: ix.NodeID(i), Title: titles[i], Text: texts[i]}
 	}
-	s.Add(ps, nil)
+	s.Add(ctx, ps, nil)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -68,24 +68,24 @@ func numberer(ix *index.Index) func(string) int32 {
 }
 
 func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index, ch *index.Change) ([]graphops.Edge, error) {
-	u.follow(before, after, ch)
+	u.follow(ctx, before, after, ch)
 	return u.s.Edges(after.N(), numberer(after)), ctx.Err()
 }
 
 // UpdateRows is Update, saying which passages' edges changed: a commit
 // then costs what it changes rather than every mention edge.
 func (u *mentionsUpdater) UpdateRows(ctx context.Context, before, after *index.Index, ch *index.Change) ([]int32, []graphops.Edge, error) {
-	u.follow(before, after, ch)
+	u.follow(ctx, before, after, ch)
 	rows, edges := u.s.Rows(after.N(), numberer(after))
 	return rows, edges, ctx.Err()
 }
 
 // follow tells the state what ch removes and adds.
-func (u *mentionsUpdater) follow(before, after *index.Index, ch *index.Change) {
+func (u *mentionsUpdater) follow(ctx context.Context, before, after *index.Index, ch *index.Change) {
 	for _, v := range ch.Remove {
 		u.s.Remove(before.NodeID(int(v)))
 	}
-	u.s.Add(addedPassages(after, ch.Add), func(k string) string {
+	u.s.Add(ctx, addedPassages(after, ch.Add), func(k string) string {
 		v, _ := after.Lookup(k)
 		return after.Text(int(v))
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/wal"
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 	"github.com/gleaner-rag/gleaner/models"
 )
 
@@ -92,6 +93,8 @@ type Options struct {
 	// and applying its batches; not while the log syncs): a server shares
 	// it with the decoding of its write requests, so that the write work
 	// together takes at most the gate's cores and queries keep the rest.
+	// A commit holds one place, so its own parallel work runs on one
+	// goroutine.
 	CPU Gate
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
@@ -538,7 +541,7 @@ func (w *Writer) commitLocked(group []*request) {
 	// The next index is made before the log is written, so a change that
 	// cannot be applied is refused, never logged (it would stop every
 	// later open); it is published only once the log holds it.
-	next, err := cur.Apply(context.Background(), w.change(p))
+	next, err := cur.Apply(w.o.CPU.bound(context.Background()), w.change(p))
 	if err != nil {
 		w.cat = newCatalog(cur)                             // undo the accepted batches
 		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
@@ -586,7 +589,7 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 	if err := p.check(r.ops); err != nil {
 		return nil, err
 	}
-	if err := w.embed(r.ctx, p.base, r.ops); err != nil {
+	if err := w.embed(w.o.CPU.bound(r.ctx), p.base, r.ops); err != nil {
 		return nil, err
 	}
 	payload, err := encodeRecord(r.ops)
@@ -779,6 +782,16 @@ func (g Gate) Enter() {
 	if g != nil {
 		g <- struct{}{}
 	}
+}
+
+// bound is ctx with its parallel work held to one goroutine, the core a
+// place at g stands for, and yielding that core to waiting goroutines as
+// it goes (a nil Gate: unbounded).
+func (g Gate) bound(ctx context.Context) context.Context {
+	if g == nil {
+		return ctx
+	}
+	return parallel.Background(parallel.WithWorkers(ctx, 1))
 }
 
 // Leave gives the place back.

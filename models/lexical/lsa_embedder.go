@@ -3,6 +3,8 @@ package lexical
 import (
 	"context"
 	"fmt"
+
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
 // LSAEmbedder embeds text with a fitted LSA model over an index's term
@@ -28,6 +30,7 @@ func (e *LSAEmbedder) Embed(ctx context.Context, texts []string) ([]float32, err
 			}
 		}
 		e.M.EmbedTerms(e.Terms, Analyze(t), out[i*e.M.Dims:(i+1)*e.M.Dims])
+		parallel.Yield(ctx)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package lexical
 import (
 	"context"
 	"fmt"
+
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
 // Postings is an inverted index in CSR form: the documents containing term t
@@ -82,14 +84,17 @@ func BuildPostings(ctx context.Context, n int, text func(int) string, done func(
 	return inv.postings(), nil
 }
 
-// analyzeRange analyzes documents [lo, hi) into docs on all cores.
+// analyzeRange analyzes documents [lo, hi) into docs on the cores ctx
+// allows (parallel.Workers).
 func analyzeRange(ctx context.Context, lo, hi int, text func(int) string, docs []docTerms) error {
-	forChunks(hi-lo, 64, func(from, to int) {
+	workers := min(chunkWorkers(hi-lo, 64), parallel.Workers(ctx))
+	forWorkerChunks(hi-lo, 64, workers, func(_, from, to int) {
 		if ctx.Err() != nil {
 			return
 		}
 		for i := from; i < to; i++ {
 			docs[i] = countTerms(Analyze(text(lo + i)))
+			parallel.Yield(ctx)
 		}
 	})
 	return ctx.Err()
