@@ -28,7 +28,7 @@ type ingestRun struct {
 	d                                time.Duration // each phase
 	rate, writers, batch, ingestRate int
 	seed                             uint64
-	profile                          string
+	profile, memProfile              string
 	interval                         time.Duration // the server's --commit-interval
 	share                            float64       // its --apply-share
 	writeCores                       int           // its --write-cores
@@ -127,6 +127,11 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	}
 	if werr != nil {
 		return werr
+	}
+	if o.memProfile != "" { // what the ingest allocated: go tool pprof -sample_index=alloc_space
+		if err := writeHeapProfile(o.memProfile); err != nil {
+			return err
+		}
 	}
 	st, _ := s.LiveStats("ix")
 	after := load(cl, queries, rate, d) // idle again, at the index's final size

@@ -63,7 +63,7 @@ func main() {
 	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
 	writeCores := fs.Int("write-cores", server.DefaultConfig().WriteCores, "ingest: the server's --write-cores (0: no bound)")
-	memProfile := fs.String("memprofile", "", "soak: write a heap profile at the end to this file")
+	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
@@ -93,7 +93,7 @@ func main() {
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "ingest":
 		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
-			profile: *profile, interval: *interval, share: *share, writeCores: *writeCores})
+			profile: *profile, memProfile: *memProfile, interval: *interval, share: *share, writeCores: *writeCores})
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
