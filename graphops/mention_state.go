@@ -30,9 +30,8 @@ type Mentions struct {
 	byFirst map[string][]string
 	odd     map[string]bool
 	// words indexes the texts' words that do not start lower-case, for
-	// new titles; pwords lists each passage's, to unindex it.
-	words  map[string]map[string]bool
-	pwords map[string][]string
+	// new titles.
+	words wordIndex
 	// What changed since the edges were last made (Edges, Rows): the
 	// hit limit they were made with (0: never made), the passages whose
 	// edges may differ, and the patterns whose owners or hitters changed,
@@ -55,7 +54,7 @@ func NewMentions(o MentionOptions) (*Mentions, error) {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
 	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
-		byFirst: map[string][]string{}, odd: map[string]bool{}, words: map[string]map[string]bool{}, pwords: map[string][]string{},
+		byFirst: map[string][]string{}, odd: map[string]bool{}, words: newWordIndex(),
 		dirty: map[string]bool{}, touched: map[string]*touch{}}, nil
 }
 
@@ -111,14 +110,7 @@ func (s *Mentions) Remove(keys ...string) {
 			s.drop(p)
 		}
 		delete(s.hits, k)
-		for _, w := range s.pwords[k] {
-			if set := s.words[w]; len(set) == 1 {
-				delete(s.words, w)
-			} else {
-				delete(set, k)
-			}
-		}
-		delete(s.pwords, k)
+		s.words.remove(k)
 		if p, ok := s.owns[k]; ok {
 			s.touch(p, true)
 			delete(s.patterns[p].owners, k)
@@ -171,31 +163,9 @@ func (s *Mentions) Add(ctx context.Context, ps []Passage, text func(key string) 
 	}
 	for _, p := range ps {
 		s.setHits(p.Key, s.textHits(p.Text))
-		s.indexWords(p.Key, p.Text)
+		s.words.add(p.Key, p.Text)
 		parallel.Yield(ctx)
 	}
-}
-
-// indexWords indexes the words of a passage's text that do not start
-// lower-case.
-func (s *Mentions) indexWords(key, text string) {
-	var ws []string
-	eachWord(text, func(_ int, w string) {
-		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
-			return
-		}
-		w = strings.Clone(w) // kept: a cut of text would keep all of text alive
-		set := s.words[w]
-		if set == nil {
-			set = map[string]bool{}
-			s.words[w] = set
-		}
-		if !set[key] {
-			set[key] = true
-			ws = append(ws, w)
-		}
-	})
-	s.pwords[key] = ws
 }
 
 // eachWord calls fn with each word of text (a run of letters and digits,
@@ -239,24 +209,15 @@ func (s *Mentions) textHits(text string) []string {
 // passage when none of its words is indexed: all start lower-case),
 // walked from the rarest word's list.
 func (s *Mentions) findOld(ctx context.Context, pat string, added map[string]bool, text func(string) string) {
-	var sets []map[string]bool
+	var words []string
 	eachWord(pat, func(_ int, w string) {
 		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsLower(r) {
-			sets = append(sets, s.words[w])
+			words = append(words, w)
 		}
 	})
 	var keys []string
-	if len(sets) > 0 {
-		slices.SortFunc(sets, func(a, b map[string]bool) int { return len(a) - len(b) })
-	candidates:
-		for k := range sets[0] {
-			for _, set := range sets[1:] {
-				if !set[k] {
-					continue candidates
-				}
-			}
-			keys = append(keys, k)
-		}
+	if len(words) > 0 {
+		keys = s.words.holdingAll(words)
 	} else {
 		for k := range s.hits {
 			keys = append(keys, k)

@@ -124,18 +124,16 @@ func TestMentionsKeepNoCutOfTheText(t *testing.T) {
 	}
 	text := "Alice Springs met Bob Marley in Paris."
 	s.Add(context.Background(), []Passage{{Key: "p1", Title: "Alice Springs", Text: text}}, func(string) string { return text })
-	if len(s.words) == 0 {
+	if len(s.words.lists) == 0 {
 		t.Fatal("no word indexed")
 	}
-	for w := range s.words {
+	for w := range s.words.lists {
 		if within(w, text) {
 			t.Errorf("word %q is a cut of the passage's text", w)
 		}
 	}
-	for _, w := range s.pwords["p1"] {
-		if within(w, text) {
-			t.Errorf("passage word %q is a cut of the passage's text", w)
-		}
+	for w := range s.words.seen {
+		t.Errorf("word %q kept in the scratch set", w)
 	}
 }
 

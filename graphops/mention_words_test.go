@@ -1,0 +1,70 @@
+package graphops
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestWordIndexFollowsAddsAndRemoves checks holdingAll against a map of
+// sets through adds, removes and re-adds of the same keys, across
+// compactions.
+func TestWordIndexFollowsAddsAndRemoves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	vocab := []string{"Alpha", "Beta", "Gamma", "Delta", "Eps", "Zeta", "eta", "theta", "Iota", "Kappa", "1990", "Lambda"}
+	x := newWordIndex()
+	ref := map[string]map[string]bool{} // key → its words
+	compactions := 0
+	for step := range 20000 {
+		key := fmt.Sprintf("p%d", rng.IntN(400))
+		if _, ok := ref[key]; ok {
+			before := len(x.keys)
+			x.remove(key)
+			delete(ref, key)
+			if len(x.keys) < before {
+				compactions++
+			}
+			continue
+		}
+		var ws []string
+		for range 1 + rng.IntN(30) {
+			ws = append(ws, vocab[rng.IntN(len(vocab))])
+		}
+		x.add(key, strings.Join(ws, " "))
+		ref[key] = map[string]bool{}
+		for _, w := range ws {
+			ref[key][w] = true
+		}
+		if step%97 == 0 {
+			q := []string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))]}
+			got := x.holdingAll(q)
+			var want []string
+			for k, words := range ref {
+				if words[q[0]] && words[q[1]] && !isLowerWord(q[0]) && !isLowerWord(q[1]) {
+					want = append(want, k)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, %v: got %v, want %v", step, q, got, want)
+			}
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no compaction happened: the test does not reach the threshold")
+	}
+	live := 0
+	for _, c := range x.count {
+		if c >= 0 {
+			live++
+		}
+	}
+	if live != len(ref) || len(x.slot) != len(ref) || x.free > x.entries {
+		t.Errorf("%d live slots, %d keys, %d free of %d entries; want %d keys", live, len(x.slot), x.free, x.entries, len(ref))
+	}
+}
+
+func isLowerWord(w string) bool { return w[0] >= 'a' && w[0] <= 'z' }
