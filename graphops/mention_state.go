@@ -224,7 +224,7 @@ func (s *Mentions) findOld(ctx context.Context, pat string, added map[string]boo
 		}
 	}
 	for i, k := range keys {
-		if i%256 == 0 {
+		if i%32 == 0 {
 			parallel.Yield(ctx)
 		}
 		if _, known := s.hits[k]; !known || added[k] {

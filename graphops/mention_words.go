@@ -15,21 +15,28 @@ import (
 // slot stays in the lists, marked free, until they hold as many free
 // entries as live ones: then they are compacted and the slots renumbered.
 type wordIndex struct {
-	slot    map[string]int32   // passage key → slot
-	keys    []string           // slot → key
-	count   []int32            // slot → its number of list entries (−1: removed)
-	lists   map[string][]int32 // word → slots holding it, ascending
-	entries int                // list entries, free ones included
-	free    int                // list entries of removed slots
-	seen    map[string]bool    // scratch for add
+	slot    map[string]int32 // passage key → slot
+	keys    []string         // slot → key
+	count   []int32          // slot → its number of list entries (−1: removed)
+	removed int              // removed slots
+	// lists holds word → slots holding it, ascending. Its keys are set
+	// once, when a word is new: assigning to a string key that exists
+	// stores the key given, which would be a cut of the latest text.
+	lists   map[string]*[]int32
+	entries int             // list entries, free ones included
+	free    int             // list entries of removed slots
+	seen    map[string]bool // scratch for add
+	least   int             // free entries or removed slots before a compaction
 }
 
 func newWordIndex() wordIndex {
-	return wordIndex{slot: map[string]int32{}, lists: map[string][]int32{}, seen: map[string]bool{}}
+	return wordIndex{slot: map[string]int32{}, lists: map[string]*[]int32{}, seen: map[string]bool{}, least: 1024}
 }
 
-// add indexes key's text under a new slot (key must not be indexed).
+// add indexes key's text under a new slot (an indexed key is removed
+// first).
 func (x *wordIndex) add(key, text string) {
+	x.remove(key)
 	v := int32(len(x.keys))
 	x.slot[key] = v
 	x.keys = append(x.keys, key)
@@ -39,12 +46,13 @@ func (x *wordIndex) add(key, text string) {
 		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) || x.seen[w] {
 			return
 		}
-		list, ok := x.lists[w]
-		if !ok {
-			w = strings.Clone(w) // kept: a cut of text would keep all of text alive
-		}
 		x.seen[w] = true
-		x.lists[w] = append(list, v)
+		list := x.lists[w]
+		if list == nil {
+			list = new([]int32)
+			x.lists[strings.Clone(w)] = list // kept: a cut of text would keep all of text alive
+		}
+		*list = append(*list, v)
 		n++
 	})
 	clear(x.seen) // its keys are cuts of text
@@ -60,8 +68,11 @@ func (x *wordIndex) remove(key string) {
 	}
 	delete(x.slot, key)
 	x.free += int(x.count[v])
+	x.removed++
 	x.keys[v], x.count[v] = "", -1
-	if x.free > 1024 && 2*x.free > x.entries {
+	// half the entries free, or half the slots (passages with no word
+	// indexed hold none)
+	if (x.free > x.least && 2*x.free > x.entries) || (x.removed > x.least && 2*x.removed > len(x.keys)) {
 		x.compact()
 	}
 }
@@ -82,8 +93,8 @@ func (x *wordIndex) compact() {
 	}
 	x.entries = 0
 	for w, list := range x.lists {
-		kept := list[:0]
-		for _, v := range list {
+		kept := (*list)[:0]
+		for _, v := range *list {
 			if renum[v] >= 0 {
 				kept = append(kept, renum[v])
 			}
@@ -92,10 +103,10 @@ func (x *wordIndex) compact() {
 			delete(x.lists, w)
 			continue
 		}
-		x.lists[w] = slices.Clip(kept)
+		*list = slices.Clip(kept)
 		x.entries += len(kept)
 	}
-	x.keys, x.count, x.free = keys, count, 0
+	x.keys, x.count, x.free, x.removed = keys, count, 0, 0
 }
 
 // holdingAll lists the passages whose texts hold every one of words (all
@@ -104,7 +115,9 @@ func (x *wordIndex) compact() {
 func (x *wordIndex) holdingAll(words []string) []string {
 	lists := make([][]int32, len(words))
 	for i, w := range words {
-		lists[i] = x.lists[w]
+		if l := x.lists[w]; l != nil {
+			lists[i] = *l
+		}
 	}
 	slices.SortFunc(lists, func(a, b []int32) int { return len(a) - len(b) })
 	var keys []string

@@ -68,3 +68,25 @@ func TestWordIndexFollowsAddsAndRemoves(t *testing.T) {
 }
 
 func isLowerWord(w string) bool { return w[0] >= 'a' && w[0] <= 'z' }
+
+// Passages with no indexed word hold no list entry; their removed slots
+// are still compacted away, and adding a key again replaces its words.
+func TestWordIndexStaysBounded(t *testing.T) {
+	x := newWordIndex()
+	for i := range 10000 {
+		key := fmt.Sprint("p", i)
+		x.add(key, "only lower-case words here")
+		x.remove(key)
+	}
+	if len(x.keys) > 2100 {
+		t.Errorf("%d slots after 10,000 adds and removes of passages with no indexed word", len(x.keys))
+	}
+	x.add("q", "Alpha Beta")
+	x.add("q", "Gamma")
+	if got := x.holdingAll([]string{"Alpha"}); len(got) != 0 {
+		t.Errorf("Alpha: %v after q was added again without it", got)
+	}
+	if got := x.holdingAll([]string{"Gamma"}); !slices.Equal(got, []string{"q"}) {
+		t.Errorf("Gamma: %v, want [q]", got)
+	}
+}

@@ -35,9 +35,11 @@ func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u in
 	size := len(old.Idx) + len(added) // at least what is kept plus added
 	out := CSR{Ptr: make([]int64, n+1), Idx: make([]int32, 0, size), W: make([]float32, 0, size), Rel: make([]int32, 0, size)}
 	var row []Edge // the row being sorted, reused
+	next := 0      // the entry count at which to yield next
 	for v := range n {
-		if v%1024 == 0 {
+		if len(out.Idx) >= next || v%4096 == 0 {
 			parallel.Yield(ctx)
+			next = len(out.Idx) + yieldEvery
 		}
 		start := len(out.Idx)
 		if u := oldOf[v]; u >= 0 {
@@ -59,9 +61,12 @@ func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u in
 		row = sortRow(&out, start, row)
 		out.Ptr[v+1] = int64(len(out.Idx))
 	}
-	parallel.Yield(ctx)
-	return &Graph{Out: out, In: transposeRel(&out, n)}, nil
+	return &Graph{Out: out, In: transposeRel(ctx, &out, n)}, nil
 }
+
+// yieldEvery is how many entries Rewrite writes between yields (tens of
+// microseconds).
+const yieldEvery = 16384
 
 // invertRows is the old row of each new one (−1: none), checking that no
 // two old rows become one.
@@ -135,7 +140,7 @@ func sortRow(c *CSR, start int, buf []Edge) []Edge {
 // transposeRel is c's other direction over n vertices, weights and
 // relations along: row d lists its sources ascending and, for one source,
 // in c's row order, which is how Build orders the in rows.
-func transposeRel(c *CSR, n int) CSR {
+func transposeRel(ctx context.Context, c *CSR, n int) CSR {
 	t := CSR{Ptr: make([]int64, n+1), Idx: make([]int32, len(c.Idx)), W: make([]float32, len(c.Idx)), Rel: make([]int32, len(c.Idx))}
 	for _, d := range c.Idx {
 		t.Ptr[d+1]++
@@ -144,7 +149,12 @@ func transposeRel(c *CSR, n int) CSR {
 		t.Ptr[v+1] += t.Ptr[v]
 	}
 	fill := slices.Clone(t.Ptr[:n])
+	next := int64(0)
 	for v := range n {
+		if c.Ptr[v] >= next {
+			parallel.Yield(ctx)
+			next = c.Ptr[v] + yieldEvery
+		}
 		for p := c.Ptr[v]; p < c.Ptr[v+1]; p++ {
 			d := c.Idx[p]
 			q := fill[d]

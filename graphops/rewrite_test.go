@@ -115,3 +115,25 @@ func TestRewriteRefusesBadRows(t *testing.T) {
 		t.Error("an entry kept as a vertex outside: no error")
 	}
 }
+
+// An old graph without relation ids reads as relation 0 throughout.
+func TestRewriteWithoutRelations(t *testing.T) {
+	old, err := Build(3, []Edge{{Src: 0, Dst: 2, W: 1}, {Src: 2, Dst: 1, W: 2}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Out.Rel = nil
+	keep := func(u int, p int64) (int32, bool) { return old.Out.Idx[p], true }
+	added := []Edge{{Src: 0, Dst: 1, W: 3, Rel: 1}}
+	got, err := Rewrite(context.Background(), &old.Out, 3, []int32{0, 1, 2}, keep, added)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Build(3, []Edge{{Src: 0, Dst: 2, W: 1}, {Src: 2, Dst: 1, W: 2}, {Src: 0, Dst: 1, W: 3, Rel: 1}}, true)
+	if !sameCSR(&got.Out, &want.Out) || !sameCSR(&got.In, &want.In) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if g, err := Rewrite(context.Background(), &CSR{Ptr: []int64{0}}, 0, nil, keep, nil); err != nil || g.Out.N() != 0 || g.In.N() != 0 {
+		t.Errorf("an empty graph: %+v, %v", g, err)
+	}
+}

@@ -93,8 +93,9 @@ type Options struct {
 	// and applying its batches; not while the log syncs): a server shares
 	// it with the decoding of its write requests, so that the write work
 	// together takes at most the gate's cores and queries keep the rest.
-	// A commit holds one place, so its own parallel work runs on one
-	// goroutine.
+	// A commit holds one place: its analysis runs on one goroutine
+	// (parallel.Workers) and its long loops yield the core to waiting
+	// goroutines (parallel.Yield).
 	CPU Gate
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).

@@ -21,3 +21,12 @@ func TestWorkersFollowTheContext(t *testing.T) {
 		t.Errorf("bounded above GOMAXPROCS: %d workers, want %d", got, want)
 	}
 }
+
+func TestBackgroundKeepsTheBound(t *testing.T) {
+	ctx := Background(WithWorkers(context.Background(), 1))
+	if got := Workers(ctx); got != 1 {
+		t.Errorf("a background context lost its bound: %d workers", got)
+	}
+	Yield(ctx)                  // gives the core away and comes back
+	Yield(context.Background()) // a no-op
+}

@@ -54,10 +54,14 @@ func normalizeToken(tok []rune) (string, bool) {
 	return string(tok), true
 }
 
+// stopwordMax is the longest stopword's length, at most (all are ASCII;
+// TestStopwordsFit checks both).
+const stopwordMax = 8
+
 // isStopRunes is stopwords[string(tok)] without making the string: a
 // token's strings were most of what analysis allocated.
 func isStopRunes(tok []rune) bool {
-	var b [8]byte // every stopword is shorter, and ASCII
+	var b [stopwordMax]byte
 	if len(tok) > len(b) {
 		return false
 	}

@@ -2,6 +2,7 @@ package lexical
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +23,17 @@ func TestAnalyze(t *testing.T) {
 		got := Analyze(c.in)
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Analyze(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestStopwordsFit(t *testing.T) {
+	for w := range stopwords {
+		if len(w) > stopwordMax || strings.IndexFunc(w, func(r rune) bool { return r >= 0x80 }) >= 0 {
+			t.Errorf("stopword %q is longer than %d bytes or not ASCII: isStopRunes would miss it", w, stopwordMax)
+		}
+		if !isStopRunes([]rune(w)) {
+			t.Errorf("isStopRunes(%q) = false", w)
 		}
 	}
 }
