@@ -360,6 +360,11 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	if err != nil {
 		return err
 	}
+	total := len(added)
+	for _, es := range updated {
+		total += len(es)
+	}
+	added = slices.Grow(added, total-len(added)) // once: these lists can be long
 	for _, u := range ch.Kinds {
 		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
 		for _, e := range updated[u.Kind()] {
