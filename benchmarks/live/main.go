@@ -17,6 +17,10 @@
 // passages as fast as they are acknowledged, and prints the passages per
 // second acknowledged (durable: fsynced). It stops by itself.
 //
+// commits opens the live index that an ingest run left in -work (or
+// -index) and times -ops append commits, then -ops replace commits, of
+// -batch passages each.
+//
 // soak runs a live writer for -duration under a level stream of changes
 // (adds, replaces and deletes balanced) with BM25 queries beside, and
 // prints RSS, Go heap, log and folder sizes every -every: memory and disk
@@ -46,26 +50,27 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		log.Fatal("live: want a mode, equality or ingest, then flags")
+		log.Fatal("live: want a mode (equality, ingest, soak or commits), then flags")
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	src := fs.String("corpus", "", "a gleaner JSONL corpus folder (nodes.jsonl, queries.jsonl)")
 	work := fs.String("work", "", "a scratch folder (replaced)")
 	seed := fs.Uint64("seed", 1, "random seed")
-	ops := fs.Int("ops", 10000, "equality: changes applied")
+	ops := fs.Int("ops", 10000, "equality: changes applied; commits: commits of each kind")
 	duration := fs.Duration("duration", 20*time.Second, "ingest: length of each phase; soak: length of the run")
 	rate := fs.Int("rate", 100, "ingest: queries per second")
 	writers := fs.Int("writers", 4, "ingest: concurrent writing clients")
 	batch := fs.Int("batch", 50, "ingest: passages per write request")
 	ingestRate := fs.Int("ingest-rate", 0, "ingest: passages per second, all writers together (0: as fast as acknowledged)")
 	mentions := fs.Bool("mentions", true, "build (and keep) a mentions graph")
-	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file")
+	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file; commits: of each kind's commits, to this file .append and .replace")
 	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
 	writeCores := fs.Int("write-cores", server.DefaultConfig().WriteCores, "ingest: the server's --write-cores (0: no bound)")
 	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
+	existing := fs.String("index", "", "commits: the live index to commit to (default: the one -work holds)")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || *work == "" {
@@ -74,6 +79,16 @@ func main() {
 	c, err := corpus.Load(*src, corpus.ReadOptions{})
 	if err != nil {
 		log.Fatal(err)
+	}
+	if os.Args[1] == "commits" { // on an index an earlier run left: nothing is built or removed
+		dir := *existing
+		if dir == "" {
+			dir = filepath.Join(*work, "live")
+		}
+		if err := commits(c, dir, *ops, *batch, *seed, *profile); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	os.RemoveAll(*work)
 	base := filepath.Join(*work, "live")

@@ -785,14 +785,16 @@ func (g Gate) Enter() {
 	}
 }
 
-// bound is ctx with its parallel work held to one goroutine, the core a
-// place at g stands for, and yielding that core to waiting goroutines as
-// it goes (a nil Gate: unbounded).
+// bound is ctx for a commit's work: background, yielding its core to
+// waiting goroutines (queries) as it goes, and with its parallel work held
+// to one goroutine, the core a place at g stands for (a nil Gate: as
+// many as there are cores).
 func (g Gate) bound(ctx context.Context) context.Context {
+	ctx = parallel.Background(ctx)
 	if g == nil {
 		return ctx
 	}
-	return parallel.Background(parallel.WithWorkers(ctx, 1))
+	return parallel.WithWorkers(ctx, 1)
 }
 
 // Leave gives the place back.
