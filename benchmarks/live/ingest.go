@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -64,6 +66,11 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	if err != nil {
 		return err
 	}
+	// The index was built in this process: collect its garbage and hand
+	// the memory back now, so the runtime does not do it during the idle
+	// phases (a server opens an index it did not build).
+	runtime.GC()
+	debug.FreeOSMemory()
 	load(cl, queries, rate, 2*time.Second) // warm-up
 	fmt.Printf("\nloopback floor (a handler that answers at once, same client and load): %s\n", load(floor, queries, rate, d))
 	idle := load(cl, queries, rate, d)
