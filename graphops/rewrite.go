@@ -19,8 +19,8 @@ import (
 // Build's edge list, order and parallel sorts were most of its garbage.
 // It yields its core where ctx asks (parallel.Yield).
 func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u int, p int64) (int32, bool), added []Edge) (*Graph, error) {
-	if len(rowOf) != old.N() {
-		return nil, fmt.Errorf("graphops: %d row numbers for %d rows", len(rowOf), old.N())
+	if n < 0 || len(rowOf) != old.N() {
+		return nil, fmt.Errorf("graphops: %d row numbers for %d rows, into %d vertices", len(rowOf), old.N(), n)
 	}
 	for i, e := range added {
 		if e.Src < 0 || int(e.Src) >= n || e.Dst < 0 || int(e.Dst) >= n {

@@ -111,6 +111,9 @@ func TestRewriteRefusesBadRows(t *testing.T) {
 	if _, err := Rewrite(context.Background(), &old.Out, 3, []int32{0, 1, 2}, keep, []Edge{{Src: 0, Dst: 3}}); err == nil {
 		t.Error("an added edge outside the vertices: no error")
 	}
+	if _, err := Rewrite(context.Background(), &old.Out, -1, []int32{-1, -1, -1}, keep, nil); err == nil {
+		t.Error("a negative vertex count: no error")
+	}
 	if _, err := Rewrite(context.Background(), &old.Out, 1, []int32{0, -1, -1}, keep, nil); err == nil {
 		t.Error("an entry kept as a vertex outside: no error")
 	}

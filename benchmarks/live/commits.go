@@ -15,6 +15,9 @@ import (
 // (ingest leaves one of ~100,000 passages in -work). It prints each
 // kind's median and p90 commit time.
 func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile string) error {
+	if n < 1 || batch < 1 {
+		return fmt.Errorf("commits: want -ops and -batch of at least 1, got %d and %d", n, batch)
+	}
 	ctx := context.Background()
 	w, err := openWriter(ctx, dir)
 	if err != nil {

@@ -73,8 +73,8 @@ func main() {
 	existing := fs.String("index", "", "commits: the live index to commit to (default: the one -work holds)")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
-	if *src == "" || *work == "" {
-		log.Fatal("live: -corpus and -work are required")
+	if *src == "" || (*work == "" && (os.Args[1] != "commits" || *existing == "")) {
+		log.Fatal("live: -corpus and -work (or, for commits, -index) are required")
 	}
 	c, err := corpus.Load(*src, corpus.ReadOptions{})
 	if err != nil {
