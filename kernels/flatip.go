@@ -24,6 +24,17 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 	if err := checkFlatArgs(X, n, d, Q, nq, k); err != nil {
 		return nil, err
 	}
+	return flatScan(ctx, n, k, workers, Q, nq, func(start, rows int, Q []float32, nq int, out []float32) {
+		dotBlock(X[start*d:(start+rows)*d], rows, d, Q, nq, out)
+	})
+}
+
+// blockScorer writes the scores of rows [start, start+rows) against the nq
+// queries in Q into out[q*rows+r].
+type blockScorer func(start, rows int, Q []float32, nq int, out []float32)
+
+// flatScan is the parallel scan of FlatIP over n rows scored by score.
+func flatScan(ctx context.Context, n, k, workers int, Q []float32, nq int, score blockScorer) ([][]Hit, error) {
 	k = min(k, n) // more than n hits cannot exist
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -37,7 +48,7 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			partial[w], errs[w] = flatScanRange(ctx, X, lo, hi, d, Q, nq, k)
+			partial[w], errs[w] = flatScanRange(ctx, lo, hi, Q, nq, k, score)
 		}()
 	}
 	wg.Wait()
@@ -70,7 +81,7 @@ func checkFlatArgs(X []float32, n, d int, Q []float32, nq, k int) error {
 }
 
 // flatScanRange scores rows [lo, hi) and returns each query's top k.
-func flatScanRange(ctx context.Context, X []float32, lo, hi, d int, Q []float32, nq, k int) ([][]Hit, error) {
+func flatScanRange(ctx context.Context, lo, hi int, Q []float32, nq, k int, score blockScorer) ([][]Hit, error) {
 	heaps := make([]*TopK, nq)
 	for q := range heaps {
 		heaps[q] = NewTopK(k)
@@ -83,7 +94,7 @@ func flatScanRange(ctx context.Context, X []float32, lo, hi, d int, Q []float32,
 			}
 		}
 		rows := min(flatBlockRows, hi-start)
-		dotBlock(X[start*d:(start+rows)*d], rows, d, Q, nq, scores)
+		score(start, rows, Q, nq, scores)
 		for q, h := range heaps {
 			pushBlock(h, scores[q*rows:q*rows+rows], int32(start))
 		}

@@ -41,6 +41,13 @@ func (*Backend) DotRows(X []float32, d int, ids []int32, q, out []float32) {
 	kernels.DotRows(X, d, ids, q, out)
 }
 
+// SearchQuantized implements engine.QuantSearcher with
+// kernels.SearchQuantized: its rescoring is FlatIP's arithmetic, so the
+// scores equal this backend's exact search.
+func (*Backend) SearchQuantized(ctx context.Context, m *engine.QuantRows, X, q []float32, nq, k, candidates int) ([][]engine.Hit, error) {
+	return kernels.SearchQuantized(ctx, m, X, q, nq, k, candidates, 0)
+}
+
 // buffer is host memory holding exactly one of the slices.
 type buffer struct {
 	f32   []float32

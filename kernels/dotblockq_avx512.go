@@ -1,0 +1,107 @@
+//go:build cgo && amd64 && !purego
+
+package kernels
+
+/*
+#cgo CFLAGS: -O3
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Sixteen quantized values as float32 lanes (see dotblockq_avx2.go).
+__attribute__((target("avx512f")))
+static inline __m512 ld16_i8(const int8_t* p) {
+	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)p)));
+}
+__attribute__((target("avx512f")))
+static inline __m512 ld16_bf16(const uint16_t* p) {
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)p)), 16));
+}
+static inline float one512_i8(int8_t v) { return (float)v; }
+static inline float one512_bf16(uint16_t v) { union { uint32_t u; float f; } c; c.u = (uint32_t)v << 16; return c.f; }
+
+// tile of R rows x Q queries, one 16-lane accumulator per (row, query) and
+// the same summation in every shape; each row's lanes are converted once
+// per tile and reused for its Q queries.
+#define QTILE512(NAME, T, R, Q) \
+__attribute__((target("avx512f"))) \
+static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* out, int rows) { \
+	__m512 acc[R][Q]; \
+	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) acc[r][c] = _mm512_setzero_ps(); \
+	int j = 0; \
+	for (; j + 16 <= d; j += 16) { \
+		__m512 qv[Q]; \
+		for (int c = 0; c < Q; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j); \
+		for (int r = 0; r < R; r++) { \
+			__m512 xr = ld16_##NAME(x + (size_t)r * d + j); \
+			for (int c = 0; c < Q; c++) acc[r][c] = _mm512_fmadd_ps(xr, qv[c], acc[r][c]); \
+		} \
+	} \
+	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) { \
+		float s = _mm512_reduce_add_ps(acc[r][c]); \
+		for (int t = j; t < d; t++) s += one512_##NAME(x[(size_t)r * d + t]) * q[(size_t)c * d + t]; \
+		out[(size_t)c * rows + r] = s; \
+	} \
+}
+
+#define QBLOCK512(NAME, T) \
+QTILE512(NAME, T, 4, 4) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 8, 1) QTILE512(NAME, T, 1, 1) \
+static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int nq, float* out) { \
+	int q = 0; \
+	for (; q + 4 <= nq; q += 4) { \
+		const float* qq = Q + (size_t)q * d; \
+		float* o = out + (size_t)q * rows; \
+		int r = 0; \
+		for (; r + 4 <= rows; r += 4) q512_##NAME##_4x4(X + (size_t)r * d, d, qq, o + r, rows); \
+		for (; r < rows; r++) q512_##NAME##_1x4(X + (size_t)r * d, d, qq, o + r, rows); \
+	} \
+	for (; q < nq; q++) { \
+		const float* qq = Q + (size_t)q * d; \
+		float* o = out + (size_t)q * rows; \
+		int r = 0; \
+		for (; r + 8 <= rows; r += 8) q512_##NAME##_8x1(X + (size_t)r * d, d, qq, o + r, rows); \
+		for (; r < rows; r++) q512_##NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
+	} \
+}
+QBLOCK512(i8, int8_t)
+QBLOCK512(bf16, uint16_t)
+*/
+import "C"
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+func init() {
+	if !cpu.X86.HasAVX512F {
+		return
+	}
+	dotQImpls["avx512"] = dotQImpl{dotBlockI8AVX512, dotBlockBF16AVX512}
+	if os.Getenv("GLEANER_DOT") != "avx2" { // as dotBlock's choice
+		dotBlockI8, dotBlockBF16 = dotBlockI8AVX512, dotBlockBF16AVX512
+	}
+}
+
+// dotBlockI8AVX512 is the AVX-512 fast path of dotBlockI8 (the slices are
+// only read or written during the call).
+func dotBlockI8AVX512(X []int8, rows, d int, Q []float32, nq int, out []float32) {
+	if rows == 0 || nq == 0 {
+		return
+	}
+	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
+	C.dot_block512_i8((*C.int8_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// dotBlockBF16AVX512 is the AVX-512 fast path of dotBlockBF16.
+func dotBlockBF16AVX512(X []uint16, rows, d int, Q []float32, nq int, out []float32) {
+	if rows == 0 || nq == 0 {
+		return
+	}
+	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
+	C.dot_block512_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
