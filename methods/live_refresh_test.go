@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
@@ -50,6 +51,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	buildStep(t, dir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
 	buildStep(t, dir, ketrag.Section, "ner", "titles", "beta", "0.5")
 	buildStep(t, dir, "knn", "k-lex", "2")
+	buildStep(t, dir, retrieve.SectionQuantized, "quantize", "int8")
 
 	var logs bytes.Buffer
 	o := live.DefaultOptions(slog.New(slog.NewTextHandler(&logs, nil)))
@@ -69,7 +71,10 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	if _, err := testindex.NewMethod(w.Index(), "nexusrag"); !errors.Is(err, index.ErrNotBuilt) {
 		t.Fatalf("nexusrag on a stale Tri-Graph: %v, want a stale error", err)
 	}
-	all := []string{retrieve.SectionHNSW, ketrag.Section, trigraph.Section, index.KindLabel("knn")}
+	if _, err := retrieve.QuantizedOf(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("quantized vectors after a change: %v, want a stale error", err)
+	}
+	all := []string{retrieve.SectionHNSW, ketrag.Section, retrieve.SectionQuantized, trigraph.Section, index.KindLabel("knn")}
 	if got := w.Index().Refreshable(); !slices.Equal(got, all) {
 		t.Fatalf("refreshable %v", got)
 	}
@@ -88,7 +93,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	live1, hnsw1 := sectionsOf(t, w.Index())
-	ket1, knn1 := ketragOf(t, w.Index()), w.Index().KindEdges("knn")
+	ket1, knn1, q1 := ketragOf(t, w.Index()), w.Index().KindEdges("knn"), quantizedOf(t, w.Index())
 	if len(knn1) == 0 || w.Index().Meta.StaleKind("knn") {
 		t.Fatalf("after the refresh: %d knn edges, stale %v", len(knn1), w.Index().Meta.StaleKind("knn"))
 	}
@@ -105,7 +110,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 		t.Fatalf("saved index stale: %+v", saved.Meta.Stale)
 	}
 	savedTG, savedHNSW := sectionsOf(t, saved)
-	savedKet, savedKNN := ketragOf(t, saved), saved.KindEdges("knn")
+	savedKet, savedKNN, savedQ := ketragOf(t, saved), saved.KindEdges("knn"), quantizedOf(t, saved)
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
@@ -114,6 +119,7 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	buildStep(t, copyDir, retrieve.SectionHNSW, "m", "8", "ef-construction", "40")
 	buildStep(t, copyDir, ketrag.Section, "ner", "titles", "beta", "0.5")
 	buildStep(t, copyDir, "knn", "k-lex", "2")
+	buildStep(t, copyDir, retrieve.SectionQuantized, "quantize", "int8")
 	built := testindex.Open(t, copyDir)
 	builtTG, builtHNSW := sectionsOf(t, built)
 	builtKet := ketragOf(t, built)
@@ -123,7 +129,8 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	}{{"refreshed vs saved tri-graph", live1, savedTG}, {"saved vs built tri-graph", savedTG, builtTG},
 		{"refreshed vs saved hnsw", hnsw1, savedHNSW}, {"saved vs built hnsw", savedHNSW, builtHNSW},
 		{"refreshed vs saved ketrag", ket1, savedKet}, {"saved vs built ketrag", savedKet, builtKet},
-		{"refreshed vs saved knn", knn1, savedKNN}, {"saved vs built knn", savedKNN, built.KindEdges("knn")}} {
+		{"refreshed vs saved knn", knn1, savedKNN}, {"saved vs built knn", savedKNN, built.KindEdges("knn")},
+		{"refreshed vs saved quantized", q1, savedQ}, {"saved vs built quantized", savedQ, quantizedOf(t, built)}} {
 		if !reflect.DeepEqual(s.a, s.b) {
 			t.Errorf("%s differ", s.name)
 		}
@@ -140,6 +147,19 @@ func ketragOf(t *testing.T, ix *index.Index) any {
 	c := *k
 	c.Meta.BuildSeconds = 0 // the one field a build may differ in
 	return c
+}
+
+// quantizedOf is the index's quantized vectors, copied out of its mapping.
+func quantizedOf(t *testing.T, ix *index.Index) engine.QuantRows {
+	t.Helper()
+	m, err := retrieve.QuantizedOf(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.N != ix.N() {
+		t.Fatalf("quantized %d rows for %d nodes", m.N, ix.N())
+	}
+	return engine.QuantRows{Kind: m.Kind, N: m.N, D: m.D, I8: slices.Clone(m.I8), Scale: slices.Clone(m.Scale), BF16: slices.Clone(m.BF16)}
 }
 
 // sectionsOf is the index's Tri-Graph arrays and HNSW graph, comparable.

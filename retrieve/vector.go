@@ -22,12 +22,18 @@ const (
 	SearchAuto  = "auto"  // the HNSW graph when the index has one and is large enough for it to pay, else exact
 	SearchExact = "exact" // every vector scored (on the backend)
 	SearchHNSW  = "hnsw"  // the HNSW graph; an index without one is an error
+	// SearchQuantized scans the index's quantized vectors and rescores the
+	// best candidates exactly; an index without them is an error.
+	SearchQuantized = "quantized"
 )
 
 // VectorOptions configure method vector.
 type VectorOptions struct {
-	Search string // search: SearchAuto, SearchExact or SearchHNSW
+	Search string // search: SearchAuto, SearchExact, SearchHNSW or SearchQuantized
 	Ef     int    // ef: candidates an HNSW search keeps (raised to k)
+	// Rescore: a quantized scan keeps Rescore·k candidates per query and
+	// scores them again over the float32 vectors.
+	Rescore int
 }
 
 // DefaultVector searches the HNSW graph when there is one, keeping 1536
@@ -35,12 +41,17 @@ type VectorOptions struct {
 // 0.95 on the scale benchmark's dev questions at 10⁵ passages
 // (benchmarks/ann); LSA question vectors are far from every passage,
 // which makes the graph walk long.
-func DefaultVector() VectorOptions { return VectorOptions{Search: SearchAuto, Ef: 1536} }
+//
+// A quantized scan rescores 4·k candidates: recall@10 against exact search
+// was 1.000 at int8 and bf16 on the peer benchmark's 10⁶ seeded vectors
+// (benchmarks/peers) and on the scale benchmark's dev questions.
+func DefaultVector() VectorOptions { return VectorOptions{Search: SearchAuto, Ef: 1536, Rescore: 4} }
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else exact), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
+	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, else exact), exact, hnsw or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
+	p.Int(&o.Rescore, "rescore", "quantized search: candidates per hit scored again over the float32 vectors (rescore·k in all); more finds more of the exact top k, slower", Within(1, maxRescore))
 }
 
 func init() {
@@ -49,18 +60,29 @@ func init() {
 		New: func(ix *index.Index, env Env, o VectorOptions) (Method, error) { return NewVector(ix, env.Backend, o) }}))
 }
 
+// maxRescore bounds Rescore: past it a quantized scan is slower than the
+// exact one it stands for.
+const maxRescore = 1024
+
 // Vector is dense search (O_vs) over the index's vector matrix: exact on
 // the backend (engine.FlatIPOp), or approximate on the index's HNSW graph
-// (on the CPU backend its scores equal exact search's, so only which nodes
-// are found can differ). A filtered query is always exact.
+// or over its quantized vectors (on the CPU backend their scores equal
+// exact search's, so only which nodes are found can differ). A filtered
+// query is always exact.
 type Vector struct {
-	ix  *index.Index
-	be  engine.Backend
-	g   *hnsw.Graph // nil: exact
-	ef  int
-	dot hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
-	// always walks the graph whatever the index's size (search hnsw);
-	// search auto walks it only where that pays (graphPays).
+	ix *index.Index
+	be engine.Backend
+	g  *hnsw.Graph // nil: exact
+	ef int
+	// quant, with qs, scans the quantized vectors where the graph is not
+	// walked; nil: exact.
+	quant   *engine.QuantRows
+	qs      engine.QuantSearcher
+	rescore int
+	dot     hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
+	// always walks the graph, or scans the quantized vectors, whatever the
+	// index's size (search hnsw, quantized); search auto uses them only
+	// where that pays (graphPays, quantPays).
 	always bool
 }
 
@@ -84,7 +106,36 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	return &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search == SearchHNSW}, nil
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search == SearchHNSW || o.Search == SearchQuantized, rescore: o.Rescore}
+	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// quantizedFor is the quantized scan a search mode uses: under
+// SearchQuantized the index's quantized vectors (an error without them or
+// on a backend that cannot scan them), under SearchAuto those when the
+// index has them and the backend can scan them, else none.
+func quantizedFor(ix *index.Index, be engine.Backend, search string) (*engine.QuantRows, engine.QuantSearcher, error) {
+	if search != SearchQuantized && search != SearchAuto {
+		return nil, nil, nil
+	}
+	qs := engine.QuantSearcherOf(be)
+	if qs == nil {
+		if search == SearchQuantized {
+			return nil, nil, fmt.Errorf("vector: search quantized: the %s backend cannot scan quantized vectors (the cpu backend can)", be.Name())
+		}
+		return nil, nil, nil
+	}
+	m, err := QuantizedOf(ix)
+	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, qs, nil
 }
 
 // Name implements Method.
@@ -130,7 +181,13 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 	if m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))) {
 		return m.searchGraph(ctx, batch, empty, k)
 	}
-	hits, err := DenseTopK(ctx, m.be, m.ix, batch, len(qs), k)
+	var hits [][]Hit
+	var err error
+	if m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))) {
+		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(qs), k, m.candidates(k))
+	} else {
+		hits, err = DenseTopK(ctx, m.be, m.ix, batch, len(qs), k)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +215,22 @@ func (m *Vector) filtered(ctx context.Context, qs []Query, k int) ([][]Hit, erro
 		out[i] = st.Ranking(sc, k)
 	}
 	return out, nil
+}
+
+// quantPays says whether a quantized scan that rescores c candidates
+// beats the exact scan of n float32 vectors: on 256 dimensions and 2
+// cores (kernels' benchmark sweep) the int8 scan broke even near n = 50·c
+// at 40 candidates and n = 80·c at 400, its rescoring and larger heaps
+// costing what the smaller reads save; search auto scans it from n = 64·c.
+func quantPays(n, c int) bool { return n >= 64*c }
+
+// candidates is how many rows a quantized scan rescores for k hits:
+// rescore·k, at most every node (k may be huge).
+func (m *Vector) candidates(k int) int {
+	if n := m.ix.N(); k >= n/m.rescore {
+		return n
+	}
+	return m.rescore * k
 }
 
 // searchGraph answers each embedded query (row-major in batch) on the

@@ -22,11 +22,13 @@ import (
 	"github.com/gleaner-rag/gleaner/models/headtrain"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/transformer"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 type indexFlags struct {
 	out, embedder, vectors, metric string
 	biEncoder, pooling, tokenizer  string
+	quantize                       string
 	dims, lsaSample                int
 	seed                           uint64
 	k1, b                          float64
@@ -56,6 +58,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.StringVar(&f.biEncoder, "bi-encoder", "", "embed nodes with this transformer folder (tokenizer.json, config.json, model.safetensors) instead of LSA")
 	fl.StringVar(&f.pooling, "pooling", "mean", "bi-encoder pooling: mean or cls")
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "tokenizer.json of a cross-encoder: tokenize node texts once now and store the ids, so reranking only tokenizes queries")
+	fl.StringVar(&f.quantize, "quantize", "", "also store the vectors quantized, bf16 (half the bytes) or int8 (a quarter), which method vector scans and rescores exactly (see 'gleaner graph build --kind quantized')")
 	fl.IntVar(&f.dims, "dims", lsa.Dims, "LSA dimensions")
 	fl.Uint64Var(&f.seed, "seed", lsa.Seed, "LSA random seed")
 	fl.IntVar(&f.lsaSample, "lsa-sample", lsa.SampleDocs, "fit LSA on a seeded sample of this many passages when the corpus has more (0: on every passage); every passage is still embedded")
@@ -73,6 +76,10 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	}
 	if err := store.CheckTarget(f.out); err != nil { // before loading and building
 		return fmt.Errorf("-o %s: %w", f.out, err)
+	}
+	quantize, err := quantizeStep(f.quantize)
+	if err != nil {
+		return err
 	}
 	c, err := corpus.Load(dir, corpus.ReadOptions{SkipInvalid: f.skip, Logger: g.log})
 	if err != nil {
@@ -103,6 +110,12 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 			return nil
 		}))
 	}
+	if quantize != nil {
+		opts = append(opts, index.WithFinish(func(ctx context.Context, staged string) error {
+			_, err := retrieve.Build(ctx, retrieve.BuildEnv{Backend: g.be, Logger: g.log}, staged, quantize)
+			return err
+		}))
+	}
 	if f.trainHead {
 		opts = append(opts, index.WithHead(index.DefaultHeadOptions())) // a failure is an error here
 	} else {
@@ -117,6 +130,22 @@ func runIndex(cmd *cobra.Command, g *globals, f *indexFlags, dir string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "indexed %d nodes, %d edges into %s in %v\n", nodes, edges, f.out, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// quantizeStep is the build step --quantize asks for, checked before the
+// build starts; nil for none.
+func quantizeStep(kind string) (*retrieve.Config, error) {
+	if kind == "" {
+		return nil, nil
+	}
+	cfg, err := retrieve.NewBuildConfig(retrieve.SectionQuantized)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Set("quantize", kind); err != nil {
+		return nil, fmt.Errorf("--quantize: %w", err)
+	}
+	return cfg, cfg.Validate()
 }
 
 func newIndexInfo() *cobra.Command {
