@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Peer comparisons, each in one run on the same input:
 #   - exact top-10 flat search: gleaner vs FAISS IndexFlatIP (Debian python3-faiss)
-#     and numpy + OpenBLAS sgemm, on a seeded random N x D float32 matrix;
+#     and numpy + OpenBLAS sgemm, on a seeded random N x D float32 matrix, at each
+#     batch size in BATCHES, beside one streaming read of the matrix (the floor);
+#   - quantized top-10 search on the same matrix: gleaner int8 / bf16 with exact
+#     rescoring vs FAISS IndexScalarQuantizer SQ8 / fp16, alone and under
+#     IndexRefineFlat (the same rescoring);
 #   - BM25 top-100 on BEIR SciFact: gleaner vs bleve v2 (BM25, English analyzer,
 #     k1 = 0.9, b = 0.4), with both runs scored by `gleaner eval`.
-# Usage: bash benchmarks/peers/run.sh   (N=1000000 D=384 REPS=15 by default)
+# Usage: bash benchmarks/peers/run.sh   (N=1000000 D=384 REPS=15 BATCHES=1,64 by default;
+#        the batch sweep: BATCHES=1,2,4,8,16,32,64,128,256 REPS=5)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
-N=${N:-1000000} D=${D:-384} REPS=${REPS:-15}
+N=${N:-1000000} D=${D:-384} REPS=${REPS:-15} BATCHES=${BATCHES:-1,64}
 SHARED=../shared/datasets
 
 need=()
@@ -26,7 +31,7 @@ go build -o "$work/gleanerpeer" ./benchmarks/peers/gleanerpeer
 (cd benchmarks/peers/blevepeer && go build -o "$work/blevepeer" .)
 
 echo "flat search: generating $N x $D and timing gleaner" >&2
-"$work/gleanerpeer" flat -dir "$work" -n "$N" -d "$D" -reps "$REPS" > "$work/gleaner_flat.json"
+"$work/gleanerpeer" flat -dir "$work" -n "$N" -d "$D" -reps "$REPS" -batches "$BATCHES" > "$work/gleaner_flat.json"
 echo "flat search: timing FAISS and numpy" >&2
 # Debian's OpenBLAS picks its kernels itself when these are unset (see environment notes);
 # FAISS runs with passive OpenMP waiting, its fastest setup here.

@@ -2,7 +2,9 @@
 // benchmarks/peers/run.sh.
 //
 //	gleanerpeer flat -dir D -n 1000000 -d 384   writes D/x.npy and D/q.npy (seeded), then
-//	                                            times exact top-10 search at batch 1 and 64
+//	                                            times one streaming read of the matrix, exact
+//	                                            top-10 search at each -batches size, and the
+//	                                            bf16 and int8 searches with exact rescoring
 //	gleanerpeer bm25 -index I -queries Q        times BM25 top-100 over the queries
 //
 // Each prints one JSON object with median times and the top results, so
@@ -18,11 +20,17 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/kernels"
 )
@@ -85,37 +93,134 @@ func flat(args []string) error {
 	n := fs.Int("n", 1_000_000, "rows")
 	d := fs.Int("d", 384, "dimensions")
 	reps := fs.Int("reps", 15, "timed repetitions")
+	batchList := fs.String("batches", "1,64", "query batch sizes, comma-separated (at most 256)")
+	candidates := fs.Int("candidates", 40, "quantized search: candidates rescored exactly per query")
 	fs.Parse(args)
-	X, Q := random(*n**d, 11), random(64**d, 12)
+	batches, err := parseBatches(*batchList)
+	if err != nil {
+		return err
+	}
+	X, Q := random(*n**d, 11), random(256**d, 12)
 	if err := writeNPY(filepath.Join(*dir, "x.npy"), X, *n, *d); err != nil {
 		return err
 	}
-	if err := writeNPY(filepath.Join(*dir, "q.npy"), Q, 64, *d); err != nil {
+	if err := writeNPY(filepath.Join(*dir, "q.npy"), Q, 256, *d); err != nil {
 		return err
 	}
-	out := map[string]any{"impl": kernels.DotBlockImpl(), "n": *n, "d": *d}
-	for _, batch := range []int{1, 64} {
-		var times []float64
-		var res [][]kernels.Hit
-		for r := 0; r < *reps; r++ {
-			start := time.Now()
-			h, err := kernels.FlatIP(context.Background(), X, *n, *d, Q, batch, 10, 0)
-			if err != nil {
-				return err
-			}
-			times = append(times, time.Since(start).Seconds())
-			res = h
+	out := map[string]any{"impl": kernels.DotBlockImpl(), "n": *n, "d": *d, "batches": batches, "candidates": *candidates}
+	out["floor_s"] = median(timeReps(*reps, func() error { streamRead(X); return nil }))
+	quant := map[string]*kernels.QuantRows{}
+	for _, kind := range engine.QuantKinds() {
+		start := time.Now()
+		if quant[kind], err = kernels.Quantize(X, *n, *d, kind); err != nil {
+			return err
 		}
-		ids := make([][]int32, len(res))
-		for i, hs := range res {
-			for _, h := range hs {
-				ids[i] = append(ids[i], h.Index)
-			}
-		}
+		out["quantize_"+kind+"_s"] = time.Since(start).Seconds()
+		out[kind+"_bytes"] = quant[kind].Bytes()
+	}
+	ctx := context.Background()
+	for _, batch := range batches {
+		var exact [][]kernels.Hit
+		times := timeReps(*reps, func() (err error) {
+			exact, err = kernels.FlatIP(ctx, X, *n, *d, Q, batch, 10, 0)
+			return err
+		})
 		out[fmt.Sprintf("batch%d_median_s", batch)] = median(times)
-		out[fmt.Sprintf("batch%d_ids", batch)] = ids
+		out[fmt.Sprintf("batch%d_ids", batch)] = hitIDs(exact)
+		for _, kind := range engine.QuantKinds() {
+			var got [][]kernels.Hit
+			times := timeReps(*reps, func() (err error) {
+				got, err = kernels.SearchQuantized(ctx, quant[kind], X, Q, batch, 10, *candidates, 0)
+				return err
+			})
+			out[fmt.Sprintf("%s_batch%d_median_s", kind, batch)] = median(times)
+			out[fmt.Sprintf("%s_batch%d_recall", kind, batch)] = recall(got, exact)
+		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// parseBatches reads -batches.
+func parseBatches(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 || b > 256 {
+			return nil, fmt.Errorf("-batches: %q is not a batch size in 1..256", f)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// timeReps runs fn reps times and returns each run's seconds.
+func timeReps(reps int, fn func() error) []float64 {
+	var times []float64
+	for r := 0; r < reps; r++ {
+		start := time.Now()
+		if err := fn(); err != nil {
+			fmt.Fprintln(os.Stderr, "gleanerpeer:", err)
+			os.Exit(1)
+		}
+		times = append(times, time.Since(start).Seconds())
+	}
+	return times
+}
+
+// streamRead reads every byte of X once, split over the cores as the scan
+// splits its rows: the memory floor of a batch-1 scan.
+func streamRead(X []float32) uint64 {
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&X[0])), len(X)/2)
+	workers := runtime.GOMAXPROCS(0)
+	sums := make([]uint64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		part := words[w*len(words)/workers : (w+1)*len(words)/workers]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a, b, c, e uint64
+			i := 0
+			for ; i+4 <= len(part); i += 4 {
+				a, b, c, e = a^part[i], b^part[i+1], c^part[i+2], e^part[i+3]
+			}
+			sums[w] = a ^ b ^ c ^ e
+		}()
+	}
+	wg.Wait()
+	var x uint64
+	for _, s := range sums {
+		x ^= s
+	}
+	return x
+}
+
+func hitIDs(res [][]kernels.Hit) [][]int32 {
+	ids := make([][]int32, len(res))
+	for i, hs := range res {
+		for _, h := range hs {
+			ids[i] = append(ids[i], h.Index)
+		}
+	}
+	return ids
+}
+
+// recall is the share of the exact top-k rows got found.
+func recall(got, exact [][]kernels.Hit) float64 {
+	found, total := 0, 0
+	for q := range exact {
+		in := map[int32]bool{}
+		for _, h := range got[q] {
+			in[h.Index] = true
+		}
+		for _, h := range exact[q] {
+			total++
+			if in[h.Index] {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(max(total, 1))
 }
 
 func bm25(args []string) error {
