@@ -30,6 +30,8 @@ def main(work):
         print(f"{'batch':>5} {'gleaner '+ours+' ms':>17} {'recall':>7} {'faiss '+theirs+' ms':>15} {'recall':>7} "
               f"{'faiss '+theirs+'+refine ms':>22} {'recall':>7} {'refine/gleaner':>15} {'f32/'+ours:>9}")
         for b in batches:
+            if f"faiss_{theirs}_batch{b}_median_s" not in p:
+                continue  # past SQ_MAX_BATCH
             exact = g[f"batch{b}_ids"]
             gt, gr = g[f"{ours}_batch{b}_median_s"], g[f"{ours}_batch{b}_recall"]
             st, sr = p[f"faiss_{theirs}_batch{b}_median_s"], agreement(p[f"faiss_{theirs}_batch{b}_ids"], exact)

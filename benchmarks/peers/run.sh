@@ -9,11 +9,12 @@
 #   - BM25 top-100 on BEIR SciFact: gleaner vs bleve v2 (BM25, English analyzer,
 #     k1 = 0.9, b = 0.4), with both runs scored by `gleaner eval`.
 # Usage: bash benchmarks/peers/run.sh   (N=1000000 D=384 REPS=15 BATCHES=1,64 by default;
-#        the batch sweep: BATCHES=1,2,4,8,16,32,64,128,256 REPS=5)
+#        the batch sweep: BATCHES=1,2,4,8,16,32,64,128,256 REPS=5 SQ_MAX_BATCH=16;
+#        FAISS's scalar quantizers run at the batches up to SQ_MAX_BATCH)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
-N=${N:-1000000} D=${D:-384} REPS=${REPS:-15} BATCHES=${BATCHES:-1,64}
+N=${N:-1000000} D=${D:-384} REPS=${REPS:-15} BATCHES=${BATCHES:-1,64} SQ_MAX_BATCH=${SQ_MAX_BATCH:-64}
 SHARED=../shared/datasets
 
 need=()
@@ -35,7 +36,7 @@ echo "flat search: generating $N x $D and timing gleaner" >&2
 echo "flat search: timing FAISS and numpy" >&2
 # Debian's OpenBLAS picks its kernels itself when these are unset (see environment notes);
 # FAISS runs with passive OpenMP waiting, its fastest setup here.
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive /usr/bin/python3 benchmarks/peers/flat_peer.py faiss "$work" "$REPS" > "$work/peer_faiss.json"
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive /usr/bin/python3 benchmarks/peers/flat_peer.py faiss "$work" "$REPS" "$SQ_MAX_BATCH" > "$work/peer_faiss.json"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 benchmarks/peers/flat_peer.py numpy "$work" "$REPS" > "$work/peer_numpy.json"
 /usr/bin/python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a.update(json.load(open(sys.argv[2]))); json.dump(a, open(sys.argv[3], "w"))' \
   "$work/peer_faiss.json" "$work/peer_numpy.json" "$work/peer_flat.json"
