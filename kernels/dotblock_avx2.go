@@ -16,6 +16,11 @@ static inline float hsum256(__m256 v) {
 	return _mm_cvtss_f32(lo);
 }
 
+// In every tile (and the quantized ones) the dimensions past the last full
+// vector are summed by explicit fused multiply-adds: left as s += x*q, GCC
+// vectorizes the products of some tiles and not others, rounding them
+// apart, and a query's scores would change with the tile shape.
+//
 // tile of R rows x 2 queries (R = 4 or 1): 8 accumulators keep both FMA
 // ports busy while each loaded row vector is reused for two queries.
 #define TILE(R) \
@@ -34,7 +39,7 @@ static void tile##R##x2(const float* x, int d, const float* q0, const float* q1,
 	} \
 	for (int r = 0; r < R; r++) { \
 		float s0 = hsum256(a0[r]), s1 = hsum256(a1[r]); \
-		for (int t = j; t < d; t++) { s0 += x[(size_t)r * d + t] * q0[t]; s1 += x[(size_t)r * d + t] * q1[t]; } \
+		for (int t = j; t < d; t++) { s0 = __builtin_fmaf(x[(size_t)r * d + t], q0[t], s0); s1 = __builtin_fmaf(x[(size_t)r * d + t], q1[t], s1); } \
 		o0[r] = s0; o1[r] = s1; \
 	} \
 }
@@ -56,7 +61,7 @@ static void tile##R##x1(const float* x, int d, const float* q0, float* o0) { \
 	} \
 	for (int r = 0; r < R; r++) { \
 		float s0 = hsum256(a0[r]); \
-		for (int t = j; t < d; t++) s0 += x[(size_t)r * d + t] * q0[t]; \
+		for (int t = j; t < d; t++) s0 = __builtin_fmaf(x[(size_t)r * d + t], q0[t], s0); \
 		o0[r] = s0; \
 	} \
 }

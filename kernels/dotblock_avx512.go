@@ -26,7 +26,7 @@ static void t512_##R##x##Q(const float* x, int d, const float* q, float* out, in
 	} \
 	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) { \
 		float s = _mm512_reduce_add_ps(acc[r][c]); \
-		for (int t = j; t < d; t++) s += x[(size_t)r * d + t] * q[(size_t)c * d + t]; \
+		for (int t = j; t < d; t++) s = __builtin_fmaf(x[(size_t)r * d + t], q[(size_t)c * d + t], s); \
 		out[(size_t)c * rows + r] = s; \
 	} \
 }

@@ -50,7 +50,7 @@ static void NAME##_##R##x##Q(const T* x, int d, const float* q, float* out, int 
 	} \
 	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) { \
 		float s = qhsum256(acc[r][c]); \
-		for (int t = j; t < d; t++) s += one_##NAME(x[(size_t)r * d + t]) * q[(size_t)c * d + t]; \
+		for (int t = j; t < d; t++) s = __builtin_fmaf(one_##NAME(x[(size_t)r * d + t]), q[(size_t)c * d + t], s); \
 		out[(size_t)c * rows + r] = s; \
 	} \
 }
@@ -76,6 +76,17 @@ static void dot_block_##NAME(const T* X, int rows, int d, const float* Q, int nq
 }
 QBLOCK(i8, int8_t)
 QBLOCK(bf16, uint16_t)
+
+// widen_* write n quantized values as float32 (exact conversions).
+#define WIDEN(NAME, T) \
+__attribute__((target("avx2,fma"))) \
+static void widen_##NAME(const T* x, float* out, int n) { \
+	int i = 0; \
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, ld8_##NAME(x + i)); \
+	for (; i < n; i++) out[i] = one_##NAME(x[i]); \
+}
+WIDEN(i8, int8_t)
+WIDEN(bf16, uint16_t)
 */
 import "C"
 
@@ -89,6 +100,7 @@ func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		dotBlockI8, dotBlockBF16 = dotBlockI8AVX2, dotBlockBF16AVX2
 		dotQImpls["avx2-fma"] = dotQImpl{dotBlockI8AVX2, dotBlockBF16AVX2}
+		widenI8, widenBF16 = widenI8AVX2, widenBF16AVX2
 	}
 }
 
@@ -111,4 +123,21 @@ func dotBlockBF16AVX2(X []uint16, rows, d int, Q []float32, nq int, out []float3
 	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
 	C.dot_block_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
 		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// widenI8AVX2 and widenBF16AVX2 are the SIMD paths of widenI8/widenBF16.
+func widenI8AVX2(x []int8, out []float32) {
+	if len(x) == 0 {
+		return
+	}
+	_ = out[len(x)-1]
+	C.widen_i8((*C.int8_t)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&out[0])), C.int(len(x)))
+}
+
+func widenBF16AVX2(x []uint16, out []float32) {
+	if len(x) == 0 {
+		return
+	}
+	_ = out[len(x)-1]
+	C.widen_bf16((*C.uint16_t)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&out[0])), C.int(len(x)))
 }

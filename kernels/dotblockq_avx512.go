@@ -39,7 +39,7 @@ static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* ou
 	} \
 	for (int r = 0; r < R; r++) for (int c = 0; c < Q; c++) { \
 		float s = _mm512_reduce_add_ps(acc[r][c]); \
-		for (int t = j; t < d; t++) s += one512_##NAME(x[(size_t)r * d + t]) * q[(size_t)c * d + t]; \
+		for (int t = j; t < d; t++) s = __builtin_fmaf(one512_##NAME(x[(size_t)r * d + t]), q[(size_t)c * d + t], s); \
 		out[(size_t)c * rows + r] = s; \
 	} \
 }

@@ -24,17 +24,20 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 	if err := checkFlatArgs(X, n, d, Q, nq, k); err != nil {
 		return nil, err
 	}
-	return flatScan(ctx, n, k, workers, Q, nq, func(start, rows int, Q []float32, nq int, out []float32) {
+	score := func(start, rows int, Q []float32, nq int, out []float32) {
 		dotBlock(X[start*d:(start+rows)*d], rows, d, Q, nq, out)
-	})
+	}
+	return flatScan(ctx, n, k, workers, Q, nq, func() blockScorer { return score })
 }
 
 // blockScorer writes the scores of rows [start, start+rows) against the nq
 // queries in Q into out[q*rows+r].
 type blockScorer func(start, rows int, Q []float32, nq int, out []float32)
 
-// flatScan is the parallel scan of FlatIP over n rows scored by score.
-func flatScan(ctx context.Context, n, k, workers int, Q []float32, nq int, score blockScorer) ([][]Hit, error) {
+// flatScan is the parallel scan of FlatIP over n rows, each worker's
+// blocks scored by a scorer of its own (newScorer: scratch memory is
+// per worker).
+func flatScan(ctx context.Context, n, k, workers int, Q []float32, nq int, newScorer func() blockScorer) ([][]Hit, error) {
 	k = min(k, n) // more than n hits cannot exist
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -48,7 +51,7 @@ func flatScan(ctx context.Context, n, k, workers int, Q []float32, nq int, score
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			partial[w], errs[w] = flatScanRange(ctx, lo, hi, Q, nq, k, score)
+			partial[w], errs[w] = flatScanRange(ctx, lo, hi, Q, nq, k, newScorer())
 		}()
 	}
 	wg.Wait()

@@ -278,3 +278,40 @@ func TestQuantizedSearchRefusesBadArguments(t *testing.T) {
 		t.Fatal("cancelled context ignored")
 	}
 }
+
+// TestQuantizedScoresIndependentOfBatch checks, for each implementation,
+// that a query's quantized scores are the same alone (in-register
+// kernels) and in a batch large enough to widen blocks to float32.
+func TestQuantizedScoresIndependentOfBatch(t *testing.T) {
+	sf, si8, sbf := dotBlock, dotBlockI8, dotBlockBF16
+	defer func() { dotBlock, dotBlockI8, dotBlockBF16 = sf, si8, sbf }()
+	rng := rand.New(rand.NewPCG(26, 6))
+	for _, d := range []int{7, 45, 64} {
+		n, nq := 600, widenMinBatch+1
+		X, Q := randMat(rng, n*d), randMat(rng, nq*d)
+		for name, q := range dotQImpls {
+			dotBlock, dotBlockI8, dotBlockBF16 = dotImpls[name], q.i8, q.bf16
+			for _, kind := range engine.QuantKinds() {
+				m, err := Quantize(X, n, d, kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch, err := FlatIPQuantized(context.Background(), m, Q, nq, n, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < nq; i += 7 {
+					alone, err := FlatIPQuantized(context.Background(), m, Q[i*d:(i+1)*d], 1, n, 2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for r := range alone[0] {
+						if alone[0][r] != batch[i][r] {
+							t.Fatalf("%s %s d=%d query %d rank %d: %v alone, %v in a batch of %d", name, kind, d, i, r, alone[0][r], batch[i][r], nq)
+						}
+					}
+				}
+			}
+		}
+	}
+}
