@@ -27,6 +27,10 @@ func TestQuantizeErrorBounds(t *testing.T) {
 	n, d := 40, 37
 	X := randMat(rng, n*d)
 	copy(X[5*d:6*d], make([]float32, d)) // a zero row
+	for j := 0; j < d; j++ {             // a row so small that 127/max overflows float32
+		X[7*d+j] = float32(j%3-1) * 1e-38
+	}
+	X[9*d], X[9*d+1] = math.MaxFloat32, -math.MaxFloat32 // past the largest bfloat16
 	for _, kind := range engine.QuantKinds() {
 		m, err := Quantize(X, n, d, kind)
 		if err != nil {
@@ -34,9 +38,15 @@ func TestQuantizeErrorBounds(t *testing.T) {
 		}
 		back := dequantized(m)
 		for i, v := range X {
+			if kind == engine.QuantInt8 && i/d == 9 {
+				continue // its scale × 127 overflows float32, as the float32 row's own scores would
+			}
 			var bound float64
 			if kind == engine.QuantBF16 {
 				bound = math.Abs(float64(v)) * math.Pow(2, -8) // half a unit of 7 stored mantissa bits
+				if math.IsInf(float64(back[i]), 0) {
+					t.Fatalf("value %d (%v) became %v", i, v, back[i])
+				}
 			} else {
 				bound = float64(m.Scale[i/d])/2 + 1e-7
 			}
@@ -61,6 +71,8 @@ func TestBF16RoundsToNearestEven(t *testing.T) {
 		{0x3f818000, 0x3f82}, // half, odd below: up
 		{0x3f808001, 0x3f81}, // above half: up
 		{0xbf808001, 0xbf81}, // negative, by magnitude
+		{0x7f7fffff, 0x7f7f}, // the largest float32: saturates, not infinity
+		{0xff7f8000, 0xff7f},
 	} {
 		if got := BF16(math.Float32frombits(c.in)); got != c.want {
 			t.Errorf("BF16(%#x) = %#x, want %#x", c.in, got, c.want)

@@ -53,9 +53,13 @@ func firstNonFinite(X []float32) int {
 }
 
 // BF16 rounds a finite float32 to bfloat16 (nearest, ties to even): the top
-// 16 bits of the rounded value.
+// 16 bits of the rounded value. Magnitudes that would round past the
+// largest bfloat16 saturate to it rather than become infinite.
 func BF16(v float32) uint16 {
 	u := math.Float32bits(v)
+	if u&0x7fffffff >= 0x7f7f8000 { // rounds up into the exponent of infinity
+		return uint16(u>>16)&0x8000 | 0x7f7f
+	}
 	u += 0x7fff + (u>>16)&1
 	return uint16(u >> 16)
 }
@@ -76,18 +80,9 @@ func quantizeRowInt8(row []float32, codes []int8) float32 {
 		return 0
 	}
 	scale := top / 127
-	inv := 127 / top
+	inv := 127 / float64(top) // in float64: 127/top overflows float32 for rows below 3.7e-37
 	for j, v := range row {
-		codes[j] = int8(max(-127, min(127, roundHalfAway(v*inv))))
+		codes[j] = int8(max(-127, min(127, math.Round(float64(v)*inv))))
 	}
 	return scale
-}
-
-// roundHalfAway rounds to the nearest integer, halves away from zero (as
-// math.Round), for |v| well inside int32.
-func roundHalfAway(v float32) float32 {
-	if v < 0 {
-		return -float32(int32(-v + 0.5))
-	}
-	return float32(int32(v + 0.5))
 }

@@ -74,6 +74,18 @@ func TestLiveRefreshEqualsBuild(t *testing.T) {
 	if _, err := retrieve.QuantizedOf(w.Index()); !errors.Is(err, index.ErrNotBuilt) {
 		t.Fatalf("quantized vectors after a change: %v, want a stale error", err)
 	}
+	if _, err := testindex.NewMethod(w.Index(), "vector", "search", "quantized"); !errors.Is(err, index.ErrNotBuilt) {
+		t.Fatalf("vector --search quantized on stale quantized vectors: %v, want a stale error", err)
+	}
+	vq := retrieve.Query{Text: c.Nodes[1].Title}
+	auto, err := testindex.Method(t, w.Index(), "vector").Retrieve(context.Background(), vq, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := testindex.Method(t, w.Index(), "vector", "search", "exact").Retrieve(context.Background(), vq, 3)
+	if err != nil || !slices.Equal(auto, exact) {
+		t.Fatalf("vector auto on stale quantized vectors: %v, exact %v (%v)", auto, exact, err)
+	}
 	all := []string{retrieve.SectionHNSW, ketrag.Section, retrieve.SectionQuantized, trigraph.Section, index.KindLabel("knn")}
 	if got := w.Index().Refreshable(); !slices.Equal(got, all) {
 		t.Fatalf("refreshable %v", got)

@@ -136,6 +136,11 @@ func loadQuantized(ix *index.Index, r *index.SectionReader) (any, error) {
 			return nil, err
 		}
 		m.BF16 = fromBytes[uint16](b)
+		for i, v := range m.BF16 {
+			if v&0x7f80 == 0x7f80 { // exponent all ones: infinite or NaN
+				return nil, fmt.Errorf("quantized vectors: node %d value %d is not finite", i/max(meta.Dims, 1), i%max(meta.Dims, 1))
+			}
+		}
 	case engine.QuantInt8:
 		b, err := r.Bytes("codes.i8")
 		if err != nil {

@@ -49,7 +49,7 @@ func DefaultVector() VectorOptions { return VectorOptions{Search: SearchAuto, Ef
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, else exact), exact, hnsw or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchQuantized))
+	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.Rescore, "rescore", "quantized search: candidates per hit scored again over the float32 vectors (rescore·k in all); more finds more of the exact top k, slower", Within(1, maxRescore))
 }
@@ -177,6 +177,9 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 			return nil, err
 		}
 		batch = append(batch, v...)
+	}
+	if k <= 0 { // nothing to find: no scan
+		return make([][]Hit, len(qs)), nil
 	}
 	if m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))) {
 		return m.searchGraph(ctx, batch, empty, k)
