@@ -11,7 +11,6 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
-	"github.com/gleaner-rag/gleaner/kernels"
 )
 
 // SectionQuantized is the index section holding the index's vectors
@@ -81,7 +80,7 @@ func buildQuantized(ctx context.Context, _ BuildEnv, dir string, s QuantizedSett
 
 // builtQuantized quantizes ix's vectors, as its section.
 func builtQuantized(ix *index.Index, s QuantizedSettings) (*index.BuiltSection, *engine.QuantRows, error) {
-	m, err := kernels.Quantize(ix.Vectors, ix.N(), ix.Meta.Dims, s.Kind)
+	m, err := engine.Quantize(ix.Vectors, ix.N(), ix.Meta.Dims, s.Kind)
 	if err != nil {
 		return nil, nil, err
 	}
