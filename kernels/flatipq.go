@@ -110,20 +110,20 @@ func SearchQuantized(ctx context.Context, m *QuantRows, X, Q []float32, nq, k, c
 	if candidates < 0 {
 		return nil, fmt.Errorf("kernels: SearchQuantized: %d candidates", candidates)
 	}
-	cands, err := FlatIPQuantized(ctx, m, Q, nq, max(k, candidates), workers)
+	c := min(max(k, candidates), m.N)
+	cands, err := FlatIPQuantized(ctx, m, Q, nq, c, workers)
 	if err != nil {
 		return nil, err
 	}
 	d := m.D
 	out := make([][]Hit, nq)
-	ids, exact := make([]int32, 0, len(cands)), make([]float32, 0)
+	ids, exact := make([]int32, 0, c), make([]float32, c)
 	top := NewTopK(k)
 	for q, hits := range cands {
 		ids = ids[:0]
 		for _, h := range hits {
 			ids = append(ids, h.Index)
 		}
-		exact = append(exact[:0], make([]float32, len(ids))...)
 		dotRows(X, d, ids, Q[q*d:(q+1)*d], exact)
 		top.Reset(k)
 		for i, id := range ids {

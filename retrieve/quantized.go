@@ -137,7 +137,7 @@ func loadQuantized(ix *index.Index, r *index.SectionReader) (any, error) {
 		m.BF16 = fromBytes[uint16](b)
 		for i, v := range m.BF16 {
 			if v&0x7f80 == 0x7f80 { // exponent all ones: infinite or NaN
-				return nil, fmt.Errorf("quantized vectors: node %d value %d is not finite", i/max(meta.Dims, 1), i%max(meta.Dims, 1))
+				return nil, fmt.Errorf("quantized vectors: node %d value %d is not finite", i/meta.Dims, i%meta.Dims) // Dims = the index's, > 0
 			}
 		}
 	case engine.QuantInt8:
