@@ -12,7 +12,8 @@ type sgemmer interface {
 // blas_openblas.go), else gonum's pure-Go BLAS.
 var blas sgemmer = gonumBLAS{}
 
-// BLASImpl names the BLAS in use, e.g. "openblas (libopenblas.so.0)" or "gonum".
+// BLASImpl names the BLAS in use, e.g. "openblas (libopenblas.so.0, SkylakeX
+// kernels)" or "gonum".
 func BLASImpl() string { return blas.name() }
 
 type gonumBLAS struct{}

@@ -9,8 +9,10 @@ package kernels
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
 typedef void (*setthreads_fn)(int);
+typedef char* (*corename_fn)(void);
 
 static sgemm_fn gl_sgemm_ptr;
+static corename_fn gl_corename_ptr;
 
 // gl_blas_open loads an OpenBLAS shared library without linking against it,
 // so gleaner builds and runs where the library is absent. OpenBLAS's idle
@@ -28,7 +30,16 @@ static int gl_blas_open(const char* path, int threads) {
 	if (!st || !f) { dlclose(h); return 0; }  // not OpenBLAS (e.g. the reference BLAS)
 	st(threads);
 	gl_sgemm_ptr = f;
+	gl_corename_ptr = (corename_fn)dlsym(h, "openblas_get_corename");
 	return 1;
+}
+
+// gl_blas_core names the kernels OpenBLAS runs, or "" if it cannot say:
+// OPENBLAS_CORETYPE, when set, chooses them, and gleaner leaves it alone
+// (some environments pin an older core because newer kernels of old
+// OpenBLAS builds misbehave on new CPUs), so logs and benchmarks say which.
+static const char* gl_blas_core(void) {
+	return gl_corename_ptr ? gl_corename_ptr() : "";
 }
 
 enum { RowMajor = 101, NoTrans = 111, Trans = 112 };
@@ -62,15 +73,22 @@ func init() {
 		ok := C.gl_blas_open(cp, C.int(runtime.GOMAXPROCS(0))) == 1
 		C.free(unsafe.Pointer(cp))
 		if ok {
-			blas = openBLAS{path: p}
+			blas = openBLAS{path: p, core: C.GoString(C.gl_blas_core())}
 			return
 		}
 	}
 }
 
-type openBLAS struct{ path string }
+// openBLAS is the loaded library: its path and the kernels it runs
+// (openblas_get_corename, e.g. "SkylakeX"; empty if it cannot say).
+type openBLAS struct{ path, core string }
 
-func (o openBLAS) name() string { return "openblas (" + o.path + ")" }
+func (o openBLAS) name() string {
+	if o.core == "" {
+		return "openblas (" + o.path + ")"
+	}
+	return "openblas (" + o.path + ", " + o.core + " kernels)"
+}
 
 func b2i(b bool) C.int {
 	if b {
