@@ -139,6 +139,26 @@ func testGemmEpilogue(h *H) {
 		}
 		h.Close(name("gemm+bias+", act), h.Down(c), want, tol...)
 	}
+	testGemmResidualEpilogue(h)
+}
+
+// testGemmResidualEpilogue: a bias with beta ≠ 0 and a transposed B, as a
+// transformer's residual sublayer computes C ← act(A·Bᵀ + beta·C + bias):
+// the old C must be read, scaled once, and the bias added once.
+func testGemmResidualEpilogue(h *H) {
+	for _, act := range []engine.Activation{engine.ActNone, engine.ActGELU} {
+		m, n, k := 9, 37, 19
+		a, b, bias, c0 := h.Rand(m*k), h.Rand(n*k), h.Rand(n), h.Rand(m*n)
+		c := h.Up(c0)
+		h.Must(engine.GemmFused(h.B, engine.GemmOp{TransB: true, M: m, N: n, K: k, Alpha: 1, Beta: 0.5, A: h.Up(a), B: h.Up(b), C: c, Bias: h.Up(bias), Act: act}))
+		want, mag := refGemm(false, true, m, n, k, 1, a, k, b, k, 0.5, c0, n)
+		tol := make([]float64, len(want))
+		for i := range want {
+			want[i] = refAct(act, want[i]+float64(bias[i%n]))
+			tol[i] = 2 * Tol(k+2, mag[i]+math.Abs(float64(bias[i%n])))
+		}
+		h.Close(name("gemm+residual+bias+", act), h.Down(c), want, tol...)
+	}
 }
 
 func testBatchedGemm(h *H) {
