@@ -75,7 +75,24 @@ func newHeadScratch(seq, d int) *headScratch {
 // copied out contiguously so both products are row-broadcast GEMMs.
 func (w *headScratch) attend(a AttentionArgs, off, l, hd int) {
 	d := a.HeadDim
-	scale := float32(1 / math.Sqrt(float64(d)))
+	attnPack(a, w, off, l, hd, float32(1/math.Sqrt(float64(d))))
+	s := w.s[:l*l]
+	gemmNN(w.q[:l*d], w.kt[:d*l], s, l, l, d)
+	softmaxNoMask(s, l, l)
+	gemmNN(s, w.v[:l*d], w.o[:l*d], l, d, l)
+	attnUnpack(a, w, off, l, hd)
+}
+
+// attnPack copies a head's l rows (starting at off, rows hd apart) into
+// w: q scaled, kt transposed (d×l), v as is; attnUnpack copies w.o back.
+// Versions in C replace both where the CPU allows.
+var (
+	attnPack   = attnPackGo
+	attnUnpack = attnUnpackGo
+)
+
+func attnPackGo(a AttentionArgs, w *headScratch, off, l, hd int, scale float32) {
+	d := a.HeadDim
 	for i := 0; i < l; i++ {
 		row := off + i*hd
 		for j := 0; j < d; j++ {
@@ -84,12 +101,11 @@ func (w *headScratch) attend(a AttentionArgs, off, l, hd int) {
 		}
 		copy(w.v[i*d:(i+1)*d], a.V[row:row+d])
 	}
-	s := w.s[:l*l]
-	gemmNN(w.q[:l*d], w.kt[:d*l], s, l, l, d)
-	softmaxNoMask(s, l, l)
-	o := w.o[:l*d]
-	gemmNN(s, w.v[:l*d], o, l, d, l)
+}
+
+func attnUnpackGo(a AttentionArgs, w *headScratch, off, l, hd int) {
+	d := a.HeadDim
 	for i := 0; i < l; i++ {
-		copy(a.Out[off+i*hd:off+i*hd+d], o[i*d:(i+1)*d])
+		copy(a.Out[off+i*hd:off+i*hd+d], w.o[i*d:(i+1)*d])
 	}
 }

@@ -7,6 +7,13 @@ package kernels
 // Reference loop: C[i,j] = Σ_p A[i,p]·B[p,j].
 var gemmNN = gemmNNGo
 
+// gemmNNImpls and softmaxImpls list every implementation this CPU can run,
+// by name, so tests compare each with the reference.
+var (
+	gemmNNImpls  = map[string]func(a, b, c []float32, m, n, k int){"go": gemmNNGo}
+	softmaxImpls = map[string]func(x []float32, rows, cols int){"go": softmaxNoMaskGo}
+)
+
 func gemmNNGo(a, b, c []float32, m, n, k int) {
 	for i := 0; i < m; i++ {
 		row := c[i*n : (i+1)*n]

@@ -102,8 +102,8 @@ import (
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		gemmNN = gemmNNAVX2
-		softmaxNoMask = softmaxNoMaskAVX2
+		gemmNN, gemmNNImpls["avx2"] = gemmNNAVX2, gemmNNAVX2
+		softmaxNoMask, softmaxImpls["avx2"] = softmaxNoMaskAVX2, softmaxNoMaskAVX2
 	}
 }
 
