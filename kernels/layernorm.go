@@ -15,7 +15,13 @@ func LayerNorm(x, gamma, beta, out []float32, rows, cols int, eps float32) {
 	})
 }
 
-func layerNormRow(x, gamma, beta, out []float32, eps float32) {
+// layerNormRow normalises one row; a SIMD version replaces it at start-up
+// where the CPU allows (layerNormImpls lists each, for the tests).
+var layerNormRow = layerNormRowGo
+
+var layerNormImpls = map[string]func(x, gamma, beta, out []float32, eps float32){"go": layerNormRowGo}
+
+func layerNormRowGo(x, gamma, beta, out []float32, eps float32) {
 	var sum float64
 	for _, v := range x {
 		sum += float64(v)
