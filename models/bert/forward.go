@@ -7,17 +7,17 @@ import (
 // acts are one forward pass's device activations, on the backend (or
 // queue view) be that runs the pass.
 type acts struct {
-	be              engine.Backend
-	n, s, b         int // tokens (b·s), sequence length, batch
-	x, x1, q, k, v  engine.Buffer
-	ctx, tmp, inter engine.Buffer
-	lengths         engine.Buffer
+	be             engine.Backend
+	n, s, b        int // tokens (b·s), sequence length, batch
+	x, x1, q, k, v engine.Buffer
+	ctx, inter     engine.Buffer
+	lengths        engine.Buffer
 }
 
 func (m *Model) newActs(be engine.Backend, batch, s int) (*acts, error) {
 	a := &acts{be: be, n: batch * s, s: s, b: batch}
 	h, in := m.Cfg.Hidden, m.Cfg.Intermediate
-	for _, p := range []*engine.Buffer{&a.x, &a.x1, &a.q, &a.k, &a.v, &a.ctx, &a.tmp} {
+	for _, p := range []*engine.Buffer{&a.x, &a.x1, &a.q, &a.k, &a.v, &a.ctx} {
 		buf, err := a.be.Alloc(engine.F32, a.n*h)
 		if err != nil {
 			a.free()
@@ -35,7 +35,7 @@ func (m *Model) newActs(be engine.Backend, batch, s int) (*acts, error) {
 }
 
 func (a *acts) free() {
-	for _, x := range []engine.Buffer{a.x, a.x1, a.q, a.k, a.v, a.ctx, a.tmp, a.inter, a.lengths} {
+	for _, x := range []engine.Buffer{a.x, a.x1, a.q, a.k, a.v, a.ctx, a.inter, a.lengths} {
 		if x != nil {
 			a.be.Free(x)
 		}
@@ -79,8 +79,17 @@ func (m *Model) linear(a *acts, in, out engine.Buffer, rows, inDim, outDim int, 
 		A: in, B: m.d(w), C: out, Bias: m.d(bias), Act: act, Precision: m.Precision})
 }
 
+// residual is acc += in · Wᵀ + bias: the sublayer's output added to the
+// residual stream by the GEMM itself (beta 1), which the CPU backend folds
+// into one pass over acc instead of a product, then an add.
+func (m *Model) residual(a *acts, in, acc engine.Buffer, rows, inDim, outDim int, w, bias []float32) error {
+	return engine.GemmFused(a.be, engine.GemmOp{TransB: true, M: rows, N: outDim, K: inDim, Alpha: 1, Beta: 1,
+		A: in, B: m.d(w), C: acc, Bias: m.d(bias), Precision: m.Precision})
+}
+
 // layer runs one post-LayerNorm encoder layer: x ← LN(x + Attn(x)), then
-// x ← LN(x + FFN(x)).
+// x ← LN(x + FFN(x)); each residual sum is written over its input, which
+// no later step reads.
 func (m *Model) layer(l *layer, a *acts) error {
 	h, in, eps := m.Cfg.Hidden, m.Cfg.Intermediate, float32(m.Cfg.LayerNormEps)
 	steps := []func() error{
@@ -91,20 +100,14 @@ func (m *Model) layer(l *layer, a *acts) error {
 			return a.be.Attention(engine.AttentionOp{Batch: a.b, Seq: a.s, Heads: m.Cfg.Heads, HeadDim: h / m.Cfg.Heads,
 				Q: a.q, K: a.k, V: a.v, Out: a.ctx, Lengths: a.lengths})
 		},
-		func() error { return m.linear(a, a.ctx, a.tmp, a.n, h, h, l.o, l.ob, engine.ActNone) },
+		func() error { return m.residual(a, a.ctx, a.x, a.n, h, h, l.o, l.ob) },
 		func() error {
-			return a.be.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x, Out: a.tmp})
-		},
-		func() error {
-			return a.be.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln1g), Beta: m.d(l.ln1b), Out: a.x1, Rows: a.n, Cols: h, Eps: eps})
+			return a.be.LayerNorm(engine.LayerNormOp{X: a.x, Gamma: m.d(l.ln1g), Beta: m.d(l.ln1b), Out: a.x1, Rows: a.n, Cols: h, Eps: eps})
 		},
 		func() error { return m.linear(a, a.x1, a.inter, a.n, h, in, l.f1, l.f1b, engine.ActGELU) },
-		func() error { return m.linear(a, a.inter, a.tmp, a.n, in, h, l.f2, l.f2b, engine.ActNone) },
+		func() error { return m.residual(a, a.inter, a.x1, a.n, in, h, l.f2, l.f2b) },
 		func() error {
-			return a.be.Axpby(engine.AxpbyOp{N: a.n * h, Alpha: 1, X: a.tmp, Beta: 1, Y: a.x1, Out: a.tmp})
-		},
-		func() error {
-			return a.be.LayerNorm(engine.LayerNormOp{X: a.tmp, Gamma: m.d(l.ln2g), Beta: m.d(l.ln2b), Out: a.x, Rows: a.n, Cols: h, Eps: eps})
+			return a.be.LayerNorm(engine.LayerNormOp{X: a.x1, Gamma: m.d(l.ln2g), Beta: m.d(l.ln2b), Out: a.x, Rows: a.n, Cols: h, Eps: eps})
 		},
 	}
 	for _, step := range steps {
