@@ -36,8 +36,9 @@ func (a *AttentionArgs) Check() error {
 // Attention computes, for each sequence b and head h, over the L = Lengths[b]
 // real tokens: Out = softmax(Q·Kᵀ/√HeadDim)·V, with padding skipped
 // entirely. The (sequence, head) pairs are spread over the cores; each
-// copies its head's Q, K and Vᵀ into contiguous scratch and runs both
-// products on the dot-product kernel (these matrices are too small for a
+// copies its head's Kᵀ, scaled, into contiguous scratch and runs both
+// products on the small-GEMM kernel, reading Q and V and writing Out in
+// place through their row stride (these matrices are too small for a
 // threaded BLAS call to pay off).
 //
 // Reference loop: for every (b, h, i < L): s_j = Σ_k Q[i,k]·K[j,k]/√d for
@@ -61,51 +62,34 @@ func Attention(a AttentionArgs) error {
 	return nil
 }
 
-// headScratch holds one head's contiguous operands.
+// headScratch holds one head's scaled Kᵀ and its scores.
 type headScratch struct {
-	q, kt, v, s, o []float32
+	kt, s []float32
 }
 
 func newHeadScratch(seq, d int) *headScratch {
-	return &headScratch{q: make([]float32, seq*d), kt: make([]float32, d*seq), v: make([]float32, seq*d),
-		s: make([]float32, seq*seq), o: make([]float32, seq*d)}
+	return &headScratch{kt: make([]float32, d*seq), s: make([]float32, seq*seq)}
 }
 
-// attend runs one head: S = Q·Kᵀ·scale, softmax, O = P·V, with Kᵀ and V
-// copied out contiguously so both products are row-broadcast GEMMs.
+// attend runs one head whose rows start at off, hd floats apart:
+// S = Q·(Kᵀ·scale), softmax, Out = P·V, both products row-broadcast GEMMs.
 func (w *headScratch) attend(a AttentionArgs, off, l, hd int) {
 	d := a.HeadDim
-	attnPack(a, w, off, l, hd, float32(1/math.Sqrt(float64(d))))
-	s := w.s[:l*l]
-	gemmNN(w.q[:l*d], w.kt[:d*l], s, l, l, d)
+	kt, s := w.kt[:d*l], w.s[:l*l]
+	packKT(a.K[off:off+(l-1)*hd+d], kt, l, d, hd, float32(1/math.Sqrt(float64(d))))
+	gemmNN(a.Q[off:], kt, s, l, l, d, hd, l, l)
 	softmaxNoMask(s, l, l)
-	gemmNN(s, w.v[:l*d], w.o[:l*d], l, d, l)
-	attnUnpack(a, w, off, l, hd)
+	gemmNN(s, a.V[off:], a.Out[off:], l, d, l, l, hd, hd)
 }
 
-// attnPack copies a head's l rows (starting at off, rows hd apart) into
-// w: q scaled, kt transposed (d×l), v as is; attnUnpack copies w.o back.
-// Versions in C replace both where the CPU allows.
-var (
-	attnPack   = attnPackGo
-	attnUnpack = attnUnpackGo
-)
+// packKT writes kt (d×l) = scale·Kᵀ for the l rows of k, hd floats apart;
+// a version in C replaces it where the CPU allows.
+var packKT = packKTGo
 
-func attnPackGo(a AttentionArgs, w *headScratch, off, l, hd int, scale float32) {
-	d := a.HeadDim
+func packKTGo(k, kt []float32, l, d, hd int, scale float32) {
 	for i := 0; i < l; i++ {
-		row := off + i*hd
-		for j := 0; j < d; j++ {
-			w.q[i*d+j] = a.Q[row+j] * scale
-			w.kt[j*l+i] = a.K[row+j]
+		for j, v := range k[i*hd : i*hd+d] {
+			kt[j*l+i] = v * scale
 		}
-		copy(w.v[i*d:(i+1)*d], a.V[row:row+d])
-	}
-}
-
-func attnUnpackGo(a AttentionArgs, w *headScratch, off, l, hd int) {
-	d := a.HeadDim
-	for i := 0; i < l; i++ {
-		copy(a.Out[off+i*hd:off+i*hd+d], w.o[i*d:(i+1)*d])
 	}
 }

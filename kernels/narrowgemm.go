@@ -14,7 +14,7 @@ func NarrowGemm(a, b, c []float32, m, n, k int) error {
 		return fmt.Errorf("kernels: narrow gemm: %d×%d·%d×%d needs buffers of %d, %d, %d; got %d, %d, %d", m, k, k, n, m*k, k*n, m*n, len(a), len(b), len(c))
 	}
 	parallelRows(m, n*k, func(lo, hi int) {
-		gemmNN(a[lo*k:hi*k], b[:k*n], c[lo*n:hi*n], hi-lo, n, k)
+		gemmNN(a[lo*k:hi*k], b[:k*n], c[lo*n:hi*n], hi-lo, n, k, k, n, n)
 	})
 	return nil
 }

@@ -7,20 +7,21 @@ package kernels
 #include <immintrin.h>
 #include <stddef.h>
 
-// gemm_nn: C (m×n) = A (m×k) · B (k×n), all packed row-major. Each row of C
+// gemm_nn: C (m×n) = A (m×k) · B (k×n), row-major with leading dimensions
+// lda, ldb, ldc. Each row of C
 // is built in registers, 32 columns at a time, from k broadcast-FMAs over
 // rows of B: no horizontal sums, so short k (attention head dims) runs at
 // full width.
 __attribute__((target("avx2,fma")))
-static void gemm_nn(const float* A, const float* B, float* C, int m, int n, int k) {
+static void gemm_nn(const float* A, const float* B, float* C, int m, int n, int k, int lda, int ldb, int ldc) {
 	for (int i = 0; i < m; i++) {
-		const float* a = A + (size_t)i * k;
-		float* c = C + (size_t)i * n;
+		const float* a = A + (size_t)i * lda;
+		float* c = C + (size_t)i * ldc;
 		int j = 0;
 		for (; j + 32 <= n; j += 32) {
 			__m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps(), c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
 			for (int p = 0; p < k; p++) {
-				const float* b = B + (size_t)p * n + j;
+				const float* b = B + (size_t)p * ldb + j;
 				__m256 av = _mm256_set1_ps(a[p]);
 				c0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b), c0);
 				c1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8), c1);
@@ -32,12 +33,12 @@ static void gemm_nn(const float* A, const float* B, float* C, int m, int n, int 
 		}
 		for (; j + 8 <= n; j += 8) {
 			__m256 c0 = _mm256_setzero_ps();
-			for (int p = 0; p < k; p++) c0 = _mm256_fmadd_ps(_mm256_set1_ps(a[p]), _mm256_loadu_ps(B + (size_t)p * n + j), c0);
+			for (int p = 0; p < k; p++) c0 = _mm256_fmadd_ps(_mm256_set1_ps(a[p]), _mm256_loadu_ps(B + (size_t)p * ldb + j), c0);
 			_mm256_storeu_ps(c + j, c0);
 		}
 		for (; j < n; j++) {
 			float s = 0;
-			for (int p = 0; p < k; p++) s += a[p] * B[(size_t)p * n + j];
+			for (int p = 0; p < k; p++) s += a[p] * B[(size_t)p * ldb + j];
 			c[j] = s;
 		}
 	}
@@ -107,16 +108,19 @@ func init() {
 	}
 }
 
-func gemmNNAVX2(a, b, c []float32, m, n, k int) {
+func gemmNNAVX2(a, b, c []float32, m, n, k, lda, ldb, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 {
-		clear(c[:m*n])
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
 		return
 	}
-	_, _, _ = a[m*k-1], b[k*n-1], c[m*n-1]
-	C.gemm_nn((*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])), (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k))
+	// The last element each operand's strides reach: C must not read past them.
+	_, _, _ = a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1], c[(m-1)*ldc+n-1]
+	C.gemm_nn((*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])), (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), C.int(lda), C.int(ldb), C.int(ldc))
 }
 
 func softmaxNoMaskAVX2(x []float32, rows, cols int) {

@@ -9,25 +9,36 @@ import (
 // TestGemmNNMatchesReference checks every small-GEMM kernel against a
 // float64 product on shapes that hit each tile and tail: rows in and past
 // blocks of four, columns in blocks of 64, of 16 and masked, k from 1 to
-// beyond a head dimension. Tolerance: k·2⁻²³·Σ|a·b| (float32 summation).
+// beyond a head dimension, packed and with padded strides (whose padding
+// in C must stay untouched). Tolerance: k·2⁻²³·Σ|a·b| (float32 summation).
 func TestGemmNNMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for name, impl := range gemmNNImpls {
 		for _, m := range []int{1, 3, 4, 5, 9} {
 			for _, n := range []int{1, 15, 16, 17, 63, 64, 65, 128, 130} {
 				for _, k := range []int{1, 32, 33} {
-					a, b := randSlice(rng, m*k), randSlice(rng, k*n)
-					c := randSlice(rng, m*n) // stale values must be overwritten
-					impl(a, b, c, m, n, k)
-					for i := 0; i < m; i++ {
-						for j := 0; j < n; j++ {
-							var s, mag float64
-							for p := 0; p < k; p++ {
-								s += float64(a[i*k+p]) * float64(b[p*n+j])
-								mag += math.Abs(float64(a[i*k+p]) * float64(b[p*n+j]))
-							}
-							if d := math.Abs(float64(c[i*n+j]) - s); !(d <= float64(k)*0x1p-23*mag+1e-30) {
-								t.Fatalf("%s %d×%d×%d: C[%d,%d] = %g, want %g", name, m, n, k, i, j, c[i*n+j], s)
+					for _, pad := range []int{0, 3} {
+						lda, ldb, ldc := k+pad, n+pad, n+pad
+						a, b := randSlice(rng, (m-1)*lda+k), randSlice(rng, (k-1)*ldb+n)
+						c := randSlice(rng, (m-1)*ldc+n) // stale values must be overwritten
+						before := append([]float32(nil), c...)
+						impl(a, b, c, m, n, k, lda, ldb, ldc)
+						for i := 0; i < m; i++ {
+							for j := 0; j < ldc && i*ldc+j < len(c); j++ {
+								if j >= n {
+									if c[i*ldc+j] != before[i*ldc+j] {
+										t.Fatalf("%s %d×%d×%d pad %d: wrote C's padding at [%d,%d]", name, m, n, k, pad, i, j)
+									}
+									continue
+								}
+								var s, mag float64
+								for p := 0; p < k; p++ {
+									s += float64(a[i*lda+p]) * float64(b[p*ldb+j])
+									mag += math.Abs(float64(a[i*lda+p]) * float64(b[p*ldb+j]))
+								}
+								if d := math.Abs(float64(c[i*ldc+j]) - s); !(d <= float64(k)*0x1p-23*mag+1e-30) {
+									t.Fatalf("%s %d×%d×%d pad %d: C[%d,%d] = %g, want %g", name, m, n, k, pad, i, j, c[i*ldc+j], s)
+								}
 							}
 						}
 					}
