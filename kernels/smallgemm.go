@@ -26,7 +26,6 @@ func gemmNNGo(a, b, c []float32, m, n, k, lda, ldb, ldc int) {
 	}
 }
 
-
 // softmaxNoMask normalises rows in place without a mask, single-threaded;
 // a SIMD version (vectorised exp) replaces it where the CPU allows.
 var softmaxNoMask = softmaxNoMaskGo
