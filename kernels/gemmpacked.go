@@ -1,0 +1,135 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// packedPanel is how many columns of B one panel of a PackedB holds: two
+// AVX-512 registers, the width of the packed kernel's tile.
+const packedPanel = 32
+
+// PackedB is the B operand of C = A·B (K×N) stored once in the layout the
+// packed GEMM streams: panels of 32 columns, each K rows of 32 contiguous
+// floats, the last panel zero-padded. A model's weights are constant, so
+// packing them once saves the copy a BLAS makes inside every call (at a
+// transformer's 128-row batch, a third of the call).
+type PackedB struct {
+	K, N int
+	data []float32 // ⌈N/32⌉ panels × K × 32
+}
+
+// PackB packs op(B), K×N, from b with leading dimension ldb (transB: b
+// holds N rows of K, as HuggingFace's out × in weights).
+func PackB(b []float32, transB bool, k, n, ldb int) (*PackedB, error) {
+	rows, cols := k, n
+	if transB {
+		rows, cols = n, k
+	}
+	if k <= 0 || n <= 0 || ldb < cols || len(b) < need(rows, cols, ldb) {
+		return nil, fmt.Errorf("kernels: pack B: %d×%d (transposed %v, ld %d) does not fit %d values", k, n, transB, ldb, len(b))
+	}
+	panels := (n + packedPanel - 1) / packedPanel
+	p := &PackedB{K: k, N: n, data: make([]float32, panels*k*packedPanel)}
+	for j := 0; j < n; j++ {
+		panel := p.data[(j/packedPanel)*k*packedPanel:]
+		for kk := 0; kk < k; kk++ {
+			if transB {
+				panel[kk*packedPanel+j%packedPanel] = b[j*ldb+kk]
+			} else {
+				panel[kk*packedPanel+j%packedPanel] = b[kk*ldb+j]
+			}
+		}
+	}
+	return p, nil
+}
+
+// PackedGemmFast reports whether this CPU runs the packed GEMM in SIMD;
+// without it a BLAS call is faster, and backends should not pack.
+func PackedGemmFast() bool { return packedGemmFast }
+
+var packedGemmFast bool
+
+// Bytes is the packed copy's size.
+func (p *PackedB) Bytes() int64 { return 4 * int64(len(p.data)) }
+
+// GemmPacked computes C = A·B, or C += A·B when accumulate, for A (M×K,
+// leading dimension lda) and a packed B, into C (M×N, ldc). Panels are
+// spread over the cores when the product is large enough to pay for it.
+// Every row of C is summed in the same order whatever M is, so a row's
+// result does not depend on the rows batched with it.
+//
+// Reference loop: C[i,j] (+)= Σ_p A[i,p]·B[p,j], p ascending within blocks
+// of packedKC.
+func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accumulate bool) error {
+	k, n := pb.K, pb.N
+	if m < 0 || lda < k || ldc < n || len(a) < need(m, k, lda) || len(c) < need(m, n, ldc) {
+		return fmt.Errorf("kernels: packed gemm: %d×%d×%d (ld %d, %d) does not fit A (%d) or C (%d)", m, n, k, lda, ldc, len(a), len(c))
+	}
+	if m == 0 {
+		return nil
+	}
+	panels := (n + packedPanel - 1) / packedPanel
+	const minWork = 1 << 20 // multiply-adds per worker
+	w := min(runtime.GOMAXPROCS(0), panels, max(1, m*n*k/minWork))
+	if w <= 1 {
+		gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, c, ldc, accumulate)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < w; t++ {
+		p0, p1 := t*panels/w, (t+1)*panels/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gemmPackedPanels(a, lda, m, k, pb.data, p0, p1, n, c, ldc, accumulate)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// packedKC and packedMC block K and M so a panel's slice of B (32×256
+// floats, 32 KiB) stays in L1 and the rows' slice of A (256×256, 256 KiB)
+// in L2 while they are multiplied.
+const (
+	packedKC = 256
+	packedMC = 256
+)
+
+// gemmPackedPanels computes panels [p0, p1) of C; a SIMD version replaces
+// it where the CPU allows (gemmPackedImpls lists each, for the tests).
+var gemmPackedPanels = gemmPackedPanelsGo
+
+var gemmPackedImpls = map[string]func(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool){"go": gemmPackedPanelsGo}
+
+func gemmPackedPanelsGo(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {
+	for ib := 0; ib < m; ib += packedMC {
+		ie := min(m, ib+packedMC)
+		for kb := 0; kb < k; kb += packedKC {
+			ke := min(k, kb+packedKC)
+			first := kb == 0 && !accumulate
+			for p := p0; p < p1; p++ {
+				j0 := p * packedPanel
+				nc := min(packedPanel, n-j0)
+				panel := data[p*k*packedPanel:]
+				for i := ib; i < ie; i++ {
+					row := c[i*ldc+j0 : i*ldc+j0+nc]
+					var acc [packedPanel]float32
+					if !first {
+						copy(acc[:nc], row)
+					}
+					for kk := kb; kk < ke; kk++ {
+						av := a[i*lda+kk]
+						bp := panel[kk*packedPanel : kk*packedPanel+nc]
+						for j, bv := range bp {
+							acc[j] += av * bv
+						}
+					}
+					copy(row, acc[:nc])
+				}
+			}
+		}
+	}
+}
