@@ -8,6 +8,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/kernels"
@@ -55,6 +56,9 @@ type buffer struct {
 	i64   []int64
 	dt    engine.DType
 	bound bool // Bind: read-only (it may alias the caller's slice)
+
+	mu    sync.Mutex // guards packs
+	packs map[packKey]*kernels.PackedB
 }
 
 func (b *buffer) DType() engine.DType { return b.dt }
@@ -88,7 +92,10 @@ func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	return b, nil
 }
 
-// Bind implements engine.Memory: host memory is used in place.
+// Bind implements engine.Memory: host memory is used in place. A bound
+// buffer used as a GEMM's B is packed once, on first use, for the packed
+// kernel where the CPU has one (see Gemm): a copy of the same size, kept
+// with the buffer.
 func (*Backend) Bind(src any) (engine.Buffer, error) {
 	switch x := src.(type) {
 	case []float32:

@@ -1,6 +1,8 @@
 package cpu_test
 
 import (
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -34,5 +36,51 @@ func TestRegistry(t *testing.T) {
 	b, err := engine.Open(cpu.Name)
 	if err != nil || b.Name() != "cpu" {
 		t.Fatalf("cpu backend: %v, %v", b, err)
+	}
+}
+
+// TestBoundGemmConcurrent: goroutines multiplying by one bound B at once
+// share its packed copy (made once, under the buffer's lock) and all get
+// the single-goroutine result.
+func TestBoundGemmConcurrent(t *testing.T) {
+	be := cpu.New()
+	m, n, k := 16, 64, 48
+	w := make([]float32, n*k)
+	a := make([]float32, m*k)
+	for i := range w {
+		w[i] = float32(i%13) - 6
+	}
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	bb, err := be.Bind(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() []float32 {
+		ab, _ := engine.Upload(be, a)
+		cb, _ := be.Alloc(engine.F32, m*n)
+		if err := be.Gemm(engine.GemmOp{TransB: true, M: m, N: n, K: k, Alpha: 1, A: ab, B: bb, C: cb}); err != nil {
+			t.Error(err)
+			return nil
+		}
+		out := make([]float32, m*n)
+		if err := be.Download(out, cb, 0); err != nil {
+			t.Error(err)
+		}
+		return out
+	}
+	results := make([][]float32, 8)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[g] = run() }()
+	}
+	wg.Wait()
+	want := run()
+	for g, r := range results {
+		if !slices.Equal(r, want) {
+			t.Fatalf("goroutine %d got a different product", g)
+		}
 	}
 }

@@ -176,3 +176,53 @@ func testBatchedGemm(h *H) {
 		h.Close(name("batched gemm ", i), got[i*m*n:(i+1)*m*n], want, tol...)
 	}
 }
+
+// testGemmBoundB: a GEMM whose B is a bound (read-only, constant) buffer,
+// as a model's weights are, which a backend may derive a copy from (the
+// cpu backend packs it): both layouts of B, an offset into the buffer,
+// beta 0, 1 and 0.5, with a bias and GELU, the same buffer reused (a
+// cached copy) and read at a second shape (a second copy).
+func testGemmBoundB(h *H) {
+	m, n, k, off := 19, 70, 45, 5
+	raw := h.Rand(off + n*k)
+	bb, err := h.B.Bind(raw)
+	h.Must(err)
+	for _, c := range []struct {
+		n, k   int
+		tb     bool
+		beta   float32
+		bias   bool
+		act    engine.Activation
+		repeat int
+	}{
+		{n, k, true, 0, false, engine.ActNone, 2},
+		{n, k, true, 1, true, engine.ActNone, 1},
+		{n, k, false, 0.5, true, engine.ActGELU, 1},
+		{n / 2, k, true, 0, true, engine.ActNone, 1},
+	} {
+		ldb := c.n
+		if c.tb {
+			ldb = c.k
+		}
+		a, bias, c0 := h.Rand(m*c.k), h.Rand(c.n), h.Rand(m*c.n)
+		for r := 0; r < c.repeat; r++ {
+			cb := h.Up(c0)
+			op := engine.GemmOp{TransB: c.tb, M: m, N: c.n, K: c.k, Alpha: 1, Beta: c.beta, A: h.Up(a), B: bb, OffB: off, LDB: ldb, C: cb, Act: c.act}
+			if c.bias {
+				op.Bias = h.Up(bias)
+			}
+			h.Must(engine.GemmFused(h.B, op))
+			want, mag := refGemm(false, c.tb, m, c.n, c.k, 1, a, c.k, raw[off:], ldb, c.beta, c0, c.n)
+			tol := make([]float64, len(want))
+			for i := range want {
+				if c.bias {
+					want[i] += float64(bias[i%c.n])
+					mag[i] += math.Abs(float64(bias[i%c.n]))
+				}
+				want[i] = refAct(c.act, want[i])
+				tol[i] = 2 * Tol(c.k+2, mag[i])
+			}
+			h.Close(name("gemm bound B ", m, "×", c.n, "×", c.k, " tb=", c.tb, " beta=", c.beta, " bias=", c.bias, " ", c.act, " run ", r), h.Down(cb), want, tol...)
+		}
+	}
+}

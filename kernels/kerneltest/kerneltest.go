@@ -37,7 +37,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		name string
 		fn   func(*H)
 	}{
-		{"Gemm", testGemm}, {"GemmPrecision", testGemmPrecision}, {"GemmEpilogue", testGemmEpilogue}, {"BatchedGemm", testBatchedGemm}, {"BiasAct", testBiasAct},
+		{"Gemm", testGemm}, {"GemmPrecision", testGemmPrecision}, {"GemmEpilogue", testGemmEpilogue}, {"GemmBoundB", testGemmBoundB}, {"BatchedGemm", testBatchedGemm}, {"BiasAct", testBiasAct},
 		{"LayerNorm", testLayerNorm}, {"Activate", testActivate}, {"Softmax", testSoftmax},
 		{"Attention", testAttention}, {"SpMM", testSpMM}, {"Axpby", testAxpby},
 		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
