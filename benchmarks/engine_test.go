@@ -13,15 +13,19 @@ import (
 	"github.com/gleaner-rag/gleaner/kernels"
 )
 
-// gemmShapes are encoder shapes: 100 pairs × 256 tokens against the FFN
-// weights of a MiniLM-sized (384→1536) and a BERT-large-sized (1024→4096)
-// layer.
-var gemmShapes = []struct{ m, k, n int }{{100 * 256, 384, 1536}, {100 * 256, 1024, 4096}}
+// gemmShapes are encoder shapes: one 128-token pair and 100 pairs × 256
+// tokens against the FFN weights of a MiniLM-sized (384→1536), an
+// XLM-R-base-sized (768→3072, both FFN products) and a BERT-large-sized
+// (1024→4096) layer.
+var gemmShapes = []struct{ m, k, n int }{{128, 384, 1536}, {128, 1536, 384}, {128, 768, 3072}, {128, 3072, 768},
+	{100 * 256, 384, 1536}, {100 * 256, 1024, 4096}}
 
 // BenchmarkGemm compares GFLOP/s of gleaner's path (engine → cpu backend →
-// kernels.Gemm → BLAS), the same with a bias+GELU epilogue, OpenBLAS's
-// cblas_sgemm called directly, and gonum's pure-Go Sgemm (on a tenth of the
-// rows: its rate, not its time, is what is compared).
+// kernels.Gemm → BLAS), the same with a bias+GELU epilogue, the same with
+// the weight bound (a model's weights: the packed kernel where the CPU has
+// it, up to 512 rows), OpenBLAS's cblas_sgemm called directly, and gonum's
+// pure-Go Sgemm (on a tenth of the rows: its rate, not its time, is what
+// is compared).
 func BenchmarkGemm(b *testing.B) {
 	be := benchBackend(b)
 	b.Logf("blas: %s", kernels.BLASImpl())
@@ -45,6 +49,11 @@ func BenchmarkGemm(b *testing.B) {
 		})
 		run("gleaner+bias+gelu", flops, func() {
 			must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wb, C: cb, Bias: biasb, Act: engine.ActGELU}))
+		})
+		wbound, err := be.Bind(w)
+		must(b, err)
+		run("gleaner-bound", flops, func() {
+			must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wbound, C: cb}))
 		})
 		run("openblas-direct", flops, func() {
 			if !kernels.OpenBLASSgemm(false, false, s.m, s.n, s.k, 1, a, s.k, w, s.n, 0, c, s.n) {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // AttentionArgs describes scaled-dot self-attention over a padded batch of
@@ -50,8 +51,10 @@ func Attention(a AttentionArgs) error {
 	hd := a.Heads * a.HeadDim
 	clear(a.Out[:a.Batch*a.Seq*hd])
 	pairs := a.Batch * a.Heads
-	parallelRows(pairs, a.Seq*a.Seq*a.HeadDim/64+1, func(lo, hi int) {
-		w := newHeadScratch(a.Seq, a.HeadDim)
+	// A pair's work is its two products, 2·Seq²·HeadDim multiply-adds.
+	parallelRows(pairs, 2*a.Seq*a.Seq*a.HeadDim, func(lo, hi int) {
+		w := getHeadScratch(a.Seq, a.HeadDim)
+		defer headScratchPool.Put(w)
 		for p := lo; p < hi; p++ {
 			b, h := p/a.Heads, p%a.Heads
 			if l := int(a.Lengths[b]); l > 0 {
@@ -69,6 +72,19 @@ type headScratch struct {
 
 func newHeadScratch(seq, d int) *headScratch {
 	return &headScratch{kt: make([]float32, d*seq), s: make([]float32, seq*seq)}
+}
+
+// headScratchPool reuses scratch across calls: a transformer calls
+// Attention once per layer, and fresh 100 KB buffers each time cost more in
+// allocation and collection than a 12-head, 128-token call computes.
+var headScratchPool sync.Pool
+
+// getHeadScratch returns pooled scratch large enough for seq × d, or new.
+func getHeadScratch(seq, d int) *headScratch {
+	if w, ok := headScratchPool.Get().(*headScratch); ok && len(w.kt) >= d*seq && len(w.s) >= seq*seq {
+		return w
+	}
+	return newHeadScratch(seq, d)
 }
 
 // attend runs one head whose rows start at off, hd floats apart:
