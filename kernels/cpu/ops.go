@@ -106,9 +106,11 @@ type packKey struct {
 
 // minPackedDim is the smallest K and N worth packing: below it a product
 // is a few microseconds either way. maxPackedRows is the most rows the
-// packed kernel takes: it beats OpenBLAS's call-time packing at a
-// transformer's 128-row batch (1.0–1.4× on MiniLM and XLM-R shapes), but
-// at 4096 rows OpenBLAS's blocking wins (measured in the encoder: 0.9×).
+// packed kernel takes when the BLAS runs AVX-512 kernels too: it beats
+// OpenBLAS's call-time packing at a transformer's 128-row batch (1.0–1.4×
+// on MiniLM and XLM-R shapes), but at 4096 rows OpenBLAS's blocking wins
+// (measured in the encoder: 0.9×). Against an AVX2-only BLAS on an
+// AVX-512 CPU the packed kernel takes every size.
 const (
 	minPackedDim  = 32
 	maxPackedRows = 512
@@ -120,7 +122,7 @@ const (
 // It returns nil when the product should go to the BLAS.
 func packedB(op engine.GemmOp, g kernels.GemmArgs) (*kernels.PackedB, error) {
 	b, ok := op.B.(*buffer)
-	if !ok || !b.bound || !kernels.PackedGemmFast() || g.TransA || g.Alpha != 1 || g.K < minPackedDim || g.N < minPackedDim || g.M > maxPackedRows {
+	if !ok || !b.bound || !kernels.PackedGemmFast() || g.TransA || g.Alpha != 1 || g.K < minPackedDim || g.N < minPackedDim || (g.M > maxPackedRows && kernels.BLASWide()) {
 		return nil, nil
 	}
 	if err := g.Check(); err != nil { // fills the packed leading dimensions
