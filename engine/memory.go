@@ -82,3 +82,20 @@ type MemoryStats struct {
 type MemoryStater interface {
 	MemoryStats() MemoryStats
 }
+
+// WeightBinder is an optional extension of Memory. BindWeight is Bind for a
+// model's weight matrix, which the backend may also repack for its GEMM,
+// keeping that copy (as large as the matrix) with the buffer. Index
+// matrices and other data the caller bound to avoid a copy use Bind.
+type WeightBinder interface {
+	BindWeight(src []float32) (Buffer, error)
+}
+
+// BindWeight binds a weight through b's BindWeight where it has one, else
+// through Bind.
+func BindWeight(b Backend, src []float32) (Buffer, error) {
+	if wb, ok := b.(WeightBinder); ok {
+		return wb.BindWeight(src)
+	}
+	return b.Bind(src)
+}

@@ -16,22 +16,6 @@ var blas sgemmer = gonumBLAS{}
 // kernels)" or "gonum".
 func BLASImpl() string { return blas.name() }
 
-// BLASWide reports whether the BLAS runs AVX-512 kernels (OpenBLAS's
-// SkylakeX, Cooperlake or SapphireRapids cores). Where it does not (gonum,
-// or OpenBLAS pinned to an AVX2 core on an AVX-512 CPU), gleaner's packed
-// GEMM is the faster one at every size.
-func BLASWide() bool {
-	o, ok := blas.(interface{ coreName() string })
-	if !ok {
-		return false
-	}
-	switch o.coreName() {
-	case "SkylakeX", "Cooperlake", "SapphireRapids":
-		return true
-	}
-	return false
-}
-
 type gonumBLAS struct{}
 
 func (gonumBLAS) name() string { return "gonum" }

@@ -83,8 +83,6 @@ func init() {
 // (openblas_get_corename, e.g. "SkylakeX"; empty if it cannot say).
 type openBLAS struct{ path, core string }
 
-func (o openBLAS) coreName() string { return o.core }
-
 func (o openBLAS) name() string {
 	if o.core == "" {
 		return "openblas (" + o.path + ")"

@@ -64,6 +64,9 @@ func (p *PackedB) Bytes() int64 { return 4 * int64(len(p.data)) }
 // of packedKC.
 func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accumulate bool) error {
 	k, n := pb.K, pb.N
+	if k <= 0 || n <= 0 || len(pb.data) < (n+packedPanel-1)/packedPanel*k*packedPanel {
+		return fmt.Errorf("kernels: packed gemm: B is not a PackB result (K %d, N %d, %d values)", k, n, len(pb.data))
+	}
 	if m < 0 || lda < k || ldc < n || len(a) < need(m, k, lda) || len(c) < need(m, n, ldc) {
 		return fmt.Errorf("kernels: packed gemm: %d×%d×%d (ld %d, %d) does not fit A (%d) or C (%d)", m, n, k, lda, ldc, len(a), len(c))
 	}

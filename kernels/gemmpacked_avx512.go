@@ -7,7 +7,7 @@ package kernels
 #include <immintrin.h>
 #include <stddef.h>
 
-enum { PANEL = 32, KC = 256, MC = 256 };
+enum { PANEL = 32, KC = 256, MC = 1024 };
 
 // tile8x32 is the kernel's core: 8 rows of C × one 32-column panel over kc
 // steps of k, 16 accumulators in registers; each step loads the panel's

@@ -55,3 +55,20 @@ func refLayerNormRow(x, g, b []float32, eps float64) []float64 {
 	}
 	return out
 }
+
+// TestLayerNormRowHugeSpread: deviations whose squares overflow float32
+// still normalise (every kernel sums the squares in double).
+func TestLayerNormRowHugeSpread(t *testing.T) {
+	x := []float32{3e19, -3e19, 1e19, -1e19}
+	g, b := []float32{1, 1, 1, 1}, []float32{0, 0, 0, 0}
+	want := refLayerNormRow(x, g, b, 1e-5)
+	for name, impl := range layerNormImpls {
+		out := make([]float32, len(x))
+		impl(x, g, b, out, 1e-5)
+		for j := range want {
+			if math.Abs(float64(out[j])-want[j]) > 1e-5 {
+				t.Fatalf("%s: out[%d] = %v, want %v", name, j, out[j], want[j])
+			}
+		}
+	}
+}

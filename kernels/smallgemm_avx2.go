@@ -45,9 +45,11 @@ static void gemm_nn(const float* A, const float* B, float* C, int m, int n, int 
 }
 
 // exp256: e^x for 8 lanes (Cephes expf: range reduction by ln 2 and a
-// degree-5 polynomial; relative error about 2e-7 for x in [-87, 88]).
+// degree-5 polynomial; relative error about 2e-7 for x in [-87, 88]; 0
+// below -87.3, −Inf included).
 __attribute__((target("avx2,fma")))
 static inline __m256 exp256(__m256 x) {
+	__m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ); // e^x below float32's normals: 0
 	x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
 	__m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
@@ -60,7 +62,7 @@ static inline __m256 exp256(__m256 x) {
 	y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
 	y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
 	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-	return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+	return _mm256_andnot_ps(under, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
 }
 
 // softmax_rows_nomask: each of rows rows of x (cols values) → softmax, in place.
@@ -69,7 +71,15 @@ static void softmax_rows_nomask(float* x, int rows, int cols) {
 	for (int r = 0; r < rows; r++) {
 		float* v = x + (size_t)r * cols;
 		float m = v[0];
-		for (int j = 1; j < cols; j++) m = v[j] > m ? v[j] : m;
+		int nan = v[0] != v[0];
+		for (int j = 1; j < cols; j++) {
+			m = v[j] > m ? v[j] : m;
+			nan |= v[j] != v[j];
+		}
+		if (nan) { // the row is NaN, as in the Go twin
+			for (int j = 0; j < cols; j++) v[j] = __builtin_nanf("");
+			continue;
+		}
 		__m256 mv = _mm256_set1_ps(m), sv = _mm256_setzero_ps();
 		int j = 0;
 		for (; j + 8 <= cols; j += 8) {

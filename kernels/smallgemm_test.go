@@ -88,3 +88,37 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	}
 	return x
 }
+
+// TestSoftmaxSpecialValues: −Inf entries get probability 0 and the rest
+// normalise as usual; a row holding a NaN becomes all NaN in every kernel.
+func TestSoftmaxSpecialValues(t *testing.T) {
+	inf := float32(math.Inf(-1))
+	for name, impl := range softmaxImpls {
+		for _, cols := range []int{5, 17} {
+			row := make([]float32, cols)
+			for j := range row {
+				row[j] = float32(j)
+			}
+			row[1], row[cols-1] = inf, inf
+			impl(row, 1, cols)
+			var sum float64
+			for j, p := range row {
+				if (j == 1 || j == cols-1) && p != 0 {
+					t.Fatalf("%s cols %d: p[%d] = %v for −Inf, want 0", name, cols, j, p)
+				}
+				sum += float64(p)
+			}
+			if math.Abs(sum-1) > 1e-6 {
+				t.Fatalf("%s cols %d: probabilities sum to %v", name, cols, sum)
+			}
+			nan := make([]float32, cols)
+			nan[cols/2] = float32(math.NaN())
+			impl(nan, 1, cols)
+			for j, p := range nan {
+				if !math.IsNaN(float64(p)) {
+					t.Fatalf("%s cols %d: p[%d] = %v in a row with a NaN, want NaN", name, cols, j, p)
+				}
+			}
+		}
+	}
+}

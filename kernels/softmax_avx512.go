@@ -10,15 +10,23 @@ package kernels
 
 // softmax_rows512: each of rows rows of x (cols values) → softmax, in
 // place, 16 lanes at a time with the tail under a mask; the row's sum is
-// reduced in double, as softmax_rows_nomask does.
+// reduced in double, as softmax_rows_nomask does. A row holding a NaN
+// becomes all NaN.
 __attribute__((target("avx512f")))
 static void softmax_rows512(float* x, int rows, int cols) {
 	for (int r = 0; r < rows; r++) {
 		float* v = x + (size_t)r * cols;
 		__m512 mv = _mm512_set1_ps(v[0]);
+		__mmask16 nan = 0;
 		for (int j = 0; j < cols; j += 16) {
 			__mmask16 mk = cols - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - j)) - 1);
-			mv = _mm512_mask_max_ps(mv, mk, mv, _mm512_maskz_loadu_ps(mk, v + j));
+			__m512 xv = _mm512_maskz_loadu_ps(mk, v + j);
+			nan |= _mm512_mask_cmp_ps_mask(mk, xv, xv, _CMP_UNORD_Q);
+			mv = _mm512_mask_max_ps(mv, mk, mv, xv);
+		}
+		if (nan) { // max would drop the NaN and exp's clamp hide it: the row is NaN, as in the Go twin
+			for (int j = 0; j < cols; j++) v[j] = __builtin_nanf("");
+			continue;
 		}
 		float m = _mm512_reduce_max_ps(mv);
 		mv = _mm512_set1_ps(m);

@@ -51,11 +51,12 @@ func (*Backend) SearchQuantized(ctx context.Context, m *engine.QuantRows, X, q [
 
 // buffer is host memory holding exactly one of the slices.
 type buffer struct {
-	f32   []float32
-	i32   []int32
-	i64   []int64
-	dt    engine.DType
-	bound bool // Bind: read-only (it may alias the caller's slice)
+	f32    []float32
+	i32    []int32
+	i64    []int64
+	dt     engine.DType
+	bound  bool // Bind: read-only (it may alias the caller's slice)
+	weight bool // BindWeight: a GEMM weight, packed on first use
 
 	mu    sync.Mutex // guards packs
 	packs map[packKey]*kernels.PackedB
@@ -92,10 +93,19 @@ func (*Backend) Alloc(dt engine.DType, n int) (engine.Buffer, error) {
 	return b, nil
 }
 
-// Bind implements engine.Memory: host memory is used in place. A bound
-// buffer used as a GEMM's B is packed once, on first use, for the packed
-// kernel where the CPU has one (see Gemm): a copy of the same size, kept
-// with the buffer.
+// BindWeight implements engine.WeightBinder: Bind, and where the CPU has
+// the packed GEMM kernel, the weight is packed on its first use as a
+// GEMM's B into a copy of the same size, kept with the buffer (see Gemm).
+func (b *Backend) BindWeight(src []float32) (engine.Buffer, error) {
+	buf, err := b.Bind(src)
+	if err != nil {
+		return nil, err
+	}
+	buf.(*buffer).weight = true
+	return buf, nil
+}
+
+// Bind implements engine.Memory: host memory is used in place.
 func (*Backend) Bind(src any) (engine.Buffer, error) {
 	switch x := src.(type) {
 	case []float32:

@@ -39,9 +39,9 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-// TestBoundGemmConcurrent: goroutines multiplying by one bound B at once
-// share its packed copy (made once, under the buffer's lock) and all get
-// the single-goroutine result.
+// TestBoundGemmConcurrent: goroutines multiplying by one weight
+// (BindWeight) at once share its packed copy (made once, under the
+// buffer's lock) and all get the same product, which matches float64.
 func TestBoundGemmConcurrent(t *testing.T) {
 	be := cpu.New()
 	m, n, k := 16, 64, 48
@@ -53,7 +53,7 @@ func TestBoundGemmConcurrent(t *testing.T) {
 	for i := range a {
 		a[i] = float32(i%7) - 3
 	}
-	bb, err := be.Bind(w)
+	bb, err := be.BindWeight(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +81,17 @@ func TestBoundGemmConcurrent(t *testing.T) {
 	for g, r := range results {
 		if !slices.Equal(r, want) {
 			t.Fatalf("goroutine %d got a different product", g)
+		}
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64 // small integers: exact in float32 too
+			for p := 0; p < k; p++ {
+				s += float64(a[i*k+p]) * float64(w[j*k+p])
+			}
+			if float64(want[i*n+j]) != s {
+				t.Fatalf("C[%d,%d] = %v, want %v", i, j, want[i*n+j], s)
+			}
 		}
 	}
 }

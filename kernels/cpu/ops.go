@@ -105,24 +105,19 @@ type packKey struct {
 }
 
 // minPackedDim is the smallest K and N worth packing: below it a product
-// is a few microseconds either way. maxPackedRows is the most rows the
-// packed kernel takes when the BLAS runs AVX-512 kernels too: it beats
-// OpenBLAS's call-time packing at a transformer's 128-row batch (1.0–1.4×
-// on MiniLM and XLM-R shapes), but at 4096 rows OpenBLAS's blocking wins
-// (measured in the encoder: 0.9×). Against an AVX2-only BLAS on an
-// AVX-512 CPU the packed kernel takes every size.
-const (
-	minPackedDim  = 32
-	maxPackedRows = 512
-)
+// is a few microseconds either way.
+const minPackedDim = 32
 
 // packedB returns op.B packed for kernels.GemmWithPacked when that kernel
-// runs in SIMD here and B is a bound (constant) buffer, as a model's
-// weights are; the packing is made on first use and kept with the buffer.
-// It returns nil when the product should go to the BLAS.
+// runs in SIMD here and B is a weight (BindWeight); the packing is made on
+// first use and kept with the buffer. Every product by the weight then
+// takes the packed kernel, whatever its rows: it sums each row in one
+// order, so a row's result does not depend on the rows batched with it
+// (at a transformer's 128 rows it is 1.0–1.4× OpenBLAS, at 4096 rows
+// 0.9–1.05×). It returns nil when the product should go to the BLAS.
 func packedB(op engine.GemmOp, g kernels.GemmArgs) (*kernels.PackedB, error) {
 	b, ok := op.B.(*buffer)
-	if !ok || !b.bound || !kernels.PackedGemmFast() || g.TransA || g.Alpha != 1 || g.K < minPackedDim || g.N < minPackedDim || (g.M > maxPackedRows && kernels.BLASWide()) {
+	if !ok || !b.weight || !kernels.PackedGemmFast() || g.TransA || g.Alpha != 1 || g.K < minPackedDim || g.N < minPackedDim {
 		return nil, nil
 	}
 	if err := g.Check(); err != nil { // fills the packed leading dimensions

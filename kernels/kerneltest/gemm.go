@@ -177,42 +177,46 @@ func testBatchedGemm(h *H) {
 	}
 }
 
-// testGemmBoundB: a GEMM whose B is a bound (read-only, constant) buffer,
-// as a model's weights are, which a backend may derive a copy from (the
-// cpu backend packs it): both layouts of B, an offset into the buffer,
-// beta 0, 1 and 0.5, with a bias and GELU, the same buffer reused (a
-// cached copy) and read at a second shape (a second copy).
+// testGemmBoundB: a GEMM whose B is a bound weight (engine.BindWeight,
+// which a backend may repack: the cpu backend packs it for its AVX-512
+// kernel): both layouts of B, an offset into the buffer, beta 0 (over a
+// poisoned C), 1 and 0.5, a bias and GELU, a padded C, K past one block of
+// 256, the same buffer reused (a cached copy) and read at a second shape
+// (a second copy).
 func testGemmBoundB(h *H) {
-	m, n, k, off := 19, 70, 45, 5
+	m, n, k, off := 19, 70, 300, 5
 	raw := h.Rand(off + n*k)
-	bb, err := h.B.Bind(raw)
+	bb, err := engine.BindWeight(h.B, raw)
 	h.Must(err)
 	for _, c := range []struct {
-		n, k   int
-		tb     bool
-		beta   float32
-		bias   bool
-		act    engine.Activation
-		repeat int
+		n, k, padC int
+		tb         bool
+		beta       float32
+		bias       bool
+		act        engine.Activation
+		repeat     int
 	}{
-		{n, k, true, 0, false, engine.ActNone, 2},
-		{n, k, true, 1, true, engine.ActNone, 1},
-		{n, k, false, 0.5, true, engine.ActGELU, 1},
-		{n / 2, k, true, 0, true, engine.ActNone, 1},
+		{n, k, 0, true, 0, false, engine.ActNone, 2},
+		{n, k, 3, true, 1, true, engine.ActNone, 1},
+		{n, k, 0, false, 0.5, true, engine.ActGELU, 1},
+		{n / 2, 45, 2, true, 0, true, engine.ActNone, 1},
 	} {
-		ldb := c.n
+		ldb, ldc := c.n, c.n+c.padC
 		if c.tb {
 			ldb = c.k
 		}
-		a, bias, c0 := h.Rand(m*c.k), h.Rand(c.n), h.Rand(m*c.n)
+		a, bias, c0 := h.Rand(m*c.k), h.Rand(c.n), h.Rand(m*ldc)
 		for r := 0; r < c.repeat; r++ {
 			cb := h.Up(c0)
-			op := engine.GemmOp{TransB: c.tb, M: m, N: c.n, K: c.k, Alpha: 1, Beta: c.beta, A: h.Up(a), B: bb, OffB: off, LDB: ldb, C: cb, Act: c.act}
+			if c.beta == 0 {
+				cb = h.Poisoned(m * ldc)
+			}
+			op := engine.GemmOp{TransB: c.tb, M: m, N: c.n, K: c.k, Alpha: 1, Beta: c.beta, A: h.Up(a), B: bb, OffB: off, LDB: ldb, C: cb, LDC: ldc, Act: c.act}
 			if c.bias {
 				op.Bias = h.Up(bias)
 			}
 			h.Must(engine.GemmFused(h.B, op))
-			want, mag := refGemm(false, c.tb, m, c.n, c.k, 1, a, c.k, raw[off:], ldb, c.beta, c0, c.n)
+			want, mag := refGemm(false, c.tb, m, c.n, c.k, 1, a, c.k, raw[off:], ldb, c.beta, c0, ldc)
 			tol := make([]float64, len(want))
 			for i := range want {
 				if c.bias {
@@ -222,7 +226,12 @@ func testGemmBoundB(h *H) {
 				want[i] = refAct(c.act, want[i])
 				tol[i] = 2 * Tol(c.k+2, mag[i])
 			}
-			h.Close(name("gemm bound B ", m, "×", c.n, "×", c.k, " tb=", c.tb, " beta=", c.beta, " bias=", c.bias, " ", c.act, " run ", r), h.Down(cb), want, tol...)
+			got := h.Down(cb)
+			packed := make([]float32, m*c.n)
+			for i := 0; i < m; i++ {
+				copy(packed[i*c.n:(i+1)*c.n], got[i*ldc:i*ldc+c.n])
+			}
+			h.Close(name("gemm bound B ", m, "×", c.n, "×", c.k, " tb=", c.tb, " beta=", c.beta, " bias=", c.bias, " ", c.act, " run ", r), packed, want, tol...)
 		}
 	}
 }

@@ -93,10 +93,11 @@ func (m *Model) Close() {
 }
 
 // upload binds a weight: a host backend aliases it (the model is not held
-// twice), a device backend copies it, and the buffer being read-only lets
-// it keep a bfloat16 copy for Precision bf16.
+// twice, though the cpu backend adds a packed copy of each GEMM weight on
+// AVX-512), a device backend copies it, and the buffer being read-only
+// lets it keep a bfloat16 copy for Precision bf16.
 func (m *Model) upload(x []float32) error {
-	buf, err := m.b.Bind(x)
+	buf, err := engine.BindWeight(m.b, x)
 	if err != nil {
 		return err
 	}
