@@ -50,7 +50,7 @@ func BenchmarkGemm(b *testing.B) {
 		run("gleaner+bias+gelu", flops, func() {
 			must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wb, C: cb, Bias: biasb, Act: engine.ActGELU}))
 		})
-		wbound, err := be.Bind(w)
+		wbound, err := engine.BindWeight(be, w)
 		must(b, err)
 		run("gleaner-bound", flops, func() {
 			must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wbound, C: cb}))
