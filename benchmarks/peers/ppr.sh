@@ -57,7 +57,7 @@ print(f"{label:<22} {g['N']:>7} {g['Edges']:>7} {gm*1e3:>12.3f} {p['igraph_media
 print(f"  ({p['resets']} reset vectors for gleaner and igraph {p['igraph']}, {p['networkx_resets']} for networkx {p['networkx']};"
       f" max |gleaner - networkx| {p['max_abs_diff_networkx']:.2e})")
 pm = sorted(g["PlanMedianS"])[len(g["PlanMedianS"]) // 2]
-print(f"  PPRPlan (what nexusrag/linearrag solve with): {pm*1e3:.3f} ms, igraph/plan {p['igraph_median_s']/pm:.1f}x, "
+print(f"  PPRPlan (what ppr, nexusrag and linearrag solve with): {pm*1e3:.3f} ms, igraph/plan {p['igraph_median_s']/pm:.1f}x, "
       f"core {g['PlanCore']} of {g['N']} vertices, built once in {g['PlanBuildS']*1e3:.1f} ms, max |plan - gleaner| {g['PlanMaxDiff']:.2e}")
 sys.exit(0 if p["max_abs_diff_igraph"] <= 1e-8 and g["PlanMaxDiff"] <= 1e-8 else 1)
 PY
