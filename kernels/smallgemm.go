@@ -26,6 +26,24 @@ func gemmNNGo(a, b, c []float32, m, n, k, lda, ldb, ldc int) {
 	}
 }
 
+// gemmNNNeedsKernel does what the SIMD gemmNN wrappers share before their
+// C call: it reports false when the product is empty (clearing C when only
+// k is 0), and checks that the strides stay inside the slices, so the C
+// code cannot read or write past them.
+func gemmNNNeedsKernel(a, b, c []float32, m, n, k, lda, ldb, ldc int) bool {
+	if m == 0 || n == 0 {
+		return false
+	}
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return false
+	}
+	_, _, _ = a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1], c[(m-1)*ldc+n-1]
+	return true
+}
+
 // softmaxNoMask normalises rows in place without a mask, single-threaded;
 // a SIMD version (vectorised exp) replaces it where the CPU allows.
 var softmaxNoMask = softmaxNoMaskGo

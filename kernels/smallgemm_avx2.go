@@ -119,17 +119,9 @@ func init() {
 }
 
 func gemmNNAVX2(a, b, c []float32, m, n, k, lda, ldb, ldc int) {
-	if m == 0 || n == 0 {
+	if !gemmNNNeedsKernel(a, b, c, m, n, k, lda, ldb, ldc) {
 		return
 	}
-	if k == 0 {
-		for i := 0; i < m; i++ {
-			clear(c[i*ldc : i*ldc+n])
-		}
-		return
-	}
-	// The last element each operand's strides reach: C must not read past them.
-	_, _, _ = a[(m-1)*lda+k-1], b[(k-1)*ldb+n-1], c[(m-1)*ldc+n-1]
 	C.gemm_nn((*C.float)(unsafe.Pointer(&a[0])), (*C.float)(unsafe.Pointer(&b[0])), (*C.float)(unsafe.Pointer(&c[0])), C.int(m), C.int(n), C.int(k), C.int(lda), C.int(ldb), C.int(ldc))
 }
 
