@@ -42,9 +42,9 @@ func activateSlice(act Activation, x, out []float32) {
 // a SIMD version replaces it at start-up where the CPU allows.
 var geluBiasRow = geluBiasRowGo
 
-// geluAVX2 and geluAVX512 are the SIMD row kernels this build has (nil
-// where it has none), kept for the tests to compare every one.
-var geluAVX2, geluAVX512 func(row, bias []float32)
+// geluImpls lists every GELU row kernel this CPU can run, by name, so
+// tests compare each with the reference.
+var geluImpls = map[string]func(row, bias []float32){"go": geluBiasRowGo}
 
 func geluBiasRowGo(row, bias []float32) {
 	for j, v := range row {

@@ -32,7 +32,7 @@ import (
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		geluAVX2 = geluBiasRowAVX2
+		geluImpls["avx2"] = geluBiasRowAVX2
 		geluBiasRow = geluBiasRowAVX2
 	}
 }

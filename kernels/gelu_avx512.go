@@ -51,7 +51,7 @@ import (
 
 func init() {
 	if cpu.X86.HasAVX512F {
-		geluAVX512 = geluBiasRowAVX512
+		geluImpls["avx512"] = geluBiasRowAVX512
 		geluBiasRow = geluBiasRowAVX512
 	}
 }

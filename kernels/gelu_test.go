@@ -3,21 +3,7 @@ package kernels
 import (
 	"math"
 	"testing"
-
-	"golang.org/x/sys/cpu"
 )
-
-// geluImpls are every GELU row kernel this machine can run.
-func geluImpls() map[string]func(row, bias []float32) {
-	impls := map[string]func(row, bias []float32){"go": geluBiasRowGo}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA && geluAVX2 != nil {
-		impls["avx2"] = geluAVX2
-	}
-	if cpu.X86.HasAVX512F && geluAVX512 != nil {
-		impls["avx512"] = geluAVX512
-	}
-	return impls
-}
 
 // TestGELUMatchesErf checks every GELU kernel against 0.5·x·(1+erf(x/√2))
 // in float64 on a dense grid over [-12, 12], both signs of tiny inputs,
@@ -34,7 +20,7 @@ func TestGELUMatchesErf(t *testing.T) {
 	for i := range bias {
 		bias[i] = float32(i%3) * 0.25
 	}
-	for name, impl := range geluImpls() {
+	for name, impl := range geluImpls {
 		for _, withBias := range []bool{false, true} {
 			row := append([]float32(nil), xs...)
 			var b []float32

@@ -172,7 +172,8 @@ func seedRows(c []float32, m, n, ldc int, beta float32, bias []float32) {
 	}
 }
 
-// scaleC handles K = 0, where BLAS libraries differ: C = beta·C.
+// scaleC sets C = beta·C: for K = 0, where BLAS libraries differ, and
+// before the packed kernel, which only adds to C.
 func scaleC(g *GemmArgs) {
 	for i := 0; i < g.M; i++ {
 		row := g.C[i*g.LDC : i*g.LDC+g.N]

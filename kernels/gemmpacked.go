@@ -51,9 +51,6 @@ func PackedGemmFast() bool { return packedGemmFast }
 
 var packedGemmFast bool
 
-// Bytes is the packed copy's size.
-func (p *PackedB) Bytes() int64 { return 4 * int64(len(p.data)) }
-
 // GemmPacked computes C = A·B, or C += A·B when accumulate, for A (M×K,
 // leading dimension lda) and a packed B, into C (M×N, ldc). Panels are
 // spread over the cores when the product is large enough to pay for it.
