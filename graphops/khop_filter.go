@@ -42,6 +42,10 @@ type KHopScores struct {
 	Edge   func(r int32) bool // which edges to follow, by relation (nil: all)
 	Node   func(u int32) float64
 	Rel    func(r int32) float64
+	// RelHop, when set, replaces Rel with a score that knows the hop
+	// (1-based) and whether the edge is walked against its direction (a
+	// learned reading of the question: docs/methods.md §3.5).
+	RelHop func(r int32, inverse bool, hop int) float64
 	Source func(v int32, hop int) float64
 	// Keep, when set, is the nodes the expansion may reach (a query's
 	// filter): the others are not there at all.
@@ -95,7 +99,7 @@ func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOption
 					if s.Edge != nil && !s.Edge(r) {
 						continue
 					}
-					term := src + s.Rel(r)/3
+					term := src + s.relScore(r, dir == &g.In, h+1)/3
 					if b, ok := best[u]; !ok || term > b {
 						best[u] = term
 					}
@@ -119,4 +123,12 @@ func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOption
 		}
 	}
 	return nodes, hops, nil
+}
+
+// relScore is the relation term: RelHop when set, else Rel.
+func (s *KHopScores) relScore(r int32, inverse bool, hop int) float64 {
+	if s.RelHop != nil {
+		return s.RelHop(r, inverse, hop)
+	}
+	return s.Rel(r)
 }

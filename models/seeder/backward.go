@@ -8,6 +8,13 @@ func (t *tape[F]) backward(w *Weights[F], g *Weights[F], dP, dS []F) {
 	if len(t.layers) > 0 {
 		h = t.layers[len(t.layers)-1].h2
 	}
+	if t.c.Paths > 0 {
+		for i := 0; i < b.n; i++ {
+			y := pathMass(t.c, b.xn, i)
+			g.PathSkip[0] += dP[i] * y
+			g.PathSkip[1] += dS[i] * y
+		}
+	}
 	dh := headBack(h, t.pz, w.PolW1, w.PolW2, g.PolW1, g.PolB1, g.PolW2, g.PolB2, dP, b.n, d)
 	addInto(dh, headBack(h, t.sz, w.ScW1, w.ScW2, g.ScW1, g.ScB1, g.ScW2, g.ScB2, dS, b.n, d))
 	detab0 := make([]F, len(t.etab0))

@@ -30,6 +30,11 @@ type Config struct {
 	// question wording are outside its vocabulary.
 	Words     int `json:"words,omitempty"`
 	Relations int `json:"relations,omitempty"`
+	// Paths adds the learned text side's readings to the inputs (0: off;
+	// docs/methods.md §3.5, an extension): Paths+1 path-mass values per
+	// node (after each hop, and their hop-weighted sum) and Paths
+	// per-hop probabilities per relation row.
+	Paths int `json:"paths,omitempty"`
 	// Seed fixes the expander cycles (identical in every epoch and at
 	// inference) and the initial weights.
 	Seed uint64 `json:"seed"`
@@ -62,6 +67,9 @@ func (c Config) Validate() error {
 	}
 	if c.Words < 0 || c.Words > 1<<20 || c.Relations < 0 || c.Relations > 1<<20 {
 		errs = append(errs, fmt.Errorf("seeder: word vocabulary and relation count must be 0..%d, got %d and %d", 1<<20, c.Words, c.Relations))
+	}
+	if c.Paths < 0 || c.Paths > 64 {
+		errs = append(errs, fmt.Errorf("seeder: path features must be 0..64 hops, got %d", c.Paths))
 	}
 	if c.Cycles < 0 || c.Cycles > 64 {
 		errs = append(errs, fmt.Errorf("seeder: expander cycles must be 0..64, got %d", c.Cycles))

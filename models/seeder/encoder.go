@@ -16,10 +16,11 @@ import (
 // forward.go, whose backward passes are checked against finite
 // differences; the two forwards are checked against each other.
 type Encoder struct {
-	c     Config
-	b     engine.Backend
-	w     boundWeights
-	owned []engine.Buffer
+	c        Config
+	b        engine.Backend
+	w        boundWeights
+	pathSkip []float32 // host-side: added to the n downloaded head values
+	owned    []engine.Buffer
 }
 
 // boundWeights are the model's tensors on the backend. extra holds the
@@ -49,7 +50,7 @@ func (m *Model) Bind(b engine.Backend) (*Encoder, error) {
 	if err := probeEncoderOps(b); err != nil {
 		return nil, err
 	}
-	e := &Encoder{c: m.Config, b: b}
+	e := &Encoder{c: m.Config, b: b, pathSkip: m.W.PathSkip}
 	var err error
 	up := func(x []float32) engine.Buffer {
 		if err != nil || x == nil {

@@ -229,6 +229,9 @@ func (r *run) heads(h engine.Buffer) (p, s []float32, err error) {
 		r.linear(sz, n, d, w.scW2, 0, w.scB2, 1, engine.ActNone, sb, 0),
 		func() (err error) { p, err = engine.Download[float32](r.b, pb); return err },
 		func() (err error) { s, err = engine.Download[float32](r.b, sb); return err })
+	if err == nil && r.e.c.Paths > 0 { // n values: the host adds the skip
+		addPathSkip(r.e.c, r.bt.xn, n, r.e.pathSkip, p, s)
+	}
 	return p, s, err
 }
 

@@ -27,16 +27,17 @@ func widenWeights(c Config, w *Weights[float32]) *Weights[float64] {
 // combinations.
 func encoderConfigs() map[string]Config {
 	all := DefaultConfig()
-	all.In, all.Words, all.Relations = 8, 5, 4
+	all.In, all.Words, all.Relations, all.Paths = 8, 5, 4, 3
 	out := map[string]Config{"all": all}
 	for name, off := range map[string]func(*Config){
 		"no local": func(c *Config) { c.Local = false }, "no virtual": func(c *Config) { c.Virtual = false },
 		"no hop gate": func(c *Config) { c.HopGate = false }, "no cycles": func(c *Config) { c.Cycles = 0 },
-		"paper inputs": func(c *Config) { c.Words, c.Relations = 0, 0 },
+		"paper inputs": func(c *Config) { c.Words, c.Relations, c.Paths = 0, 0, 0 },
+		"no paths":     func(c *Config) { c.Paths = 0 },
 		"words only":   func(c *Config) { c.Relations = 0 }, "relation ids only": func(c *Config) { c.Words = 0 },
 		"no virtual, no cycles": func(c *Config) { c.Virtual, c.Cycles = false, 0 },
 		"everything off": func(c *Config) {
-			c.Local, c.Virtual, c.HopGate, c.Cycles, c.Words, c.Relations = false, false, false, 0, 0, 0
+			c.Local, c.Virtual, c.HopGate, c.Cycles, c.Words, c.Relations, c.Paths = false, false, false, 0, 0, 0, 0
 		},
 	} {
 		c := all

@@ -75,7 +75,25 @@ func forward[F Float](w *Weights[F], c Config, b *batch[F], p float64, rng *rand
 	t.sz = linear(h, w.ScW1, w.ScB1, b.n, d, d)
 	relu(t.sz)
 	t.S = linear(t.sz, w.ScW2, w.ScB2, b.n, d, 1)
+	if c.Paths > 0 {
+		addPathSkip(c, b.xn, b.n, w.PathSkip, t.P, t.S)
+	}
 	return t
+}
+
+// pathMass is row i's hop-weighted text-side mass y (the last path input).
+func pathMass[F Float](c Config, xn []F, i int) F {
+	ni := c.nodeIn()
+	return xn[(i+1)*ni-1]
+}
+
+// addPathSkip adds β_P·y and β_S·y to the heads' outputs.
+func addPathSkip[F Float](c Config, xn []F, n int, skip, p, s []F) {
+	for i := 0; i < n; i++ {
+		y := pathMass(c, xn, i)
+		p[i] += skip[0] * y
+		s[i] += skip[1] * y
+	}
 }
 
 // embedNodes is the input projection, the gated hop embedding

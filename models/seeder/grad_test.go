@@ -21,13 +21,20 @@ func randomGraph(c Config, n, edges, rels int, rng *rand.Rand) *Graph {
 		g.Hops = append(g.Hops, rng.IntN(c.MaxHop+2)) // beyond MaxHop clamps
 		g.Eligible = append(g.Eligible, i > 0)
 		g.Linked = append(g.Linked, i%5 == 0)
+		for range c.nodePaths() {
+			g.PathMass = append(g.PathMass, float32(rng.Float64()))
+		}
 	}
 	for r := 0; r < rels; r++ {
 		id := int32(-1)
 		if c.Relations > 0 {
 			id = int32(r / 2 % c.Relations)
 		}
-		g.Rels = append(g.Rels, Relation{In: randVec(c.In, rng), Cos: float32(rng.Float64()), Inverse: r%2 == 1, ID: id})
+		var path []float32
+		for range c.Paths {
+			path = append(path, float32(rng.Float64()))
+		}
+		g.Rels = append(g.Rels, Relation{In: randVec(c.In, rng), Cos: float32(rng.Float64()), Inverse: r%2 == 1, ID: id, Path: path})
 	}
 	for range min(c.Words, 4) {
 		g.Words = append(g.Words, int32(rng.IntN(c.Words))) // repeats count twice
@@ -62,7 +69,9 @@ func linearLoss(w *Weights[float64], c Config, b *batch[float64], a, bb []float6
 // attention, edge-feature gather, gate, hop and virtual-node rows),
 // against central differences in float64.
 func TestBackwardMatchesFiniteDifferences(t *testing.T) {
-	for _, c := range []Config{testConfig(), {In: 2, Hidden: 6, Heads: 3, Layers: 1, MaxHop: 1, Seed: 5}} {
+	withPaths := testConfig()
+	withPaths.Paths = 2
+	for _, c := range []Config{testConfig(), {In: 2, Hidden: 6, Heads: 3, Layers: 1, MaxHop: 1, Seed: 5}, withPaths} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		gs := []*Graph{randomGraph(c, 13, 30, 3, rng), randomGraph(c, 5, 6, 2, rng)}
 		b, err := newBatch[float64](c, gs)

@@ -28,6 +28,9 @@ type Graph struct {
 	// Eligible marks the nodes the heads may return (the answer-type
 	// mask); nil: all.
 	Eligible []bool
+	// PathMass is Config.Paths+1 values per node (the text side's mass
+	// after each hop and their weighted sum); nil when Config.Paths is 0.
+	PathMass []float32
 }
 
 // Relation is one relation (or its inverse) as an edge input.
@@ -35,7 +38,8 @@ type Relation struct {
 	In      []float32 // In: the relation name's reduced embedding
 	Cos     float32   // cos(q, relation)
 	Inverse bool
-	ID      int32 // relation id for Config.Relations (−1: none)
+	ID      int32     // relation id for Config.Relations (−1: none)
+	Path    []float32 // Config.Paths: the text side's probability per hop
 }
 
 // Edge is a directed KG edge between candidate rows, typed by Rels[Rel].
@@ -58,10 +62,15 @@ func (g *Graph) Validate(c Config) error {
 		return fmt.Errorf("seeder: linked-seed mask has %d values for %d nodes", len(g.Linked), n)
 	case g.Eligible != nil && len(g.Eligible) != n:
 		return fmt.Errorf("seeder: eligibility mask has %d values for %d nodes", len(g.Eligible), n)
+	case len(g.PathMass) != n*c.nodePaths():
+		return fmt.Errorf("seeder: graph of %d nodes has %d path-mass values, want %d", n, len(g.PathMass), n*c.nodePaths())
 	}
 	for i, r := range g.Rels {
 		if len(r.In) != c.In {
 			return fmt.Errorf("seeder: relation row %d has %d values, want %d", i, len(r.In), c.In)
+		}
+		if len(r.Path) != c.Paths {
+			return fmt.Errorf("seeder: relation row %d has %d path values, want %d", i, len(r.Path), c.Paths)
 		}
 		if c.Relations > 0 && int(r.ID) >= c.Relations {
 			return fmt.Errorf("seeder: relation row %d has id %d, the model knows %d relations", i, r.ID, c.Relations)
@@ -196,6 +205,8 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 			if g.Linked != nil && g.Linked[i] {
 				row[2*in+1] = 1
 			}
+			np := c.nodePaths()
+			copyF(row[2*in+2:2*in+2+np], g.PathMass[i*np:(i+1)*np])
 			b.hop[b.first[gi]+i] = min(g.Hops[i], c.MaxHop)
 		}
 		b.words = append(b.words, g.Words)
@@ -215,6 +226,7 @@ func (b *batch[F]) fill(c Config, gs []*Graph) {
 			if rel.Inverse {
 				row[2*in+1] = 1
 			}
+			copyF(row[2*in+2:], rel.Path)
 			r++
 		}
 	}

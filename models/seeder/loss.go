@@ -22,6 +22,11 @@ type LossOptions struct {
 	K         int     // subset size k (20)
 	Temp      float64 // Plackett–Luce temperature τ_s (1)
 	BPRWeight float64 // 1
+	// Listwise replaces BPR's mean over every (gold, other) pair with a
+	// softmax cross-entropy over the eligible rows, −log Σ_gold softmax(s)
+	// (an extension, docs/methods.md §3.5): the pair mean is dominated by
+	// easy negatives long before the best-scored row is gold.
+	Listwise bool `json:"listwise,omitempty"`
 }
 
 // DefaultLossOptions are the paper's: M = 8 subsets of 20, τ = 1, BPR
@@ -70,7 +75,11 @@ func graphLoss(p, s []float64, eligible []int, t Target, o LossOptions, rng *ran
 		logp := plLogProb(p, eligible, sm, o.Temp, lp.dP, -adv/float64(o.Samples))
 		lp.rl -= adv * logp / float64(o.Samples)
 	}
-	lp.bpr = o.BPRWeight * bpr(s, eligible, gold, lp.dS, o.BPRWeight)
+	if o.Listwise {
+		lp.bpr = o.BPRWeight * listwise(s, eligible, gold, lp.dS, o.BPRWeight)
+	} else {
+		lp.bpr = o.BPRWeight * bpr(s, eligible, gold, lp.dS, o.BPRWeight)
+	}
 	return lp
 }
 
@@ -158,6 +167,35 @@ func bpr(s []float64, eligible []int, gold map[int]bool, dS []float64, coef floa
 		}
 	}
 	return loss
+}
+
+// listwise is −log of the softmax mass on the gold rows among the
+// eligible ones; it adds coef times its gradient to dS.
+func listwise(s []float64, eligible []int, gold map[int]bool, dS []float64, coef float64) float64 {
+	m := math.Inf(-1)
+	for _, r := range eligible {
+		m = max(m, s[r])
+	}
+	var all, pos float64
+	e := make([]float64, len(eligible))
+	for i, r := range eligible {
+		e[i] = math.Exp(s[r] - m)
+		all += e[i]
+		if gold[r] {
+			pos += e[i]
+		}
+	}
+	if pos == 0 {
+		return 0
+	}
+	for i, r := range eligible {
+		g := e[i] / all // d/ds_r: p_r − [gold] p_r / P(gold)
+		if gold[r] {
+			g -= e[i] / pos
+		}
+		dS[r] += coef * g
+	}
+	return math.Log(all) - math.Log(pos)
 }
 
 // softplus is log(1 + eˣ), stable for large |x|.

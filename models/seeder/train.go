@@ -20,6 +20,10 @@ type TrainOptions struct {
 	Warmup      float64 // share of steps warming up linearly, then cosine (0.1)
 	Dropout     float64 // 0.1
 	Select      int     // k of dev Recall@k, the checkpoint criterion (20)
+	// HitsFirst keeps the epoch with the best dev Hits@1 (ties: Recall@k)
+	// instead of the best Recall@k (ties: Hits@1): Recall@20 saturates
+	// early once the candidates hold the answer.
+	HitsFirst bool
 	Loss        LossOptions
 	Seed        uint64
 }
@@ -106,6 +110,18 @@ func Train(ctx context.Context, c Config, pca *PCA, o TrainOptions, train, dev [
 	for i := range order {
 		order[i] = i
 	}
+	if c.Paths > 0 { // the untrained heads are the text side's ranking: a candidate too
+		rep := EpochReport{Epoch: 0, Best: true}
+		start := time.Now()
+		if rep.DevRecall, rep.DevHits1, err = DevMetrics(ctx, best, dev, o.Select); err != nil {
+			return nil, nil, err
+		}
+		bestRecall, bestHits, rep.Elapsed = rep.DevRecall, rep.DevHits1, time.Since(start)
+		reps = append(reps, rep)
+		if progress != nil {
+			progress(rep)
+		}
+	}
 	for ep := 1; ep <= o.Epochs; ep++ {
 		start := time.Now()
 		tr.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -126,7 +142,7 @@ func Train(ctx context.Context, c Config, pca *PCA, o TrainOptions, train, dev [
 		if rep.DevRecall, rep.DevHits1, err = DevMetrics(ctx, cur, dev, o.Select); err != nil {
 			return nil, reps, err
 		}
-		if rep.DevRecall > bestRecall || rep.DevRecall == bestRecall && rep.DevHits1 > bestHits {
+		if better(o.HitsFirst, rep.DevRecall, rep.DevHits1, bestRecall, bestHits) {
 			bestRecall, bestHits, rep.Best = rep.DevRecall, rep.DevHits1, true
 			best.W = clone(c, w)
 		}
@@ -137,6 +153,14 @@ func Train(ctx context.Context, c Config, pca *PCA, o TrainOptions, train, dev [
 		}
 	}
 	return best, reps, nil
+}
+
+// better says whether an epoch's dev (recall, hits) beats the best so far.
+func better(hitsFirst bool, recall, hits, bestRecall, bestHits float64) bool {
+	if hitsFirst {
+		return hits > bestHits || hits == bestHits && recall > bestRecall
+	}
+	return recall > bestRecall || recall == bestRecall && hits > bestHits
 }
 
 // DevMetrics are the mean Recall@k and Hits@1 of m's selections over exs,

@@ -36,26 +36,28 @@ func TestPlackettLuceGradient(t *testing.T) {
 	}
 }
 
-func TestBPRGradient(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 3))
-	s := make([]float64, 10)
-	for i := range s {
-		s[i] = rng.NormFloat64()
-	}
-	eligible := []int{1, 2, 3, 4, 6, 9}
-	gold := map[int]bool{2: true, 6: true, 7: true}
-	dS := make([]float64, len(s))
-	bpr(s, eligible, gold, dS, 1)
-	for i := range s {
-		const h = 1e-6
-		x := s[i]
-		s[i] = x + h
-		up := bpr(s, eligible, gold, make([]float64, len(s)), 1)
-		s[i] = x - h
-		down := bpr(s, eligible, gold, make([]float64, len(s)), 1)
-		s[i] = x
-		if fd := (up - down) / (2 * h); math.Abs(fd-dS[i]) > 1e-7 {
-			t.Errorf("∂BPR/∂s[%d] = %.9g, finite difference %.9g", i, dS[i], fd)
+func TestRankingLossGradients(t *testing.T) {
+	for name, loss := range map[string]func(s []float64, eligible []int, gold map[int]bool, dS []float64, coef float64) float64{"bpr": bpr, "listwise": listwise} {
+		rng := rand.New(rand.NewPCG(5, 3))
+		s := make([]float64, 10)
+		for i := range s {
+			s[i] = rng.NormFloat64()
+		}
+		eligible := []int{1, 2, 3, 4, 6, 9}
+		gold := map[int]bool{2: true, 6: true, 7: true}
+		dS := make([]float64, len(s))
+		loss(s, eligible, gold, dS, 1)
+		for i := range s {
+			const h = 1e-6
+			x := s[i]
+			s[i] = x + h
+			up := loss(s, eligible, gold, make([]float64, len(s)), 1)
+			s[i] = x - h
+			down := loss(s, eligible, gold, make([]float64, len(s)), 1)
+			s[i] = x
+			if fd := (up - down) / (2 * h); math.Abs(fd-dS[i]) > 1e-7 {
+				t.Errorf("%s: ∂L/∂s[%d] = %.9g, finite difference %.9g", name, i, dS[i], fd)
+			}
 		}
 	}
 }

@@ -38,11 +38,23 @@ type Weights[F Float] struct {
 	PolW2, PolB2 []F
 	ScW1, ScB1   []F // scoring head d → d → 1
 	ScW2, ScB2   []F
+	// PathSkip adds the text side's hop-weighted mass y straight to the
+	// policy logits and scores (β_P·y, β_S·y; with Config.Paths): the
+	// encoder refines the text side's ranking rather than relearn it.
+	PathSkip []F
 }
 
 // nodeIn and relIn are the widths of the node and relation input rows.
-func (c Config) nodeIn() int { return 2*c.In + 2 }
-func (c Config) relIn() int  { return 2*c.In + 2 }
+func (c Config) nodeIn() int { return 2*c.In + 2 + c.nodePaths() }
+func (c Config) relIn() int  { return 2*c.In + 2 + c.Paths }
+
+// nodePaths is the path-mass values per node: one per hop and their sum.
+func (c Config) nodePaths() int {
+	if c.Paths == 0 {
+		return 0
+	}
+	return c.Paths + 1
+}
 
 // each visits every tensor with its name and shape, in a fixed order
 // (initialisation, saving and the optimiser depend on it). Optional parts
@@ -105,6 +117,9 @@ func (w *Weights[F]) each(c Config, fn func(name string, shape []int, p *[]F)) {
 	fn("score.0.bias", []int{d}, &w.ScB1)
 	fn("score.1.weight", []int{d}, &w.ScW2)
 	fn("score.1.bias", []int{1}, &w.ScB2)
+	if c.Paths > 0 {
+		fn("head.path_skip", []int{2}, &w.PathSkip)
+	}
 }
 
 func numel(shape []int) int {
@@ -121,6 +136,11 @@ func zeros[F Float](c Config) *Weights[F] {
 	w.each(c, func(_ string, shape []int, p *[]F) { *p = make([]F, numel(shape)) })
 	return w
 }
+
+// pathSkipInit is β's start: mass 1 against 0 is 10 logits, so the
+// listwise loss starts low wherever the text side is right and the heads
+// learn from the questions it gets wrong.
+const pathSkipInit = 10
 
 // NewWeights initialises c's tensors from c.Seed: Glorot-uniform matrices,
 // zero biases, unit LayerNorm gains, small embeddings.
@@ -146,6 +166,13 @@ func NewWeights[F Float](c Config) (*Weights[F], error) {
 			for i := range *p {
 				(*p)[i] = F(rng.NormFloat64())
 			}
+		case name == "head.path_skip":
+			for i := range *p {
+				(*p)[i] = pathSkipInit
+			}
+		case c.Paths > 0 && hasSuffix(name, "policy.1.weight", "score.1.weight"):
+			// zero: the heads start as the text side's ranking (β·y) and learn
+			// corrections, a residual branch's usual start
 		case hasSuffix(name, "edge", "edge_in", "edge_out", "policy.1.weight", "score.1.weight"):
 			lim := math.Sqrt(3 / float64(shape[0]))
 			for i := range *p {
