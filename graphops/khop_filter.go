@@ -39,9 +39,9 @@ func (o KHopFilterOptions) Validate() error {
 // frontier node v passes on at that hop (sim(q, v); a linked seed may pass
 // 1 at hop 1).
 type KHopScores struct {
-	Edge   func(r int32) bool // which edges to follow, by relation (nil: all)
-	Node   func(u int32) float64
-	Rel    func(r int32) float64
+	Edge func(r int32) bool // which edges to follow, by relation (nil: all)
+	Node func(u int32) float64
+	Rel  func(r int32) float64
 	// RelHop, when set, replaces Rel with a score that knows the hop
 	// (1-based) and whether the edge is walked against its direction (a
 	// learned reading of the question: docs/methods.md §3.5).

@@ -24,8 +24,8 @@ type TrainOptions struct {
 	// instead of the best Recall@k (ties: Hits@1): Recall@20 saturates
 	// early once the candidates hold the answer.
 	HitsFirst bool
-	Loss        LossOptions
-	Seed        uint64
+	Loss      LossOptions
+	Seed      uint64
 }
 
 // DefaultTrainOptions are the paper's PRIME settings but for the rate and
