@@ -36,3 +36,37 @@ func TestKHopFilter(t *testing.T) {
 		t.Fatal("no quotas accepted")
 	}
 }
+
+// TestKHopFilterRelHop: a relation term that knows the hop and the
+// direction. Same graph; the question wants r1 forward at hop 1 (0 → 2)
+// and r0 backward at hop 2 (2 ← 4: the edge is stored 4 → 2), against
+// node 6, nearer the question but reached along r0 forward.
+func TestKHopFilterRelHop(t *testing.T) {
+	g, err := Build(7, []Edge{{0, 1, 1, 0}, {0, 2, 1, 1}, {1, 3, 1, 0}, {4, 2, 1, 0}, {4, 5, 1, 1}, {2, 6, 1, 0}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		r   int32
+		inv bool
+		hop int
+	}
+	want := map[key]float64{{1, false, 1}: 1, {0, true, 2}: 1}
+	var asked []key
+	s := KHopScores{
+		Node:   func(u int32) float64 { return map[int32]float64{6: 0.5}[u] },
+		Rel:    func(int32) float64 { t.Fatal("Rel called with RelHop set"); return 0 },
+		RelHop: func(r int32, inv bool, hop int) float64 { asked = append(asked, key{r, inv, hop}); return want[key{r, inv, hop}] },
+		Source: func(int32, int) float64 { return 0 },
+	}
+	nodes, hops, err := KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{1, 1}, Cap: 10}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(nodes, []int32{0, 2, 4}) || !slices.Equal(hops, []int{0, 1, 2}) {
+		t.Fatalf("nodes %v hops %v (asked %v)", nodes, hops, asked)
+	}
+	if !slices.Contains(asked, key{0, true, 2}) || !slices.Contains(asked, key{1, false, 1}) {
+		t.Fatalf("relation terms asked: %v", asked)
+	}
+}

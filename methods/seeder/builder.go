@@ -45,6 +45,8 @@ func (s *Settings) Params(p *retrieve.Params) {
 	p.Float(&t.Dropout, "dropout", "dropout in the Exphormer layers, in [0,1)", halfOpen01)
 	p.Int(&t.Loss.Samples, "samples", "Plackett–Luce subsets sampled per question (M ≥ 2: the baseline is their mean)", retrieve.Within(2, encoder.MaxSamples))
 	p.Int(&t.Loss.K, "subset", "size of each sampled subset (k)", retrieve.AtLeast(1))
+	p.Bool(&t.Loss.Listwise, "listwise", "score the ranking head by softmax cross-entropy over the candidates instead of BPR's mean over pairs (an extension, docs/methods.md §3.5)")
+	p.Bool(&t.HitsFirst, "checkpoint-hits", "keep the epoch with the best dev Hits@1 (ties: Recall@20) instead of the best Recall@20 (ties: Hits@1)")
 	p.Uint64(&t.Seed, "seed", "random seed (sampling, shuffling, dropout, initial weights, expander cycles)")
 	p.Int(&c.In, "pca", "PCA components of the node, relation and question embeddings (at most the index's dimensions)", retrieve.Within(1, encoder.MaxWidth))
 	p.Int(&c.Hidden, "hidden", "hidden width (divisible by --heads)", retrieve.Within(1, encoder.MaxWidth))
@@ -56,6 +58,11 @@ func (s *Settings) Params(p *retrieve.Params) {
 	p.Bool(&c.Local, "local", "add the local relation-gated message block beside the attention (false: attention only)")
 	p.Bool(&so.QuestionWords, "question-words", "learn a bag of the questions' words (beyond the paper's frozen embeddings; false: the paper's inputs only)")
 	p.Bool(&so.RelationIDs, "relation-ids", "learn an embedding per relation and direction (beyond the paper's frozen embeddings)")
+	p.Bool(&so.Paths, "paths", "train the learned text side first: its per-hop relation reading drives the K-hop filter and adds path features to the encoder (an extension, docs/methods.md §3.5; false: the paper's filter and inputs)")
+	p.Int(&so.PathDim, "paths-dim", "--paths: the text side's width", retrieve.Within(1, encoder.MaxWidth))
+	p.Int(&so.PathTrain.Epochs, "paths-epochs", fmt.Sprintf("--paths: the text side's training epochs (1 to %d)", encoder.MaxEpochs), retrieve.Within(1, encoder.MaxEpochs))
+	p.Float(&so.PathTrain.LR, "paths-lr", "--paths: the text side's learning rate (Adam)", retrieve.OpenClosed(0.0, 1.0))
+	p.Int(&so.PathMinCount, "paths-min-count", "--paths: a question word or word pair joins the text side's vocabulary when this many training questions use it", retrieve.AtLeast(1))
 	p.Int(&so.MinWordCount, "min-word-count", "--question-words: a word joins the vocabulary when this many training questions use it", retrieve.AtLeast(1))
 	p.Check(func() error {
 		if c.Hidden%c.Heads != 0 {
@@ -83,7 +90,13 @@ samples (--samples subsets of --subset) plus BPR, with AdamW, warm-up then cosin
 keeping the earliest epoch with the best dev Recall@20 (ties: the best dev Hits@1). Each epoch prints its
 loss, mean sampled reward, dev Recall@20 and Hits@1. --train and --dev default to the corpus folder's
 queries-train.jsonl and queries-dev.jsonl. Training is seeded and reproducible; the encoder replaces any
-earlier one in the index, which method seeder then uses.`,
+earlier one in the index, which method seeder then uses.
+
+Extensions (docs/methods.md §3.5), on by default: --paths first trains a learned text side that reads
+each question's relations hop by hop (printing its epochs); it drives the K-hop filter's relation term and
+adds path features to the encoder (kg-paths ranks by it alone). --listwise scores the ranking head by a
+softmax cross-entropy instead of BPR's pair mean, --checkpoint-hits keeps the best dev Hits@1. The paper's
+setup: --paths=false --listwise=false --checkpoint-hits=false --question-words=false --relation-ids=false.`,
 		Defaults: DefaultSettings, Params: (*Settings).Params, Build: build,
 		Host: "training runs on the host (forward and gradients in float32 loops; the engine has no backward ops); method seeder's inference runs on the backend"}))
 }
@@ -96,6 +109,7 @@ func build(ctx context.Context, env retrieve.BuildEnv, dir string, s Settings) (
 	}
 	so := s.Train
 	so.Model.Seed = so.Train.Seed // one seed: weights and expander cycles too
+	so.PathTrain.Seed = so.Train.Seed
 	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
 		return "", fmt.Errorf("index %s is read-only (mode %v): training would have nowhere to store the encoder; make it writable first", dir, st.Mode().Perm())
 	}
@@ -114,6 +128,9 @@ func build(ctx context.Context, env retrieve.BuildEnv, dir string, s Settings) (
 	}
 	so.Logger = env.Logger
 	so.Progress = func(r encoder.EpochReport) { printEpoch(out, r, so.Train.Epochs) }
+	so.PathProgress = func(r encoder.PathEpoch) {
+		fmt.Fprintf(out, "text side epoch %d/%d: loss %.4f, dev hits@1 %.3f\n", r.Epoch, so.PathTrain.Epochs, r.Loss, r.DevHits1)
+	}
 	nTrain := len(train)
 	if so.MaxTrain > 0 {
 		nTrain = min(nTrain, so.MaxTrain)

@@ -18,6 +18,7 @@ import (
 	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/vecmath"
+	encoder "github.com/gleaner-rag/gleaner/models/seeder"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -31,6 +32,10 @@ type KGOptions struct {
 	// seeds too; by default they are left out, being the question's own
 	// entities.
 	KeepLinked bool
+	// Paths (paths) makes the filter read the question with the learned
+	// text side stored with the index's SeedER encoder (trained with
+	// --paths): its per-hop relation probabilities replace sim(q, r).
+	Paths bool
 }
 
 // MaxHops bounds the hop quotas.
@@ -47,6 +52,7 @@ func (o *KGOptions) Params(p *retrieve.Params) {
 	retrieve.GraphKinds(p, &o.GraphKinds)
 	o.stages(p)
 	p.Bool(&o.KeepLinked, "keep-linked", "kg-khop: rank the dictionary-linked seeds too (default: left out, being the question's own entities)")
+	p.Bool(&o.Paths, "paths", "kg-khop: the filter's relation term from the text side trained with the index's SeedER encoder (an extension, docs/methods.md §3.5)")
 }
 
 // stages binds stage 1–2's settings (what training records).
@@ -65,7 +71,7 @@ func init() {
 		name, summary := "kg-seeds", "SeedER's stage 1 on its own: dictionary-linked seeds, then the nodes nearest the question"
 		params := func(o *KGOptions, p *retrieve.Params) {
 			o.Params(p)
-			p.Drop("keep-linked", "khop-quotas", "khop-cap", "graph-kind")
+			p.Drop("keep-linked", "khop-quotas", "khop-cap", "graph-kind", "paths")
 		}
 		if khop {
 			name, summary = "kg-khop", "SeedER's stages 1–2: the K-hop-with-filtering candidate graph ranked by cosine"
@@ -77,6 +83,22 @@ func init() {
 				return newKG(ix, env, o, khop)
 			}}))
 	}
+	retrieve.Must(retrieve.Register(retrieve.Def[KGOptions]{Name: "kg-paths",
+		Summary:  "SeedER's stages 1–2 with the learned text side, candidates ranked by its answer mass alone (no encoder)",
+		Defaults: func() KGOptions { o := DefaultKGOptions(); o.Paths, o.KeepLinked = true, true; return o },
+		Params: func(o *KGOptions, p *retrieve.Params) {
+			o.Params(p)
+			p.Drop("paths")
+		},
+		Reads: []string{Section}, Filters: true,
+		Host: "linking, the k-hop expansion and the answer mass run on the host; the question's cosines run on the backend",
+		New: func(ix *index.Index, env retrieve.Env, o KGOptions) (retrieve.Method, error) {
+			m, err := newKG(ix, env, o, true)
+			if err == nil {
+				m.rankPaths = true
+			}
+			return m, err
+		}}))
 }
 
 // kgMethod is a SeedER baseline over a knowledge-graph index: kg-seeds
@@ -91,6 +113,10 @@ type kgMethod struct {
 	linker  *entityLinker
 	relUnit [][]float32 // relation id → its name's unit vector (nil: none)
 	relErr  error
+	paths   *pathModel // the learned text side (nil: the paper's filter)
+	// rankPaths (kg-paths) ranks the candidates by the text side's answer
+	// mass over the candidate graph, ties by cosine.
+	rankPaths bool
 }
 
 // newKG makes kg-seeds, or kg-khop with khop.
@@ -106,7 +132,18 @@ func newKG(ix *index.Index, env retrieve.Env, o KGOptions, khop bool) (*kgMethod
 			return nil, err
 		}
 	}
-	return &kgMethod{ix: ix, o: o, khop: khop, be: env.Backend}, nil
+	m := &kgMethod{ix: ix, o: o, khop: khop, be: env.Backend}
+	if khop && o.Paths {
+		f, err := Of(ix)
+		if err != nil {
+			return nil, err
+		}
+		if f.paths == nil {
+			return nil, fmt.Errorf("kg-khop --paths: the index's SeedER encoder was trained without the text side (train seeder --paths)")
+		}
+		m.paths = f.paths
+	}
+	return m, nil
 }
 
 // keepEdge says whether the expansion follows an edge of relation r: all
@@ -124,6 +161,9 @@ func (m *kgMethod) keepEdge(r int32) bool {
 }
 
 func (m *kgMethod) Name() string {
+	if m.rankPaths {
+		return "kg-paths"
+	}
 	if m.khop {
 		return "kg-khop"
 	}
@@ -170,8 +210,36 @@ func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]ret
 	if !m.o.KeepLinked {
 		nodes = slices.DeleteFunc(slices.Clone(nodes), func(v int32) bool { return c.linked[v] })
 	}
-	slices.SortStableFunc(nodes, func(a, b int32) int { return cmp.Or(cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b)) })
-	return ranked(nodes[:min(k, len(nodes))], c.sims), nil
+	score := c.sims
+	if m.rankPaths {
+		score = m.candidateMass(c, q)
+	}
+	slices.SortStableFunc(nodes, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(score[b], score[a]), cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b))
+	})
+	return ranked(nodes[:min(k, len(nodes))], score), nil
+}
+
+// candidateMass is every node's text-side answer mass spreading over the
+// candidate graph alone from the linked seeds (0 off it).
+func (m *kgMethod) candidateMass(c *kgCandidates, q retrieve.Query) []float32 {
+	in := make(map[int32]bool, len(c.nodes))
+	for _, v := range c.nodes {
+		in[v] = true
+	}
+	keep := q.Allow.Keep()
+	var seeds []int32
+	for _, v := range c.nodes {
+		if c.linked[v] {
+			seeds = append(seeds, v)
+		}
+	}
+	sp := c.paths.Spread(m.paths.graphOf(m), seeds, func(v int32) bool { return in[v] && (keep == nil || keep(v)) })
+	out := make([]float32, len(sp.Y))
+	for i, y := range sp.Y {
+		out[i] = float32(y)
+	}
+	return out
 }
 
 // linkerFor is the dictionary a query may link to: every node's names, or
@@ -224,7 +292,8 @@ type kgCandidates struct {
 	nodeCos []float32 // the candidates' cosines
 	hops    []int
 	linked  map[int32]bool
-	relSims []float64 // relation id → cos(q, relation name), 0 without one
+	relSims []float64      // relation id → cos(q, relation name), 0 without one
+	paths   *encoder.Paths // the text side's reading (nil: none)
 }
 
 // candidates runs stage 1 (seeds) and stage 2 (K-hop-with-filtering).
@@ -234,20 +303,28 @@ func (m *kgMethod) candidates(ctx context.Context, q retrieve.Query) (*kgCandida
 		return nil, err
 	}
 	c := &kgCandidates{qv: qv, sims: sims, linked: map[int32]bool{}, relSims: make([]float64, len(m.relUnit))}
+	seeds, linked := m.linkerFor(q).seeds(q.Text, c.sims, m.o.K0, m.o.K0, q.Allow.Keep())
+	for _, v := range seeds[:linked] {
+		c.linked[v] = true
+	}
 	for r, v := range m.relUnit { // once per query, not once per edge visited
 		if v != nil {
 			c.relSims[r] = float64(vecmath.Dot(qv, v))
 		}
 	}
-	seeds, linked := m.linkerFor(q).seeds(q.Text, c.sims, m.o.K0, m.o.K0, q.Allow.Keep())
-	for _, v := range seeds[:linked] {
-		c.linked[v] = true
+	var relHop func(r int32, inverse bool, hop int) float64
+	if m.paths != nil {
+		if c.paths, err = m.paths.read(m.linkerFor(q), q.Text); err != nil {
+			return nil, err
+		}
+		relHop = c.paths.Rel
 	}
 	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
-		Edge: m.keepEdge,
-		Node: func(u int32) float64 { return float64(c.sims[u]) },
-		Rel:  c.relSim,
-		Keep: q.Allow.Keep(),
+		Edge:   m.keepEdge,
+		Node:   func(u int32) float64 { return float64(c.sims[u]) },
+		Rel:    c.relSim,
+		RelHop: relHop,
+		Keep:   q.Allow.Keep(),
 		Source: func(v int32, hop int) float64 {
 			if hop == 1 && c.linked[v] {
 				return 1 // a seed the question names passes full weight (methods.md §3.1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/safetensors"
@@ -43,6 +44,13 @@ type File struct {
 	Train  map[string]any        `json:"training"`
 	Epochs []encoder.EpochReport `json:"epochs"`
 	Model  *encoder.Model        `json:"-"`
+	// Paths is the learned text side's shape (nil: none), PathVocab its
+	// features by id, PathEpochs its training record; its tensors sit in
+	// the weights file beside the encoder's.
+	Paths      *encoder.PathConfig `json:"paths,omitempty"`
+	PathVocab  []string            `json:"path_vocab,omitempty"`
+	PathEpochs []encoder.PathEpoch `json:"path_epochs,omitempty"`
+	paths      *pathModel
 }
 
 // Of returns the index's trained encoder, ErrNoSeeder, or why the stored
@@ -74,8 +82,12 @@ func Store(ctx context.Context, ix *index.Index, dir string, f *File) error {
 	if d := len(f.Model.PCA.Mean); d != ix.Meta.Dims {
 		return fmt.Errorf("index %s: the encoder's PCA reads %d-dimensional vectors, the index has %d", dir, d, ix.Meta.Dims)
 	}
+	ts := f.Model.Tensors()
+	if f.paths != nil {
+		maps.Copy(ts, f.paths.sc.Tensors())
+	}
 	var buf bytes.Buffer
-	if err := safetensors.Write(&buf, f.Model.Tensors()); err != nil {
+	if err := safetensors.Write(&buf, ts); err != nil {
 		return err
 	}
 	return ix.StoreSection(ctx, dir, Section, map[string]any{"epochs": len(f.Epochs), "config": f.Config}, func(w *index.SectionWriter) error {
@@ -109,6 +121,17 @@ func load(ix *index.Index, r *index.SectionReader) (any, error) {
 	if d := len(f.Model.PCA.Mean); d != ix.Meta.Dims {
 		return nil, fmt.Errorf("%s: the PCA reads %d-dimensional vectors, the index has %d", fWeights, d, ix.Meta.Dims)
 	}
+	if f.Paths != nil {
+		if f.Paths.Relations != ix.Meta.Relations {
+			return nil, fmt.Errorf("%s: the text side knows %d relations, the index has %d", fConfig, f.Paths.Relations, ix.Meta.Relations)
+		}
+		text := newPathText(ix, f.PathVocab)
+		sc, err := encoder.PathScorerFromTensors(*f.Paths, text.names, ts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fWeights, err)
+		}
+		f.paths = &pathModel{sc: sc, text: text}
+	}
 	return &f, nil
 }
 
@@ -119,6 +142,14 @@ func (f *File) validate() error {
 	}
 	if len(f.Vocab) != f.Config.Words {
 		return fmt.Errorf("seeder: %d vocabulary words for a model of %d", len(f.Vocab), f.Config.Words)
+	}
+	switch {
+	case f.Paths == nil && f.Config.Paths != 0:
+		return fmt.Errorf("seeder: the encoder reads %d hops of path features and there is no text side", f.Config.Paths)
+	case f.Paths != nil && f.Paths.Features != len(f.PathVocab):
+		return fmt.Errorf("seeder: %d text-side features for a scorer of %d", len(f.PathVocab), f.Paths.Features)
+	case f.Paths != nil && f.Paths.Hops != f.Config.Paths:
+		return fmt.Errorf("seeder: the text side scores %d hops, the encoder reads %d", f.Paths.Hops, f.Config.Paths)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package seeder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -73,6 +75,7 @@ func New(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) 
 	if err != nil {
 		return nil, fmt.Errorf("seeder: the stored stage-1/2 settings: %w", err)
 	}
+	km.paths = f.paths
 	return &seederMethod{kg: km, f: f, o: o, be: env.Backend}, nil
 }
 
@@ -201,6 +204,7 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string) *encod
 		g.Linked = append(g.Linked, c.linked[v])
 	}
 	rows := map[int32]int32{}
+	var relOf []int32 // relation row → relation id
 	out := &km.ix.Graph.Out
 	for i, v := range c.nodes {
 		for p := out.Ptr[v]; p < out.Ptr[v+1]; p++ {
@@ -224,9 +228,67 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string) *encod
 					}
 				}
 				g.Rels = append(g.Rels, encoder.Relation{In: z, Cos: cos, ID: id}, encoder.Relation{In: z, Cos: cos, Inverse: true, ID: id})
+				relOf = append(relOf, r, r)
 			}
 			g.Edges = append(g.Edges, encoder.Edge{Src: int32(i), Dst: j, Rel: row}, encoder.Edge{Src: j, Dst: int32(i), Rel: row + 1})
 		}
 	}
+	if c.paths != nil {
+		addPathInputs(g, c.paths, relOf)
+	}
 	return g
+}
+
+// addPathInputs adds the text side's reading to the encoder's inputs:
+// each relation row's probability per hop, and each node's mass after
+// each hop and their weighted sum, spreading over the candidate graph's
+// edges from the linked seeds (the hop-0 seeds when none was linked).
+// relOf gives each relation row's relation id.
+func addPathInputs(g *encoder.Graph, p *encoder.Paths, relOf []int32) {
+	T, n := len(p.P), g.Nodes()
+	for i := range g.Rels {
+		rel := &g.Rels[i]
+		rel.Path = make([]float32, T)
+		for t := range rel.Path {
+			rel.Path[t] = float32(p.Rel(relOf[i], rel.Inverse, t+1))
+		}
+	}
+	pg := &encoder.PathGraph{Ptr: make([]int64, n+1)}
+	bySrc := slices.Clone(g.Edges)
+	slices.SortStableFunc(bySrc, func(a, b encoder.Edge) int { return cmp.Compare(a.Src, b.Src) })
+	for _, e := range bySrc {
+		if relOf[e.Rel] < 0 { // an edge without a relation carries no mass
+			continue
+		}
+		pg.Ptr[e.Src+1]++
+		dir := 2 * relOf[e.Rel]
+		if g.Rels[e.Rel].Inverse {
+			dir++
+		}
+		pg.Dst, pg.Dir = append(pg.Dst, e.Dst), append(pg.Dir, dir)
+	}
+	for i := 0; i < n; i++ {
+		pg.Ptr[i+1] += pg.Ptr[i]
+	}
+	var seeds []int32
+	for i, l := range g.Linked {
+		if l {
+			seeds = append(seeds, int32(i))
+		}
+	}
+	if len(seeds) == 0 {
+		for i, h := range g.Hops {
+			if h == 0 {
+				seeds = append(seeds, int32(i))
+			}
+		}
+	}
+	sp := p.Spread(pg, seeds, nil)
+	g.PathMass = make([]float32, n*(T+1))
+	for i := 0; i < n; i++ {
+		for t := 1; t <= T; t++ {
+			g.PathMass[i*(T+1)+t-1] = float32(sp.X[t][i])
+		}
+		g.PathMass[i*(T+1)+T] = float32(sp.Y[i])
+	}
 }

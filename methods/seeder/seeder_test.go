@@ -44,8 +44,11 @@ func TestSeederTrainStoreQuery(t *testing.T) {
 			t.Fatalf("a second training run gave a different %s", name)
 		}
 	}
-	if len(sf.Epochs) != 4 {
-		t.Fatalf("%d epoch reports, want 4", len(sf.Epochs))
+	if len(sf.Epochs) != 5 || sf.Epochs[0].Epoch != 0 {
+		t.Fatalf("%d epoch reports, want 5 (the text side's ranking, then 4 epochs)", len(sf.Epochs))
+	}
+	if sf.Paths == nil || sf.Paths.Hops != len(o.KHop.Quotas) || len(sf.PathVocab) != sf.Paths.Features || len(sf.PathEpochs) == 0 {
+		t.Fatalf("text side: config %+v, %d features, %d epochs", sf.Paths, len(sf.PathVocab), len(sf.PathEpochs))
 	}
 	// a sampled training set's vocabulary holds only the sample's words
 	one := testindex.TinySeeder()

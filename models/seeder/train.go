@@ -77,6 +77,9 @@ type EpochReport struct {
 	DevHits1  float64       `json:"dev_hits1"`  // dev Hits@1 (the first selected node is gold)
 	Best      bool          `json:"best"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
+	// GradNorm is each tensor's gradient L2 norm before clipping, the mean
+	// over the epoch's steps: which inputs the objective actually trains.
+	GradNorm map[string]float64 `json:"grad_norm,omitempty"`
 }
 
 // Train fits a model of config c on train, keeping the weights of the
@@ -102,7 +105,8 @@ func Train(ctx context.Context, c Config, pca *PCA, o TrainOptions, train, dev [
 		return nil, nil, err
 	}
 	tr := &trainer{c: c, o: o, w: w, opt: newAdamW(c), rng: rand.New(rand.NewPCG(o.Seed, 0x7ea1))}
-	tr.steps = o.Epochs * ((len(train) + o.Batch - 1) / o.Batch)
+	tr.stepsPerEpoch = (len(train) + o.Batch - 1) / o.Batch
+	tr.steps = o.Epochs * tr.stepsPerEpoch
 	best := &Model{Config: c, PCA: pca, W: clone(c, w)}
 	bestRecall, bestHits := -1.0, -1.0
 	var reps []EpochReport
@@ -218,6 +222,22 @@ type trainer struct {
 	rng   *rand.Rand
 	done  int
 	steps int
+	// stepsPerEpoch averages the gradient norms
+	stepsPerEpoch int
+}
+
+// addGradNorms adds each tensor's gradient norm times scale to rep.
+func addGradNorms(c Config, g *Weights[float32], rep *EpochReport, scale float64) {
+	if rep.GradNorm == nil {
+		rep.GradNorm = map[string]float64{}
+	}
+	g.each(c, func(name string, _ []int, p *[]float32) {
+		var s float64
+		for _, x := range *p {
+			s += float64(x) * float64(x)
+		}
+		rep.GradNorm[name] += math.Sqrt(s) * scale
+	})
 }
 
 // step is one optimiser step on a minibatch: forward over its union,
@@ -246,6 +266,7 @@ func (tr *trainer) step(exs []Example, rep *EpochReport) {
 	}
 	g := zeros[float32](tr.c)
 	t.backward(tr.w, g, dP, dS)
+	addGradNorms(tr.c, g, rep, 1/float64(tr.stepsPerEpoch))
 	clipNorm(tr.c, g, tr.o.Clip)
 	tr.done++
 	tr.opt.update(tr.c, tr.w, g, tr.lr(tr.done), tr.o.WeightDecay)
