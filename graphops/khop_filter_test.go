@@ -54,9 +54,12 @@ func TestKHopFilterRelHop(t *testing.T) {
 	want := map[key]float64{{1, false, 1}: 1, {0, true, 2}: 1}
 	var asked []key
 	s := KHopScores{
-		Node:   func(u int32) float64 { return map[int32]float64{6: 0.5}[u] },
-		Rel:    func(int32) float64 { t.Fatal("Rel called with RelHop set"); return 0 },
-		RelHop: func(r int32, inv bool, hop int) float64 { asked = append(asked, key{r, inv, hop}); return want[key{r, inv, hop}] },
+		Node: func(u int32) float64 { return map[int32]float64{6: 0.5}[u] },
+		Rel:  func(int32) float64 { t.Fatal("Rel called with RelHop set"); return 0 },
+		RelHop: func(r int32, inv bool, hop int) float64 {
+			asked = append(asked, key{r, inv, hop})
+			return want[key{r, inv, hop}]
+		},
 		Source: func(int32, int) float64 { return 0 },
 	}
 	nodes, hops, err := KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{1, 1}, Cap: 10}, s)
