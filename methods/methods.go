@@ -9,7 +9,7 @@
 // package index in init. Adding a method is one folder and one import line
 // here; nothing else changes (docs/contributing.md). Methods that share a
 // section or options are one folder: nexusrag and linearrag (trigraph),
-// kg-seeds, kg-khop and seeder (seeder), the FastInsight ablations.
+// kg-seeds, kg-khop, kg-paths and seeder (seeder), the FastInsight ablations.
 package methods
 
 import (
