@@ -93,6 +93,7 @@ func init() {
 		Reads: []string{Section}, Filters: true,
 		Host: "linking, the k-hop expansion and the answer mass run on the host; the question's cosines run on the backend",
 		New: func(ix *index.Index, env retrieve.Env, o KGOptions) (retrieve.Method, error) {
+			o.Paths = true // kg-paths is the text side: never without it
 			m, err := newKG(ix, env, o, true)
 			if err == nil {
 				m.rankPaths = true
@@ -212,7 +213,7 @@ func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]ret
 	}
 	score := c.sims
 	if m.rankPaths {
-		score = m.candidateMass(c, q)
+		score = m.candidateMass(c)
 	}
 	slices.SortStableFunc(nodes, func(a, b int32) int {
 		return cmp.Or(cmp.Compare(score[b], score[a]), cmp.Compare(c.sims[b], c.sims[a]), cmp.Compare(a, b))
@@ -222,22 +223,15 @@ func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]ret
 
 // candidateMass is every node's text-side answer mass spreading over the
 // candidate graph alone from the linked seeds (0 off it).
-func (m *kgMethod) candidateMass(c *kgCandidates, q retrieve.Query) []float32 {
-	in := make(map[int32]bool, len(c.nodes))
-	for _, v := range c.nodes {
-		in[v] = true
+func (m *kgMethod) candidateMass(c *kgCandidates) []float32 {
+	linked := make([]bool, len(c.nodes))
+	for i, v := range c.nodes {
+		linked[i] = c.linked[v]
 	}
-	keep := q.Allow.Keep()
-	var seeds []int32
-	for _, v := range c.nodes {
-		if c.linked[v] {
-			seeds = append(seeds, v)
-		}
-	}
-	sp := c.paths.Spread(m.paths.graphOf(m), seeds, func(v int32) bool { return in[v] && (keep == nil || keep(v)) })
-	out := make([]float32, len(sp.Y))
-	for i, y := range sp.Y {
-		out[i] = float32(y)
+	sp := c.paths.Spread(m.candidatePathGraph(c), linkedRows(linked, c.hops), nil)
+	out := make([]float32, m.ix.N())
+	for i, v := range c.nodes {
+		out[v] = float32(sp.Y[i])
 	}
 	return out
 }

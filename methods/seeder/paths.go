@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/graphops"
@@ -167,16 +166,8 @@ func pathGraph(ix *index.Index, keep func(r int32) bool) *encoder.PathGraph {
 
 // pathModel is a trained text side with its vocabulary.
 type pathModel struct {
-	sc    *encoder.PathScorer
-	text  *pathText
-	once  sync.Once
-	graph *encoder.PathGraph
-}
-
-// graphOf is the index's path graph over m's followed kinds, built once.
-func (pm *pathModel) graphOf(m *kgMethod) *encoder.PathGraph {
-	pm.once.Do(func() { pm.graph = pathGraph(m.ix, m.keepEdge) })
-	return pm.graph
+	sc   *encoder.PathScorer
+	text *pathText
 }
 
 // read is the question's reading: its features after masking the
@@ -260,4 +251,66 @@ func trainPaths(ctx context.Context, km *kgMethod, so TrainOptions, train, dev [
 		return nil, err
 	}
 	return &pathFile{model: &pathModel{sc: sc, text: text}, vocab: vocab, epochs: reps}, nil
+}
+
+// pathEdge is a directed edge between candidate rows along a relation
+// direction (2r forward, 2r+1 backward).
+type pathEdge struct{ src, dst, dir int32 }
+
+// localPathGraph is n rows' path graph over edges (any order).
+func localPathGraph(n int, edges []pathEdge) *encoder.PathGraph {
+	slices.SortStableFunc(edges, func(a, b pathEdge) int { return cmp.Compare(a.src, b.src) })
+	g := &encoder.PathGraph{Ptr: make([]int64, n+1), Dst: make([]int32, 0, len(edges)), Dir: make([]int32, 0, len(edges))}
+	for _, e := range edges {
+		g.Ptr[e.src+1]++
+		g.Dst, g.Dir = append(g.Dst, e.dst), append(g.Dir, e.dir)
+	}
+	for i := 0; i < n; i++ {
+		g.Ptr[i+1] += g.Ptr[i]
+	}
+	return g
+}
+
+// candidatePathGraph is the candidates' induced path graph over m's
+// followed kinds (rows in c.nodes order), every KG edge from both ends.
+func (m *kgMethod) candidatePathGraph(c *kgCandidates) *encoder.PathGraph {
+	local := make(map[int32]int32, len(c.nodes))
+	for i, v := range c.nodes {
+		local[v] = int32(i)
+	}
+	out := &m.ix.Graph.Out
+	var edges []pathEdge
+	for i, v := range c.nodes {
+		if out.Rel == nil {
+			break
+		}
+		for p := out.Ptr[v]; p < out.Ptr[v+1]; p++ {
+			j, ok := local[out.Idx[p]]
+			r := out.Rel[p]
+			if !ok || r < 0 || !m.keepEdge(r) {
+				continue
+			}
+			edges = append(edges, pathEdge{int32(i), j, 2 * r}, pathEdge{j, int32(i), 2*r + 1})
+		}
+	}
+	return localPathGraph(len(c.nodes), edges)
+}
+
+// linkedRows are the rows of the linked seeds, or of the hop-0 seeds when
+// the question linked none: where the answer mass starts.
+func linkedRows(linked []bool, hops []int) []int32 {
+	var rows []int32
+	for i, l := range linked {
+		if l {
+			rows = append(rows, int32(i))
+		}
+	}
+	if len(rows) == 0 {
+		for i, h := range hops {
+			if h == 0 {
+				rows = append(rows, int32(i))
+			}
+		}
+	}
+	return rows
 }

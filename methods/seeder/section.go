@@ -76,6 +76,9 @@ func Store(ctx context.Context, ix *index.Index, dir string, f *File) error {
 	if f.Model == nil {
 		return errors.New("seeder: storing an encoder needs a model")
 	}
+	if (f.Paths != nil) != (f.paths != nil) {
+		return errors.New("seeder: storing a text side needs both its config and its trained scorer (seeder.Train gives both)")
+	}
 	if err := f.validate(); err != nil {
 		return err
 	}

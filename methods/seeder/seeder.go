@@ -1,11 +1,9 @@
 package seeder
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -253,37 +251,19 @@ func addPathInputs(g *encoder.Graph, p *encoder.Paths, relOf []int32) {
 			rel.Path[t] = float32(p.Rel(relOf[i], rel.Inverse, t+1))
 		}
 	}
-	pg := &encoder.PathGraph{Ptr: make([]int64, n+1)}
-	bySrc := slices.Clone(g.Edges)
-	slices.SortStableFunc(bySrc, func(a, b encoder.Edge) int { return cmp.Compare(a.Src, b.Src) })
-	for _, e := range bySrc {
-		if relOf[e.Rel] < 0 { // an edge without a relation carries no mass
+	var edges []pathEdge
+	for _, e := range g.Edges {
+		r := relOf[e.Rel]
+		if r < 0 { // an edge without a relation carries no mass
 			continue
 		}
-		pg.Ptr[e.Src+1]++
-		dir := 2 * relOf[e.Rel]
+		dir := 2 * r
 		if g.Rels[e.Rel].Inverse {
 			dir++
 		}
-		pg.Dst, pg.Dir = append(pg.Dst, e.Dst), append(pg.Dir, dir)
+		edges = append(edges, pathEdge{e.Src, e.Dst, dir})
 	}
-	for i := 0; i < n; i++ {
-		pg.Ptr[i+1] += pg.Ptr[i]
-	}
-	var seeds []int32
-	for i, l := range g.Linked {
-		if l {
-			seeds = append(seeds, int32(i))
-		}
-	}
-	if len(seeds) == 0 {
-		for i, h := range g.Hops {
-			if h == 0 {
-				seeds = append(seeds, int32(i))
-			}
-		}
-	}
-	sp := p.Spread(pg, seeds, nil)
+	sp := p.Spread(localPathGraph(n, edges), linkedRows(g.Linked, g.Hops), nil)
 	g.PathMass = make([]float32, n*(T+1))
 	for i := 0; i < n; i++ {
 		for t := 1; t <= T; t++ {

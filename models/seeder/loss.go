@@ -172,30 +172,40 @@ func bpr(s []float64, eligible []int, gold map[int]bool, dS []float64, coef floa
 // listwise is −log of the softmax mass on the gold rows among the
 // eligible ones; it adds coef times its gradient to dS.
 func listwise(s []float64, eligible []int, gold map[int]bool, dS []float64, coef float64) float64 {
-	m := math.Inf(-1)
+	var all, pos []float64
 	for _, r := range eligible {
-		m = max(m, s[r])
-	}
-	var all, pos float64
-	e := make([]float64, len(eligible))
-	for i, r := range eligible {
-		e[i] = math.Exp(s[r] - m)
-		all += e[i]
+		all = append(all, s[r])
 		if gold[r] {
-			pos += e[i]
+			pos = append(pos, s[r])
 		}
 	}
-	if pos == 0 {
+	if len(pos) == 0 {
 		return 0
 	}
-	for i, r := range eligible {
-		g := e[i] / all // d/ds_r: p_r − [gold] p_r / P(gold)
+	// each log-sum-exp shifted by its own maximum: gold rows far below the
+	// best one must not underflow to a zero mass
+	lseAll, lsePos := logSumExp(all), logSumExp(pos)
+	for _, r := range eligible {
+		g := math.Exp(s[r] - lseAll) // d/ds_r: p_r − [gold]·q_r, q the softmax over the gold rows
 		if gold[r] {
-			g -= e[i] / pos
+			g -= math.Exp(s[r] - lsePos)
 		}
 		dS[r] += coef * g
 	}
-	return math.Log(all) - math.Log(pos)
+	return lseAll - lsePos
+}
+
+// logSumExp is log Σ eˣ, stable.
+func logSumExp(x []float64) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s)
 }
 
 // softplus is log(1 + eˣ), stable for large |x|.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/gleaner-rag/gleaner/models/safetensors"
 )
@@ -54,6 +55,9 @@ type PathScorer struct {
 	// Names lists each relation's name features (rows of Emb).
 	Names [][]int32
 	W     *pathWeights[float32]
+	// the relation vectors Read uses, computed once (W no longer changes)
+	relOnce sync.Once
+	z, nm   []float64
 }
 
 // pathWeights are the text side's tensors; matrices are [in, out].
@@ -196,15 +200,16 @@ type pathTape struct {
 }
 
 // Read scores a question given its feature ids (ids outside the vocabulary
-// are an error; duplicates count twice).
+// are an error; duplicates count twice). It is for a trained scorer: the
+// relation vectors are computed on the first call and kept.
 func (s *PathScorer) Read(feats []int32) (*Paths, error) {
 	for _, f := range feats {
 		if f < 0 || int(f) >= s.Config.Features {
 			return nil, fmt.Errorf("seeder: question feature %d outside %d", f, s.Config.Features)
 		}
 	}
-	z, nm := s.relationVectors()
-	return &s.forward(feats, z, nm).out, nil
+	s.relOnce.Do(func() { s.z, s.nm = s.relationVectors() })
+	return &s.forward(feats, s.z, s.nm).out, nil
 }
 
 // relationVectors are z_r̃ = RelEmb[r̃] + mean(name words)·Dir[dir], and the

@@ -71,6 +71,7 @@ func (p *Paths) Spread(g *PathGraph, seeds []int32, keep func(int32) bool) *Spre
 	for t := 1; t <= T; t++ {
 		pt := p.P[t-1]
 		sum := make([]float64, n)
+		seen := make([]bool, n) // not sum > 0: a product may underflow to 0
 		var next []int32
 		for _, u := range act {
 			xu := s.X[t-1][u]
@@ -83,7 +84,8 @@ func (p *Paths) Spread(g *PathGraph, seeds []int32, keep func(int32) bool) *Spre
 				if keep != nil && !keep(v) {
 					continue
 				}
-				if sum[v] == 0 {
+				if !seen[v] {
+					seen[v] = true
 					next = append(next, v)
 				}
 				sum[v] += xu * pr

@@ -3,7 +3,6 @@ package seeder
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -70,8 +69,8 @@ func TrainPaths(ctx context.Context, c PathConfig, names [][]int32, g *PathGraph
 			return nil, nil, err
 		}
 	}
-	if len(train) == 0 {
-		return nil, nil, errors.New("seeder: no training questions for the path scorer")
+	if len(train) == 0 || len(dev) == 0 {
+		return nil, nil, fmt.Errorf("seeder: the text side needs training and dev questions with a linked node and a gold node, got %d and %d", len(train), len(dev))
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9a7f))
 	adam := &pathAdam{}
@@ -178,45 +177,61 @@ func parallelFor(n, workers int, fn func(i int)) {
 	wg.Wait()
 }
 
-// batchGrad is the batch's summed loss gradient and loss.
+// batchGrad is the batch's summed loss gradient and loss. Questions are
+// read and spread in parallel; their gradients are added in batch order,
+// so training is reproducible whatever the workers' timing.
 func (s *PathScorer) batchGrad(g *PathGraph, batch []PathExample, workers int) (*pathWeights[float64], float64) {
 	c, d := s.Config, s.Config.Dim
 	z, nm := s.relationVectors()
-	grad := zeroPath[float64](c)
-	dz := make([]float64, len(z))
-	var mu sync.Mutex
-	var loss float64
+	type result struct {
+		t    *pathTape
+		dP   [][]float64
+		dA   []float64
+		loss float64
+	}
+	res := make([]result, len(batch))
 	parallelFor(len(batch), workers, func(i int) {
 		ex := batch[i]
 		t := s.forward(ex.Feats, z, nm)
 		sp := t.out.Spread(g, ex.Seeds, nil)
-		dY := make([]float64, g.N())
-		l := 0.0
-		gold := map[int32]bool{}
-		for _, v := range ex.Gold {
-			gold[v] = true
-		}
-		for _, v := range sp.Nodes {
-			diff := sp.Y[v]
-			if gold[v] {
-				diff--
-			}
-			l += diff * diff
-			dY[v] = 2 * diff
-		}
-		for v := range gold {
-			if sp.Y[v] == 0 {
-				l++ // unreached: constant, no gradient
-			}
-		}
+		dY, l := answerLoss(sp, ex.Gold, g.N())
 		dP, dA := sp.back(g, &t.out, dY)
-		mu.Lock()
-		defer mu.Unlock()
-		loss += l
-		s.readBack(t, dP, dA, grad, dz)
+		res[i] = result{t, dP, dA, l}
 	})
+	grad := zeroPath[float64](c)
+	dz := make([]float64, len(z))
+	var loss float64
+	for _, r := range res {
+		loss += r.loss
+		s.readBack(r.t, r.dP, r.dA, grad, dz)
+	}
 	s.relationBack(nm, dz, grad, d)
 	return grad, loss
+}
+
+// answerLoss is Σ_v (y_v − gold_v)² over every node (an unreached gold
+// node costs 1 and has no gradient) and its gradient in y (dense).
+func answerLoss(sp *Spread, gold []int32, n int) ([]float64, float64) {
+	dY := make([]float64, n)
+	isGold := map[int32]bool{}
+	for _, v := range gold {
+		isGold[v] = true
+	}
+	var l float64
+	for _, v := range sp.Nodes {
+		diff := sp.Y[v]
+		if isGold[v] {
+			diff--
+		}
+		l += diff * diff
+		dY[v] = 2 * diff
+	}
+	for v := range isGold {
+		if sp.Y[v] == 0 { // unreached: a constant
+			l++
+		}
+	}
+	return dY, l
 }
 
 // readBack adds one question's gradient through the reading to grad, and
