@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
+	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/lexical"
@@ -78,6 +80,30 @@ func New(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) 
 }
 
 func (s *seederMethod) Name() string { return "seeder" }
+
+// AttentionShares is where the index's trained encoder attends, layer by
+// layer, on the gold answers of qs (questions whose candidates hold no
+// gold answer are left out): the diagnosis of docs/methods.md §3.5.
+func AttentionShares(ctx context.Context, ix *index.Index, env retrieve.Env, qs []corpus.Query) ([]encoder.AttentionShare, error) {
+	m, err := New(ix, env, DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	s := m.(*seederMethod)
+	if err := s.kg.prepare(ctx); err != nil {
+		return nil, err
+	}
+	s.kg.paths = s.f.paths
+	in, err := newSeederInputs(s.kg, s.f.Model.PCA, s.f.Config, s.f.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	qcs, err := collectCandidates(ctx, s.kg, qs, "diagnosis", slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	return s.f.Model.AttentionShares(ctx, examples(s.kg, in, qcs, true))
+}
 
 // start projects the node and relation vectors once, binds the encoder's
 // weights on the backend and starts the scheduler.
