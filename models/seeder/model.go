@@ -77,8 +77,20 @@ func FromTensors(c Config, ts map[string]safetensors.Tensor) (*Model, error) {
 		return nil, fmt.Errorf("seeder: weights lack a PCA of %d components matching the config", c.In)
 	}
 	m := &Model{Config: c, PCA: &PCA{Mean: mean.Data, Components: comp.Data, K: c.In}, W: &Weights[float32]{}}
+	if err := fillTensors(func(fn tensorVisit) { m.W.each(c, fn) }, ts); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// tensorVisit is what a weights type's each calls for every tensor.
+type tensorVisit = func(name string, shape []int, p *[]float32)
+
+// fillTensors points each tensor visit names at ts's data, checking that
+// every name is there with its shape.
+func fillTensors(visit func(tensorVisit), ts map[string]safetensors.Tensor) error {
 	var err error
-	m.W.each(c, func(name string, shape []int, p *[]float32) {
+	visit(func(name string, shape []int, p *[]float32) {
 		t, ok := ts[name]
 		switch {
 		case err != nil:
@@ -90,8 +102,5 @@ func FromTensors(c Config, ts map[string]safetensors.Tensor) (*Model, error) {
 			*p = t.Data
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return err
 }

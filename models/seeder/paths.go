@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/gleaner-rag/gleaner/models/safetensors"
@@ -148,20 +147,7 @@ func PathScorerFromTensors(c PathConfig, names [][]int32, ts map[string]safetens
 		return nil, err
 	}
 	s := &PathScorer{Config: c, Names: names, W: &pathWeights[float32]{}}
-	var err error
-	s.W.each(c, func(name string, shape []int, p *[]float32) {
-		t, ok := ts[name]
-		switch {
-		case err != nil:
-		case !ok:
-			err = fmt.Errorf("seeder: weights lack tensor %q", name)
-		case !slices.Equal(t.Shape, shape) || len(t.Data) != numel(shape):
-			err = fmt.Errorf("seeder: tensor %q has shape %v, the path scorer needs %v", name, t.Shape, shape)
-		default:
-			*p = t.Data
-		}
-	})
-	if err != nil {
+	if err := fillTensors(func(fn tensorVisit) { s.W.each(c, fn) }, ts); err != nil {
 		return nil, err
 	}
 	return s, nil
