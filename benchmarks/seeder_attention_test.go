@@ -37,8 +37,8 @@ func TestSeederAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("attention of the gold answers, %s on %s (share of the weight, mean over answers and heads)\n", dir, qpath)
-	fmt.Println("layer  KG edges  expander  virtual node  KG edges of the text side's top relations")
+	fmt.Println("layer  KG edges  (uniform)  expander  virtual node  KG edges of the text side's top relations")
 	for l, s := range shares {
-		fmt.Printf("%5d  %8.3f  %8.3f  %12.3f  %8.3f\n", l+1, s.KG, s.Expander, s.Virtual, s.TopRelation)
+		fmt.Printf("%5d  %8.3f  %9.3f  %8.3f  %12.3f  %8.3f\n", l+1, s.KG, s.UniformKG, s.Expander, s.Virtual, s.TopRelation)
 	}
 }

@@ -14,6 +14,9 @@ import (
 type AttentionShare struct {
 	KG, Expander, Virtual float64
 	TopRelation           float64
+	// UniformKG is the KG edges' share of the incoming edges: what KG
+	// would be if attention were uniform.
+	UniformKG float64
 }
 
 // AttentionShares runs the model over exs and reports, per layer, where the
@@ -40,6 +43,7 @@ func (m *Model) AttentionShares(ctx context.Context, exs []Example) ([]Attention
 				out[l].Expander += s.Expander
 				out[l].Virtual += s.Virtual
 				out[l].TopRelation += s.TopRelation
+				out[l].UniformKG += s.UniformKG
 			}
 			rows++
 		}
@@ -52,6 +56,7 @@ func (m *Model) AttentionShares(ctx context.Context, exs []Example) ([]Attention
 		out[l].Expander /= float64(rows)
 		out[l].Virtual /= float64(rows)
 		out[l].TopRelation /= float64(rows)
+		out[l].UniformKG /= float64(rows)
 	}
 	return out, nil
 }
@@ -82,6 +87,15 @@ func attentionShare[F Float](b *batch[F], c Config, lt *layerTape[F], i int, top
 	hd := d / c.Heads
 	scale := 1 / math.Sqrt(float64(hd))
 	var s AttentionShare
+	if in := b.ptr[i+1] - b.ptr[i]; in > 0 {
+		kg := 0
+		for p := b.ptr[i]; p < b.ptr[i+1]; p++ {
+			if int(b.erow[p]) < b.nRel {
+				kg++
+			}
+		}
+		s.UniformKG = float64(kg) / float64(in)
+	}
 	for h := 0; h < c.Heads; h++ {
 		lo, hi := h*hd, (h+1)*hd
 		var z, kg, exp, vn, tr float64
