@@ -22,7 +22,8 @@
 #   nopaths   the previous defaults plus the listwise loss and Hits@1
 #             checkpoints: the objective alone (PQ-2H)
 # The words row's stored training record holds each tensor's gradient
-# norm per epoch (results/grad-norms-pq-2h-words.txt).
+# norm per epoch (results/grad-norms-pq-2h-words.txt); attention-pq-2h.txt
+# is where the paper, words and default models attend on the dev answers.
 #
 # Declared dev slice: each set's queries-dev.jsonl. Settings chosen by
 # looking at questions were chosen on PQ-2H's dev split (the learning rate,
@@ -105,6 +106,12 @@ for e in f["epochs"]:
 PY
   fi
   evaluate "$name"
+  if [ "$set" = PQ-2H ]; then # where each model attends on the dev answers
+    for idx in "$name-paper" "$name-words" "$name"; do
+      SEEDER_DIAG_INDEX="$W/$idx.idx" SEEDER_DIAG_QUERIES="$W/$name/queries-dev.jsonl" \
+        go test -count=1 -run TestSeederAttention -v ./benchmarks/ | grep -v '^---\|^PASS\|^ok\|^=== RUN'
+    done > "$OUT/attention-$name.txt"
+  fi
 done
 
 for hops in 1 2 3; do
