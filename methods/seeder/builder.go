@@ -86,9 +86,10 @@ func init() {
 candidate graph comes from stages 1–2 (--k0, --khop-quotas, --khop-cap, --graph-kind, as kg-khop; method
 seeder reuses the settings stored with the encoder), node, relation and question embeddings are reduced by
 PCA (--pca components), and the policy and scoring heads are trained by REINFORCE over Plackett–Luce
-samples (--samples subsets of --subset) plus BPR, with AdamW, warm-up then cosine, gradient clipping,
-keeping the earliest epoch with the best dev Recall@20 (ties: the best dev Hits@1). Each epoch prints its
-loss, mean sampled reward, dev Recall@20 and Hits@1. --train and --dev default to the corpus folder's
+samples (--samples subsets of --subset) plus a ranking loss (listwise; BPR with --listwise=false), with
+AdamW, warm-up then cosine, gradient clipping, keeping the earliest epoch with the best dev Hits@1 (ties:
+Recall@20; --checkpoint-hits=false: the best Recall@20, ties Hits@1). Each epoch prints its loss, mean
+sampled reward, dev Recall@20 and Hits@1. --train and --dev default to the corpus folder's
 queries-train.jsonl and queries-dev.jsonl. Training is seeded and reproducible; the encoder replaces any
 earlier one in the index, which method seeder then uses.
 
