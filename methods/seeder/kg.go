@@ -140,7 +140,7 @@ func newKG(ix *index.Index, env retrieve.Env, o KGOptions, khop bool) (*kgMethod
 			return nil, err
 		}
 		if f.paths == nil {
-			return nil, fmt.Errorf("kg-khop --paths: the index's SeedER encoder was trained without the text side (train seeder --paths)")
+			return nil, fmt.Errorf("the index's SeedER encoder was trained without the learned text side that kg-paths and kg-khop --paths read: train it with `gleaner train seeder --paths`")
 		}
 		m.paths = f.paths
 	}
