@@ -93,7 +93,6 @@ func AttentionShares(ctx context.Context, ix *index.Index, env retrieve.Env, qs 
 	if err := s.kg.prepare(ctx); err != nil {
 		return nil, err
 	}
-	s.kg.paths = s.f.paths
 	in, err := newSeederInputs(s.kg, s.f.Model.PCA, s.f.Config, s.f.Vocab)
 	if err != nil {
 		return nil, err

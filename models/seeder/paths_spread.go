@@ -106,7 +106,7 @@ func (p *Paths) Spread(g *PathGraph, seeds []int32, keep func(int32) bool) *Spre
 	return s
 }
 
-// spreadBack turns dY (dense) into the gradients of the reading: dP[t][dir]
+// back turns dY (dense) into the gradients of the reading: dP[t][dir]
 // and dAlpha[t].
 func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAlpha []float64) {
 	T, n := len(p.P), g.N()
