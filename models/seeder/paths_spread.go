@@ -36,52 +36,67 @@ func (g *PathGraph) Validate(dirs int) error {
 	return nil
 }
 
-// minSpreadP is the smallest relation probability the spread follows:
-// below it an edge carries nothing (forward and backward alike), which
-// keeps a trained scorer's spread to the paths it believes in.
+// minSpreadP is the smallest share of a node's mass an edge carries at
+// inference: below it the edge carries nothing, which keeps a trained
+// scorer's spread to the paths it believes in. Training follows every edge
+// (a skipped edge would pass no gradient, so a wrong belief could not be
+// unlearned).
 const minSpreadP = 1e-4
 
 // Spread is the answer mass of a question: X[t][v] for t = 0..T is the
-// mass at node v after t hops (X[0]: 1 on each seed), x_t(v) = min(1,
-// Σ_{u→v} x_{t−1}(u)·p_t(dir)), and Y = Σ_t α_t·x_t. Only the nodes
-// reached are listed.
+// mass at node v after t hops (X[0]: 1 on each seed),
+//
+//	x_t(v) = min(1, Σ_{u→v} x_{t−1}(u)·p_t(dir)/S_t(u)),
+//
+// where S_t(u) sums p_t over the distinct directions leaving u: each node
+// passes its whole mass on along the relations it has, in proportion to
+// the reading, so mass never dies at a node whose edges the reading thinks
+// unlikely. (With the global p_t, as in TransferNet, an answer loss is
+// lowered early by sending the mass nowhere, and on a KG with hundreds of
+// relations training stalls there: PQL-3H's dev.) Y = Σ_t α_t·x_t. Only
+// the nodes reached are listed.
 type Spread struct {
 	Active [][]int32   // per step, the nodes with mass
 	X      [][]float64 // per step, dense over the graph's nodes
 	sum    [][]float64 // per step, the mass before the clip at 1
 	Y      []float64   // dense
 	Nodes  []int32     // every node reached at any step ≥ 1, once
+	keep   func(int32) bool
+	minP   float64
 }
 
 // Spread runs a question's reading over g from seeds; keep, when set, is
 // the nodes the mass may reach (the others are not there at all).
 func (p *Paths) Spread(g *PathGraph, seeds []int32, keep func(int32) bool) *Spread {
+	return p.spread(g, seeds, keep, minSpreadP)
+}
+
+// spread is Spread with edges carrying a share below minP skipped.
+func (p *Paths) spread(g *PathGraph, seeds []int32, keep func(int32) bool, minP float64) *Spread {
 	n, T := g.N(), len(p.P)
-	s := &Spread{Y: make([]float64, n)}
+	s := &Spread{Y: make([]float64, n), keep: keep, minP: minP}
 	x0 := make([]float64, n)
 	var act []int32
 	for _, v := range seeds {
-		if v >= 0 && int(v) < n && x0[v] == 0 && (keep == nil || keep(v)) {
+		if v >= 0 && int(v) < n && x0[v] == 0 && s.kept(v) {
 			x0[v] = 1
 			act = append(act, v)
 		}
 	}
 	s.X, s.sum, s.Active = [][]float64{x0}, [][]float64{nil}, [][]int32{act}
 	reached := make([]bool, n)
+	norm := newDirNorm(len(p.P[0]))
 	for t := 1; t <= T; t++ {
 		pt := p.P[t-1]
 		sum := make([]float64, n)
 		seen := make([]bool, n) // not sum > 0: a product may underflow to 0
 		var next []int32
 		for _, u := range act {
-			xu := s.X[t-1][u]
+			xu, su := s.X[t-1][u], norm.total(g, s, u, pt)
 			for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
-				pr := pt[g.Dir[e]]
-				if pr < minSpreadP {
-					continue
-				}
 				v := g.Dst[e]
-				if keep != nil && !keep(v) {
+				pr := pt[g.Dir[e]] / su
+				if !s.kept(v) || pr < minP || su == 0 {
 					continue
 				}
 				if !seen[v] {
@@ -106,13 +121,49 @@ func (p *Paths) Spread(g *PathGraph, seeds []int32, keep func(int32) bool) *Spre
 	return s
 }
 
+func (s *Spread) kept(v int32) bool { return s.keep == nil || s.keep(v) }
+
+// dirNorm sums p over the distinct directions leaving a node (to kept
+// nodes), remembering them for the backward pass.
+type dirNorm struct {
+	stamp []int64 // stamp[dir] = node+1 once dir is counted for node
+	dirs  []int32 // the last node's distinct directions
+}
+
+func newDirNorm(dirs int) *dirNorm {
+	return &dirNorm{stamp: make([]int64, dirs)}
+}
+
+// total is S(u) = Σ p over u's distinct directions; it also lists them in
+// n.dirs. Stamps are per call's node, so a node met again at a later step
+// must be told apart: the caller's steps never revisit u within one step.
+func (n *dirNorm) total(g *PathGraph, s *Spread, u int32, pt []float64) float64 {
+	n.dirs = n.dirs[:0]
+	var su float64
+	for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
+		dir := g.Dir[e]
+		if !s.kept(g.Dst[e]) || n.stamp[dir] == int64(u)+1 {
+			continue
+		}
+		n.stamp[dir] = int64(u) + 1
+		n.dirs = append(n.dirs, dir)
+		su += pt[dir]
+	}
+	for _, dir := range n.dirs { // unstamp, so u's next visit counts again
+		n.stamp[dir] = 0
+	}
+	return su
+}
+
 // back turns dY (dense) into the gradients of the reading: dP[t][dir]
-// and dAlpha[t].
+// and dAlpha[t]. With q(dir|u) = p(dir)/S(u), ∂q(e)/∂p(d) =
+// [d = dir(e)]/S(u) − q(e)/S(u) for every direction d leaving u.
 func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAlpha []float64) {
 	T, n := len(p.P), g.N()
 	dAlpha = make([]float64, T)
 	dP = make([][]float64, T)
 	dx := make([]float64, n) // d loss / d x_t, filled step by step
+	norm := newDirNorm(len(p.P[0]))
 	for t := T; t >= 1; t-- {
 		x, sum, pt := s.X[t], s.sum[t], p.P[t-1]
 		dP[t-1] = make([]float64, len(pt))
@@ -126,19 +177,24 @@ func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAl
 		}
 		prev := make([]float64, n)
 		for _, u := range s.Active[t-1] {
-			xu := s.X[t-1][u]
+			xu, su := s.X[t-1][u], norm.total(g, s, u, pt)
+			if su == 0 {
+				continue
+			}
+			var gu float64 // Σ_e x_u·q(e)·ds(dst e)
 			for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
-				dir := g.Dir[e]
-				pr := pt[dir]
-				if pr < minSpreadP {
+				v, dir := g.Dst[e], g.Dir[e]
+				pr := pt[dir] / su
+				d := ds[v]
+				if !s.kept(v) || pr < s.minP || d == 0 {
 					continue
 				}
-				d := ds[g.Dst[e]]
-				if d == 0 {
-					continue
-				}
-				dP[t-1][dir] += xu * d
+				dP[t-1][dir] += xu * d / su
+				gu += xu * pr * d
 				prev[u] += pr * d
+			}
+			for _, dir := range norm.dirs {
+				dP[t-1][dir] -= gu / su
 			}
 		}
 		dx = prev

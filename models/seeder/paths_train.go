@@ -193,7 +193,7 @@ func (s *PathScorer) batchGrad(g *PathGraph, batch []PathExample, workers int) (
 	parallelFor(len(batch), workers, func(i int) {
 		ex := batch[i]
 		t := s.forward(ex.Feats, z, nm)
-		sp := t.out.Spread(g, ex.Seeds, nil)
+		sp := t.out.spread(g, ex.Seeds, nil, 0)
 		dY, l := answerLoss(sp, ex.Gold, g.N())
 		dP, dA := sp.back(g, &t.out, dY)
 		res[i] = result{t, dP, dA, l}
