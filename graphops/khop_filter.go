@@ -50,6 +50,10 @@ type KHopScores struct {
 	// Keep, when set, is the nodes the expansion may reach (a query's
 	// filter): the others are not there at all.
 	Keep func(u int32) bool
+	// Mass, when set, is the answer mass a reading of the question brings
+	// node u at a hop (1-based): a hop's candidates are then ranked by it
+	// first, by the score above among equal masses (docs/methods.md §3.5).
+	Mass func(u int32, hop int) float64
 }
 
 // KHopFilter expands seeds hop by hop over g's edges in both directions:
@@ -107,14 +111,20 @@ func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOption
 			}
 		}
 		type cand struct {
-			u     int32
-			score float64
+			u           int32
+			mass, score float64
 		}
 		cands := make([]cand, 0, len(best))
 		for u, b := range best {
-			cands = append(cands, cand{u, s.Node(u)/3 + b})
+			c := cand{u: u, score: s.Node(u)/3 + b}
+			if s.Mass != nil {
+				c.mass = s.Mass(u, h+1)
+			}
+			cands = append(cands, c)
 		}
-		slices.SortFunc(cands, func(a, b cand) int { return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.u, b.u)) })
+		slices.SortFunc(cands, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(b.mass, a.mass), cmp.Compare(b.score, a.score), cmp.Compare(a.u, b.u))
+		})
 		frontier = frontier[:0]
 		for _, c := range cands[:min(room, len(cands))] {
 			kept[c.u] = true

@@ -73,3 +73,33 @@ func TestKHopFilterRelHop(t *testing.T) {
 		t.Fatalf("relation terms asked: %v", asked)
 	}
 }
+
+// TestKHopFilterMass: a reading's answer mass ranks a hop's candidates
+// before the paper's score, which breaks ties among equal masses. Same
+// graph as TestKHopFilter: by score hop 1 keeps 1, by mass it keeps 2
+// and then 4 at hop 2; with no mass anywhere the score decides again.
+func TestKHopFilterMass(t *testing.T) {
+	g, err := Build(6, []Edge{{0, 1, 1, 0}, {0, 2, 1, 1}, {1, 3, 1, 0}, {4, 2, 1, 0}, {4, 5, 1, 1}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := []float64{0, 0.9, 0.1, 0.5, 0.2, 0.8}
+	mass := map[int]map[int32]float64{1: {2: 0.7, 1: 0.2}, 2: {4: 0.5}}
+	s := KHopScores{
+		Node:   func(u int32) float64 { return node[u] },
+		Rel:    func(int32) float64 { return 0 },
+		Source: func(int32, int) float64 { return 0 },
+		Mass:   func(u int32, hop int) float64 { return mass[hop][u] },
+	}
+	nodes, hops, err := KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{1, 1}, Cap: 10}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(nodes, []int32{0, 2, 4}) || !slices.Equal(hops, []int{0, 1, 2}) {
+		t.Fatalf("nodes %v hops %v", nodes, hops)
+	}
+	s.Mass = func(int32, int) float64 { return 0 }
+	if nodes, _, _ = KHopFilter(context.Background(), g, []int32{0}, KHopFilterOptions{Quotas: []int{1, 1}, Cap: 10}, s); !slices.Equal(nodes, []int32{0, 1, 3}) {
+		t.Fatalf("without mass: nodes %v", nodes)
+	}
+}

@@ -114,7 +114,9 @@ type kgMethod struct {
 	linker  *entityLinker
 	relUnit [][]float32 // relation id → its name's unit vector (nil: none)
 	relErr  error
-	paths   *pathModel // the learned text side (nil: the paper's filter)
+	kgOnce  sync.Once
+	kg      *encoder.PathGraph // the whole KG as the text side spreads over it
+	paths   *pathModel         // the learned text side (nil: the paper's filter)
 	// rankPaths (kg-paths) ranks the candidates by the text side's answer
 	// mass over the candidate graph, ties by cosine.
 	rankPaths bool
@@ -307,17 +309,20 @@ func (m *kgMethod) candidates(ctx context.Context, q retrieve.Query) (*kgCandida
 		}
 	}
 	var relHop func(r int32, inverse bool, hop int) float64
+	var mass func(u int32, hop int) float64
 	if m.paths != nil {
 		if c.paths, err = m.paths.read(m.linkerFor(q), q.Text); err != nil {
 			return nil, err
 		}
 		relHop = c.paths.Rel
+		mass = m.pathMass(c, seeds, linked, q.Allow.Keep())
 	}
 	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
 		Edge:   m.keepEdge,
 		Node:   func(u int32) float64 { return float64(c.sims[u]) },
 		Rel:    c.relSim,
 		RelHop: relHop,
+		Mass:   mass,
 		Keep:   q.Allow.Keep(),
 		Source: func(v int32, hop int) float64 {
 			if hop == 1 && c.linked[v] {
@@ -352,4 +357,22 @@ func ranked(nodes []int32, sims []float32) []retrieve.Hit {
 		out[i] = retrieve.Hit{Index: v, Score: sims[v]}
 	}
 	return out
+}
+
+// pathMass is the answer mass the question's reading spreads over the
+// whole KG from its linked seeds (the hop-0 seeds when none is linked),
+// by hop: what the learned filter ranks each hop's candidates by.
+func (m *kgMethod) pathMass(c *kgCandidates, seeds []int32, linked int, keep func(int32) bool) func(u int32, hop int) float64 {
+	m.kgOnce.Do(func() { m.kg = pathGraph(m.ix, m.keepEdge) })
+	from := seeds[:linked]
+	if linked == 0 {
+		from = seeds
+	}
+	sp := c.paths.Spread(m.kg, from, keep)
+	return func(u int32, hop int) float64 {
+		if hop >= len(sp.X) {
+			return 0
+		}
+		return sp.X[hop][u]
+	}
 }

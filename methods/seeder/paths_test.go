@@ -50,10 +50,12 @@ func TestPathInputs(t *testing.T) {
 			}
 		}
 	}
-	// hop 1 from node 0: node 1 by rel 1 forward (0.6), node 2 by rel 0 forward (0.1)
-	// hop 2: node 3 from node 1 by rel 0 forward (0.6·0.7); node 0 back from 1 (0.6·0.2) and 2 (0.1·0.05)
-	x1 := []float64{0, 0.6, 0.1, 0}
-	x2 := []float64{0.6*0.2 + 0.1*0.05, 0, 0, 0.6 * 0.7}
+	// hop 1 from node 0: node 1 by rel 1 forward (0.6), node 2 by rel 0
+	// forward (0.1), over the directions leaving node 0 (0.6 + 0.1)
+	// hop 2: node 3 from node 1 by rel 0 forward (·0.7); node 0 back from 1
+	// (·0.2) and 2 (·0.05), over the directions leaving 1 and 2 (0.7 + 0.2 + 0.05)
+	x1 := []float64{0, 0.6 / 0.7, 0.1 / 0.7, 0}
+	x2 := []float64{(x1[1]*0.2 + x1[2]*0.05) / 0.95, 0, 0, x1[1] * 0.7 / 0.95}
 	for i := range g.IDs {
 		want := []float64{x1[i], x2[i], 0.25*x1[i] + 0.75*x2[i]}
 		for k, w := range want {
