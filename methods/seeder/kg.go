@@ -368,6 +368,9 @@ func (m *kgMethod) pathMass(c *kgCandidates, seeds []int32, linked int, keep fun
 	if linked == 0 {
 		from = seeds
 	}
+	if len(from) == 0 {
+		return nil // no mass anywhere: the paper's score alone
+	}
 	sp := c.paths.Spread(m.kg, from, keep)
 	return func(u int32, hop int) float64 {
 		if hop >= len(sp.X) {

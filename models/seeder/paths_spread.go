@@ -49,7 +49,8 @@ const minSpreadP = 1e-4
 //	x_t(v) = min(1, Σ_{u→v} x_{t−1}(u)·p_t(dir)/S_t),
 //
 // where S_t sums p_t over the distinct directions leaving the nodes with
-// mass after t−1 hops: the reading is renormalised over the relations the
+// mass after t−1 hops towards nodes keep allows (those below the
+// inference threshold count too): the reading is renormalised over the relations the
 // walk can take. With TransferNet's global p_t the answer loss is lowered
 // early by sending the mass along relations no node on the walk has, and
 // on a KG with hundreds of relations training stalls there (PQL-3H dev:
@@ -162,8 +163,9 @@ func (n *dirNorm) total(g *PathGraph, s *Spread, nodes []int32, pt []float64) fl
 }
 
 // back turns dY (dense) into the gradients of the reading: dP[t][dir]
-// and dAlpha[t]. With q(dir|u) = p(dir)/S(u), ∂q(e)/∂p(d) =
-// [d = dir(e)]/S(u) − q(e)/S(u) for every direction d leaving u.
+// and dAlpha[t]. An edge e carries the share q(e) = p(dir e)/S_t, and
+// ∂q(e)/∂p(d) = [d = dir e]/S_t − q(e)/S_t for every direction d counted
+// in S_t.
 func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAlpha []float64) {
 	T, n := len(p.P), g.N()
 	dAlpha = make([]float64, T)

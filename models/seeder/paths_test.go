@@ -2,6 +2,7 @@ package seeder
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -123,5 +124,83 @@ func TestTrainPathsLearnsTemplates(t *testing.T) {
 	// unless a non-gold node ties it
 	if h := s.hits1(g, exs[600:], 2); h < 0.9 {
 		t.Errorf("dev hits@1 %.3f after training, want ≥ 0.9 (%+v)", h, reps)
+	}
+}
+
+// TestSpreadRenormalises: the reading is renormalised over the directions
+// leaving the walk's frontier, so mass is not lost to relations no node
+// on the walk has, while a frontier node whose own relation the reading
+// disbelieves still passes almost nothing.
+func TestSpreadRenormalises(t *testing.T) {
+	// 0 → 1 along r0 and 0 → 2 along r1 (forward); 1 → 3 along r0, 2 → 4 along r2
+	g := &PathGraph{Ptr: []int64{0, 2, 3, 4, 4, 4}, Dst: []int32{1, 2, 3, 4}, Dir: []int32{0, 2, 0, 4}}
+	// hop 1 believes r3 (no node has it), then r0 a little over r1; hop 2 r0 over r2
+	p := &Paths{P: [][]float64{{0.03, 0, 0.01, 0, 0, 0, 0.96, 0}, {0.999, 0, 0, 0, 0.001, 0, 0, 0}}, Alpha: []float64{0, 1}}
+	sp := p.Spread(g, []int32{0}, nil)
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-12 }
+	if !near(sp.X[1][1], 0.75) || !near(sp.X[1][2], 0.25) {
+		t.Fatalf("hop 1 mass %v, want 0.75 on 1 and 0.25 on 2", sp.X[1])
+	}
+	if !near(sp.X[2][3], 0.75*0.999) || !near(sp.X[2][4], 0.25*0.001) {
+		t.Fatalf("hop 2 mass %v, want %g on 3 and %g on 4", sp.X[2], 0.75*0.999, 0.25*0.001)
+	}
+	if v, ok := sp.Best(); !ok || v != 3 {
+		t.Fatalf("best %d, want 3", v)
+	}
+}
+
+// TestSpreadBackward checks back against central differences in P and α
+// directly (no softmax to hide a shift common to every direction), on a
+// hand graph with a frontier of several but not all directions, a
+// duplicate edge that pushes a node's mass past the clip, and a keep that
+// drops one direction's only destination.
+func TestSpreadBackward(t *testing.T) {
+	// 0 → 1 twice (dir 0), 0 → 2 (dir 0), 0 → 3 (dir 2), 0 → 7 (dir 4; 7 is not kept);
+	// 1 → 4 (dir 1), 2 → 4 (dir 3), 2 → 5 (dir 3), 3 → 5 (dir 1), 3 → 6 (dir 2)
+	g := &PathGraph{
+		Ptr: []int64{0, 5, 6, 8, 10, 10, 10, 10, 10},
+		Dst: []int32{1, 1, 2, 3, 7, 4, 4, 5, 5, 6},
+		Dir: []int32{0, 0, 0, 2, 4, 1, 3, 3, 1, 2},
+	}
+	if err := g.Validate(6); err != nil {
+		t.Fatal(err)
+	}
+	keep := func(v int32) bool { return v != 7 }
+	p := &Paths{P: [][]float64{{0.5, 0.1, 0.3, 0.2, 0.9, 0.4}, {0.2, 0.6, 0.25, 0.3, 0.1, 0.7}}, Alpha: []float64{0.4, 0.6}}
+	w := []float64{0.3, -0.7, 0.5, 1.1, -0.4, 0.9, 0.2, 2}
+	loss := func() float64 {
+		sp := p.spread(g, []int32{0}, keep, 0)
+		var l float64
+		for v, y := range sp.Y {
+			l += w[v] * y
+		}
+		return l
+	}
+	sp := p.spread(g, []int32{0}, keep, 0)
+	if sp.sum[1][1] <= 1 || sp.X[1][1] != 1 {
+		t.Fatalf("node 1's mass %g (before the clip %g) should be clipped at 1", sp.X[1][1], sp.sum[1][1])
+	}
+	norm := newDirNorm(6)
+	if s := norm.total(g, sp, sp.Active[1], p.P[1]); len(norm.dirs) < 2 || len(norm.dirs) >= 6 || s <= 0 {
+		t.Fatalf("hop 2's frontier has directions %v: want several, not all", norm.dirs)
+	}
+	dP, dA := sp.back(g, p, w)
+	const h = 1e-6
+	check := func(name string, x *float64, got float64) {
+		old := *x
+		*x = old + h
+		up := loss()
+		*x = old - h
+		down := loss()
+		*x = old
+		if num := (up - down) / (2 * h); math.Abs(num-got) > 1e-7*max(1, math.Abs(num)) {
+			t.Errorf("%s: backward %.9g, central difference %.9g", name, got, num)
+		}
+	}
+	for ti := range p.P {
+		for d := range p.P[ti] {
+			check(fmt.Sprintf("P[%d][%d]", ti, d), &p.P[ti][d], dP[ti][d])
+		}
+		check(fmt.Sprintf("alpha[%d]", ti), &p.Alpha[ti], dA[ti])
 	}
 }
