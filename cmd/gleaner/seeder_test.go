@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,7 +40,8 @@ func TestTrainSeederCommand(t *testing.T) {
 		}
 	}
 	out, err = run(t, "train", "seeder", "--index", idir, "--max-train", "64", "--epochs", "1", "--pca", "16", "--hidden", "8", "--heads", "2", "--layers", "1")
-	if err != nil || !strings.Contains(out, "epoch 1/1") || !strings.Contains(out, "dev recall@20") || !strings.Contains(out, "kept epoch 1") {
+	// the kept epoch may be 0: the untrained encoder ranks by the text side
+	if err != nil || !strings.Contains(out, "epoch 1/1") || !strings.Contains(out, "dev recall@20") || !regexp.MustCompile(`kept epoch [01] `).MatchString(out) {
 		t.Fatalf("train seeder: %v\n%s", err, out)
 	}
 	out, err = run(t, "eval", "--index", idir, "--method", "kg-khop,seeder", "--columns", "hit@1,recall@20", "--cutoffs", "1,20")
