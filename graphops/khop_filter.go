@@ -61,8 +61,8 @@ type KHopScores struct {
 // ⅓·sim(q,u) + max over edges v–u (v ∈ F, relation r) of
 // ⅓·source(v) + ⅓·sim(q,r) — the best reading of SeedER's filter
 // (methods.md §3.3) — and the Quotas[h−1] best (by Mass first when it is
-// set; ties to the lower id) join and form the next frontier, until the quotas, the frontier or the
-// cap run out. It returns the kept nodes (seeds first, then hop by hop,
+// set; ties to the lower id) join and form the next frontier, until the
+// quotas, the frontier or the cap run out. It returns the kept nodes (seeds first, then hop by hop,
 // best first) and each one's hop (0 for seeds). Over a graph without
 // relations, Rel is called with −1.
 func KHopFilter(ctx context.Context, g *Graph, seeds []int32, o KHopFilterOptions, s KHopScores) ([]int32, []int, error) {

@@ -50,8 +50,8 @@ const minSpreadP = 1e-4
 //
 // where S_t sums p_t over the distinct directions leaving the nodes with
 // mass after t−1 hops towards nodes keep allows (those below the
-// inference threshold count too): the reading is renormalised over the relations the
-// walk can take. With TransferNet's global p_t the answer loss is lowered
+// inference threshold count too): the reading is renormalised over the
+// relations the walk can take. With TransferNet's global p_t the answer loss is lowered
 // early by sending the mass along relations no node on the walk has, and
 // on a KG with hundreds of relations training stalls there (PQL-3H dev:
 // the text side's Hits@1 0.437; 0.883 renormalised). Renormalising per
@@ -87,30 +87,13 @@ func (p *Paths) spread(g *PathGraph, seeds []int32, keep func(int32) bool, minP 
 	}
 	s.X, s.sum, s.Active = [][]float64{x0}, [][]float64{nil}, [][]int32{act}
 	reached := make([]bool, n)
-	norm := newDirNorm(len(p.P[0]))
+	norm := &dirNorm{}
 	for t := 1; t <= T; t++ {
 		pt := p.P[t-1]
-		st := norm.total(g, s, act, pt)
 		sum := make([]float64, n)
-		seen := make([]bool, n) // not sum > 0: a product may underflow to 0
 		var next []int32
-		for _, u := range act {
-			if st == 0 {
-				break
-			}
-			xu := s.X[t-1][u]
-			for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
-				v := g.Dst[e]
-				pr := pt[g.Dir[e]] / st
-				if !s.kept(v) || pr < minP {
-					continue
-				}
-				if !seen[v] {
-					seen[v] = true
-					next = append(next, v)
-				}
-				sum[v] += xu * pr
-			}
+		if st := norm.total(g, s, act, pt); st > 0 {
+			next = s.step(g, act, s.X[t-1], pt, st, sum)
 		}
 		x := make([]float64, n)
 		for _, v := range next {
@@ -127,7 +110,39 @@ func (p *Paths) spread(g *PathGraph, seeds []int32, keep func(int32) bool, minP 
 	return s
 }
 
+// step moves the mass x of the nodes act along their edges, each carrying
+// its direction's share of pt over st, into sum; it returns the nodes
+// reached, in the order first reached.
+func (s *Spread) step(g *PathGraph, act []int32, x, pt []float64, st float64, sum []float64) []int32 {
+	seen := make([]bool, len(sum)) // not sum > 0: a product may underflow to 0
+	var next []int32
+	for _, u := range act {
+		for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
+			v := g.Dst[e]
+			pr := share(pt, g.Dir[e]) / st
+			if !s.kept(v) || pr < s.minP {
+				continue
+			}
+			if !seen[v] {
+				seen[v] = true
+				next = append(next, v)
+			}
+			sum[v] += x[u] * pr
+		}
+	}
+	return next
+}
+
 func (s *Spread) kept(v int32) bool { return s.keep == nil || s.keep(v) }
+
+// share is p_t of a direction, 0 for one the reading does not score (a
+// graph with relations the scorer was not trained on).
+func share(pt []float64, dir int32) float64 {
+	if int(dir) >= len(pt) {
+		return 0
+	}
+	return pt[dir]
+}
 
 // dirNorm sums p over the distinct directions leaving a step's nodes (to
 // kept nodes), remembering them for the backward pass.
@@ -136,19 +151,18 @@ type dirNorm struct {
 	dirs []int32
 }
 
-func newDirNorm(dirs int) *dirNorm {
-	return &dirNorm{seen: make([]bool, dirs)}
-}
-
 // total is S = Σ p over the distinct directions leaving nodes; it also
 // lists them in n.dirs.
 func (n *dirNorm) total(g *PathGraph, s *Spread, nodes []int32, pt []float64) float64 {
 	n.dirs = n.dirs[:0]
+	if len(n.seen) < len(pt) {
+		n.seen = make([]bool, len(pt))
+	}
 	var st float64
 	for _, u := range nodes {
 		for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
 			dir := g.Dir[e]
-			if n.seen[dir] || !s.kept(g.Dst[e]) {
+			if int(dir) >= len(pt) || n.seen[dir] || !s.kept(g.Dst[e]) {
 				continue
 			}
 			n.seen[dir] = true
@@ -171,7 +185,7 @@ func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAl
 	dAlpha = make([]float64, T)
 	dP = make([][]float64, T)
 	dx := make([]float64, n) // d loss / d x_t, filled step by step
-	norm := newDirNorm(len(p.P[0]))
+	norm := &dirNorm{}
 	for t := T; t >= 1; t-- {
 		x, sum, pt := s.X[t], s.sum[t], p.P[t-1]
 		dP[t-1] = make([]float64, len(pt))
@@ -194,7 +208,7 @@ func (s *Spread) back(g *PathGraph, p *Paths, dY []float64) (dP [][]float64, dAl
 			xu := s.X[t-1][u]
 			for e := g.Ptr[u]; e < g.Ptr[u+1]; e++ {
 				v, dir := g.Dst[e], g.Dir[e]
-				pr := pt[dir] / st
+				pr := share(pt, dir) / st
 				d := ds[v]
 				if !s.kept(v) || pr < s.minP || d == 0 {
 					continue

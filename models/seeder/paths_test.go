@@ -180,7 +180,7 @@ func TestSpreadBackward(t *testing.T) {
 	if sp.sum[1][1] <= 1 || sp.X[1][1] != 1 {
 		t.Fatalf("node 1's mass %g (before the clip %g) should be clipped at 1", sp.X[1][1], sp.sum[1][1])
 	}
-	norm := newDirNorm(6)
+	norm := &dirNorm{}
 	if s := norm.total(g, sp, sp.Active[1], p.P[1]); len(norm.dirs) < 2 || len(norm.dirs) >= 6 || s <= 0 {
 		t.Fatalf("hop 2's frontier has directions %v: want several, not all", norm.dirs)
 	}
