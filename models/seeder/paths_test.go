@@ -204,3 +204,14 @@ func TestSpreadBackward(t *testing.T) {
 		check(fmt.Sprintf("alpha[%d]", ti), &p.Alpha[ti], dA[ti])
 	}
 }
+
+// TestSpreadUnscoredDirection: an edge whose direction the reading does
+// not score (a relation added after training) carries nothing.
+func TestSpreadUnscoredDirection(t *testing.T) {
+	g := &PathGraph{Ptr: []int64{0, 2, 2, 2}, Dst: []int32{1, 2}, Dir: []int32{0, 7}}
+	p := &Paths{P: [][]float64{{0.4, 0.6}}, Alpha: []float64{1}}
+	sp := p.Spread(g, []int32{0}, nil)
+	if sp.X[1][1] != 1 || sp.X[1][2] != 0 {
+		t.Fatalf("mass %v, want 1 on node 1 and none on 2", sp.X[1])
+	}
+}
