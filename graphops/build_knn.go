@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/internal/progress"
 )
 
 // KNNOptions configures KET-RAG's chunk graph (docs/methods.md §5.2, §4.2).
@@ -20,14 +21,30 @@ type KNNOptions struct {
 	// counting shared terms (default 0.1): they are shared by almost every
 	// pair, cost O(df²), and decide nothing.
 	MaxDFRatio float64
+	// LexicalBudget bounds the postings read in full for one node's
+	// lexical neighbours (default 1<<16; 0: no bound). Its terms are read
+	// rarest first; past the budget (once k candidates are met), only the
+	// shortlist of candidates met so far is counted on the remaining
+	// (frequent) terms, by a merge with their postings. Below the budget, or when the terms read already
+	// decide the top k, the neighbours are exact; above it, a neighbour met
+	// only through frequent terms is missed. Without a bound the count is
+	// quadratic in the postings (Σ df²): an hour at 10⁶ passages.
+	LexicalBudget int64
 	// Nearest, when set, finds a node's semantic neighbours instead of the
 	// exact scan: the k rows nearest to row's vector, best first (a search
 	// of the index's HNSW graph). It must be safe for concurrent use.
 	Nearest func(row int32, k int) ([]engine.Hit, error) `json:"-"`
+	// Progress shows the lexical neighbours' stage; nil: none.
+	Progress progress.Reporter `json:"-"`
 }
 
+// LexicalBudgetUsage describes KNNOptions.LexicalBudget as a setting.
+const LexicalBudgetUsage = "lexical neighbours: postings read in full per node, rarest terms first; past them only the best candidates met are counted (0: no bound, quadratic in the postings)"
+
 // DefaultKNNOptions are KET-RAG's: one lexical and one semantic neighbour.
-func DefaultKNNOptions() KNNOptions { return KNNOptions{Lexical: 1, Semantic: 1, MaxDFRatio: 0.1} }
+func DefaultKNNOptions() KNNOptions {
+	return KNNOptions{Lexical: 1, Semantic: 1, MaxDFRatio: 0.1, LexicalBudget: 1 << 16}
+}
 
 // TermDocs are postings without frequencies: term t occurs in the documents
 // Doc[Ptr[t]:Ptr[t+1]] (ascending), of N documents in all.
@@ -56,6 +73,8 @@ func KNNEdges(ctx context.Context, be engine.Backend, p TermDocs, vecs []float32
 		return nil, fmt.Errorf("graphops: knn: lexical and semantic neighbours must be ≥ 0 and not both 0, got %d and %d", o.Lexical, o.Semantic)
 	case !(o.MaxDFRatio > 0 && o.MaxDFRatio <= 1):
 		return nil, fmt.Errorf("graphops: knn: max df ratio must be in (0, 1], got %v (start from DefaultKNNOptions)", o.MaxDFRatio)
+	case o.LexicalBudget < 0:
+		return nil, fmt.Errorf("graphops: knn: the lexical budget must be ≥ 0 (0: no bound), got %d", o.LexicalBudget)
 	case len(vecs) != n*dims:
 		return nil, fmt.Errorf("graphops: knn: %d vector values for %d×%d", len(vecs), n, dims)
 	}
@@ -69,11 +88,11 @@ func KNNEdges(ctx context.Context, be engine.Backend, p TermDocs, vecs []float32
 		}
 	}
 	if o.Semantic > 0 && o.Nearest != nil {
-		if err := nearestNeighbours(ctx, n, o.Semantic, o.Nearest, pairs); err != nil {
+		if err := nearestNeighbours(ctx, n, o.Semantic, o.Nearest, reporter(o.Progress), pairs); err != nil {
 			return nil, err
 		}
 	} else if o.Semantic > 0 {
-		if err := semanticNeighbours(ctx, be, vecs, n, dims, o.Semantic, pairs); err != nil {
+		if err := semanticNeighbours(ctx, be, vecs, n, dims, o.Semantic, reporter(o.Progress), pairs); err != nil {
 			return nil, err
 		}
 	}
@@ -108,60 +127,9 @@ func addNearest(pairs map[[2]int32]bool, row int32, hits []engine.Hit, k int) {
 	}
 }
 
-// lexicalNeighbours counts, for every document, the terms it shares with
-// every other document reachable through the postings of its terms.
-func lexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions, pairs map[[2]int32]bool) error {
-	n := p.N
-	maxDF := int64(o.MaxDFRatio * float64(n))
-	fwd := forwardIndex(p, maxDF)
-	shared := make([]int32, n)
-	var touched []int32
-	for d := 0; d < n; d++ {
-		if d%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		for _, t := range fwd[d] {
-			for _, e := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
-				if shared[e] == 0 {
-					touched = append(touched, int32(e))
-				}
-				shared[e]++
-			}
-		}
-		top := engine.NewTopK(o.Lexical + 1)
-		for _, e := range touched {
-			if int(e) != d {
-				top.Push(e, float32(shared[e]))
-			}
-			shared[e] = 0
-		}
-		touched = touched[:0]
-		for i, h := range top.Results() {
-			if i < o.Lexical {
-				addPair(pairs, int32(d), h.Index)
-			}
-		}
-	}
-	return nil
-}
-
-// forwardIndex lists each document's terms with df ≤ maxDF.
-func forwardIndex(p TermDocs, maxDF int64) [][]int32 {
-	fwd := make([][]int32, p.N)
-	for t := 0; t+1 < len(p.Ptr); t++ {
-		if p.Ptr[t+1]-p.Ptr[t] > max(maxDF, 1) {
-			continue
-		}
-		for _, d := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
-			fwd[d] = append(fwd[d], int32(t))
-		}
-	}
-	return fwd
-}
-
 // semanticNeighbours queries the matrix with its own rows in batches of
 // 64, on the backend.
-func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int, pairs map[[2]int32]bool) error {
+func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int, rep progress.Reporter, pairs map[[2]int32]bool) error {
 	if be == nil {
 		return errNoBackend
 	}
@@ -171,6 +139,8 @@ func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, 
 	}
 	defer be.Free(x)
 	const batch = 64
+	rep.Stage("knn: semantic neighbours (exact)", n)
+	defer rep.Finish()
 	for lo := 0; lo < n; lo += batch {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -183,15 +153,18 @@ func semanticNeighbours(ctx context.Context, be engine.Backend, vecs []float32, 
 		for i, hits := range res {
 			addNearest(pairs, int32(lo+i), hits, k)
 		}
+		rep.Set(hi)
 	}
 	return nil
 }
 
 // nearestNeighbours asks nearest for every node's k+1 nearest rows (the
 // node itself is usually the first) on every CPU, and keeps k others.
-func nearestNeighbours(ctx context.Context, n, k int, nearest func(int32, int) ([]engine.Hit, error), pairs map[[2]int32]bool) error {
+func nearestNeighbours(ctx context.Context, n, k int, nearest func(int32, int) ([]engine.Hit, error), rep progress.Reporter, pairs map[[2]int32]bool) error {
 	const chunk = 1024
 	res := make([][]engine.Hit, chunk)
+	rep.Stage("knn: semantic neighbours (HNSW graph)", n)
+	defer rep.Finish()
 	for lo := 0; lo < n; lo += chunk {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -206,8 +179,17 @@ func nearestNeighbours(ctx context.Context, n, k int, nearest func(int32, int) (
 		for i, hits := range res[:hi-lo] {
 			addNearest(pairs, int32(lo+i), hits, k)
 		}
+		rep.Set(hi)
 	}
 	return nil
+}
+
+// reporter is r, or one that discards progress.
+func reporter(r progress.Reporter) progress.Reporter {
+	if r == nil {
+		return progress.Nop{}
+	}
+	return r
 }
 
 // eachRow runs fn for rows [lo, hi) on every CPU and returns the first

@@ -44,6 +44,7 @@ func DefaultKNNSettings() KNNSettings {
 func (s *KNNSettings) Params(p *Params) {
 	p.Int(&s.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", AtLeast(0))
 	p.Int(&s.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", AtLeast(0))
+	p.Int64(&s.LexicalBudget, "lex-budget", graphops.LexicalBudgetUsage, AtLeast(int64(0)))
 	p.String(&s.Search, "search", "semantic neighbours: auto (the index's HNSW graph when built and the index has ≥ 100000 nodes, else exact), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
 	p.Int(&s.Ef, "ef", "semantic neighbours on the HNSW graph: candidates kept", Within(1, hnsw.MaxEf))
 	p.Check(func() error {
@@ -71,13 +72,15 @@ are found by the document's title, which links to its first passage`,
 		}}))
 	Must(RegisterBuild(BuildDef[KNNSettings]{Name: "knn", Group: BuildGraph,
 		Summary: "KET-RAG's chunk graph: each node's top lexical and semantic neighbours",
-		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms)
-and top --k-sem semantic neighbours (vector cosine: exact, or on the index's HNSW graph with --search
+		Long: `KET-RAG's chunk graph: each node's top --k-lex lexical neighbours (most shared index terms;
+rarest first, --lex-budget postings read in full per node, past which only the best candidates met
+are counted) and top --k-sem semantic neighbours (vector cosine: exact, or on the index's HNSW graph with --search
 hnsw, or with auto when the index has one and ≥ 100000 nodes; --ef), undirected`,
 		Defaults: DefaultKNNSettings,
 		Params:   (*KNNSettings).Params, Host: "the lexical neighbours are counted on the host (the semantic ones run on the backend, or on the host's HNSW graph)",
 		Build: func(ctx context.Context, env BuildEnv, dir string, s KNNSettings) (string, error) {
 			return buildEdgesWith(ctx, dir, "knn", s, func(ix *index.Index) ([]graphops.Edge, error) {
+				s.Progress = env.Progress
 				return knnEdges(ctx, ix, env.Backend, s)
 			})
 		}}))

@@ -10,9 +10,9 @@
 // every vector, with the top-10 overlap of each walk with its scan. Last,
 // with the methods measured, it times the mentions graph build (gleaner
 // graph build --kind mentions), and up to -knn-upto passages the kNN
-// graph's (--kind knn: its lexical neighbours count the terms a passage
-// shares with every other, quadratic in the postings, past an hour at
-// 10⁶); both rewrite the index's graph. It ends with each method's
+// graph's (--kind knn, with its default --lex-budget: about 7 minutes of
+// lexical neighbours at 10⁶, benchmarks/knn); both rewrite the index's
+// graph. It ends with each method's
 // growth exponent, the least-squares slope of log p50 over log N (1:
 // linear in the corpus; 0: independent of it), the build's, and a log–log
 // plot of p50 against N.
@@ -61,7 +61,7 @@ func main() {
 	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
-	knnUpTo := flag.Int("knn-upto", 100_000, "time the kNN graph build up to this many passages")
+	knnUpTo := flag.Int("knn-upto", 1_000_000, "time the kNN graph build up to this many passages")
 	flag.Parse()
 	ns, err := parseSizes(*sizes)
 	if err != nil {

@@ -265,6 +265,7 @@ func TestHostileUser(t *testing.T) {
 	expectErr("duplicated method", "bm25 is listed twice", "eval", "--index", idir, "--method", "bm25,vector,bm25")
 	expectErr("query -k 0", "-k must be positive", "query", "--index", idir, "-k", "0", "x")
 	expectErr("knn with no neighbours", "k-lex and k-sem cannot both be 0", "graph", "build", "--kind", "knn", "--index", idir, "--k-lex", "0", "--k-sem", "0")
+	expectErr("negative lexical budget", "--lex-budget -1: want ≥ 0", "graph", "build", "--kind", "knn", "--index", idir, "--lex-budget", "-1")
 	expectErr("negative title length", "--min-title-len -5: want ≥ 1", "graph", "build", "--kind", "mentions", "--index", idir, "--min-title-len", "-5")
 	expectErr("negative title hits", "--max-title-hits -1: want ≥ 0", "graph", "build", "--kind", "mentions", "--index", idir, "--max-title-hits", "-1")
 	expectErr("negative epochs", "1 ≤ epochs", "train", "head", "--index", idir, "--epochs", "-3")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/graphops"
 	"github.com/gleaner-rag/gleaner/methods/trigraph"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/ner"
@@ -59,6 +60,7 @@ func (s *Settings) Params(p *retrieve.Params) {
 	p.Float(&o.Damping, "pr-damping", "ketrag: PageRank's α over the chunk graph, in (0,1)", retrieve.Between(0.0, 1.0))
 	p.Int(&o.KNN.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", retrieve.AtLeast(0))
 	p.Int(&o.KNN.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", retrieve.AtLeast(0))
+	p.Int64(&o.KNN.LexicalBudget, "lex-budget", graphops.LexicalBudgetUsage, retrieve.AtLeast(int64(0)))
 	p.Int(&o.UnitTokens, "unit-tokens", "ketrag: tokens per extraction unit (consecutive core chunks merged)", retrieve.AtLeast(1))
 	p.Int(&o.PieceTokens, "piece-tokens", "ketrag: tokens per text unit the skeleton channel quotes", retrieve.AtLeast(1))
 	p.Int(&o.MaxDescriptions, "max-descriptions", "ketrag: distinct descriptions a merged entity or relationship keeps", retrieve.AtLeast(1))
