@@ -65,17 +65,37 @@ func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit
 	case err != nil:
 		return nil, err
 	default:
+		var lexList <-chan []Hit
+		k := max(4*depth, 64)
+		if s.h.Fusion == FusionConvex {
+			lexList = s.lexicalListAside(q, k)
+		}
 		ef := s.walkEf(depth)
 		if vec, err = s.g.Search(s.ix.Vectors, qv, ef, ef, s.dot); err != nil {
 			return nil, err
+		}
+		if lexList != nil && vec != nil {
+			return s.fuseConvex(ctx, q, qv, vec, <-lexList, k, depth)
 		}
 	}
 	if s.h.Fusion == FusionRRF {
 		return s.rrfLists(ctx, q, vec, depth)
 	}
-	if vec == nil {
-		return s.lexicalOnly(ctx, q, depth)
-	}
+	return s.lexicalOnly(ctx, q, depth)
+}
+
+// lexicalListAside starts BM25's top k for q on another goroutine, so
+// that on a machine with a free core it costs no time beside the walk; the
+// channel (buffered: nobody has to receive) gets the list.
+func (s *Stage) lexicalListAside(q Query, k int) <-chan []Hit {
+	ch := make(chan []Hit, 1)
+	go func() { ch <- s.ix.BM25.Search(q.Text, k) }() // MaxScore where it pays
+	return ch
+}
+
+// fuseConvex is the convex fusion of BM25's top k (lex) with the walk's
+// list (vec), growing BM25's list until the fusion is decided.
+func (s *Stage) fuseConvex(ctx context.Context, q Query, qv []float32, vec, lex []Hit, k, depth int) ([]Hit, error) {
 	neg := make([]float32, len(qv))
 	for i, x := range qv {
 		neg[i] = -x
@@ -85,9 +105,7 @@ func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit
 		return nil, err
 	}
 	f := newConvexLists(s, q, qv, vec, low)
-	k := max(4*depth, 64)
-	lex := s.ix.BM25.Search(q.Text, k) // MaxScore where it pays: most queries stop here
-	top, ok := f.fuse(lex, k, depth)
+	top, ok := f.fuse(lex, k, depth) // most queries stop here
 	if ok || len(lex) < k || k >= maxHybridList {
 		return top, nil
 	}
