@@ -11,6 +11,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -353,4 +354,54 @@ func walkIsExact(t *testing.T, ix *index.Index, exact, walk, lowWalk retrieve.Me
 		}
 	}
 	return true
+}
+
+// TestHybridRRFTiesAtTheCut: rrf over the graph fuses the walk with the
+// bm25 stage's ranking even when BM25's list has a tie at the cut that
+// only every match can decide (normalised scores equal there; the list
+// is then ranked from every match). A walk over every node must give the
+// scan's fusion at every rrf depth.
+func TestHybridRRFTiesAtTheCut(t *testing.T) {
+	dir, qs := annIndex(t, [2]string{"workers", "2"})
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := context.Background()
+	ties := 0
+	for _, rrfDepth := range []int{3, 7, 20, 50, 120, 300} {
+		stage := func(search string) *retrieve.Stage {
+			o := retrieve.DefaultStage()
+			o.Kind, o.Hybrid.Fusion, o.Hybrid.Search, o.Hybrid.Ef, o.Hybrid.Depth = retrieve.StageHybrid, retrieve.FusionRRF, search, 800, rrfDepth
+			st, err := retrieve.NewStage(ix, env().Backend, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		scan, full := stage(retrieve.SearchExact), stage(retrieve.SearchHNSW)
+		for _, q := range qs {
+			if tieAtCut(ix.BM25.Search(q.Text, rrfDepth+1), rrfDepth) {
+				ties++
+			}
+			sc, err := scan.Scores(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scan.Ranking(sc, 10)
+			if got, err := full.Run(ctx, q, 10); err != nil || !sameRanking(got, want) {
+				t.Fatalf("rrf depth %d, %q: the walk gives %v (%v), the scan %v", rrfDepth, q.Text, got, err, want)
+			}
+		}
+	}
+	if ties == 0 {
+		t.Fatal("no BM25 list had a tie at the cut: the test does not reach the fallback")
+	}
+}
+
+// tieAtCut says whether BM25's top depth+1 has equal normalised scores
+// across the cut after depth.
+func tieAtCut(hits []engine.Hit, depth int) bool {
+	return len(hits) > depth && hits[depth].Score > 0 && hits[depth-1].Score/hits[0].Score == hits[depth].Score/hits[0].Score
 }

@@ -312,7 +312,7 @@ func (s *Stage) lexicalRanking(ctx context.Context, q Query, n int) ([]Hit, erro
 	if top, ok := normalisedTop(hits, n); ok {
 		return top, nil
 	}
-	sc, err := s.Score(ctx, q)
+	sc, err := s.bm25Scored(ctx, q) // not s.Score: a hybrid stage's rrf asks for BM25's ranking
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,14 @@ func (s *Stage) Score(ctx context.Context, q Query) (_ *Scored, err error) {
 		}
 		return &Scored{Of: sc}, nil
 	}
-	_, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.filtered", q.Allow != nil))
+	return s.bm25Scored(ctx, q)
+}
+
+// bm25Scored is the bm25 stage's Score of q, whatever the stage's kind
+// (the hybrid stage's rrf fusion ranks BM25's list as the bm25 stage
+// does): the matched nodes' BM25 / the query's best, from the postings.
+func (s *Stage) bm25Scored(ctx context.Context, q Query) (_ *Scored, err error) {
+	_, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", StageBM25), attribute.Bool("gleaner.filtered", q.Allow != nil))
 	defer func() { end(err) }()
 	if err := CheckAllow(s.ix, q); err != nil {
 		return nil, err
