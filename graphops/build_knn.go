@@ -25,10 +25,11 @@ type KNNOptions struct {
 	// lexical neighbours (default 1<<16; 0: no bound). Its terms are read
 	// rarest first; past the budget (once k candidates are met), only the
 	// shortlist of candidates met so far is counted on the remaining
-	// (frequent) terms, by a merge with their postings. Below the budget, or when the terms read already
-	// decide the top k, the neighbours are exact; above it, a neighbour met
-	// only through frequent terms is missed. Without a bound the count is
-	// quadratic in the postings (Σ df²): an hour at 10⁶ passages.
+	// (frequent) terms, by a merge with their postings. Within the
+	// budget, or when the terms read already decide the top k, the
+	// neighbours are exact; past it, a neighbour met only through frequent
+	// terms is missed. Without a bound the search is exact and, at worst,
+	// quadratic in the postings (Σ df²).
 	LexicalBudget int64
 	// Nearest, when set, finds a node's semantic neighbours instead of the
 	// exact scan: the k rows nearest to row's vector, best first (a search
@@ -38,8 +39,13 @@ type KNNOptions struct {
 	Progress progress.Reporter `json:"-"`
 }
 
+// RecordedBudget is the lexical budget of recorded settings decoded over a
+// budget of −1: settings recorded before the budget existed were built
+// with none (0), and a refresh builds them as they were.
+func RecordedBudget(b int64) int64 { return max(b, 0) }
+
 // LexicalBudgetUsage describes KNNOptions.LexicalBudget as a setting.
-const LexicalBudgetUsage = "lexical neighbours: postings read in full per node, rarest terms first; past them only the best candidates met are counted (0: no bound, quadratic in the postings)"
+const LexicalBudgetUsage = "lexical neighbours: postings read in full per node, rarest terms first; past them only the best candidates met are counted (0: no bound: exact, quadratic in the postings at worst)"
 
 // DefaultKNNOptions are KET-RAG's: one lexical and one semantic neighbour.
 func DefaultKNNOptions() KNNOptions {

@@ -43,7 +43,10 @@ func LexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions) ([][]int32
 	}
 	o.Lexical = min(o.Lexical, max(p.N-1, 1))
 	n, k := p.N, o.Lexical
-	fwd := forwardByRarity(p, int64(o.MaxDFRatio*float64(n)))
+	fwd, err := forwardByRarity(p, int64(o.MaxDFRatio*float64(n)))
+	if err != nil {
+		return nil, err
+	}
 	best := make([][]int32, n)
 	workers := parallel.Workers(ctx)
 	scratch := make(chan *lexScratch, workers)
@@ -51,7 +54,7 @@ func LexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions) ([][]int32
 		scratch <- &lexScratch{count: make([]int32, n), top: engine.NewTopK(k)}
 	}
 	const chunk = 1024
-	err := parallel.ForEach(ctx, (n+chunk-1)/chunk, workers, reporter(o.Progress), "knn: lexical neighbours (blocks of 1024 nodes)", func(ctx context.Context, c int) error {
+	err = parallel.ForEach(ctx, (n+chunk-1)/chunk, workers, reporter(o.Progress), "knn: lexical neighbours (blocks of 1024 nodes)", func(ctx context.Context, c int) error {
 		s := <-scratch
 		defer func() { scratch <- s }()
 		for d := c * chunk; d < min(n, (c+1)*chunk); d++ {
@@ -73,8 +76,10 @@ type termLists struct {
 func (l termLists) terms(d int) []int32 { return l.Term[l.Ptr[d]:l.Ptr[d+1]] }
 
 // forwardByRarity lists each document's terms with df ≤ maxDF (at least
-// 1), rarest first (ties by term id).
-func forwardByRarity(p TermDocs, maxDF int64) termLists {
+// 1), rarest first (ties by term id). A list whose documents are not
+// strictly ascending and below N is refused: the counts and the merges
+// rely on it.
+func forwardByRarity(p TermDocs, maxDF int64) (termLists, error) {
 	df := func(t int32) int64 { return p.Ptr[t+1] - p.Ptr[t] }
 	var order []int32
 	for t := 0; t+1 < len(p.Ptr); t++ {
@@ -85,7 +90,10 @@ func forwardByRarity(p TermDocs, maxDF int64) termLists {
 	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(df(a), df(b)) })
 	l := termLists{Ptr: make([]int64, p.N+1)}
 	for _, t := range order {
-		for _, d := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
+		for i, d := range p.Doc[p.Ptr[t]:p.Ptr[t+1]] {
+			if int64(d) >= int64(p.N) || i > 0 && d <= p.Doc[p.Ptr[t]+int64(i)-1] {
+				return termLists{}, fmt.Errorf("graphops: lexical neighbours: term %d's postings are not strictly ascending node numbers below %d (entry %d: %d)", t, p.N, i, d)
+			}
 			l.Ptr[d+1]++
 		}
 	}
@@ -100,7 +108,7 @@ func forwardByRarity(p TermDocs, maxDF int64) termLists {
 			fill[d]++
 		}
 	}
-	return l
+	return l, nil
 }
 
 // lexScratch is one worker's state; count is all zero between documents.
@@ -110,6 +118,7 @@ type lexScratch struct {
 	atLeast []int32 // atLeast[v]: candidates with count ≥ v
 	kth     int32   // the k-th best count so far (0 while fewer than k candidates)
 	live    []int32 // candidates that can still reach the top k, ascending
+	read    int64   // postings read in full, over every document (tests)
 	top     *engine.TopK
 }
 
@@ -151,6 +160,7 @@ func (s *lexScratch) meet(p TermDocs, terms []int32, d, k int32, budget int64) (
 		if read += int64(len(post)); budget > 0 && read > budget && len(s.touched) >= int(k) {
 			return i, true
 		}
+		s.read += int64(len(post))
 		for _, e := range post {
 			if int32(e) == d {
 				continue

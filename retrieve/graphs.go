@@ -103,9 +103,11 @@ func knnEdges(ctx context.Context, ix *index.Index, be engine.Backend, s KNNSett
 // too, the semantic neighbours are found exactly.
 func refreshKNN(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) ([]graphops.Edge, error) {
 	s := DefaultKNNSettings()
+	s.LexicalBudget = -1
 	if err := json.Unmarshal(settings, &s); err != nil {
 		return nil, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
+	s.LexicalBudget = graphops.RecordedBudget(s.LexicalBudget)
 	if _, err := HNSWOf(ix); errors.Is(err, index.ErrNotBuilt) {
 		s.Search = SearchExact
 	}

@@ -1,11 +1,11 @@
 // Command knn times the kNN chunk graph's lexical neighbours
 // (graphops.LexicalNeighbours, the knn build's lexical half) on an index
 // at several budgets (--lex-budget), and measures what each budget gives
-// up against counting every pair: on a seeded sample of nodes, each
+// up against the exact neighbours: on a seeded sample of nodes, each
 // node's exact top-k shared-term counts are found by counting its
 // postings in full, and compared with the shared counts of the neighbours
-// the budget chose. A budget of 0 counts every pair (quadratic: about an
-// hour at 10⁶ passages).
+// the budget chose. A budget of 0 sets no bound (exact; quadratic in the
+// postings at worst).
 //
 //	go run ./benchmarks/knn -index /tmp/gleaner-scale/index-1000000 -budgets 16384,65536,262144
 package main
@@ -28,7 +28,7 @@ import (
 
 func main() {
 	dir := flag.String("index", "", "index folder")
-	budgets := flag.String("budgets", "16384,65536,262144", "lexical budgets, comma-separated (0: count every pair)")
+	budgets := flag.String("budgets", "16384,65536,262144", "lexical budgets, comma-separated (0: no bound, exact)")
 	k := flag.Int("k", 1, "lexical neighbours per node")
 	sample := flag.Int("sample", 1000, "nodes whose exact neighbours are counted")
 	seed := flag.Uint64("seed", 1, "seed of the sample")

@@ -354,9 +354,11 @@ func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, string, e
 	d := DefaultBuildOptions()
 	m := Meta{Beta: d.Beta, Selection: d.Selection, Seed: d.Seed, KNN: d.KNN, Damping: d.Damping,
 		UnitTokens: d.UnitTokens, PieceTokens: d.PieceTokens, MaxDescriptions: d.MaxDescriptions}
+	m.KNN.LexicalBudget = -1
 	if err := json.Unmarshal(settings, &m); err != nil {
 		return m, "", fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
+	m.KNN.LexicalBudget = graphops.RecordedBudget(m.KNN.LexicalBudget)
 	nerName, local := strings.CutPrefix(m.Extractor, "local:")
 	switch {
 	case m.Extractor == "":
