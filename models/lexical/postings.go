@@ -41,9 +41,13 @@ func (p *Postings) Validate() error {
 			return fmt.Errorf("postings: term %d pointers decrease", t)
 		}
 	}
-	for i, d := range p.Doc {
-		if d >= n {
-			return fmt.Errorf("postings: entry %d names document %d of %d", i, d, n)
+	for t := 0; t < v; t++ { // searches gallop and merge: each list strictly ascends
+		for i := p.Ptr[t]; i < p.Ptr[t+1]; i++ {
+			if d := p.Doc[i]; d >= n {
+				return fmt.Errorf("postings: entry %d names document %d of %d", i, d, n)
+			} else if i > p.Ptr[t] && d <= p.Doc[i-1] {
+				return fmt.Errorf("postings: term %d's documents do not ascend at entry %d (%d after %d)", t, i, d, p.Doc[i-1])
+			}
 		}
 	}
 	return nil
