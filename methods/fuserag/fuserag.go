@@ -125,21 +125,12 @@ func (m *fuseRAG) Name() string { return "fuserag" }
 // keeps to the allowed subgraph (retrieve.AllowedView), so the evidence,
 // its graph and the anchors quote no other node.
 func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evidence, error) {
-	sc, err := m.st.Score(ctx, q)
-	if err != nil || sc == nil {
+	start, rel, release, err := m.firstStage(ctx, q)
+	if err != nil || len(start) == 0 {
 		return nil, err
 	}
-	defer sc.Release()
-	seeds := m.st.RankScored(sc, m.o.Start)
-	if len(seeds) == 0 {
-		return nil, nil
-	}
-	start := make([]int32, len(seeds))
-	for i, h := range seeds {
-		start[i] = h.Index
-	}
+	defer release()
 	m.once.Do(m.prepare)
-	rel := relevance(sc)
 	d := m.ix.Meta.Dims
 	scores := graphops.GreedyScores{
 		Rel: func(_, v int32, _ int64) float64 { return rel(v) },
@@ -148,6 +139,58 @@ func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evi
 		},
 	}
 	return graphops.GreedyEvidence(ctx, retrieve.AllowedView(m.adj, q), start, graphops.GreedyOptions{Budget: m.o.Budget, Lambda: m.o.Lambda, Stop: m.o.Stop}, scores)
+}
+
+// firstStage is the walk's start nodes (the first stage's Start best) and
+// rel(q, v); release frees the first stage's scores after the walk.
+// Unfiltered under the bm25 stage, the start nodes come from BM25's top
+// list and rel scores a node when the walk asks for it (lazyRelevance), so
+// a question costs its walk rather than every node its terms match.
+func (m *fuseRAG) firstStage(ctx context.Context, q retrieve.Query) ([]int32, func(int32) float64, func(), error) {
+	if m.o.Stage.Kind == retrieve.StageBM25 && q.Allow == nil {
+		seeds, err := m.st.Run(ctx, q, m.o.Start)
+		if err != nil || len(seeds) == 0 {
+			return nil, nil, nil, err
+		}
+		return hitNodes(seeds), m.lazyRelevance(q, seeds[0].Index), func() {}, nil
+	}
+	sc, err := m.st.Score(ctx, q)
+	if err != nil || sc == nil {
+		return nil, nil, nil, err
+	}
+	seeds := m.st.RankScored(sc, m.o.Start)
+	if len(seeds) == 0 {
+		sc.Release()
+		return nil, nil, nil, nil
+	}
+	return hitNodes(seeds), relevance(sc), sc.Release, nil
+}
+
+func hitNodes(hits []retrieve.Hit) []int32 {
+	out := make([]int32, len(hits))
+	for i, h := range hits {
+		out[i] = h.Index
+	}
+	return out
+}
+
+// lazyRelevance is relevance under the bm25 stage, scored one node at a
+// time and remembered: BM25(v) / BM25(best), with best the top node. Each
+// BM25 is summed over the query's terms in query order, as the full
+// scoring sums it, so rel is the same float32 quotient, and the maximum
+// it divides by is the top node's.
+func (m *fuseRAG) lazyRelevance(q retrieve.Query, best int32) func(int32) float64 {
+	terms := m.ix.BM25.TermIDs(q.Text)
+	hi := m.ix.BM25.ScoreDoc(terms, uint32(best))
+	memo := map[int32]float64{}
+	return func(v int32) float64 {
+		x, ok := memo[v]
+		if !ok {
+			x = float64(m.ix.BM25.ScoreDoc(terms, uint32(v)) / hi)
+			memo[v] = x
+		}
+		return x
+	}
 }
 
 // relevance is rel(q, v): the first stage's score over its maximum, so
