@@ -50,6 +50,19 @@ func annIndex(t *testing.T, settings ...[2]string) (string, []retrieve.Query) {
 	return dir, qs
 }
 
+// openANNIndex opens annIndex's index built on two workers, closed when
+// the test ends.
+func openANNIndex(t *testing.T) (*index.Index, []retrieve.Query) {
+	t.Helper()
+	dir, qs := annIndex(t, [2]string{"workers", "2"})
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, qs
+}
+
 func vectorWith(t *testing.T, ix *index.Index, settings ...string) retrieve.Method {
 	t.Helper()
 	cfg, err := retrieve.NewConfig("vector")
@@ -72,12 +85,7 @@ func vectorWith(t *testing.T, ix *index.Index, settings ...string) retrieve.Meth
 // large as the index finds exactly the exact search's hits and scores; a
 // small ef finds most of them; search auto on an index this small scans.
 func TestVectorOnHNSW(t *testing.T) {
-	dir, qs := annIndex(t, [2]string{"workers", "2"})
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix, qs := openANNIndex(t)
 	exact := vectorWith(t, ix, "search", "exact")
 	full := vectorWith(t, ix, "search", "hnsw", "ef", "800")
 	small := vectorWith(t, ix, "search", "hnsw", "ef", "24")
@@ -226,12 +234,7 @@ func hybridStage(t *testing.T, ix *index.Index, fusion, search string, ef int, w
 // node, the fusion must again equal the scan's ranking: what the lists
 // leave out is bounded, and BM25's list grows until that bound is beaten.
 func TestHybridOnHNSW(t *testing.T) {
-	dir, qs := annIndex(t, [2]string{"workers", "2"})
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix, qs := openANNIndex(t)
 	ctx := context.Background()
 	exactVec := vectorWith(t, ix, "search", "exact")
 	walk, lowWalk := vectorWith(t, ix, "search", "hnsw", "ef", "24"), vectorWith(t, ix, "search", "hnsw", "ef", "3") // the range's end: ef/8
@@ -362,12 +365,7 @@ func walkIsExact(t *testing.T, ix *index.Index, exact, walk, lowWalk retrieve.Me
 // is then ranked from every match). A walk over every node must give the
 // scan's fusion at every rrf depth.
 func TestHybridRRFTiesAtTheCut(t *testing.T) {
-	dir, qs := annIndex(t, [2]string{"workers", "2"})
-	ix, err := index.Open(dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix, qs := openANNIndex(t)
 	ctx := context.Background()
 	ties := 0
 	for _, rrfDepth := range []int{3, 7, 20, 50, 120, 300} {
