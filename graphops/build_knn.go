@@ -35,14 +35,21 @@ type KNNOptions struct {
 	// exact scan: the k rows nearest to row's vector, best first (a search
 	// of the index's HNSW graph). It must be safe for concurrent use.
 	Nearest func(row int32, k int) ([]engine.Hit, error) `json:"-"`
-	// Progress shows the lexical neighbours' stage; nil: none.
+	// Progress shows the build's stages (lexical, then semantic
+	// neighbours); nil: none.
 	Progress progress.Reporter `json:"-"`
 }
 
 // RecordedBudget is the lexical budget of recorded settings decoded over a
-// budget of −1: settings recorded before the budget existed were built
-// with none (0), and a refresh builds them as they were.
-func RecordedBudget(b int64) int64 { return max(b, 0) }
+// budget of −1: settings recorded before the budget existed (still −1)
+// were built with none (0), and a refresh builds them as they were. Any
+// other value is kept, so a corrupt negative one is refused by KNNEdges.
+func RecordedBudget(b int64) int64 {
+	if b == -1 {
+		return 0
+	}
+	return b
+}
 
 // LexicalBudgetUsage describes KNNOptions.LexicalBudget as a setting.
 const LexicalBudgetUsage = "lexical neighbours: postings read in full per node, rarest terms first; past them only the best candidates met are counted (0: no bound: exact, quadratic in the postings at worst)"

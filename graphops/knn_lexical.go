@@ -11,15 +11,7 @@ import (
 	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
-// lexicalNeighbours finds each document's top-k lexical neighbours: the
-// documents that share the most of its terms (df ≤ the cap), ties to the
-// lower id, as counting every pair would. It does not count every pair.
-// A document's terms are taken rarest first; once fewer terms are left
-// than the k-th best count so far, no document not met yet can enter the
-// top k, and the rest of the terms only update the candidates that still
-// can (a galloping merge with the term's postings). The terms skipped are
-// the frequent ones, whose postings make the all-pairs count quadratic
-// (Σ df²). Documents are shared among the context's workers.
+// lexicalNeighbours adds each document's pairs with its LexicalNeighbours.
 func lexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions, pairs map[[2]int32]bool) error {
 	best, err := LexicalNeighbours(ctx, p, o)
 	if err != nil {
@@ -34,9 +26,18 @@ func lexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions, pairs map[
 }
 
 // LexicalNeighbours is each document's top o.Lexical lexical neighbours
-// (o.MaxDFRatio and o.LexicalBudget apply; o.Semantic does not), as a set
-// in no stated order: the counts may stop once the set is known. A
-// document gets fewer where fewer documents share a term with it.
+// (o.MaxDFRatio and o.LexicalBudget apply; o.Semantic does not): the
+// documents that share the most of its terms, ties to the lower id, as a
+// set in no stated order. A document gets fewer where fewer documents
+// share a term with it.
+//
+// It does not count every pair. A document's terms are taken rarest
+// first; once fewer terms are left than the k-th best count so far, no
+// document not met yet can enter the top k, and the rest of the terms
+// only update the candidates that still can (a galloping merge with the
+// term's postings). The terms skipped are the frequent ones, whose
+// postings make the all-pairs count quadratic (Σ df²). Documents are
+// shared among the context's workers.
 func LexicalNeighbours(ctx context.Context, p TermDocs, o KNNOptions) ([][]int32, error) {
 	if o.Lexical < 1 || !(o.MaxDFRatio > 0 && o.MaxDFRatio <= 1) || o.LexicalBudget < 0 {
 		return nil, fmt.Errorf("graphops: lexical neighbours: want k ≥ 1, max df ratio in (0, 1] and budget ≥ 0, got %d, %v and %d", o.Lexical, o.MaxDFRatio, o.LexicalBudget)

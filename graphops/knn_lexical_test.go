@@ -327,3 +327,19 @@ func TestLexicalBudgetIsInclusive(t *testing.T) {
 		t.Errorf("node 5 with a budget of exactly its 10 postings: %v, want [0]", got[5])
 	}
 }
+
+// TestRecordedBudget: settings recorded before the budget existed decode
+// to the −1 sentinel and build exact; a corrupt negative budget stays
+// negative and is refused.
+func TestRecordedBudget(t *testing.T) {
+	if b := RecordedBudget(-1); b != 0 {
+		t.Errorf("sentinel: %d, want 0", b)
+	}
+	if b := RecordedBudget(65536); b != 65536 {
+		t.Errorf("recorded 65536: %d", b)
+	}
+	o := KNNOptions{Lexical: 1, MaxDFRatio: 0.1, LexicalBudget: RecordedBudget(-7)}
+	if _, err := KNNEdges(context.Background(), nil, zipfDocs(1, 50, 40), nil, 0, o); err == nil {
+		t.Error("a recorded budget of -7 was accepted")
+	}
+}

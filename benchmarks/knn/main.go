@@ -48,9 +48,11 @@ func main() {
 	p := ix.TermDocs()
 	base := graphops.DefaultKNNOptions()
 	base.Lexical = *k
+	maxDF := int64(base.MaxDFRatio * float64(p.N))
 	nodes := sampleNodes(p.N, *sample, *seed)
-	exact := exactCounts(p, nodes, *k, int64(base.MaxDFRatio*float64(p.N)))
-	fmt.Printf("%d nodes, k %d, max df %d; exact counts on %d sampled nodes\n\n", p.N, *k, int64(base.MaxDFRatio*float64(p.N)), len(nodes))
+	terms := termsOf(p, nodes, maxDF)
+	exact := exactCounts(p, nodes, terms, *k)
+	fmt.Printf("%d nodes, k %d, max df %d; exact counts on %d sampled nodes\n\n", p.N, *k, maxDF, len(nodes))
 	fmt.Println("| budget | wall | sampled nodes with the exact top-k counts | mean shortfall of shared terms |")
 	fmt.Println("|---:|---:|---:|---:|")
 	for _, b := range bs {
@@ -62,7 +64,7 @@ func main() {
 			log.Fatal(err)
 		}
 		wall := time.Since(start)
-		same, shortfall := compare(p, nodes, exact, got, int64(base.MaxDFRatio*float64(p.N)))
+		same, shortfall := compare(p, nodes, terms, exact, got)
 		fmt.Printf("| %d | %.1f s | %d / %d | %.4f |\n", b, wall.Seconds(), same, len(nodes), shortfall)
 	}
 }
@@ -111,9 +113,8 @@ func termsOf(p graphops.TermDocs, nodes []int32, maxDF int64) map[int32][]int32 
 }
 
 // exactCounts is each sampled node's top-k shared-term counts, descending,
-// from its postings read in full.
-func exactCounts(p graphops.TermDocs, nodes []int32, k int, maxDF int64) map[int32][]int {
-	terms := termsOf(p, nodes, maxDF)
+// from its postings (terms: termsOf's) read in full.
+func exactCounts(p graphops.TermDocs, nodes []int32, terms map[int32][]int32, k int) map[int32][]int {
 	count := make([]int, p.N)
 	out := make(map[int32][]int, len(nodes))
 	for _, d := range nodes {
@@ -142,8 +143,7 @@ func exactCounts(p graphops.TermDocs, nodes []int32, k int, maxDF int64) map[int
 
 // compare counts the sampled nodes whose chosen neighbours share as many
 // terms as the exact top k, and the mean relative shortfall of the sum.
-func compare(p graphops.TermDocs, nodes []int32, exact map[int32][]int, got [][]int32, maxDF int64) (int, float64) {
-	terms := termsOf(p, nodes, maxDF)
+func compare(p graphops.TermDocs, nodes []int32, terms map[int32][]int32, exact map[int32][]int, got [][]int32) (int, float64) {
 	same, shortfall := 0, 0.0
 	for _, d := range nodes {
 		var cs []int
