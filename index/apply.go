@@ -38,6 +38,12 @@ type Change struct {
 	// Count is how many changes ch stands for (Meta.Stale counts them;
 	// 0 counts as 1).
 	Count int
+	// Tombstone marks the removed nodes deleted (deleted.go) instead of
+	// renumbering the nodes after them: every other node keeps its number
+	// and the added ones follow all of ix's, so the change costs what it
+	// adds and removes rather than what the index holds. Without it, a
+	// change renumbers, and drops ix's deleted nodes too (Compact).
+	Tombstone bool
 }
 
 // Apply returns the index that ch makes of ix, held in memory; ix is not
@@ -54,31 +60,53 @@ type Change struct {
 // knn) and sections whose policy is Rebuild become stale (Meta.Stale):
 // their users refuse to answer from them until they are built again.
 func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
-	remap, err := ix.remap(ch)
+	return ix.apply(ctx, ch, false)
+}
+
+// apply is Apply; compact: ch is empty and the result is ix without its
+// deleted nodes, its sections carried as they are (Compact).
+func (ix *Index) apply(ctx context.Context, ch *Change, compact bool) (*Index, error) {
+	tomb := ch.Tombstone && !compact
+	remap, err := ix.remap(ch, tomb)
 	if err != nil {
 		return nil, err
 	}
+	// slots is where each of ix's nodes' strings, postings and vectors
+	// go: remap, but a tombstoning change keeps them all in place (the
+	// graph still drops the removed nodes' rows, by remap).
+	slots := remap
+	if tomb {
+		slots = identity(ix.N())
+	}
 	out := &Index{Dir: ix.Dir, Manifest: ix.Manifest, r: ix.r, borrowed: true}
 	out.Meta = ix.Meta
-	// With nothing removed, the first index applied from ix appends to
+	// With no node renumbered, the first index applied from ix appends to
 	// ix's arrays in place (past their ends, where ix's readers never
 	// look) rather than copying them; a second one from ix copies.
-	share := len(ch.Remove) == 0 && ix.tail.CompareAndSwap(true, false)
+	renumbers := !tomb && (len(ch.Remove) > 0 || ix.ndead > 0)
+	share := !renumbers && ix.tail.CompareAndSwap(true, false)
 	out.tail.Store(true)
 	kept := 0
-	for _, r := range remap {
+	for _, r := range slots {
 		if r >= 0 {
 			kept++
 		}
 	}
 	out.Meta.Nodes = kept + len(ch.Add)
-	if out.Meta.Nodes == 0 {
+	live := out.Meta.Nodes
+	if tomb {
+		live -= ix.ndead + len(ch.Remove)
+	}
+	if live == 0 {
 		return nil, fmt.Errorf("index: the change leaves the index without nodes")
 	}
-	out.copyNodes(ix, remap, ch.Add, share)
-	out.copyProvenance(ix, remap, ch.Add, share)
-	if len(ch.Remove) == 0 {
-		out.ids, out.docs = out.appendedIDs(ix, ix.N()), out.appendedDocCounts(ix, ix.N())
+	out.copyNodes(ix, slots, ch.Add, share)
+	out.copyProvenance(ix, slots, ch.Add, share)
+	if tomb {
+		out.withDeleted(ix, ch.Remove)
+	}
+	if !renumbers {
+		out.ids, out.docs = out.appendedIDs(ix, ix.N(), ch.Remove), out.appendedDocCounts(ix, ix.N(), ch.Remove)
 	}
 	parallel.Yield(ctx) // between stages, each a few ms at most, for a live commit's queries
 	texts := make([]string, len(ch.Add))
@@ -87,7 +115,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	}
 	// From the flat form when a checkpoint made one: the segmented form
 	// then goes with ix (Remap below maps the term ids).
-	if out.Postings, err = ix.Postings.Flattened().Update(ctx, remap, texts); err != nil {
+	if out.Postings, err = ix.Postings.Flattened().Update(ctx, slots, texts); err != nil {
 		return nil, err
 	}
 	parallel.Yield(ctx)
@@ -96,7 +124,7 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	}
 	out.Meta.Terms, out.Meta.Postings = out.Postings.Terms.Len(), out.Postings.NumPostings()
 	parallel.Yield(ctx)
-	if err := out.updateVectors(ctx, ix, remap, ch, texts, share); err != nil {
+	if err := out.updateVectors(ctx, ix, slots, ch, texts, share); err != nil {
 		return nil, err
 	}
 	parallel.Yield(ctx)
@@ -107,16 +135,29 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	return out, nil
 }
 
+// identity is 0, 1, …, n−1.
+func identity(n int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(i)
+	}
+	return s
+}
+
 // roomFor is the capacity of a copied array of n elements: a quarter
 // more, for the next indexes to append into.
 func roomFor(n int) int { return n + n/4 + 16 }
 
-// remap numbers the kept nodes after ch (−1: removed), checking ch.
-func (ix *Index) remap(ch *Change) ([]int32, error) {
+// remap numbers the kept nodes after ch (−1: removed, or deleted
+// already), checking ch. Tombstoning, a kept node keeps its number.
+func (ix *Index) remap(ch *Change, tomb bool) ([]int32, error) {
 	remap := make([]int32, ix.N())
 	for _, v := range ch.Remove {
 		if v < 0 || int(v) >= ix.N() {
 			return nil, fmt.Errorf("index: change removes node %d of %d", v, ix.N())
+		}
+		if ix.IsDeleted(int(v)) {
+			return nil, fmt.Errorf("index: change removes node %d (%q), deleted already", v, ix.NodeID(int(v)))
 		}
 		if remap[v] < 0 {
 			return nil, fmt.Errorf("index: change removes node %d (%q) twice", v, ix.NodeID(int(v)))
@@ -125,7 +166,12 @@ func (ix *Index) remap(ch *Change) ([]int32, error) {
 	}
 	next := int32(0)
 	for v := range remap {
-		if remap[v] == 0 {
+		switch {
+		case ix.IsDeleted(v):
+			remap[v] = -1
+		case remap[v] == 0 && tomb:
+			remap[v] = int32(v)
+		case remap[v] == 0:
 			remap[v] = next
 			next++
 		}

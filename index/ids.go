@@ -7,7 +7,8 @@ import "maps"
 // parent's map (base, never written once shared) and keeps its own map of
 // the ids appended since (added), until those pass an eighth of base and
 // the next Lookup builds a whole one again: a live commit costs what it
-// adds, not what the index holds.
+// adds, not what the index holds. An id whose node was deleted since is
+// −1 in added (until a later node takes it).
 type idTable struct {
 	base  map[string]int32
 	added map[string]int32
@@ -15,7 +16,7 @@ type idTable struct {
 
 func (t *idTable) lookup(id string) (int32, bool) {
 	if v, ok := t.added[id]; ok {
-		return v, true
+		return v, v >= 0
 	}
 	v, ok := t.base[id]
 	return v, ok
@@ -23,9 +24,11 @@ func (t *idTable) lookup(id string) (int32, bool) {
 
 // ownIDs builds ix's whole id table.
 func ownIDs(ix *Index) *idTable {
-	t := &idTable{base: make(map[string]int32, ix.N())}
+	t := &idTable{base: make(map[string]int32, ix.Live())}
 	for i := range ix.N() {
-		t.base[ix.NodeID(i)] = int32(i)
+		if !ix.IsDeleted(i) {
+			t.base[ix.NodeID(i)] = int32(i)
+		}
 	}
 	return t
 }
@@ -40,18 +43,22 @@ func (ix *Index) idTable() *idTable {
 	return ix.ids
 }
 
-// appendedIDs is the table of out, which appended nodes from number first
-// on to ix's (nil, built on first use, when the layer would grow past an
-// eighth of the shared map). The keys are out's own node ids: a cut of a
-// caller's string would keep the caller's memory alive.
-func (out *Index) appendedIDs(ix *Index, first int) *idTable {
+// appendedIDs is the table of out, which deleted removed and appended
+// nodes from number first on to ix's (nil, built on first use, when the
+// layer would grow past an eighth of the shared map). The keys are out's
+// own node ids: a cut of a caller's string would keep the caller's memory
+// alive.
+func (out *Index) appendedIDs(ix *Index, first int, removed []int32) *idTable {
 	t := ix.idTable()
-	n := out.N() - first
+	n := out.N() - first + len(removed)
 	if len(t.added)+n > ix.N()/8 {
 		return nil
 	}
 	added := make(map[string]int32, len(t.added)+n)
 	maps.Copy(added, t.added)
+	for _, v := range removed {
+		added[out.NodeID(int(v))] = -1
+	}
 	for v := first; v < out.N(); v++ {
 		added[out.NodeID(v)] = int32(v)
 	}
@@ -74,7 +81,7 @@ func ownDocCounts(ix *Index) *docCounts {
 		return c // no node was cut from a document
 	}
 	for i := range ix.N() {
-		if d := ix.docField(i, 0); d != "" {
+		if d := ix.docField(i, 0); d != "" && !ix.IsDeleted(i) {
 			c.base[d]++
 		}
 	}
@@ -91,19 +98,25 @@ func (ix *Index) docCounts() *docCounts {
 	return ix.docs
 }
 
-// appendedDocCounts is docCounts's appendedIDs.
-func (out *Index) appendedDocCounts(ix *Index, first int) *docCounts {
+// appendedDocCounts is docCounts's appendedIDs (added holds changes to
+// base's counts, which a deletion makes negative).
+func (out *Index) appendedDocCounts(ix *Index, first int, removed []int32) *docCounts {
 	if out.docOff == nil {
 		return &docCounts{} // none cut from a document: nothing to count on first use either
 	}
 	c := ix.docCounts()
-	n := out.N() - first
+	n := out.N() - first + len(removed)
 	if len(c.added)+n > ix.N()/8 {
 		return nil
 	}
 	added := maps.Clone(c.added)
 	if added == nil {
 		added = map[string]int{}
+	}
+	for _, v := range removed {
+		if d := out.docField(int(v), 0); d != "" {
+			added[d]--
+		}
 	}
 	for v := first; v < out.N(); v++ {
 		if d := out.docField(v, 0); d != "" {

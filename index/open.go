@@ -42,6 +42,8 @@ type Index struct {
 	docs     *docCounts // passages per document cut into passages
 	idsOnce  sync.Once
 	ids      *idTable
+	dead     []uint64 // deleted nodes' bits (deleted.go); nil: none
+	ndead    int
 	viewMu   sync.Mutex
 	views    map[string]*graphops.Adjacency
 	devMu    sync.Mutex
@@ -327,10 +329,14 @@ func (ix *Index) LSAFingerprint() string {
 }
 
 // Names lists every node's title and aliases (copies: they outlive the
-// index), the gazetteer of the "titles" entity extractors.
+// index), the gazetteer of the "titles" entity extractors; deleted nodes'
+// are not.
 func (ix *Index) Names() []string {
 	var out []string
 	for i := 0; i < ix.N(); i++ {
+		if ix.IsDeleted(i) {
+			continue
+		}
 		out = append(out, strings.Clone(ix.Title(i)))
 		for _, a := range ix.Aliases(i) {
 			out = append(out, strings.Clone(a))

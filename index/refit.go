@@ -48,7 +48,16 @@ func (ix *Index) LSAOptions() (lexical.LSAOptions, bool) {
 // type says so (SectionType.FromVectors) and derived edge kinds that no
 // updater keeps (knn); a refresh builds them again. ix is not changed;
 // the result shares ix's other data (ix must stay open while it is used).
+// An index with deleted nodes is compacted first: the basis is fitted on
+// the live passages alone, as a rebuild fits it.
 func (ix *Index) Refit(ctx context.Context) (*Index, error) {
+	if ix.ndead > 0 {
+		c, err := ix.Compact(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.Refit(ctx)
+	}
 	o, ok := ix.LSAOptions()
 	if !ok {
 		return nil, fmt.Errorf("index %s: %w: they come from %q; a refit applies to LSA (rebuild the index to change its embedder)", ix.Dir, ErrNotLSA, ix.Meta.Embedder)

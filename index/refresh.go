@@ -156,6 +156,9 @@ func RefreshStale(ctx context.Context, ix *Index, env RefreshEnv) (*Built, error
 	if env.Backend == nil {
 		return nil, errors.New("index: a refresh needs RefreshEnv.Backend (engine.Open)")
 	}
+	if ix.ndead > 0 {
+		return nil, fmt.Errorf("index: a refresh of an index with %d deleted nodes would build them into its sections: refresh its compaction (Compact)", ix.ndead)
+	}
 	built := &Built{}
 	var errs []error
 	for _, name := range ix.refreshableSections() {
@@ -339,7 +342,8 @@ func (ix *Index) putSection(b *BuiltSection) error {
 func (ix *Index) successor() *Index {
 	return &Index{Dir: ix.Dir, Meta: ix.Meta, Manifest: ix.Manifest, Graph: ix.Graph, Postings: ix.Postings, BM25: ix.BM25,
 		LSA: ix.LSA, Vectors: ix.Vectors, Embedder: ix.Embedder, rels: ix.rels, sections: ix.sections,
-		r: ix.r, strs: ix.strs, off: ix.off, docStrs: ix.docStrs, docOff: ix.docOff, spans: ix.spans, borrowed: true}
+		r: ix.r, strs: ix.strs, off: ix.off, docStrs: ix.docStrs, docOff: ix.docOff, spans: ix.spans, borrowed: true,
+		dead: ix.dead, ndead: ix.ndead}
 }
 
 // writeMem writes a section's files held in memory to w.

@@ -17,8 +17,17 @@ import (
 // place in the update log. expect is the manifest checksum of the index
 // it replaces ("" when dir holds none): when another writer replaced that
 // index since, WriteTo fails with ErrChanged rather than drop its work. It
-// returns the new manifest's checksum.
+// returns the new manifest's checksum. An index with deleted nodes is
+// written compacted (Compact).
 func (ix *Index) WriteTo(ctx context.Context, dir string, live *LiveState, expect string) (string, error) {
+	if ix.ndead > 0 {
+		c, err := ix.Compact(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		return c.WriteTo(ctx, dir, live, expect)
+	}
 	meta := ix.Meta
 	meta.Live = live
 	b := &built{post: ix.Postings.Flat(), lsa: ix.LSA, vecs: ix.Vectors, dims: ix.Meta.Dims, graph: ix.Graph, rels: ix.rels}
