@@ -21,6 +21,8 @@ type bm25 struct{ ix *index.Index }
 func (m bm25) Name() string { return "bm25" }
 
 func (m bm25) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
+	q = Visible(m.ix, q) // deleted nodes stay out
+
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, ErrEmptyQuery
 	}

@@ -112,6 +112,9 @@ func NewStage(ix *index.Index, be engine.Backend, o StageOptions) (*Stage, error
 // Kind is the stage's kind (StageBM25, StageVector or StageHybrid).
 func (s *Stage) Kind() string { return s.kind }
 
+// Index is the index the stage ranks.
+func (s *Stage) Index() *index.Index { return s.ix }
+
 // Scores returns every node's first-stage score for q, or nil when q
 // matches nothing (no BM25 term and no embeddable text).
 //
@@ -120,6 +123,8 @@ func (s *Stage) Kind() string { return s.kind }
 // them); a node outside scores 0 (bm25, hybrid) or −Inf (vector), and
 // Ranking never returns it.
 func (s *Stage) Scores(ctx context.Context, q Query) (_ []float32, err error) {
+	q = Visible(s.ix, q) // deleted nodes stay out
+
 	if strings.TrimSpace(q.Text) == "" && q.Vector == nil {
 		return nil, ErrEmptyQuery
 	}
@@ -282,6 +287,8 @@ func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
 // node; a hybrid stage over an HNSW graph fuses BM25's top list with the
 // graph walk's (hybridgraph.go), approximating Ranking(Scores(q)).
 func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
+	q = Visible(s.ix, q) // deleted nodes stay out
+
 	if s.walks(q, depth) {
 		return s.runGraphHybrid(ctx, q, depth)
 	}

@@ -185,9 +185,12 @@ func mentionTargets(ix *index.Index) (titles, texts []string) {
 // (q.Allow) the subgraph of the allowed nodes, every edge touching another
 // removed and degrees recounted, so a walk, a neighbourhood or a degree
 // equals one on the index without the other nodes. It costs one pass over
-// the edges per filtered query.
+// the edges per filtered query. Under a live set alone (Visible over an
+// index with deleted nodes, filter.Set.Isolated) adj is that subgraph
+// already, when it is a view of the same index's graph: a live change
+// drops a deleted node's edges.
 func AllowedView(adj *graphops.Adjacency, q Query) *graphops.Adjacency {
-	if q.Allow == nil {
+	if q.Allow == nil || q.Allow.Isolated() {
 		return adj
 	}
 	return adj.Induced(q.Allow.Keep())

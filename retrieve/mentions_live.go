@@ -29,6 +29,17 @@ func (*mentionsUpdater) Kind() string { return "mentions" }
 // newMentionsUpdater builds the state from ix and checks that it gives
 // ix's mentions edges.
 func newMentionsUpdater(ctx context.Context, ix *index.Index) (index.KindUpdater, error) {
+	// The state holds passages by id: built from ix compacted, it is the
+	// state of ix's live passages (a document's title goes with its first
+	// live passage).
+	c, err := ix.Compact(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c != ix {
+		defer c.Close()
+		ix = c
+	}
 	o := graphops.MentionOptions{MinTitleLen: 4} // the builder's defaults, for indexes that did not record theirs
 	if raw, ok := ix.Meta.KindSettings["mentions"]; ok {
 		if err := json.Unmarshal(raw, &o); err != nil {

@@ -35,6 +35,8 @@ func (s *Scored) Release() {
 // number of nodes. It returns nil when q matches nothing; the caller
 // releases a non-nil result.
 func (s *Stage) Score(ctx context.Context, q Query) (_ *Scored, err error) {
+	q = Visible(s.ix, q) // deleted nodes stay out
+
 	if s.kind != StageBM25 || strings.TrimSpace(q.Text) == "" {
 		sc, err := s.Scores(ctx, q)
 		if err != nil || sc == nil {

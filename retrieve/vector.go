@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/engine"
@@ -154,6 +155,10 @@ func (m *Vector) Retrieve(ctx context.Context, q Query, k int) ([]Hit, error) {
 // them. A query whose terms are all outside the LSA vocabulary gets no hits.
 // A filtered query (Query.Allow) is ranked on its own over its nodes.
 func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit, error) {
+	qs = slices.Clone(qs)
+	for i := range qs {
+		qs[i] = Visible(m.ix, qs[i]) // deleted nodes stay out
+	}
 	for _, q := range qs {
 		if err := CheckAllow(m.ix, q); err != nil {
 			return nil, err

@@ -162,6 +162,8 @@ func (m *fastInsight) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]
 // RetrieveStream emits the ranking after every GRanker call (10, 20, …,
 // b_max nodes at the defaults); emit returning false stops early.
 func (m *fastInsight) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}

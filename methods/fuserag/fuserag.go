@@ -125,6 +125,8 @@ func (m *fuseRAG) Name() string { return "fuserag" }
 // keeps to the allowed subgraph (retrieve.AllowedView), so the evidence,
 // its graph and the anchors quote no other node.
 func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evidence, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	start, rel, release, err := m.firstStage(ctx, q)
 	if err != nil || len(start) == 0 {
 		return nil, err

@@ -165,6 +165,8 @@ func (p *prio) top(n int) []int32 {
 
 // RetrieveStream emits the ranking of scored documents after every batch.
 func (m *gar) RetrieveStream(ctx context.Context, q retrieve.Query, k int, emit func([]retrieve.Hit) bool) error {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	if strings.TrimSpace(q.Text) == "" {
 		return retrieve.ErrEmptyQuery
 	}

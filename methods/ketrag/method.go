@@ -186,6 +186,8 @@ func (m *ketrag) BuildContext(ctx context.Context, q retrieve.Query, budget int)
 // then the skeleton channel within what is left, skeleton first. It also
 // returns the keyword channel's candidates the context did not quote.
 func (m *ketrag) assemble(ctx context.Context, q retrieve.Query, budget int) (*retrieve.LLMContext, []int32, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	s, err := m.scopeOf(q)
 	if err != nil {
 		return nil, nil, err

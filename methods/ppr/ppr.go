@@ -152,6 +152,8 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*ppr, 
 func (m *ppr) Name() string { return m.name }
 
 func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	m.once.Do(func() {
 		m.adj = m.ix.View(m.o.GraphKinds...)
 		if !m.pushes(m.adj) { // the exact solver runs: plan it once
@@ -183,7 +185,7 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 	po.MaxIter = max(po.MaxIter, graphops.PPRIterations(m.o.Damping, po.Tol))
 	_, end := retrieve.StartSpan(ctx, "pagerank", attribute.Int("gleaner.vertices", adj.N()), attribute.String("gleaner.solver", SolverExact))
 	var pi []float64
-	if q.Allow == nil && m.plan != nil {
+	if (q.Allow == nil || q.Allow.Isolated()) && m.plan != nil { // adj is m.adj: the plan's graph
 		pi, _, err = m.plan.Solve(ctx, reset, po)
 	} else {
 		pi, _, err = graphops.PersonalizedPageRank(ctx, adj, reset, po)

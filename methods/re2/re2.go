@@ -85,6 +85,8 @@ func newNamed(name string, ix *index.Index, env retrieve.Env, o Options) (*re2, 
 func (m *re2) Name() string { return m.name }
 
 func (m *re2) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	q = retrieve.Visible(m.st.Index(), q) // deleted nodes stay out
+
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, retrieve.ErrEmptyQuery
 	}

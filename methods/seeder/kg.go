@@ -194,6 +194,8 @@ func (m *kgMethod) prepare(ctx context.Context) error {
 
 // Retrieve implements Method.
 func (m *kgMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	if err := retrieve.CheckAllow(m.ix, q); err != nil {
 		return nil, err
 	}

@@ -130,6 +130,8 @@ func (s *seederMethod) start(ctx context.Context) error {
 // allowed nodes only, and the encoder reads nothing but the candidate
 // graph, so no other node reaches it.
 func (s *seederMethod) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	q = retrieve.Visible(s.kg.ix, q) // deleted nodes stay out
+
 	if err := retrieve.CheckAllow(s.kg.ix, q); err != nil {
 		return nil, err
 	}

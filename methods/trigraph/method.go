@@ -332,6 +332,8 @@ type TraceSeed struct {
 
 // Trace retrieves like Retrieve and reports what happened.
 func (m *Method) Trace(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, *Trace, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
+
 	tr := &Trace{Stages: map[string]time.Duration{}}
 	clock := time.Now()
 	lap := func(stage string) { now := time.Now(); tr.Stages[stage] += now.Sub(clock); clock = now }

@@ -14,7 +14,31 @@ type Set struct {
 	words []uint64
 	count int
 	memo  memo.Map
+	// isolated: the nodes outside the set have no edges in the graphs of
+	// the index it was made for (Live).
+	isolated bool
 }
+
+// Live is the set of the nodes of an index of n nodes that are not
+// deleted (bit v of deleted, as index.Index.DeletedWords gives them). A
+// live index drops a deleted node's edges, so the set is Isolated.
+func Live(n int, deleted []uint64) *Set {
+	s := &Set{n: n, words: make([]uint64, (n+63)/64), isolated: true}
+	for i := range s.words {
+		s.words[i] = ^uint64(0)
+		if i < len(deleted) {
+			s.words[i] &^= deleted[i]
+		}
+	}
+	s.trim()
+	s.recount()
+	return s
+}
+
+// Isolated reports whether the nodes outside s have no edges in the
+// graphs of s's index (a Live set): a walk over those graphs already
+// equals one over the subgraph of s, with no induced view to make.
+func (s *Set) Isolated() bool { return s != nil && s.isolated }
 
 // NewSet is the set of the given nodes of an index of n nodes.
 func NewSet(n int, nodes ...int32) *Set {
