@@ -393,6 +393,6 @@ func (s *Server) refit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ix := lw.Index()
-	writeJSON(w, http.StatusOK, api.RefitResponse{Index: name, Nodes: ix.N(), Dims: ix.Meta.Dims,
+	writeJSON(w, http.StatusOK, api.RefitResponse{Index: name, Nodes: ix.Live(), Dims: ix.Meta.Dims,
 		TookMS: float64(time.Since(start).Microseconds()) / 1000, Stale: append([]string{}, live.StaleNames(ix)...)})
 }

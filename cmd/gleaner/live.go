@@ -493,7 +493,7 @@ meanwhile. Stop a server that serves the index with --writes first.`,
 				return finishLive(cmd, w, nil, err)
 			}
 			ix := w.Index()
-			fmt.Fprintf(cmd.OutOrStdout(), "refitted LSA: %d dimensions over %s (%.1f s); saved\n", ix.Meta.Dims, plural(ix.N(), "passage"), time.Since(start).Seconds())
+			fmt.Fprintf(cmd.OutOrStdout(), "refitted LSA: %d dimensions over %s (%.1f s); saved\n", ix.Meta.Dims, plural(ix.Live(), "passage"), time.Since(start).Seconds())
 			if _, ok := ix.Meta.Sections["head"]; ok {
 				fmt.Fprintln(cmd.OutOrStdout(), "the trained head was kept: it was trained on the old vectors' cosines (gleaner train head retrains it)")
 			}

@@ -21,8 +21,11 @@ type catalog struct {
 }
 
 func newCatalog(ix *index.Index) *catalog {
-	c := &catalog{docs: make(map[string][]string, ix.N()), nodeDoc: make(map[string]string, ix.N())}
+	c := &catalog{docs: make(map[string][]string, ix.Live()), nodeDoc: make(map[string]string, ix.Live())}
 	for i := range ix.N() {
+		if ix.IsDeleted(i) {
+			continue
+		}
 		// copies: ix may be an index in memory, which a string cut from
 		// it would keep alive
 		id, doc := strings.Clone(ix.NodeID(i)), strings.Clone(ix.Document(i))
@@ -57,7 +60,7 @@ type ownedEdge struct {
 
 func newPending(base *index.Index, cat *catalog) *pending {
 	return &pending{base: base, cat: cat, dims: base.Meta.Dims, remove: map[int32]bool{}, addAt: map[string]int{},
-		count: base.N(), cut: map[string]bool{}}
+		count: base.Live(), cut: map[string]bool{}}
 }
 
 // overlay is one batch's view of the catalog while it is checked: what

@@ -56,7 +56,11 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		return Refreshed{Stale: StaleNames(ix)}, nil
 	}
 	start := time.Now()
-	built, berr := index.RefreshStale(ctx, ix, w.o.Refresh)
+	src, err := ix.Compact(ctx) // sections are built over the live nodes alone
+	if err != nil {
+		return Refreshed{Stale: StaleNames(ix)}, err
+	}
+	built, berr := index.RefreshStale(ctx, src, w.o.Refresh)
 	if ctx.Err() != nil {
 		return Refreshed{Stale: StaleNames(ix)}, ctx.Err()
 	}
@@ -64,7 +68,7 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	var put []string
 	var perr error
 	if !built.Empty() {
-		next, put, perr = w.publishRefresh(ix, built, hold)
+		next, put, perr = w.publishRefresh(ix, src, built, hold)
 	}
 	took := time.Since(start)
 	w.stats.rfNanos.Add(int64(took))
@@ -85,12 +89,12 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	return out, errors.Join(berr, perr)
 }
 
-// publishRefresh loads the built sections into the index after ix and
-// publishes it, unless a commit replaced ix meanwhile (ErrOvertaken); it
-// asks for a checkpoint to save them. put names those that loaded. held:
-// the caller holds w.mu (the commits wait).
-func (w *Writer) publishRefresh(ix *index.Index, built *index.Built, held bool) (next *index.Index, put []string, err error) {
-	next, put, lerr := ix.WithBuilt(built) // loads run outside the lock: commits go on
+// publishRefresh loads the built sections into src (ix compacted, or ix)
+// and publishes it, unless a commit replaced ix meanwhile (ErrOvertaken);
+// it asks for a checkpoint to save them. put names those that loaded.
+// held: the caller holds w.mu (the commits wait).
+func (w *Writer) publishRefresh(ix, src *index.Index, built *index.Built, held bool) (next *index.Index, put []string, err error) {
+	next, put, lerr := src.WithBuilt(built) // loads run outside the lock: commits go on
 	if len(put) == 0 {
 		next.Close()
 		return nil, nil, fmt.Errorf("live: %w", lerr)
@@ -270,6 +274,6 @@ func (w *Writer) Refit(ctx context.Context) error {
 	if err := w.log.Drop(seq); err != nil {
 		return fmt.Errorf("live: refit of %s: dropping the log's older segments: %w", w.dir, err)
 	}
-	w.o.Logger.Info("refitted the LSA basis", "dir", w.dir, "dims", next.Meta.Dims, "nodes", next.N(), "took", time.Since(start).Round(time.Millisecond))
+	w.o.Logger.Info("refitted the LSA basis", "dir", w.dir, "dims", next.Meta.Dims, "nodes", next.Live(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

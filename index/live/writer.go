@@ -100,6 +100,14 @@ type Options struct {
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
 	Refresh index.RefreshEnv
+	// DeletedShare bounds the share of an index's nodes that may be
+	// deleted in place, in [0, 1): a commit marks the nodes it removes
+	// deleted (index.Change.Tombstone), so it costs what it changes,
+	// until they would pass this share of the nodes; that commit
+	// renumbers the index without them (a pass over every array). Queries
+	// over an index with deleted nodes take the filtered paths (a live
+	// set, retrieve.Visible). 0 renumbers at every removal. Default 1/8.
+	DeletedShare float64
 }
 
 // maxGroup bounds Options.MaxGroup, which sizes the commit queue.
@@ -107,7 +115,7 @@ const maxGroup = 1 << 16
 
 // DefaultOptions are the options Open expects unless told otherwise.
 func DefaultOptions(log *slog.Logger) Options {
-	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024, ApplyShare: 1}
+	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024, ApplyShare: 1, DeletedShare: 1.0 / 8}
 }
 
 func (o *Options) validate() error {
@@ -122,6 +130,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.MinInterval %v: want ≥ 0", o.MinInterval)
 	case !(o.ApplyShare >= minShare && o.ApplyShare <= 1):
 		return fmt.Errorf("live: Options.ApplyShare %v: want a share in [%v, 1] (1: no bound)", o.ApplyShare, minShare)
+	case !(o.DeletedShare >= 0 && o.DeletedShare < 1):
+		return fmt.Errorf("live: Options.DeletedShare %v: want a share in [0, 1) (0: renumber at every removal)", o.DeletedShare)
 	case o.Refresh.Workers < 0:
 		return fmt.Errorf("live: Options.Refresh.Workers %d: want ≥ 0 (0: one per CPU)", o.Refresh.Workers)
 	case o.RefreshAfter < 0:
@@ -298,10 +308,13 @@ func (w *Writer) kindUpdaters(ctx context.Context, ix *index.Index) []index.Kind
 	return kinds
 }
 
-// change is p's change, with the kind updaters.
+// change is p's change, with the kind updaters. It deletes in place
+// while the deleted nodes stay within Options.DeletedShare of the nodes.
 func (w *Writer) change(p *pending) *index.Change {
 	ch := p.change()
 	ch.Kinds = w.kinds
+	deleted := p.base.Deleted() + len(ch.Remove)
+	ch.Tombstone = float64(deleted) <= w.o.DeletedShare*float64(p.base.N()+len(ch.Add))
 	return ch
 }
 
@@ -345,7 +358,7 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		err = flush()
 	}
 	if n > 0 {
-		w.o.Logger.Info("replayed the update log", "dir", w.dir, "records", n, "nodes", w.cur.Load().N())
+		w.o.Logger.Info("replayed the update log", "dir", w.dir, "records", n, "nodes", w.cur.Load().Live())
 		w.stats.replayed.Add(int64(n))
 	}
 	return err
@@ -363,7 +376,7 @@ func (w *Writer) Index() *index.Index { return w.cur.Load() }
 // its turn came, Commit waits for the outcome.
 func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
 	if b.Len() == 0 {
-		return Result{Seq: w.log.Last(), Nodes: w.Index().N()}, nil
+		return Result{Seq: w.log.Last(), Nodes: w.Index().Live()}, nil
 	}
 	req := &request{ctx: ctx, ops: b.ops, done: make(chan Result, 1)}
 	select {
@@ -562,7 +575,7 @@ func (w *Writer) commitLocked(group []*request) {
 	w.publish(next)
 	w.stats.batches.Add(int64(len(accepted))) // before anyone is answered: Stats after a Commit includes it
 	for i, r := range accepted {
-		r.done <- Result{Seq: first + uint64(i), Nodes: next.N()}
+		r.done <- Result{Seq: first + uint64(i), Nodes: next.Live()}
 	}
 	if w.log.Stats().Bytes >= w.o.CheckpointBytes {
 		select {
@@ -705,7 +718,7 @@ func (w *Writer) Checkpoint(ctx context.Context) error {
 	w.stats.checkpoints.Add(1)
 	w.stats.ckNanos.Add(int64(d))
 	w.stats.ckLastNanos.Store(int64(d))
-	w.o.Logger.Info("checkpoint", "dir", w.dir, "seq", seq, "nodes", ix.N(), "took", d.Round(time.Millisecond))
+	w.o.Logger.Info("checkpoint", "dir", w.dir, "seq", seq, "nodes", ix.Live(), "took", d.Round(time.Millisecond))
 	return nil
 }
 
@@ -731,7 +744,7 @@ type Stats struct {
 func (w *Writer) Stats() Stats {
 	ls := w.log.Stats()
 	ix := w.Index()
-	return Stats{Seq: ls.Last, Nodes: ix.N(), LogSegments: ls.Segments, LogBytes: ls.Bytes,
+	return Stats{Seq: ls.Last, Nodes: ix.Live(), LogSegments: ls.Segments, LogBytes: ls.Bytes,
 		Commits: w.stats.commits.Load(), Batches: w.stats.batches.Load(), Checkpoints: w.stats.checkpoints.Load(),
 		CheckpointSecs: time.Duration(w.stats.ckNanos.Load()).Seconds(), LastCheckpoint: time.Duration(w.stats.ckLastNanos.Load()).Seconds(),
 		Replayed: w.stats.replayed.Load(), Refreshes: w.stats.refreshes.Load(), RefreshFailed: w.stats.refreshFailures.Load(),

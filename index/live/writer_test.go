@@ -124,7 +124,13 @@ func hasEdge(ix *index.Index, src, dst string) bool {
 }
 
 // snapshotOf summarises what an index serves: nodes, postings, vectors.
+// snapshotOf is what ix holds, compacted (a live index deletes in place,
+// an index on disk never holds deleted nodes).
 func snapshotOf(ix *index.Index) []any {
+	ix, err := ix.Compact(context.Background())
+	if err != nil {
+		panic(err)
+	}
 	var ids []string
 	for i := range ix.N() {
 		ids = append(ids, ix.NodeID(i)+"|"+ix.Text(i))
