@@ -160,7 +160,7 @@ func (c *memoryCollector) Collect(ch chan<- prometheus.Metric) {
 type liveCollector struct {
 	s                                              *Server
 	seq, segments, bytes, nodes, ckpts, ckSecs, st *prometheus.Desc
-	refreshes, rfFailed, rfSecs                    *prometheus.Desc
+	refreshes, rfFailed, rfSecs, deleted, compact  *prometheus.Desc
 }
 
 func newLiveCollector(s *Server) *liveCollector {
@@ -178,11 +178,13 @@ func newLiveCollector(s *Server) *liveCollector {
 		refreshes: d("gleaner_live_refreshes_total", "Refreshes that built stale sections again and published them."),
 		rfFailed:  d("gleaner_live_refresh_failures_total", "Refreshes that failed or that a commit overtook (the sections stay stale)."),
 		rfSecs:    d("gleaner_live_refresh_seconds_total", "Time spent building stale sections again."),
+		deleted:   d("gleaner_live_deleted_nodes", "Passages deleted in place, kept until a compaction renumbers the index (--deleted-share)."),
+		compact:   d("gleaner_live_compactions_total", "Commits that renumbered the index without its deleted passages."),
 	}
 }
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st, c.refreshes, c.rfFailed, c.rfSecs} {
+	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st, c.refreshes, c.rfFailed, c.rfSecs, c.deleted, c.compact} {
 		ch <- d
 	}
 }
@@ -207,5 +209,7 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.refreshes, prometheus.CounterValue, float64(st.Refreshes))
 		g(c.rfFailed, prometheus.CounterValue, float64(st.RefreshFailed))
 		g(c.rfSecs, prometheus.CounterValue, st.RefreshSecs)
+		g(c.deleted, prometheus.GaugeValue, float64(st.Deleted))
+		g(c.compact, prometheus.CounterValue, float64(st.Compactions))
 	}
 }

@@ -128,6 +128,11 @@ type Config struct {
 	// ApplyShare bounds the share of the time commits to an index may
 	// take (with Writes; live.Options.ApplyShare), in (0, 1].
 	ApplyShare float64
+	// DeletedShare bounds the share of an index's passages that writes
+	// may delete in place before a commit renumbers it without them (with
+	// Writes; live.Options.DeletedShare), in [0, 1); 0 renumbers at every
+	// removal.
+	DeletedShare float64
 	// WriteCores is how many cores the write work (decoding write
 	// requests, checking, embedding and applying commits, over every
 	// index) may take at once (with Writes; ≥ 0, 0: no bound), so that a
@@ -148,7 +153,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
 }
 
 func (c Config) validate() error {
@@ -179,6 +184,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: a refresh bound (%v) needs the background refresh (refresh delay > 0)", c.RefreshWithin)
 	case c.Writes && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
 		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
+	case c.Writes && !(c.DeletedShare >= 0 && c.DeletedShare < 1):
+		return fmt.Errorf("server: deleted share %v: want a share in [0, 1) (0: renumber at every removal)", c.DeletedShare)
 	case c.WriteCores < 0:
 		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
@@ -577,7 +584,7 @@ func (s *Server) indexes(w http.ResponseWriter, r *http.Request) {
 // count reveals nodes it may not see.
 func (s *Server) visibleSize(ctx context.Context, e *entry) (nodes, edges int, err error) {
 	if s.cfg.ACLField == "" {
-		return e.ix.Meta.Nodes, e.ix.Meta.Edges, nil
+		return e.ix.Live(), e.ix.Meta.Edges, nil
 	}
 	var groups []string
 	if k := KeyOf(ctx); k != nil {
@@ -587,6 +594,7 @@ func (s *Server) visibleSize(ctx context.Context, e *entry) (nodes, edges int, e
 	if err != nil {
 		return 0, 0, err
 	}
+	allow = retrieve.Visible(e.ix, retrieve.Query{Allow: allow}).Allow // no deleted node either
 	edges = allow.Memo("edges", func() any { return edgesWithin(e.ix.Graph, allow) }).(int)
 	return allow.Len(), edges, nil
 }

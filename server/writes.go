@@ -36,6 +36,7 @@ func (s *Server) openWriters(ctx context.Context) error {
 		o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
 		o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
 		o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
+		o.DeletedShare = s.cfg.DeletedShare
 		w, err := live.Open(ctx, dir, o)
 		if err != nil {
 			s.closeWriters()

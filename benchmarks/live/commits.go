@@ -7,13 +7,18 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // commits measures what one durable commit costs at an index's size: n
 // commits of batch added passages, then n that replace batch passages
-// each (remove and add again), on a live index left by an earlier run
+// each (remove and add again), then n that delete batch passages each, on
+// a live index left by an earlier run
 // (ingest leaves one of ~100,000 passages in -work). It prints each
-// kind's median and p90 commit time.
+// kind's median and p90 commit time, then what queries cost over the
+// index the deletes left (queryCosts).
 func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile string) error {
 	if n < 1 || batch < 1 {
 		return fmt.Errorf("commits: want -ops and -batch of at least 1, got %d and %d", n, batch)
@@ -26,11 +31,11 @@ func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile st
 	defer w.Close()
 	g := newGenerator(c, seed)
 	g.next = int(time.Now().UnixMilli()) // ids no earlier run on this index used
-	fmt.Printf("%d passages, mentions edges kept live: %v\n", w.Index().N(), len(w.Index().KindEdges("mentions")) > 0)
+	fmt.Printf("%d passages, mentions edges kept live: %v\n", w.Index().Live(), len(w.Index().KindEdges("mentions")) > 0)
 	for _, kind := range []struct {
 		name         string
 		add, replace int // tenths, as batchMix takes them
-	}{{"append", 10, 10}, {"replace", 0, 10}} {
+	}{{"append", 10, 10}, {"replace", 0, 10}, {"delete", 0, 0}} {
 		var took []time.Duration
 		stop, err := startProfile(profileFor(profile, kind.name))
 		if err != nil {
@@ -50,6 +55,58 @@ func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile st
 		slices.Sort(took)
 		fmt.Printf("%s: %d commits of %d passages: median %v, p90 %v\n", kind.name, n, batch,
 			pct(took, 0.5).Round(100*time.Microsecond), pct(took, 0.9).Round(100*time.Microsecond))
+	}
+	return queryCosts(ctx, w.Index(), c.Queries)
+}
+
+// queryCosts times the compared methods over ix, which holds passages
+// deleted in place, and over ix compacted, one question at a time, and
+// prints each side's p50 and p99 and whether the top 10 agree.
+func queryCosts(ctx context.Context, ix *index.Index, qs []corpus.Query) error {
+	compact, err := ix.Compact(ctx)
+	if err != nil {
+		return err
+	}
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	env := retrieve.Env{Backend: be, Logger: quiet}
+	fmt.Printf("\nqueries over %d passages, %d of them deleted in place, against the index compacted (%d questions, top 10)\n", ix.N(), ix.Deleted(), len(qs))
+	fmt.Println("method | p50 / p99 ms in place | p50 / p99 ms compacted | identical ids")
+	for _, name := range compared {
+		var p [2][]time.Duration
+		var lists [2][][]string
+		for side, x := range []*index.Index{ix, compact} {
+			m, err := retrieve.NewNamed(name, x, env)
+			if err != nil {
+				fmt.Printf("%s: cannot run: %v\n", name, err)
+				break
+			}
+			for _, q := range qs {
+				start := time.Now()
+				hits, err := m.Retrieve(ctx, retrieve.Query{ID: q.ID, Text: q.Text}, 10)
+				if err != nil {
+					return fmt.Errorf("%s, question %s: %w", name, q.ID, err)
+				}
+				p[side] = append(p[side], time.Since(start))
+				lists[side] = append(lists[side], ids(x, hits))
+			}
+			retrieve.CloseAll(ctx, m)
+		}
+		if len(p[1]) == 0 {
+			continue
+		}
+		same := 0
+		for i := range lists[0] {
+			if slices.Equal(lists[0][i], lists[1][i]) {
+				same++
+			}
+		}
+		slices.Sort(p[0])
+		slices.Sort(p[1])
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		fmt.Printf("%s | %.2f / %.2f | %.2f / %.2f | %d of %d\n", name, ms(pct(p[0], 0.5)), ms(pct(p[0], 0.99)), ms(pct(p[1], 0.5)), ms(pct(p[1], 0.99)), same, len(qs))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -42,7 +43,7 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 	}
 	took := time.Since(start)
 	fmt.Printf("applied %d changes (%d adds, %d replaces, %d deletes) in %d commits, %v (%.0f changes/s, durable); %d passages now\n",
-		ops, counts["add"], counts["replace"], counts["delete"], commits, took.Round(time.Millisecond), float64(ops)/took.Seconds(), w.Index().N())
+		ops, counts["add"], counts["replace"], counts["delete"], commits, took.Round(time.Millisecond), float64(ops)/took.Seconds(), w.Index().Live())
 	if refit {
 		start = time.Now()
 		if err := w.Refit(ctx); err != nil {
@@ -58,10 +59,15 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 		}
 		fmt.Printf("refreshed %v in %v; still stale: %v\n", r.Built, time.Since(start).Round(time.Millisecond), r.Stale)
 	}
-	final := w.Index()
+	final := w.Index() // methods run on it as the writer serves it, deleted nodes and all
+	fmt.Printf("%d of its %d nodes deleted in place\n", final.Deleted(), final.N())
+	compact, err := final.Compact(ctx) // what a build of the same corpus numbers alike
+	if err != nil {
+		return err
+	}
 	fresh := filepath.Join(work, "fresh")
 	start = time.Now()
-	if err := buildIndex(exportCorpus(final), fresh, mentions, steps); err != nil {
+	if err := buildIndex(exportCorpus(compact), fresh, mentions, steps); err != nil {
 		return err
 	}
 	fmt.Printf("fresh build of the final corpus: %v\n", time.Since(start).Round(time.Millisecond))
@@ -70,7 +76,7 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 		return err
 	}
 	defer want.Close()
-	if err := compareStructures(final, want); err != nil {
+	if err := compareStructures(compact, want); err != nil {
 		return err
 	}
 	if err := compareMethods(ctx, final, want, c.Queries); err != nil {
@@ -217,12 +223,38 @@ func (g *generator) text(ix *index.Index) string {
 	var b strings.Builder
 	for k := 0; k < 100; k++ {
 		if k%25 == 0 && g.rng.IntN(2) == 0 {
-			b.WriteString(ix.Title(g.rng.IntN(ix.N())) + " ")
+			b.WriteString(ix.Title(g.liveNode(ix)) + " ")
 			continue
 		}
 		b.WriteString(g.words[g.rng.IntN(len(g.words))] + " ")
 	}
 	return b.String()
+}
+
+// liveNode draws a node of ix that is not deleted: the k-th live one,
+// so that the same draws pick the same passages whether the writer
+// deleted in place or renumbered (-deleted-share).
+func (g *generator) liveNode(ix *index.Index) int {
+	k := g.rng.IntN(ix.Live())
+	dead := ix.DeletedWords()
+	for w := 0; ; w++ {
+		n := 64
+		if w < len(dead) {
+			n -= bits.OnesCount64(dead[w])
+		}
+		if k >= n {
+			k -= n
+			continue
+		}
+		for v := w * 64; ; v++ {
+			if !ix.IsDeleted(v) {
+				if k == 0 {
+					return v
+				}
+				k--
+			}
+		}
+	}
 }
 
 // name is a title like a page's: two of the corpus's words, capitalised.
@@ -256,14 +288,14 @@ func (g *generator) batchMix(ix *index.Index, n, add, replace int) (*live.Batch,
 	var kinds []string
 	used := map[string]bool{}
 	for len(kinds) < n {
-		doc := ix.Document(g.rng.IntN(ix.N()))
+		doc := ix.Document(g.liveNode(ix))
 		switch r := g.rng.IntN(10); {
 		case r < add || used[doc]:
 			g.next++
 			id := fmt.Sprintf("live-%d", g.next)
 			title := g.name()
 			if g.rng.IntN(4) == 0 {
-				title = ix.Title(g.rng.IntN(ix.N()))
+				title = ix.Title(g.liveNode(ix))
 			}
 			b.Add(live.NodeDocument(corpus.Node{ID: id, Title: title, Text: g.text(ix)}))
 			kinds = append(kinds, "add")

@@ -71,6 +71,7 @@ func main() {
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
 	existing := fs.String("index", "", "commits: the live index to commit to (default: the one -work holds)")
+	fs.Float64Var(&deletedShare, "deleted-share", live.DefaultOptions(nil).DeletedShare, "equality, commits, soak: the writer's live.Options.DeletedShare (0: renumber at every removal)")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || (*work == "" && (os.Args[1] != "commits" || *existing == "")) {
@@ -149,12 +150,15 @@ func buildIndex(c *corpus.Corpus, dir string, mentions bool, steps []string) err
 
 // openWriter opens the index at dir for live updates, with the cpu
 // backend for refreshes.
+// deletedShare is -deleted-share.
+var deletedShare float64
+
 func openWriter(ctx context.Context, dir string) (*live.Writer, error) {
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return nil, err
 	}
 	o := live.DefaultOptions(quiet)
-	o.Refresh.Backend = be
+	o.Refresh.Backend, o.DeletedShare = be, deletedShare
 	return live.Open(ctx, dir, o)
 }

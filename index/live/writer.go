@@ -200,6 +200,7 @@ type Writer struct {
 
 type stats struct {
 	commits, batches, checkpoints atomic.Int64
+	compactions                   atomic.Int64
 	ckNanos, ckLastNanos          atomic.Int64
 	replayed                      atomic.Int64
 	refreshes, refreshFailures    atomic.Int64
@@ -555,7 +556,11 @@ func (w *Writer) commitLocked(group []*request) {
 	// The next index is made before the log is written, so a change that
 	// cannot be applied is refused, never logged (it would stop every
 	// later open); it is published only once the log holds it.
-	next, err := cur.Apply(w.o.CPU.bound(context.Background()), w.change(p))
+	ch := w.change(p)
+	next, err := cur.Apply(w.o.CPU.bound(context.Background()), ch)
+	if err == nil && !ch.Tombstone {
+		w.stats.compactions.Add(1)
+	}
 	if err != nil {
 		w.cat = newCatalog(cur)                             // undo the accepted batches
 		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
@@ -737,6 +742,8 @@ type Stats struct {
 	Refreshes      int64   // refreshes that published sections
 	RefreshFailed  int64   // refreshes that failed or were overtaken by a commit
 	RefreshSecs    float64 // all refreshes together
+	Deleted        int     // passages deleted in place in the current index (Options.DeletedShare)
+	Compactions    int64   // commits that renumbered the index without its deleted passages
 	Stale          *index.Stale
 }
 
@@ -748,7 +755,8 @@ func (w *Writer) Stats() Stats {
 		Commits: w.stats.commits.Load(), Batches: w.stats.batches.Load(), Checkpoints: w.stats.checkpoints.Load(),
 		CheckpointSecs: time.Duration(w.stats.ckNanos.Load()).Seconds(), LastCheckpoint: time.Duration(w.stats.ckLastNanos.Load()).Seconds(),
 		Replayed: w.stats.replayed.Load(), Refreshes: w.stats.refreshes.Load(), RefreshFailed: w.stats.refreshFailures.Load(),
-		RefreshSecs: time.Duration(w.stats.rfNanos.Load()).Seconds(), Stale: ix.Meta.Stale}
+		RefreshSecs: time.Duration(w.stats.rfNanos.Load()).Seconds(), Deleted: ix.Deleted(), Compactions: w.stats.compactions.Load(),
+		Stale: ix.Meta.Stale}
 }
 
 // Close stops the writer: queued commits fail with ErrClosed, a final

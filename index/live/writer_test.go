@@ -539,3 +539,74 @@ func TestCommitWaitsForTheCPUGate(t *testing.T) {
 	}
 	NewGate(0).Enter() // a nil gate admits all
 }
+
+// TestDeletesInPlaceThenCompacts checks Options.DeletedShare: deletes and
+// replaces stay in place (the index keeps its numbers) until they would
+// pass the share, and that commit renumbers the index without them; a
+// checkpoint writes the index compacted either way.
+func TestDeletesInPlaceThenCompacts(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	o.DeletedShare = 0.1
+	w := mustOpen(t, dir, o)
+	n := w.Index().N()
+	bound := int(0.1 * float64(n))
+	for i := 0; ; i++ {
+		before := w.Index()
+		var b Batch
+		if i%2 == 0 {
+			b.Delete(before.NodeID(liveAt(before, 0)))
+		} else {
+			v := liveAt(before, 1)
+			b.Replace(passage(before.NodeID(v), "replaced text about lemurs"))
+		}
+		r := commit(t, w, &b)
+		ix := w.Index()
+		if r.Nodes != ix.Live() || ix.Live() != n-(i+2)/2 {
+			t.Fatalf("commit %d: result %d nodes, index %d live, want %d", i, r.Nodes, ix.Live(), n-(i+2)/2)
+		}
+		if ix.Deleted() == 0 {
+			if before.Deleted() != bound || w.Stats().Compactions != 1 || ix.N() != ix.Live() {
+				t.Fatalf("commit %d: compacted with %d deleted (bound %d), %d compactions", i, before.Deleted(), bound, w.Stats().Compactions)
+			}
+			break
+		}
+		if ix.N() != before.N()+i%2 || ix.Deleted() != i+1 || w.Stats().Deleted != i+1 {
+			t.Fatalf("commit %d: %d nodes, %d deleted; want %d and %d in place", i, ix.N(), ix.Deleted(), before.N()+i%2, i+1)
+		}
+		if i > n {
+			t.Fatal("never compacted")
+		}
+	}
+	var b Batch
+	b.Delete(w.Index().NodeID(0))
+	commit(t, w, &b)
+	if w.Index().Deleted() != 1 {
+		t.Fatalf("after the compaction: %d deleted, want 1 in place", w.Index().Deleted())
+	}
+	want := snapshotOf(w.Index())
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back := indextest.Open(t, dir)
+	if back.Deleted() != 0 || !reflect.DeepEqual(snapshotOf(back), want) {
+		t.Fatal("the checkpoint is not the compacted index")
+	}
+	o.DeletedShare = 1
+	if _, err := Open(context.Background(), dir, o); err == nil || !strings.Contains(err.Error(), "DeletedShare") {
+		t.Fatalf("DeletedShare 1: %v", err)
+	}
+}
+
+// liveAt is the k-th live node of ix.
+func liveAt(ix *index.Index, k int) int {
+	for v := range ix.N() {
+		if !ix.IsDeleted(v) {
+			if k == 0 {
+				return v
+			}
+			k--
+		}
+	}
+	panic("no such live node")
+}
