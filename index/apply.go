@@ -341,6 +341,9 @@ func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, c
 	}
 	if ix.LSA != nil {
 		out.LSA = ix.LSA.Remap(ix.Postings.Terms, out.Postings.Terms)
+		if ch.Tombstone {
+			out.dropDeadTerms(ix, ch.Remove)
+		}
 		out.Embedder = &lexical.LSAEmbedder{M: out.LSA, Terms: out.Postings.Terms}
 	} else {
 		out.Embedder = ix.Embedder
@@ -351,6 +354,29 @@ func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, c
 	}
 	out.Vectors = append(out.Vectors, add...)
 	return nil
+}
+
+// dropDeadTerms takes the LSA row from each word of the removed nodes
+// that no live node holds now (an added one may): a renumbering change
+// drops such a word from the term table, and with it its row, which a
+// word added again later does not get back. So a query, or a passage
+// embedded later, embeds as on the renumbered index.
+func (out *Index) dropDeadTerms(ix *Index, removed []int32) {
+	live := func(d uint32) bool { return !out.IsDeleted(int(d)) }
+	seen := map[int]bool{}
+	for _, v := range removed {
+		n := corpus.Node{Title: ix.Title(int(v)), Text: ix.Text(int(v))}
+		for _, w := range lexical.Analyze(IndexText(&n)) {
+			t := out.Postings.Terms.Lookup(w)
+			if t < 0 || seen[t] || out.LSA.Row[t] < 0 {
+				continue
+			}
+			seen[t] = true
+			if !out.Postings.HoldsAny(t, live) {
+				out.LSA.Row[t] = -1
+			}
+		}
+	}
 }
 
 // addedVectors are the added nodes' vectors: given, or embedded.

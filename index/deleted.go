@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"slices"
 )
 
 // Deleted nodes (tombstones). A live change applied with Change.Tombstone
@@ -63,16 +62,4 @@ func (ix *Index) Compact(ctx context.Context) (*Index, error) {
 		return nil, fmt.Errorf("index: compacting %d deleted nodes: %w", ix.ndead, err)
 	}
 	return out, nil
-}
-
-// deletedList is ix's deleted nodes in ascending order.
-func (ix *Index) deletedList() []int32 {
-	out := make([]int32, 0, ix.ndead)
-	for wi, w := range ix.dead {
-		for w != 0 {
-			out = append(out, int32(wi*64+bits.TrailingZeros64(w)))
-			w &= w - 1
-		}
-	}
-	return slices.Clip(out)
 }

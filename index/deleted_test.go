@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/synth"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/indextest"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 )
 
 // liveNodes are ix's nodes that are not deleted.
@@ -29,7 +30,9 @@ func liveNodes(ix *index.Index) []int32 {
 // liveChange is randomChange over the live nodes of ix (by id, so the
 // same change applies to an index that numbers them otherwise), with
 // passages of documents so that document sizes change too.
-func liveChange(rng *rand.Rand, ix *index.Index, step int) (remove []string, add []corpus.Node, edges []corpus.Edge) {
+// Half the added texts take their words from gone, texts removed before,
+// so that words whose holders were all deleted come back.
+func liveChange(rng *rand.Rand, ix *index.Index, step int, gone []string) (remove []string, add []corpus.Node, edges []corpus.Edge) {
 	live := liveNodes(ix)
 	seen := map[string]bool{}
 	for k := rng.IntN(8); k > 0 && len(seen) < len(live)-1; k-- {
@@ -49,6 +52,9 @@ func liveChange(rng *rand.Rand, ix *index.Index, step int) (remove []string, add
 	}
 	for i, id := range ids {
 		words := strings.Fields(ix.Text(int(live[rng.IntN(len(live))])))
+		if len(gone) > 0 && rng.IntN(2) == 0 {
+			words = strings.Fields(gone[rng.IntN(len(gone))])
+		}
 		rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
 		n := corpus.Node{ID: id, Title: "Title " + id, Text: strings.Join(words[:len(words)/2], " ") + fmt.Sprintf(" novelword%d", rng.IntN(50))}
 		if !seen[id] && i%2 == 0 {
@@ -94,8 +100,13 @@ func TestTombstonesEqualRenumbering(t *testing.T) {
 	base := indextest.Open(t, indextest.Build(t, c))
 	rng := rand.New(rand.NewPCG(11, 13))
 	tomb, renum := base, base
+	var gone []string // removed texts
 	for step := range 30 {
-		remove, add, edges := liveChange(rng, renum, step)
+		remove, add, edges := liveChange(rng, renum, step, gone)
+		for _, id := range remove {
+			v, _ := renum.Lookup(id)
+			gone = append(gone, renum.Title(int(v))+" "+renum.Text(int(v)))
+		}
 		var err error
 		if tomb, err = tomb.Apply(ctx, changeOf(t, tomb, remove, add, edges, step%11 != 10)); err != nil {
 			t.Fatalf("step %d, deleting in place: %v", step, err)
@@ -126,6 +137,11 @@ func TestTombstonesEqualRenumbering(t *testing.T) {
 		if tomb.Deleted() > 0 && !reflect.DeepEqual(tomb.Names(), renum.Names()) {
 			t.Fatalf("step %d: Names lists deleted nodes' titles", step)
 		}
+		// A word only deleted passages held embeds as on the renumbered
+		// index, which dropped it.
+		if g, w := embedAll(t, tomb, gone), embedAll(t, renum, gone); !reflect.DeepEqual(g, w) {
+			t.Fatalf("step %d: removed texts embed otherwise than on the renumbered index", step)
+		}
 		compacted, err := tomb.Compact(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -152,6 +168,15 @@ func TestTombstonesEqualRenumbering(t *testing.T) {
 	compareIndexes(t, back, renum)
 }
 
+func embedAll(t *testing.T, ix *index.Index, texts []string) []float32 {
+	t.Helper()
+	v, err := ix.Embedder.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestTombstoneRefusals checks a change that removes a deleted node, and
 // one that would leave no live node.
 func TestTombstoneRefusals(t *testing.T) {
@@ -164,6 +189,12 @@ func TestTombstoneRefusals(t *testing.T) {
 	}
 	if _, err := next.Apply(ctx, &index.Change{Remove: []int32{0}, Tombstone: true}); err == nil || !strings.Contains(err.Error(), "deleted already") {
 		t.Fatalf("removing a deleted node: %v", err)
+	}
+	if _, err := index.RefreshStale(ctx, next, index.RefreshEnv{Backend: cpu.New()}); err == nil || !strings.Contains(err.Error(), "deleted nodes") {
+		t.Fatalf("a refresh of an index with deleted nodes: %v", err)
+	}
+	if r, err := next.Refit(ctx); err != nil || r.Deleted() != 0 || r.N() != next.Live() {
+		t.Fatalf("a refit of an index with deleted nodes: %v", err)
 	}
 	all := liveNodes(next)
 	if _, err := next.Apply(ctx, &index.Change{Remove: all, Tombstone: true}); err == nil || !strings.Contains(err.Error(), "without nodes") {

@@ -67,14 +67,30 @@ func TestDeletedNodesEqualCompaction(t *testing.T) {
 			if gerr != nil {
 				continue
 			}
-			ok := compareDeleted(t, fmt.Sprintf("seed %d, %s", seed, name), tomb, compact, got, want, qs, nil, nil)
-			ok = compareDeleted(t, fmt.Sprintf("seed %d, %s, filtered", seed, name), tomb, compact, got, want, qs, tallow, callow) && ok
+			ok := compareDeleted(t, fmt.Sprintf("seed %d, %s", seed, name), tomb, compact, got, want, qs, nil, nil, 10)
+			ok = compareDeleted(t, fmt.Sprintf("seed %d, %s, filtered", seed, name), tomb, compact, got, want, qs, tallow, callow, 10) && ok
+			ok = compareDeleted(t, fmt.Sprintf("seed %d, %s, k past every node", seed, name), tomb, compact, got, want, qs[:3], nil, nil, 2*tomb.N()) && ok
 			retrieve.CloseAll(ctx, got, want)
 			if ok {
 				compared++
 			}
 		}
 		t.Logf("seed %d: %d methods compared, %d deleted of %d", seed, compared, tomb.Deleted(), tomb.N())
+		// An evidence set larger than the live nodes a narrow filter
+		// allows: fuserag's scores count down from their number, which
+		// must not count the deleted ones.
+		narrow := &filter.Filter{Field: "team", Eq: "blue"}
+		ta, err := filter.Eval(tomb, narrow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := filter.Eval(compact, narrow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := testindex.Method(t, tomb, "fuserag", "fuserag-k", "1000")
+		want := testindex.Method(t, compact, "fuserag", "fuserag-k", "1000")
+		compareDeleted(t, fmt.Sprintf("seed %d, fuserag K=1000, narrow filter", seed), tomb, compact, got, want, qs, ta, ca, 1000)
 		if compared < 10 {
 			t.Fatalf("seed %d: only %d methods answered", seed, compared)
 		}
@@ -113,13 +129,13 @@ func deletingChange(rng *rand.Rand, ix *index.Index, step int) *index.Change {
 
 // compareDeleted runs got (over tomb) and want (over compact) on qs, under
 // the allow sets when given; it reports whether the methods answered.
-func compareDeleted(t *testing.T, what string, tomb, compact *index.Index, got, want retrieve.Method, qs []retrieve.Query, tallow, callow *filter.Set) bool {
+func compareDeleted(t *testing.T, what string, tomb, compact *index.Index, got, want retrieve.Method, qs []retrieve.Query, tallow, callow *filter.Set, k int) bool {
 	t.Helper()
 	for _, q := range qs {
 		wq, gq := q, q
 		wq.Allow, gq.Allow = callow, tallow
-		w, werr := want.Retrieve(context.Background(), wq, 10)
-		g, gerr := got.Retrieve(context.Background(), gq, 10)
+		w, werr := want.Retrieve(context.Background(), wq, k)
+		g, gerr := got.Retrieve(context.Background(), gq, k)
 		if (gerr == nil) != (werr == nil) {
 			t.Fatalf("%s, query %q: %v with deleted nodes, %v compacted", what, q.Text, gerr, werr)
 		}

@@ -3,7 +3,9 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 	"math"
+	"math/bits"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -198,12 +200,21 @@ func (s *Stage) vector(ctx context.Context, q Query) ([]float32, error) {
 	if err != nil || q.Allow == nil {
 		return sc, err
 	}
-	for i := range sc {
-		if !q.Allow.Has(i) {
-			sc[i] = float32(math.Inf(-1))
+	outside(sc, q.Allow, float32(math.Inf(-1)))
+	return sc, nil
+}
+
+// outside sets sc's entries of the nodes outside allow to x, a word of
+// the set at a time: a filter that keeps most nodes (the live ones of an
+// index with a few deleted) costs a pass over the words, not the nodes.
+func outside(sc []float32, allow *filter.Set, x float32) {
+	for wi, w := range allow.Words() {
+		for out := ^w; out != 0; out &= out - 1 {
+			if i := wi*64 + bits.TrailingZeros64(out); i < len(sc) {
+				sc[i] = x
+			}
 		}
 	}
-	return sc, nil
 }
 
 // convex fuses max-normalised BM25 and min–max-normalised vector scores

@@ -163,7 +163,7 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 		if err := CheckAllow(m.ix, q); err != nil {
 			return nil, err
 		}
-		if q.Allow != nil {
+		if q.Allow != nil && !q.Allow.Isolated() {
 			return m.filtered(ctx, qs, k)
 		}
 	}
@@ -186,15 +186,43 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 	if k <= 0 { // nothing to find: no scan
 		return make([][]Hit, len(qs)), nil
 	}
-	if m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))) {
-		return m.searchGraph(ctx, batch, empty, k)
+	if m.ix.Deleted() == 0 {
+		return m.search(ctx, batch, empty, k)
 	}
+	// Only the live set narrows the queries (Visible, the same for all):
+	// the first k live nodes of the top depth of every node are the top k
+	// live ones once depth holds k of them. Deleted nodes are few (a
+	// share bounded by the writer), so a depth a little over k mostly
+	// does; else it grows, at most to every node.
+	for depth := min(m.ix.N(), 2*k+16); ; depth = min(m.ix.N(), 4*depth) {
+		hits, err := m.search(ctx, batch, empty, depth)
+		if err != nil {
+			return nil, err
+		}
+		enough := true
+		for i := range hits {
+			if hits[i] = liveHits(m.ix, hits[i], k); len(hits[i]) < k && !empty[i] {
+				enough = false
+			}
+		}
+		if enough || depth == m.ix.N() {
+			return hits, nil
+		}
+	}
+}
+
+// search finds each embedded query's top k (an empty query: none) on the
+// HNSW graph where it pays, else by a (quantized) scan.
+func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	var hits [][]Hit
 	var err error
-	if m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))) {
-		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(qs), k, m.candidates(k))
-	} else {
-		hits, err = DenseTopK(ctx, m.be, m.ix, batch, len(qs), k)
+	switch {
+	case m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))):
+		hits, err = m.searchGraph(ctx, batch, empty, k)
+	case m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))):
+		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(empty), k, m.candidates(k))
+	default:
+		hits, err = DenseTopK(ctx, m.be, m.ix, batch, len(empty), k)
 	}
 	if err != nil {
 		return nil, err
@@ -205,6 +233,20 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 		}
 	}
 	return hits, nil
+}
+
+// liveHits is the first k of hits that are not deleted nodes.
+func liveHits(ix *index.Index, hits []Hit, k int) []Hit {
+	out := hits[:0]
+	for _, h := range hits {
+		if len(out) == k {
+			break
+		}
+		if !ix.IsDeleted(int(h.Index)) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // filtered ranks each query over its allowed nodes: every node's score,

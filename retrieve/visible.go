@@ -15,6 +15,9 @@ import (
 // rebuild of the live nodes. Every method calls it before it reads q.
 // Without deleted nodes q is returned as it is.
 func Visible(ix *index.Index, q Query) Query {
+	if q.Allow.Isolated() && (ix.Deleted() == 0 || q.Allow != liveSet(ix)) {
+		q.Allow = q.Allow.Plain() // another index's live set: it says nothing of ix's graphs
+	}
 	if ix.Deleted() == 0 {
 		return q
 	}

@@ -60,6 +60,9 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	if err != nil {
 		return Refreshed{Stale: StaleNames(ix)}, err
 	}
+	if src != ix {
+		defer src.Close() // what the refresh bound to a device (the published index binds its own)
+	}
 	built, berr := index.RefreshStale(ctx, src, w.o.Refresh)
 	if ctx.Err() != nil {
 		return Refreshed{Stale: StaleNames(ix)}, ctx.Err()

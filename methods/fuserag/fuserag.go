@@ -223,6 +223,7 @@ func relevance(sc *retrieve.Scored) func(v int32) float64 {
 // scores fall with the order (min(Budget, nodes) − position: exact in
 // float32 whatever the budget), as the greedy gains need not.
 func (m *fuseRAG) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve.Hit, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out, and out of the count below
 	ev, err := m.Evidence(ctx, q)
 	if err != nil || ev == nil {
 		return nil, err
@@ -261,6 +262,7 @@ func (m *fuseRAG) BuildContext(ctx context.Context, q retrieve.Query, budget int
 // Anchors runs stage 1 and builds the anchors within budget tokens of tok;
 // it also returns the nodes the chosen clauses come from, in order.
 func (m *fuseRAG) Anchors(ctx context.Context, q retrieve.Query, budget int, tok fuseattn.TokenCounter) (*fuseattn.AnchorSet, []int32, error) {
+	q = retrieve.Visible(m.ix, q) // deleted nodes stay out
 	ev, err := m.Evidence(ctx, q)
 	if err != nil || ev == nil {
 		return nil, nil, err

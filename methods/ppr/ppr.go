@@ -156,11 +156,11 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 
 	m.once.Do(func() {
 		m.adj = m.ix.View(m.o.GraphKinds...)
-		if !m.pushes(m.adj) { // the exact solver runs: plan it once
+		if !m.pushes() { // the exact solver runs: plan it once
 			m.plan = graphops.NewPPRPlan(m.adj)
 		}
 	})
-	if m.pushes(m.adj) {
+	if m.pushes() {
 		first, err := m.st.Run(ctx, q, m.o.Seeds) // the seeds alone: BM25's from its postings
 		if err != nil {
 			return nil, err
@@ -204,13 +204,14 @@ func (m *ppr) Retrieve(ctx context.Context, q retrieve.Query, k int) ([]retrieve
 }
 
 // pushes says whether the query runs local push: asked for, or auto on a
-// graph of at least PushFrom vertices with a seeded reset.
-func (m *ppr) pushes(adj *graphops.Adjacency) bool {
+// graph of at least PushFrom live vertices (those not deleted: as on a
+// rebuild of them) with a seeded reset.
+func (m *ppr) pushes() bool {
 	switch m.o.Solver {
 	case SolverPush:
 		return true
 	case SolverAuto:
-		return m.o.Reset == ResetSeeds && adj.N() >= m.o.PushFrom
+		return m.o.Reset == ResetSeeds && m.ix.Live() >= m.o.PushFrom
 	}
 	return false
 }

@@ -67,6 +67,20 @@ func (p *Postings) eachList(t int, fn func(docs, tfs []uint32)) {
 	}
 }
 
+// HoldsAny reports whether a document that keep accepts holds term t,
+// stopping at the first.
+func (p *Postings) HoldsAny(t int, keep func(d uint32) bool) bool {
+	if docs, _ := p.base(t); slices.ContainsFunc(docs, keep) {
+		return true
+	}
+	for _, s := range p.segs {
+		if docs, _ := s.list(t); slices.ContainsFunc(docs, keep) {
+			return true
+		}
+	}
+	return false
+}
+
 // DocFreq is the number of documents holding term t.
 func (p *Postings) DocFreq(t int) int64 {
 	var n int64

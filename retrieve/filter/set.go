@@ -35,6 +35,17 @@ func Live(n int, deleted []uint64) *Set {
 	return s
 }
 
+// Plain is s without Isolated (s itself when it is not): the set of the
+// same nodes as a filter of any index of its size.
+func (s *Set) Plain() *Set {
+	if !s.Isolated() {
+		return s
+	}
+	return s.Memo("filter.plain", func() any {
+		return &Set{n: s.n, words: s.words, count: s.count}
+	}).(*Set)
+}
+
 // Isolated reports whether the nodes outside s have no edges in the
 // graphs of s's index (a Live set): a walk over those graphs already
 // equals one over the subgraph of s, with no induced view to make.
