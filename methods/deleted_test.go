@@ -45,15 +45,7 @@ func TestDeletedNodesEqualCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		qs := queries(c)
-		f := &filter.Filter{Field: "team", In: []any{"red", "green"}}
-		tallow, err := filter.Eval(tomb, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		callow, err := filter.Eval(compact, f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tallow, callow := evalBoth(t, &filter.Filter{Field: "team", In: []any{"red", "green"}}, tomb, compact)
 		compared := 0
 		for _, name := range retrieve.Names() {
 			if !retrieve.SupportsFilters(name) {
@@ -79,15 +71,7 @@ func TestDeletedNodesEqualCompaction(t *testing.T) {
 		// An evidence set larger than the live nodes a narrow filter
 		// allows: fuserag's scores count down from their number, which
 		// must not count the deleted ones.
-		narrow := &filter.Filter{Field: "team", Eq: "blue"}
-		ta, err := filter.Eval(tomb, narrow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca, err := filter.Eval(compact, narrow)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ta, ca := evalBoth(t, &filter.Filter{Field: "team", Eq: "blue"}, tomb, compact)
 		got := testindex.Method(t, tomb, "fuserag", "fuserag-k", "1000")
 		want := testindex.Method(t, compact, "fuserag", "fuserag-k", "1000")
 		compareDeleted(t, fmt.Sprintf("seed %d, fuserag K=1000, narrow filter", seed), tomb, compact, got, want, qs, ta, ca, 1000)
@@ -95,6 +79,20 @@ func TestDeletedNodesEqualCompaction(t *testing.T) {
 			t.Fatalf("seed %d: only %d methods answered", seed, compared)
 		}
 	}
+}
+
+// evalBoth is f's node set on each index.
+func evalBoth(t *testing.T, f *filter.Filter, a, b *index.Index) (*filter.Set, *filter.Set) {
+	t.Helper()
+	sa, err := filter.Eval(a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := filter.Eval(b, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa, sb
 }
 
 // deletingChange deletes a tenth of ix's live nodes in place, replaces
