@@ -19,6 +19,10 @@ var ErrOvertaken = errors.New("live: a commit changed the index during the refre
 type Refreshed struct {
 	Built []string // sections and edge kinds built again and published
 	Stale []string // sections and edge kinds still stale (no refresh, or it failed)
+	// Compacted is how many passages deleted in place the published index
+	// renumbered away (a refresh builds from the index compacted, and
+	// with nothing stale it publishes the compaction alone).
+	Compacted int
 }
 
 // Refresh builds the index's stale sections that can be built in memory
@@ -52,13 +56,16 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	if err != nil {
 		return Refreshed{}, err
 	}
-	if len(ix.Refreshable()) == 0 {
+	if len(ix.Refreshable()) == 0 && ix.Deleted() == 0 {
 		return Refreshed{Stale: StaleNames(ix)}, nil
 	}
 	start := time.Now()
 	src, err := ix.Compact(ctx) // sections are built over the live nodes alone
 	if err != nil {
 		return Refreshed{Stale: StaleNames(ix)}, err
+	}
+	if len(ix.Refreshable()) == 0 { // deleted passages alone: the compaction is the refresh
+		return w.publishCompaction(ix, src, hold)
 	}
 	if src != ix {
 		defer src.Close() // what the refresh bound to a device (the published index binds its own)
@@ -87,7 +94,10 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		w.stats.refreshFailures.Add(1)
 	}
 	w.stats.refreshes.Add(1)
-	out := Refreshed{Built: put, Stale: StaleNames(next)}
+	out := Refreshed{Built: put, Stale: StaleNames(next), Compacted: ix.Deleted()}
+	if ix.Deleted() > 0 {
+		w.stats.compactions.Add(1)
+	}
 	w.o.Logger.Info("refreshed stale sections", "dir", w.dir, "built", out.Built, "still stale", out.Stale, "took", took.Round(time.Millisecond), "commits held", hold)
 	return out, errors.Join(berr, perr)
 }
@@ -126,6 +136,32 @@ func (w *Writer) publishRefresh(ix, src *index.Index, built *index.Built, held b
 		lerr = fmt.Errorf("live: %w", lerr)
 	}
 	return next, put, lerr
+}
+
+// publishCompaction publishes src, ix without the passages it deleted in
+// place, unless a commit replaced ix meanwhile (ErrOvertaken: src is
+// dropped, and the next pause in the writes retries). held: the caller
+// holds w.mu.
+func (w *Writer) publishCompaction(ix, src *index.Index, held bool) (Refreshed, error) {
+	if !held {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+	}
+	var err error
+	switch {
+	case w.err != nil:
+		err = w.err
+	case w.cur.Load() != ix:
+		err = ErrOvertaken
+	}
+	if err != nil {
+		src.Close()
+		return Refreshed{Stale: StaleNames(ix)}, err
+	}
+	w.publish(src)
+	w.stats.compactions.Add(1)
+	w.o.Logger.Info("compacted the passages deleted in place", "dir", w.dir, "deleted", ix.Deleted(), "nodes", src.N())
+	return Refreshed{Stale: StaleNames(src), Compacted: ix.Deleted()}, nil
 }
 
 // StaleNames names ix's stale sections and edge kinds (as
@@ -171,7 +207,7 @@ func (w *Writer) refreshLoop() {
 			}
 			heldFailed = err != nil
 		case <-quiet.C:
-			if len(w.Index().Refreshable()) == 0 {
+			if ix := w.Index(); len(ix.Refreshable()) == 0 && ix.Deleted() == 0 {
 				continue
 			}
 			if closing, _ := w.backgroundRefresh(false); closing {

@@ -391,3 +391,25 @@ func TestFailedHeldRefreshHoldsOnce(t *testing.T) {
 		t.Fatalf("%d failed refreshes under steady writes, want 1 (held once, then waiting for a pause)", n)
 	}
 }
+
+// With RefreshAfter and nothing stale, the writer compacts the passages
+// deleted in place by itself once the writes pause.
+func TestBackgroundCompaction(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	o.RefreshAfter = time.Millisecond
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Delete(w.Index().NodeID(2))
+	b.Replace(passage(w.Index().NodeID(4), "a replaced passage about lemurs"))
+	commit(t, w, &b)
+	for deadline := time.Now().Add(time.Minute); w.Stats().Compactions == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no background compaction within a minute")
+		}
+	}
+	if ix := w.Index(); ix.Deleted() != 0 || ix.N() != ix.Live() {
+		t.Fatalf("after the compaction: %d of %d deleted", ix.Deleted(), ix.N())
+	}
+}

@@ -585,6 +585,14 @@ func TestDeletesInPlaceThenCompacts(t *testing.T) {
 		t.Fatalf("after the compaction: %d deleted, want 1 in place", w.Index().Deleted())
 	}
 	want := snapshotOf(w.Index())
+	// With nothing stale, a refresh publishes the compaction alone.
+	r, err := w.Refresh(context.Background())
+	if err != nil || r.Compacted != 1 || w.Index().Deleted() != 0 || w.Stats().Compactions != 2 {
+		t.Fatalf("refresh: %+v, %v; %d deleted after it, %d compactions", r, err, w.Index().Deleted(), w.Stats().Compactions)
+	}
+	if !reflect.DeepEqual(snapshotOf(w.Index()), want) {
+		t.Fatal("the refresh's compaction changed the index")
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
