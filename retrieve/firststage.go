@@ -208,12 +208,16 @@ func (s *Stage) vector(ctx context.Context, q Query) ([]float32, error) {
 // the set at a time: a filter that keeps most nodes (the live ones of an
 // index with a few deleted) costs a pass over the words, not the nodes.
 func outside(sc []float32, allow *filter.Set, x float32) {
-	for wi, w := range allow.Words() {
+	words := allow.Words()
+	for wi, w := range words {
 		for out := ^w; out != 0; out &= out - 1 {
 			if i := wi*64 + bits.TrailingZeros64(out); i < len(sc) {
 				sc[i] = x
 			}
 		}
+	}
+	for i := len(words) * 64; i < len(sc); i++ {
+		sc[i] = x // past a set smaller than the index (CheckAllow refuses one): outside, as Has says
 	}
 }
 

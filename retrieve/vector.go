@@ -163,6 +163,8 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 		if err := CheckAllow(m.ix, q); err != nil {
 			return nil, err
 		}
+	}
+	for _, q := range qs {
 		if q.Allow != nil && !q.Allow.Isolated() {
 			return m.filtered(ctx, qs, k)
 		}
@@ -189,23 +191,39 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 	if m.ix.Deleted() == 0 {
 		return m.search(ctx, batch, empty, k)
 	}
-	// Only the live set narrows the queries (Visible, the same for all):
-	// the first k live nodes of the top depth of every node are the top k
-	// live ones once depth holds k of them. Deleted nodes are few (a
-	// share bounded by the writer), so a depth a little over k mostly
-	// does; else it grows, at most to every node.
-	for depth := min(m.ix.N(), 2*k+16); ; depth = min(m.ix.N(), 4*depth) {
-		hits, err := m.search(ctx, batch, empty, depth)
+	return m.liveSearch(ctx, batch, empty, k)
+}
+
+// liveSearch is the exact scan over an index with nodes deleted in place,
+// whose queries only the live set narrows (Visible, the same for all):
+// the first k live nodes of the top depth of every node are the top k
+// live ones once depth holds k of them, as it does at k + Deleted().
+// Deleted nodes are few (a share the writer bounds), so a depth a little
+// over k mostly does. (The HNSW graph and the quantized vectors are
+// stale, so not loaded, while any node is deleted in place.)
+func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
+	k = min(k, m.ix.Live())
+	bound := min(m.ix.N(), k+m.ix.Deleted()) // holds k live nodes
+	for depth := min(bound, 2*k+16); ; depth = min(bound, 4*depth) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hits, err := DenseTopK(ctx, m.be, m.ix, batch, len(empty), depth)
 		if err != nil {
 			return nil, err
 		}
 		enough := true
 		for i := range hits {
-			if hits[i] = liveHits(m.ix, hits[i], k); len(hits[i]) < k && !empty[i] {
-				enough = false
+			switch {
+			case empty[i]:
+				hits[i] = nil
+			default:
+				if hits[i] = liveHits(m.ix, hits[i], k); len(hits[i]) < k {
+					enough = false
+				}
 			}
 		}
-		if enough || depth == m.ix.N() {
+		if enough || depth == bound {
 			return hits, nil
 		}
 	}

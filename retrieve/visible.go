@@ -13,7 +13,8 @@ import (
 // ranked, scored, walked or quoted, and the results equal those of the
 // index with the other nodes deleted) makes the results those of a
 // rebuild of the live nodes. Every method calls it before it reads q.
-// Without deleted nodes q is returned as it is.
+// Without deleted nodes q is returned as it is, but for another index's
+// live set, which becomes a plain set (filter.Set.Plain).
 func Visible(ix *index.Index, q Query) Query {
 	if q.Allow.Isolated() && (ix.Deleted() == 0 || q.Allow != liveSet(ix)) {
 		q.Allow = q.Allow.Plain() // another index's live set: it says nothing of ix's graphs

@@ -430,10 +430,14 @@ started with --writes does this by itself once the writes pause (--refresh-after
 			}
 			start := time.Now()
 			r, err := w.Refresh(cmd.Context())
-			if len(r.Built) > 0 {
+			switch {
+			case len(r.Built) > 0:
 				fmt.Fprintf(cmd.OutOrStdout(), "built again: %s (%.1f s)\n", strings.Join(r.Built, ", "), time.Since(start).Seconds())
-			} else if err == nil {
+			case err == nil && r.Compacted == 0:
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to build again")
+			}
+			if r.Compacted > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "renumbered without %s the log's deletions left in place\n", plural(r.Compacted, "passage"))
 			}
 			return finishLive(cmd, w, nil, err)
 		},

@@ -65,10 +65,18 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		return Refreshed{Stale: StaleNames(ix)}, err
 	}
 	if len(ix.Refreshable()) == 0 { // deleted passages alone: the compaction is the refresh
-		return w.publishCompaction(ix, src, hold)
+		took := time.Since(start)
+		w.stats.rfNanos.Add(int64(took))
+		w.lastBuild.Store(int64(took)) // quietFor waits at least as long before the next
+		return w.publishCompaction(ctx, ix, src, hold, took)
 	}
+	published := false
 	if src != ix {
-		defer src.Close() // what the refresh bound to a device (the published index binds its own)
+		defer func() {
+			if !published {
+				src.Close() // what the refresh bound to a device (the published index binds its own)
+			}
+		}()
 	}
 	built, berr := index.RefreshStale(ctx, src, w.o.Refresh)
 	if ctx.Err() != nil {
@@ -87,6 +95,12 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 		err := errors.Join(berr, perr)
 		if err != nil {
 			w.stats.refreshFailures.Add(1)
+		}
+		if ix.Deleted() > 0 && !errors.Is(err, ErrOvertaken) && ctx.Err() == nil {
+			// the sections did not build: the compaction stands on its own
+			published = true // publishCompaction publishes or closes it
+			r, cerr := w.publishCompaction(ctx, ix, src, hold, took)
+			return r, errors.Join(err, cerr)
 		}
 		return Refreshed{Stale: StaleNames(ix)}, err
 	}
@@ -140,27 +154,30 @@ func (w *Writer) publishRefresh(ix, src *index.Index, built *index.Built, held b
 
 // publishCompaction publishes src, ix without the passages it deleted in
 // place, unless a commit replaced ix meanwhile (ErrOvertaken: src is
-// dropped, and the next pause in the writes retries). held: the caller
-// holds w.mu.
-func (w *Writer) publishCompaction(ix, src *index.Index, held bool) (Refreshed, error) {
+// closed, and the next pause in the writes retries). held: the caller
+// holds w.mu; took is how long the compaction took.
+func (w *Writer) publishCompaction(ctx context.Context, ix, src *index.Index, held bool, took time.Duration) (Refreshed, error) {
 	if !held {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 	}
 	var err error
 	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
 	case w.err != nil:
 		err = w.err
 	case w.cur.Load() != ix:
 		err = ErrOvertaken
 	}
 	if err != nil {
+		w.stats.refreshFailures.Add(1)
 		src.Close()
 		return Refreshed{Stale: StaleNames(ix)}, err
 	}
 	w.publish(src)
 	w.stats.compactions.Add(1)
-	w.o.Logger.Info("compacted the passages deleted in place", "dir", w.dir, "deleted", ix.Deleted(), "nodes", src.N())
+	w.o.Logger.Info("compacted the passages deleted in place", "dir", w.dir, "deleted", ix.Deleted(), "nodes", src.N(), "took", took.Round(time.Millisecond))
 	return Refreshed{Stale: StaleNames(src), Compacted: ix.Deleted()}, nil
 }
 

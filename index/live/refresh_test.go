@@ -398,12 +398,21 @@ func TestBackgroundCompaction(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
 	o.RefreshAfter = time.Millisecond
+	var mu sync.Mutex
+	var published []*index.Index
+	o.OnPublish = func(ix *index.Index) { mu.Lock(); published = append(published, ix); mu.Unlock() }
 	w := mustOpen(t, dir, o)
 	defer w.Close()
 	var b Batch
 	b.Delete(w.Index().NodeID(2))
 	b.Replace(passage(w.Index().NodeID(4), "a replaced passage about lemurs"))
 	commit(t, w, &b)
+	mu.Lock()
+	byCommit := published[0]
+	mu.Unlock()
+	if byCommit.Deleted() != 2 {
+		t.Fatalf("the commit left %d passages deleted in place, want 2", byCommit.Deleted())
+	}
 	for deadline := time.Now().Add(time.Minute); w.Stats().Compactions == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no background compaction within a minute")

@@ -743,7 +743,7 @@ type Stats struct {
 	RefreshFailed  int64   // refreshes that failed or were overtaken by a commit
 	RefreshSecs    float64 // all refreshes together
 	Deleted        int     // passages deleted in place in the current index (Options.DeletedShare)
-	Compactions    int64   // commits that renumbered the index without its deleted passages
+	Compactions    int64   // commits and refreshes that renumbered the index without its deleted passages
 	Stale          *index.Stale
 }
 
