@@ -7,6 +7,7 @@ package fuserag
 import (
 	"context"
 	"errors"
+	"github.com/gleaner-rag/gleaner/models/lexical"
 	"math"
 	"sync"
 
@@ -145,16 +146,20 @@ func (m *fuseRAG) Evidence(ctx context.Context, q retrieve.Query) (*graphops.Evi
 
 // firstStage is the walk's start nodes (the first stage's Start best) and
 // rel(q, v); release frees the first stage's scores after the walk.
-// Unfiltered under the bm25 stage, the start nodes come from BM25's top
-// list and rel scores a node when the walk asks for it (lazyRelevance), so
-// a question costs its walk rather than every node its terms match.
+// Under the bm25 stage, the start nodes come from BM25's top list and rel
+// scores a node when the walk asks for it (lazyRelevance), so a question
+// costs its walk rather than every node its terms match.
 func (m *fuseRAG) firstStage(ctx context.Context, q retrieve.Query) ([]int32, func(int32) float64, func(), error) {
-	if m.o.Stage.Kind == retrieve.StageBM25 && q.Allow == nil {
+	if m.o.Stage.Kind == retrieve.StageBM25 {
 		seeds, err := m.st.Run(ctx, q, m.o.Start)
 		if err != nil || len(seeds) == 0 {
 			return nil, nil, nil, err
 		}
-		return hitNodes(seeds), m.lazyRelevance(q, seeds[0].Index), func() {}, nil
+		rel, err := m.lazyRelevance(q, seeds[0].Index)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return hitNodes(seeds), rel, func() {}, nil
 	}
 	sc, err := m.st.Score(ctx, q)
 	if err != nil || sc == nil {
@@ -180,19 +185,35 @@ func hitNodes(hits []retrieve.Hit) []int32 {
 // time and remembered: BM25(v) / BM25(best), with best the top node. Each
 // BM25 is summed over the query's terms in query order, as the full
 // scoring sums it, so rel is the same float32 quotient, and the maximum
-// it divides by is the top node's.
-func (m *fuseRAG) lazyRelevance(q retrieve.Query, best int32) func(int32) float64 {
-	terms := m.ix.BM25.TermIDs(q.Text)
-	hi := m.ix.BM25.ScoreDoc(terms, uint32(best))
+// it divides by is the top node's. Under q.Allow (a filter, or the live
+// nodes of an index that deleted some in place) BM25 takes the allowed
+// nodes' statistics, as the full scoring does, and a node outside scores 0.
+func (m *fuseRAG) lazyRelevance(q retrieve.Query, best int32) (func(int32) float64, error) {
+	bm := m.ix.BM25
+	terms := bm.TermIDs(q.Text)
+	score := func(v int32) float32 { return bm.ScoreDoc(terms, uint32(v)) }
+	if q.Allow != nil {
+		sub, err := lexical.SubsetOf(bm, q.Allow)
+		if err != nil {
+			return nil, err
+		}
+		score = func(v int32) float32 {
+			if !q.Allow.Has(int(v)) {
+				return 0
+			}
+			return bm.ScoreDocWithin(terms, uint32(v), sub)
+		}
+	}
+	hi := score(best)
 	memo := map[int32]float64{}
 	return func(v int32) float64 {
 		x, ok := memo[v]
 		if !ok {
-			x = float64(m.ix.BM25.ScoreDoc(terms, uint32(v)) / hi)
+			x = float64(score(v) / hi)
 			memo[v] = x
 		}
 		return x
-	}
+	}, nil
 }
 
 // relevance is rel(q, v): the first stage's score over its maximum, so

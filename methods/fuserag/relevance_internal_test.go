@@ -6,11 +6,13 @@ import (
 
 	"github.com/gleaner-rag/gleaner/methods/internal/testindex"
 	"github.com/gleaner-rag/gleaner/retrieve"
+	"github.com/gleaner-rag/gleaner/retrieve/filter"
 )
 
-// TestLazyRelevanceEqualsScoring: unfiltered under the bm25 stage, the
-// walk's start nodes and rel(q, v), scored node by node, equal the first
-// stage's full scoring for every node, float for float.
+// TestLazyRelevanceEqualsScoring: under the bm25 stage, unfiltered and
+// under a filter, the walk's start nodes and rel(q, v), scored node by
+// node, equal the first stage's full scoring for every node, float for
+// float.
 func TestLazyRelevanceEqualsScoring(t *testing.T) {
 	ix, qs := testindex.Shared(t)
 	o := DefaultOptions()
@@ -22,7 +24,18 @@ func TestLazyRelevanceEqualsScoring(t *testing.T) {
 	m := em.(*fuseRAG)
 	ctx := context.Background()
 	compared := 0
-	for _, q := range append(qs, retrieve.Query{Text: "zzqx no such words"}) {
+	var third []int32
+	for v := range int32(ix.N()) {
+		if v%3 != 1 {
+			third = append(third, v)
+		}
+	}
+	all := append(qs, retrieve.Query{Text: "zzqx no such words"})
+	for _, q := range qs {
+		q.Allow = filter.NewSet(ix.N(), third...)
+		all = append(all, q)
+	}
+	for _, q := range all {
 		start, rel, release, err := m.firstStage(ctx, q)
 		if err != nil {
 			t.Fatal(err)
