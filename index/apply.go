@@ -60,13 +60,7 @@ type Change struct {
 // knn) and sections whose policy is Rebuild become stale (Meta.Stale):
 // their users refuse to answer from them until they are built again.
 func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
-	return ix.apply(ctx, ch, false)
-}
-
-// apply is Apply; compact: ch is empty and the result is ix without its
-// deleted nodes, its sections carried as they are (Compact).
-func (ix *Index) apply(ctx context.Context, ch *Change, compact bool) (*Index, error) {
-	tomb := ch.Tombstone && !compact
+	tomb := ch.Tombstone
 	remap, err := ix.remap(ch, tomb)
 	if err != nil {
 		return nil, err

@@ -50,14 +50,16 @@ func (out *Index) withDeleted(ix *Index, removed []int32) {
 }
 
 // Compact returns ix without its deleted nodes, renumbered as a build of
-// the live nodes numbers them (ix itself when none is deleted). Sections
-// and the stale record carry over unchanged: a change that deleted nodes
-// left every section but the Incremental ones stale already.
+// the live nodes numbers them (ix itself when none is deleted): an empty
+// change that does not delete in place. Sections and the stale record
+// carry over unchanged (carrySections, for an empty change): a change
+// that deleted nodes left every section but the Incremental ones stale
+// already.
 func (ix *Index) Compact(ctx context.Context) (*Index, error) {
 	if ix.ndead == 0 {
 		return ix, nil
 	}
-	out, err := ix.apply(ctx, &Change{}, true)
+	out, err := ix.Apply(ctx, &Change{})
 	if err != nil {
 		return nil, fmt.Errorf("index: compacting %d deleted nodes: %w", ix.ndead, err)
 	}
