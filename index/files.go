@@ -99,6 +99,9 @@ type Stale struct {
 type LiveState struct {
 	Log string `json:"log"`
 	Seq uint64 `json:"seq"`
+	// Source is the last record of the log the changes came from (a
+	// fleet's stream, index/fleet) that the index includes; 0 for none.
+	Source uint64 `json:"source,omitempty"`
 }
 
 // relationTable names relation ids and edge kinds.

@@ -30,7 +30,39 @@ func NodeDocument(n corpus.Node) Document { return Document{ID: n.Document(), No
 // Batch is a list of changes committed together: all of them or none.
 // A Batch is not safe for concurrent use; build it, then Commit it.
 type Batch struct {
-	ops []op
+	ops    []op
+	source uint64
+}
+
+// SetSource numbers the batch in the log it came from (a fleet's stream,
+// index/fleet), > 0. A writer applies numbered batches in order, each
+// once: a batch whose number is not the one after the last it took is
+// refused with ErrOutOfOrder, and the writer remembers the last number
+// through its log and checkpoints (Writer.Source).
+func (b *Batch) SetSource(seq uint64) { b.source = seq }
+
+// Source is the batch's number in the log it came from (0: none).
+func (b *Batch) Source() uint64 { return b.source }
+
+// MarshalBinary encodes the batch as the update log stores it (without
+// its source number).
+func (b *Batch) MarshalBinary() ([]byte, error) { return encodeRecord(b.ops, 0) }
+
+// DecodeBatch reads a batch MarshalBinary encoded; it fails on anything
+// else, naming what it could not read.
+func DecodeBatch(payload []byte) (*Batch, error) {
+	ops, _, err := decodeRecord(payload)
+	if err != nil {
+		return nil, fmt.Errorf("live: decoding a batch: %w", err)
+	}
+	for i, x := range ops {
+		switch x.Kind {
+		case opAdd, opReplace, opDelete:
+		default:
+			return nil, fmt.Errorf("live: decoding a batch: change %d: field op: %q is not add, replace or delete", i+1, x.Kind)
+		}
+	}
+	return &Batch{ops: ops}, nil
 }
 
 type op struct {
@@ -90,19 +122,22 @@ func unpackFloats(b []byte) ([]float32, error) {
 
 // record is a batch as the log stores it.
 type record struct {
-	Ops []op `json:"ops"`
+	Ops    []op   `json:"ops"`
+	Source uint64 `json:"source,omitempty"` // Batch.SetSource
 }
 
-func encodeRecord(ops []op) ([]byte, error) { return json.Marshal(record{Ops: ops}) }
+func encodeRecord(ops []op, source uint64) ([]byte, error) {
+	return json.Marshal(record{Ops: ops, Source: source})
+}
 
 // decodeRecord reads a logged batch; numbers in metadata keep their text,
 // so replay stores what the commit stored.
-func decodeRecord(b []byte) ([]op, error) {
+func decodeRecord(b []byte) ([]op, uint64, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var r record
 	if err := dec.Decode(&r); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return r.Ops, nil
+	return r.Ops, r.Source, nil
 }

@@ -40,6 +40,10 @@ var (
 	ErrClosed = errors.New("live: the writer is closed")
 	// ErrTooLarge marks a batch over the log's record limit: split it.
 	ErrTooLarge = errors.New("too large")
+	// ErrOutOfOrder marks a numbered batch (Batch.SetSource) that is not
+	// the one after the last the writer took: nothing of it was applied;
+	// send the writer's next (Writer.Source() + 1).
+	ErrOutOfOrder = errors.New("live: batch out of order")
 )
 
 // Options configure a Writer.
@@ -196,6 +200,10 @@ type Writer struct {
 	ck        chan struct{}
 
 	stats stats
+
+	// source is the last numbered batch taken (Batch.SetSource): applied,
+	// or refused by its checks. Written under mu.
+	source atomic.Uint64
 }
 
 type stats struct {
@@ -208,8 +216,12 @@ type stats struct {
 }
 
 type request struct {
-	ctx  context.Context
-	ops  []op
+	ctx    context.Context
+	ops    []op
+	source uint64 // Batch.SetSource
+	// res is the outcome the loop sends once the group is decided (the
+	// loop's own field).
+	res Result
 	done chan Result // buffered: the loop never waits on a caller gone
 	// state: queued, taken by the commit loop, or abandoned by a caller
 	// whose context ended first (the loop then skips it).
@@ -289,6 +301,9 @@ func (w *Writer) openLog(ctx context.Context) error {
 			LogDir(w.dir), h.ID, l.Last(), w.dir)
 	}
 	w.log, w.written = l, after
+	if lv != nil {
+		w.source.Store(lv.Source)
+	}
 	w.cat = newCatalog(w.base)
 	w.kinds = w.kindUpdaters(ctx, w.base)
 	w.cur.Store(w.base)
@@ -339,9 +354,12 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		return nil
 	}
 	err := w.log.Replay(after, func(seq uint64, payload []byte) error {
-		ops, err := decodeRecord(payload)
+		ops, source, err := decodeRecord(payload)
 		if err == nil {
 			err = p.check(ops)
+		}
+		if err == nil && source > w.source.Load() {
+			w.source.Store(source)
 		}
 		if err == nil {
 			err = p.accept(ops)
@@ -371,27 +389,80 @@ func (w *Writer) Dir() string { return w.dir }
 // Index is the current index: every commit that returned is in it.
 func (w *Writer) Index() *index.Index { return w.cur.Load() }
 
+// Source is the number of the last numbered batch the writer took
+// (Batch.SetSource): applied, or refused by its checks; 0 for none. It
+// survives a reopen.
+func (w *Writer) Source() uint64 { return w.source.Load() }
+
+// Position is the current index and the number of the last numbered
+// batch it reflects (Source), read together.
+func (w *Writer) Position() (*index.Index, uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur.Load(), w.source.Load()
+}
+
 // Commit makes b durable and visible: when it returns without error, the
 // log on disk holds b and Index includes it. A batch that fails its
 // checks changes nothing. ctx bounds the wait for the batch's turn; once
 // its turn came, Commit waits for the outcome.
 func (w *Writer) Commit(ctx context.Context, b *Batch) (Result, error) {
-	if b.Len() == 0 {
+	if b.Len() == 0 && b.source == 0 {
 		return Result{Seq: w.log.Last(), Nodes: w.Index().Live()}, nil
 	}
-	req := &request{ctx: ctx, ops: b.ops, done: make(chan Result, 1)}
+	req, err := w.enqueue(ctx, b)
+	if err != nil {
+		return Result{}, err
+	}
+	return w.await(ctx, req)
+}
+
+// CommitAll commits the batches in their order and returns each one's
+// outcome (Result.Err), as Commit would have; batches queued together
+// share commits. It is how a follower of a log (index/fleet) applies
+// what it read: the writer keeps their order only among the batches of
+// one caller, so numbered batches (Batch.SetSource) must come from one.
+func (w *Writer) CommitAll(ctx context.Context, bs []*Batch) []Result {
+	out := make([]Result, len(bs))
+	reqs := make([]*request, len(bs))
+	for i, b := range bs {
+		req, err := w.enqueue(ctx, b)
+		if err != nil {
+			for j := i; j < len(bs); j++ {
+				out[j].Err = err
+			}
+			break
+		}
+		reqs[i] = req
+	}
+	for i, req := range reqs {
+		if req != nil {
+			out[i], _ = w.await(ctx, req)
+		}
+	}
+	return out
+}
+
+// enqueue hands b to the commit loop.
+func (w *Writer) enqueue(ctx context.Context, b *Batch) (*request, error) {
+	req := &request{ctx: ctx, ops: b.ops, source: b.source, done: make(chan Result, 1)}
 	select {
 	case <-w.stop:
-		return Result{}, ErrClosed
+		return nil, ErrClosed
 	default:
 	}
 	select {
 	case w.queue <- req:
+		return req, nil
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return nil, ctx.Err()
 	case <-w.stop:
-		return Result{}, ErrClosed
+		return nil, ErrClosed
 	}
+}
+
+// await waits for the outcome of a queued request.
+func (w *Writer) await(ctx context.Context, req *request) (Result, error) {
 	select {
 	case r := <-req.done:
 		return r, r.Err
@@ -526,61 +597,110 @@ func (w *Writer) commitGroup(group []*request) time.Duration {
 // commitLocked is commitGroup under w.mu.
 func (w *Writer) commitLocked(group []*request) {
 	if w.err != nil {
-		for _, r := range group {
-			r.done <- Result{Err: w.err}
-		}
+		answerAll(group, w.err)
 		return
 	}
+	taken := w.take(group)
+	if !w.applyGroup(taken) {
+		// The change of the group could not be applied. Each batch is
+		// committed alone, so that its outcome does not depend on the
+		// batches it came with (a follower of a log groups them as they
+		// arrive; every follower must decide alike).
+		w.o.Logger.Warn("a group of batches could not be applied together: committing them one at a time", "dir", w.dir, "batches", len(taken))
+		for _, r := range taken {
+			if w.err == nil {
+				w.applyGroup([]*request{r})
+			} else {
+				r.res = Result{Err: w.err}
+			}
+		}
+	}
+	for _, r := range taken {
+		r.done <- r.res
+	}
+}
+
+// take marks the requests taken, answering those whose callers gave up.
+func (w *Writer) take(group []*request) []*request {
+	var out []*request
+	for _, r := range group {
+		if r.state.CompareAndSwap(queued, taken) {
+			out = append(out, r)
+		} else {
+			r.done <- Result{Err: context.Canceled} // its caller gave up and was answered
+		}
+	}
+	return out
+}
+
+// applyGroup checks, applies, logs and publishes the requests' batches,
+// leaving each outcome in its request. It reports false, deciding
+// nothing, when two or more batches passed their checks but their change
+// could not be applied.
+func (w *Writer) applyGroup(reqs []*request) bool {
 	cur := w.cur.Load()
 	p := newPending(cur, w.cat)
-	w.o.CPU.Enter()
+	cpu := w.o.CPU
+	cpu.Enter()
 	working := true
-	defer func() {
+	leave := func() {
 		if working {
-			w.o.CPU.Leave()
+			cpu.Leave()
+			working = false
 		}
-	}()
+	}
+	defer leave()
+	source := w.source.Load()
 	var accepted []*request
 	var payloads [][]byte
-	for _, r := range group {
-		payload, err := w.prepare(p, r)
-		if err != nil {
-			r.done <- Result{Err: err}
-			continue
+	for _, r := range reqs {
+		payload, err := w.prepare(p, r, source)
+		r.res = Result{Err: err}
+		if err == nil {
+			accepted, payloads = append(accepted, r), append(payloads, payload)
 		}
-		accepted, payloads = append(accepted, r), append(payloads, payload)
+		if r.source != 0 && (err == nil || IsInvalid(err)) {
+			source = r.source // taken: applied or refused
+		}
 	}
 	if len(accepted) == 0 {
-		return
+		w.source.Store(source)
+		return true
 	}
 	// The next index is made before the log is written, so a change that
 	// cannot be applied is refused, never logged (it would stop every
 	// later open); it is published only once the log holds it.
 	ch := w.change(p)
-	next, err := cur.Apply(w.o.CPU.bound(context.Background()), ch)
-	if err == nil && !ch.Tombstone {
-		w.stats.compactions.Add(1)
-	}
+	next, err := cur.Apply(cpu.bound(context.Background()), ch)
 	if err != nil {
 		w.cat = newCatalog(cur)                             // undo the accepted batches
 		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
+		if len(accepted) > 1 {
+			return false
+		}
 		w.o.Logger.Error("live update refused: the change could not be applied", "dir", w.dir, "err", err)
-		answerAll(accepted, fmt.Errorf("live: %w", err))
-		return
+		accepted[0].res.Err = &CheckError{fmt.Errorf("live: the change could not be applied: %w", err)}
+		w.source.Store(source)
+		return true
 	}
-	w.o.CPU.Leave() // the log's sync waits for the disk
-	working = false
+	if !ch.Tombstone {
+		w.stats.compactions.Add(1)
+	}
+	leave() // the log's sync waits for the disk
 	first, err := w.log.Append(payloads...)
 	if err != nil {
 		w.err = fmt.Errorf("%w: %v (the writer stopped: reopen the index to recover from the log)", ErrClosed, err)
 		w.o.Logger.Error("live update failed", "dir", w.dir, "err", err)
-		answerAll(accepted, w.err)
-		return
+		for _, r := range reqs {
+			r.res = Result{Err: w.err}
+		}
+		return true
 	}
+	w.source.Store(source)
 	w.publish(next)
 	w.stats.batches.Add(int64(len(accepted))) // before anyone is answered: Stats after a Commit includes it
 	for i, r := range accepted {
-		r.done <- Result{Seq: first + uint64(i), Nodes: next.Live()}
+		r.res = Result{Seq: first + uint64(i), Nodes: next.Live()}
 	}
 	if w.log.Stats().Bytes >= w.o.CheckpointBytes {
 		select {
@@ -588,6 +708,7 @@ func (w *Writer) commitLocked(group []*request) {
 		default:
 		}
 	}
+	return true
 }
 
 func answerAll(rs []*request, err error) {
@@ -597,10 +718,11 @@ func answerAll(rs []*request, err error) {
 }
 
 // prepare checks a batch, embeds its passages and accepts it into p,
-// returning its log record.
-func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
-	if !r.state.CompareAndSwap(queued, taken) {
-		return nil, context.Canceled // its caller gave up and was answered
+// returning its log record. source is the last numbered batch taken
+// before it.
+func (w *Writer) prepare(p *pending, r *request, source uint64) ([]byte, error) {
+	if r.source != 0 && r.source != source+1 {
+		return nil, fmt.Errorf("%w: batch %d, after %d", ErrOutOfOrder, r.source, source)
 	}
 	if err := r.ctx.Err(); err != nil {
 		return nil, err
@@ -611,7 +733,7 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 	if err := w.embed(w.o.CPU.bound(r.ctx), p.base, r.ops); err != nil {
 		return nil, err
 	}
-	payload, err := encodeRecord(r.ops)
+	payload, err := encodeRecord(r.ops, r.source)
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +745,7 @@ func (w *Writer) prepare(p *pending, r *request) ([]byte, error) {
 	// caller's strings, one of which, cut from an index in memory, would
 	// keep that whole index alive; and a commit applies exactly what a
 	// replay of its record will.
-	ops, err := decodeRecord(payload)
+	ops, _, err := decodeRecord(payload)
 	if err != nil {
 		return nil, fmt.Errorf("live: decoding the batch's own record: %w", err)
 	}
@@ -697,7 +819,7 @@ func (w *Writer) Checkpoint(ctx context.Context) error {
 	}
 	start := time.Now()
 	w.mu.Lock()
-	ix, seq, err := w.cur.Load(), w.log.Last(), w.err
+	ix, seq, source, err := w.cur.Load(), w.log.Last(), w.source.Load(), w.err
 	if err == nil {
 		err = w.log.Rotate()
 	}
@@ -710,7 +832,7 @@ func (w *Writer) Checkpoint(ctx context.Context) error {
 	if seq == w.written && !refreshed {
 		return nil // nothing new
 	}
-	sum, err := ix.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq}, w.sum)
+	sum, err := ix.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq, Source: source}, w.sum)
 	if err != nil {
 		w.unsaved.CompareAndSwap(false, refreshed)
 		return fmt.Errorf("live: checkpoint of %s: %w", w.dir, err)
