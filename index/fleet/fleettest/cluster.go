@@ -1,0 +1,240 @@
+// Package fleettest runs a NATS JetStream cluster inside a test process,
+// on loopback, for the fleet's tests.
+package fleettest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Cluster is n NATS servers with JetStream, routed to each other.
+type Cluster struct {
+	t       testing.TB
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+// Start starts an n-node cluster (n = 1: a lone server) and waits until
+// JetStream answers; it is shut down when the test ends.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, servers: make([]*server.Server, n)}
+	dir := t.TempDir()
+	ports := freePorts(t, 2*n) // one call: distinct ports
+	clients, routes := ports[:n], ports[n:]
+	for i := 0; i < n; i++ {
+		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clients[i],
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), NoLog: true, NoSigs: true,
+			JetStreamMaxStore: 1 << 30, JetStreamMaxMemory: 64 << 20}
+		if n > 1 {
+			o.Cluster = server.ClusterOpts{Name: "gleaner-test", Host: "127.0.0.1", Port: routes[i]}
+			for j := 0; j < n; j++ {
+				if j != i {
+					o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", routes[j])})
+				}
+			}
+		}
+		c.opts = append(c.opts, o)
+	}
+	for i := range c.opts {
+		c.Restart(i)
+	}
+	t.Cleanup(c.Shutdown)
+	c.WaitReady()
+	return c
+}
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// URLs are the client URLs of every node, comma-separated.
+func (c *Cluster) URLs() string {
+	var us []string
+	for _, o := range c.opts {
+		us = append(us, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(us, ",")
+}
+
+// URL is node i's client URL.
+func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.opts[i].Port) }
+
+// Kill shuts node i down (its store stays for Restart).
+func (c *Cluster) Kill(i int) {
+	if s := c.servers[i]; s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		c.servers[i] = nil
+	}
+}
+
+// Restart starts node i again on its store.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	s, err := server.NewServer(c.opts[i])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		c.t.Fatalf("NATS node %d did not start", i+1)
+	}
+	c.servers[i] = s
+}
+
+// Shutdown stops every node.
+func (c *Cluster) Shutdown() {
+	for i := range c.servers {
+		c.Kill(i)
+	}
+}
+
+// WaitReady waits until JetStream answers on every running node (a
+// meta leader is elected).
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for i, s := range c.servers {
+		if s == nil {
+			continue
+		}
+		for {
+			err := c.ping(c.URL(i))
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("JetStream on NATS node %d not ready: %v", i+1, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func (c *Cluster) ping(u string) error {
+	nc, err := nats.Connect(u)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// Proxy forwards TCP connections to a node; Cut severs them and refuses
+// new ones (a partition), Heal lets them through again on the same port.
+type Proxy struct {
+	t      testing.TB
+	addr   string
+	target string
+	mu     sync.Mutex
+	l      net.Listener
+	conns  []net.Conn
+}
+
+// NewProxy forwards a new loopback port to target (host:port); it is
+// closed when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	p := &Proxy{t: t, target: target, addr: fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	p.Heal()
+	t.Cleanup(p.Cut)
+	return p
+}
+
+// URL is the proxy's nats:// URL.
+func (p *Proxy) URL() string { return "nats://" + p.addr }
+
+// Heal accepts connections again.
+func (p *Proxy) Heal() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		return
+	}
+	var l net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the port may linger a moment after Cut
+		if l, err = net.Listen("tcp", p.addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.l = l
+	go p.accept(l)
+}
+
+func (p *Proxy) accept(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go pipe(c, up)
+		go pipe(up, c)
+	}
+}
+
+func pipe(dst, src net.Conn) {
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// Cut closes every connection and stops accepting.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.l != nil {
+		p.l.Close()
+		p.l = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}

@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// ErrForeign marks an index that is not the one the fleet's log starts
+// from: following would apply the log to other documents.
+var ErrForeign = errors.New("fleet: the index is not the fleet's")
+
+// genesisKey is the stream metadata that holds the manifest checksum of
+// the index the log starts from.
+const genesisKey = "gleaner_genesis"
+
+// Log is one index's update stream and snapshot store. It is safe for
+// concurrent use.
+type Log struct {
+	c      *Conn
+	index  string
+	name   string // the stream's
+	subj   string
+	stream jetstream.Stream
+	objs   jetstream.ObjectStore
+}
+
+// OpenLog binds to the stream and snapshot store of the index name,
+// creating them (with the connection's replication factor) when missing.
+func (c *Conn) OpenLog(ctx context.Context, name string) (*Log, error) {
+	l := &Log{c: c, index: name, name: streamName(name), subj: subject(name)}
+	err := c.retry(ctx, "opening the update stream of "+name, func(ctx context.Context) error {
+		s, err := c.js.Stream(ctx, l.name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = c.js.CreateStream(ctx, jetstream.StreamConfig{Name: l.name, Subjects: []string{l.subj},
+				Description: "gleaner: the updates of index " + name, Storage: jetstream.FileStorage,
+				Replicas: c.cfg.Replicas, Duplicates: dedupWindow, MaxMsgSize: int32(min(c.MaxPayload(), 1<<30))})
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				s, err = c.js.Stream(ctx, l.name)
+			}
+		}
+		l.stream = s
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: the update stream of index %q: %w", name, err)
+	}
+	err = c.retry(ctx, "opening the snapshot store of "+name, func(ctx context.Context) error {
+		o, err := c.js.ObjectStore(ctx, bucketName(name))
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			o, err = c.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucketName(name),
+				Description: "gleaner: snapshots of index " + name, Storage: jetstream.FileStorage, Replicas: c.cfg.Replicas})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				o, err = c.js.ObjectStore(ctx, bucketName(name))
+			}
+		}
+		l.objs = o
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: the snapshot store of index %q: %w", name, err)
+	}
+	return l, nil
+}
+
+// dedupWindow is how long the stream remembers a publish's id: a publish
+// retried within it (its acknowledgement lost) is stored once.
+const dedupWindow = 2 * time.Minute
+
+// Index is the name of the log's index.
+func (l *Log) Index() string { return l.index }
+
+// Publish appends b to the log and returns its sequence once the stream
+// has stored it (on a majority of its replicas). A publish that gets no
+// acknowledgement (a node down, a leader being elected) is retried with
+// the same id until ctx ends: the stream stores it once. A batch over the
+// cluster's message size fails with live.ErrTooLarge, as a
+// live.CheckError.
+func (l *Log) Publish(ctx context.Context, b *live.Batch) (uint64, error) {
+	payload, err := b.MarshalBinary()
+	if err != nil {
+		return 0, fmt.Errorf("fleet: encoding the batch: %w", err)
+	}
+	if max := l.c.MaxPayload(); int64(len(payload)) > max {
+		return 0, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
+	}
+	id := nuid.Next()
+	var seq uint64
+	err = l.c.retry(ctx, "publishing to "+l.name, func(ctx context.Context) error {
+		ack, err := l.c.js.Publish(ctx, l.subj, payload, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.name))
+		if err == nil {
+			seq = ack.Sequence
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fleet: publishing to index %q: %w", l.index, err)
+	}
+	return seq, nil
+}
+
+// Bounds are the first and last sequences the log holds (first > last:
+// none).
+func (l *Log) Bounds(ctx context.Context) (first, last uint64, err error) {
+	err = l.c.retry(ctx, "reading the state of "+l.name, func(ctx context.Context) error {
+		info, err := l.stream.Info(ctx)
+		if err == nil {
+			first, last = info.State.FirstSeq, info.State.LastSeq
+		}
+		return err
+	})
+	return first, last, err
+}
+
+// genesis is the manifest checksum of the index the log starts from, ""
+// when none has claimed it.
+func (l *Log) genesis(ctx context.Context) (jetstream.StreamConfig, string, error) {
+	var cfg jetstream.StreamConfig
+	err := l.c.retry(ctx, "reading the config of "+l.name, func(ctx context.Context) error {
+		info, err := l.stream.Info(ctx)
+		if err == nil {
+			cfg = info.Config
+		}
+		return err
+	})
+	return cfg, cfg.Metadata[genesisKey], err
+}
+
+// claimGenesis checks that an index that has taken no batch of the log
+// (checksum: its manifest's) is the one the log starts from, recording it
+// when the log names none yet.
+func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
+	cfg, have, err := l.genesis(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case have == checksum:
+		return nil
+	case have != "":
+		return fmt.Errorf("%w: the log of index %q starts from the index of manifest checksum %s, not %s: restore a snapshot of the fleet instead (move this index away)",
+			ErrForeign, l.index, have, checksum)
+	}
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[genesisKey] = checksum
+	err = l.c.retry(ctx, "recording the first index of "+l.name, func(ctx context.Context) error {
+		_, err := l.c.js.UpdateStream(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Two replicas may have claimed at once: the one recorded wins.
+	if _, have, err = l.genesis(ctx); err == nil && have != checksum {
+		return fmt.Errorf("%w: another replica claimed the log of index %q for the index of manifest checksum %s", ErrForeign, l.index, have)
+	}
+	return err
+}

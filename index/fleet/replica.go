@@ -1,0 +1,324 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrBehind marks a replica whose next batch the log no longer holds
+// (trimmed behind a snapshot): it must restore a snapshot.
+var ErrBehind = errors.New("fleet: the replica is behind the log")
+
+// FollowOptions configure a replica.
+type FollowOptions struct {
+	Logger *slog.Logger // required
+	// MaxBatch bounds how many batches one commit takes (1 to 65536).
+	MaxBatch int
+	// Keep is how many refusals of recent batches Wait remembers (> 0).
+	Keep int
+	// Retry is the pause before following again after a failure (> 0).
+	Retry time.Duration
+}
+
+// DefaultFollowOptions are the options Follow expects unless told
+// otherwise.
+func DefaultFollowOptions(log *slog.Logger) FollowOptions {
+	return FollowOptions{Logger: log, MaxBatch: 1024, Keep: 1 << 16, Retry: time.Second}
+}
+
+func (o *FollowOptions) validate() error {
+	switch {
+	case o.Logger == nil:
+		return fmt.Errorf("fleet: FollowOptions.Logger is required")
+	case o.MaxBatch < 1 || o.MaxBatch > 1<<16:
+		return fmt.Errorf("fleet: FollowOptions.MaxBatch %d: want 1 to 65536", o.MaxBatch)
+	case o.Keep < 1:
+		return fmt.Errorf("fleet: FollowOptions.Keep %d: want > 0", o.Keep)
+	case o.Retry <= 0:
+		return fmt.Errorf("fleet: FollowOptions.Retry %v: want > 0", o.Retry)
+	}
+	return nil
+}
+
+// Replica applies a log to a live index, in order, from the batch after
+// the last the index took. Its methods are safe for concurrent use. Only
+// the replica may commit to the writer while it follows: a batch
+// committed beside it would be on this replica alone.
+type Replica struct {
+	l *Log
+	w *live.Writer
+	o FollowOptions
+
+	mu       sync.Mutex
+	applied  uint64        // the last batch taken
+	changed  chan struct{} // closed when applied moves or the replica stops
+	refused  map[uint64]error
+	order    []uint64 // refused, oldest first
+	err      error    // why it stopped for good
+	pending  atomic.Uint64
+	failures atomic.Int64
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Follow starts applying l to w in the background, from w.Source() + 1.
+// It fails at once when w's index is not the fleet's (ErrForeign) or the
+// log no longer holds its next batch (ErrBehind).
+func Follow(ctx context.Context, l *Log, w *live.Writer, o FollowOptions) (*Replica, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if w.Source() == 0 {
+		if err := l.claimGenesis(ctx, w.Index().Manifest.Checksum); err != nil {
+			return nil, err
+		}
+	}
+	r := &Replica{l: l, w: w, o: o, applied: w.Source(), changed: make(chan struct{}), refused: map[uint64]error{}, done: make(chan struct{})}
+	if err := r.checkReachable(ctx); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	go r.run(rctx)
+	return r, nil
+}
+
+// checkReachable fails with ErrBehind when the log was trimmed past the
+// replica's next batch.
+func (r *Replica) checkReachable(ctx context.Context) error {
+	first, last, err := r.l.Bounds(ctx)
+	if err != nil {
+		return err
+	}
+	next := r.w.Source() + 1
+	if next < first {
+		return fmt.Errorf("%w: index %q took batches up to %d, and the log now starts at %d: restore a snapshot", ErrBehind, r.l.index, next-1, first)
+	}
+	if next > last+1 {
+		return fmt.Errorf("%w: index %q took batches up to %d, past the log's last (%d): it follows another log", ErrForeign, r.l.index, next-1, last)
+	}
+	return nil
+}
+
+func (r *Replica) run(ctx context.Context) {
+	defer close(r.done)
+	for {
+		err := r.follow(ctx)
+		if ctx.Err() != nil {
+			r.stop(fmt.Errorf("fleet: the replica of %q was closed", r.l.index))
+			return
+		}
+		if errors.Is(err, ErrBehind) || errors.Is(err, live.ErrClosed) || errors.Is(err, ErrForeign) {
+			r.o.Logger.Error("fleet: the replica stopped following", "index", r.l.index, "err", err)
+			r.stop(err)
+			return
+		}
+		r.failures.Add(1)
+		r.o.Logger.Warn("fleet: following the log failed; retrying", "index", r.l.index, "applied", r.Applied(), "err", err, "in", r.o.Retry)
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.o.Retry):
+		}
+	}
+}
+
+// follow reads the log from the replica's next batch and applies it
+// until a failure or ctx's end.
+func (r *Replica) follow(ctx context.Context) error {
+	if err := r.checkReachable(ctx); err != nil {
+		return err
+	}
+	cons, err := r.l.c.js.OrderedConsumer(ctx, r.l.name, jetstream.OrderedConsumerConfig{FilterSubjects: []string{r.l.subj},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.w.Source() + 1})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(r.o.MaxBatch))
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	msgs := make(chan jetstream.Msg, r.o.MaxBatch)
+	errc := make(chan error, 1)
+	go func() {
+		defer it.Stop()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-fctx.Done():
+				errc <- fctx.Err()
+				return
+			}
+		}
+	}()
+	for {
+		group, err := r.gather(ctx, msgs, errc)
+		if err != nil {
+			return err
+		}
+		if err := r.apply(ctx, group); err != nil {
+			return err
+		}
+	}
+}
+
+// gather waits for a message, then takes those already read, up to
+// MaxBatch.
+func (r *Replica) gather(ctx context.Context, msgs <-chan jetstream.Msg, errc <-chan error) ([]jetstream.Msg, error) {
+	var group []jetstream.Msg
+	select {
+	case m := <-msgs:
+		group = append(group, m)
+	case err := <-errc:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for len(group) < r.o.MaxBatch {
+		select {
+		case m := <-msgs:
+			group = append(group, m)
+		default:
+			return group, nil
+		}
+	}
+	return group, nil
+}
+
+// apply commits the messages' batches in order. A message that is not a
+// batch is refused as one would be: it takes its number and changes
+// nothing, on every replica.
+func (r *Replica) apply(ctx context.Context, msgs []jetstream.Msg) error {
+	next := r.w.Source() + 1
+	var bs []*live.Batch
+	var bad []error
+	for _, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("fleet: a message of %s without metadata: %w", r.l.name, err)
+		}
+		seq := md.Sequence.Stream
+		switch {
+		case seq < next:
+			continue // read again after a reconnect
+		case seq > next:
+			return fmt.Errorf("%w: index %q took batches up to %d and the log went on at %d", ErrBehind, r.l.index, next-1, seq)
+		}
+		b, derr := live.DecodeBatch(m.Data())
+		if derr != nil {
+			b = &live.Batch{}
+			derr = &live.CheckError{Err: fmt.Errorf("log %s, record %d: %w", r.l.name, seq, derr)}
+		}
+		b.SetSource(seq)
+		bs, bad = append(bs, b), append(bad, derr)
+		r.pending.Store(md.NumPending)
+		next++
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	res := r.w.CommitAll(ctx, bs)
+	for i, x := range res {
+		if x.Err != nil && !live.IsInvalid(x.Err) {
+			return fmt.Errorf("fleet: applying batch %d of %s: %w", bs[i].Source(), r.l.name, x.Err)
+		}
+		outcome := x.Err
+		if bad[i] != nil {
+			outcome = bad[i]
+		}
+		r.took(bs[i].Source(), outcome)
+	}
+	return nil
+}
+
+// took records that batch seq was taken, with its refusal (nil: applied).
+func (r *Replica) took(seq uint64, refusal error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if refusal != nil {
+		r.refused[seq] = refusal
+		r.order = append(r.order, seq)
+		if len(r.order) > r.o.Keep {
+			delete(r.refused, r.order[0])
+			r.order = r.order[1:]
+		}
+	}
+	r.applied = seq
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *Replica) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+}
+
+// Applied is the sequence of the last batch the replica took.
+func (r *Replica) Applied() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied
+}
+
+// Pending is how many batches the log held past the last one the
+// replica read, when it read it.
+func (r *Replica) Pending() uint64 { return r.pending.Load() }
+
+// Failures counts the times following failed and was retried.
+func (r *Replica) Failures() int64 { return r.failures.Load() }
+
+// Err is why the replica stopped following for good (nil while it
+// follows).
+func (r *Replica) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Wait waits until the replica has taken batch seq and returns the
+// batch's refusal (nil: applied, or refused so long ago that the replica
+// forgot). err is ctx's error, or why the replica stopped.
+func (r *Replica) Wait(ctx context.Context, seq uint64) (refusal, err error) {
+	for {
+		r.mu.Lock()
+		applied, changed, stopped, refused := r.applied, r.changed, r.err, r.refused[seq]
+		r.mu.Unlock()
+		if applied >= seq {
+			return refused, nil
+		}
+		if stopped != nil {
+			return nil, stopped
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Close stops following; the writer stays open (the caller's to close).
+func (r *Replica) Close() {
+	r.cancel()
+	<-r.done
+}

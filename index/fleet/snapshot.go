@@ -1,0 +1,325 @@
+package fleet
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Snapshot describes an index stored in the log's object store.
+type Snapshot struct {
+	Name     string
+	Seq      uint64 // the last batch of the log the index includes
+	Checksum string // the manifest checksum of the index it holds
+	Nodes    int
+	Bytes    uint64
+	Time     time.Time
+}
+
+const snapPrefix = "snapshot-"
+
+func snapName(seq uint64) string { return fmt.Sprintf("%s%020d.tar", snapPrefix, seq) }
+
+// PutSnapshot writes w's current index, with the number of the last
+// batch it took, to a folder under scratch and uploads it as one tar
+// object. The object store keeps the tar's SHA-256; Restore checks it,
+// and then every file's checksum.
+func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (Snapshot, error) {
+	ix, seq := w.Position()
+	tmp, err := os.MkdirTemp(scratch, "gleaner-snapshot-")
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("fleet: snapshot: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "index")
+	sum, err := ix.WriteTo(ctx, dir, &index.LiveState{Source: seq}, "")
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: writing the index: %w", l.index, seq, err)
+	}
+	s := Snapshot{Name: snapName(seq), Seq: seq, Checksum: sum, Nodes: ix.Live()}
+	meta := jetstream.ObjectMeta{Name: s.Name, Description: "gleaner index " + l.index,
+		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes)}}
+	var info *jetstream.ObjectInfo
+	err = l.c.retry(ctx, "uploading "+s.Name, func(ctx context.Context) error {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(writeTar(dir, pw)) }()
+		var err error
+		info, err = l.objs.Put(ctx, meta, pr)
+		pr.CloseWithError(errors.New("upload ended"))
+		return err
+	})
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: uploading: %w", l.index, seq, err)
+	}
+	s.Bytes, s.Time = info.Size, info.ModTime
+	l.c.log.Info("fleet: snapshot uploaded", "index", l.index, "seq", seq, "bytes", s.Bytes, "nodes", s.Nodes)
+	return s, nil
+}
+
+// Snapshots lists the stored snapshots, newest first.
+func (l *Log) Snapshots(ctx context.Context) ([]Snapshot, error) {
+	var infos []*jetstream.ObjectInfo
+	err := l.c.retry(ctx, "listing the snapshots of "+l.index, func(ctx context.Context) error {
+		var err error
+		infos, err = l.objs.List(ctx)
+		if errors.Is(err, jetstream.ErrNoObjectsFound) {
+			infos, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: listing the snapshots of %q: %w", l.index, err)
+	}
+	var out []Snapshot
+	for _, in := range infos {
+		if !strings.HasPrefix(in.Name, snapPrefix) || in.Deleted {
+			continue
+		}
+		seq, err := strconv.ParseUint(in.Metadata["seq"], 10, 64)
+		if err != nil || in.Name != snapName(seq) {
+			l.c.log.Warn("fleet: an object in the snapshot store is not a snapshot; skipped", "index", l.index, "name", in.Name)
+			continue
+		}
+		nodes, _ := strconv.Atoi(in.Metadata["nodes"])
+		out = append(out, Snapshot{Name: in.Name, Seq: seq, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq > out[j].Seq })
+	return out, nil
+}
+
+// Restore writes the newest snapshot that verifies into dir, which must
+// not exist: a snapshot whose digest or any file's checksum does not
+// match is refused (logged) and the next older tried. It returns the
+// snapshot restored; follow the log from its Seq + 1.
+func (l *Log) Restore(ctx context.Context, dir string) (Snapshot, error) {
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return Snapshot{}, fmt.Errorf("fleet: restore into %s: it exists; restore into a new folder (nothing is overwritten)", dir)
+	}
+	snaps, err := l.Snapshots(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if len(snaps) == 0 {
+		return Snapshot{}, fmt.Errorf("fleet: index %q has no snapshot to restore: start a replica from the index the fleet began with", l.index)
+	}
+	var errs []error
+	for _, s := range snaps {
+		err := l.restoreOne(ctx, s, dir)
+		if err == nil {
+			l.c.log.Info("fleet: snapshot restored", "index", l.index, "seq", s.Seq, "dir", dir, "nodes", s.Nodes)
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return Snapshot{}, err
+		}
+		l.c.log.Error("fleet: snapshot refused", "index", l.index, "name", s.Name, "err", err)
+		errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
+	}
+	return Snapshot{}, fmt.Errorf("fleet: no snapshot of index %q verifies: %w", l.index, errors.Join(errs...))
+}
+
+// restoreOne downloads s into a staging folder beside dir, verifies it
+// and moves it into place.
+func (l *Log) restoreOne(ctx context.Context, s Snapshot, dir string) error {
+	staging := dir + ".restore"
+	if err := os.RemoveAll(staging); err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	err := l.c.retry(ctx, "downloading "+s.Name, func(ctx context.Context) error {
+		if err := os.RemoveAll(staging); err != nil {
+			return err
+		}
+		res, err := l.objs.Get(ctx, s.Name)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		if err := readTar(res, staging, s.Bytes); err != nil {
+			return err
+		}
+		// The digest is checked when the object is read to its end.
+		_, err = io.Copy(io.Discard, res)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := verifyRestored(staging, s); err != nil {
+		return err
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// verifyRestored opens the index (which checks every file's checksum) and
+// checks that it is the snapshot's.
+func verifyRestored(dir string, s Snapshot) error {
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	switch lv := ix.Meta.Live; {
+	case ix.Manifest.Checksum != s.Checksum:
+		return fmt.Errorf("its manifest checksum is %s, the snapshot's record says %s", ix.Manifest.Checksum, s.Checksum)
+	case lv == nil || lv.Source != s.Seq:
+		return fmt.Errorf("the index does not say it includes the log up to %d (%+v)", s.Seq, lv)
+	}
+	return nil
+}
+
+// Trim keeps the newest keep snapshots (≥ 1), deletes the older ones and
+// drops the log's batches that the oldest kept includes: a replica
+// further behind must restore a snapshot.
+func (l *Log) Trim(ctx context.Context, keep int) (dropped uint64, err error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("fleet: Trim keeps %d snapshots: want ≥ 1", keep)
+	}
+	snaps, err := l.Snapshots(ctx)
+	if err != nil || len(snaps) == 0 {
+		return 0, err
+	}
+	if len(snaps) > keep {
+		for _, s := range snaps[keep:] {
+			err := l.c.retry(ctx, "deleting "+s.Name, func(ctx context.Context) error { return l.objs.Delete(ctx, s.Name) })
+			if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				return 0, fmt.Errorf("fleet: deleting snapshot %s of %q: %w", s.Name, l.index, err)
+			}
+		}
+		snaps = snaps[:keep]
+	}
+	oldest := snaps[len(snaps)-1].Seq
+	first, _, err := l.Bounds(ctx)
+	if err != nil || oldest < first {
+		return 0, err
+	}
+	err = l.c.retry(ctx, "trimming "+l.name, func(ctx context.Context) error {
+		return l.stream.Purge(ctx, jetstream.WithPurgeSequence(oldest+1))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fleet: trimming the log of %q behind %d: %w", l.index, oldest, err)
+	}
+	return oldest + 1 - first, nil
+}
+
+// writeTar writes the regular files under dir, in name order.
+func writeTar(dir string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		rel, err := filepath.Rel(dir, p)
+		names = append(names, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := addFile(tw, dir, name); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+func addFile(tw *tar.Writer, dir, name string) error {
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: fi.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	return err
+}
+
+// readTar extracts regular files into dir, refusing any other entry, a
+// path out of dir, and more than limit bytes in all.
+func readTar(r io.Reader, dir string, limit uint64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tr := tar.NewReader(r)
+	var total uint64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return syncDir(dir)
+		}
+		if err != nil {
+			return fmt.Errorf("reading the snapshot: %w", err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			return fmt.Errorf("snapshot entry %q: type %q is not a regular file", h.Name, h.Typeflag)
+		}
+		clean := filepath.Clean(filepath.FromSlash(h.Name))
+		if !filepath.IsLocal(clean) {
+			return fmt.Errorf("snapshot entry %q: a path out of the index folder", h.Name)
+		}
+		total += uint64(max(h.Size, 0))
+		if h.Size < 0 || total > limit {
+			return fmt.Errorf("snapshot entry %q: the entries hold more than the snapshot's %d bytes", h.Name, limit)
+		}
+		if err := extractFile(tr, filepath.Join(dir, clean), h.Size); err != nil {
+			return err
+		}
+	}
+}
+
+func extractFile(r io.Reader, path string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(f, r, size); err != nil {
+		f.Close()
+		return fmt.Errorf("snapshot entry %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
