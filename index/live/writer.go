@@ -221,7 +221,7 @@ type request struct {
 	source uint64 // Batch.SetSource
 	// res is the outcome the loop sends once the group is decided (the
 	// loop's own field).
-	res Result
+	res  Result
 	done chan Result // buffered: the loop never waits on a caller gone
 	// state: queued, taken by the commit loop, or abandoned by a caller
 	// whose context ended first (the loop then skips it).
