@@ -213,3 +213,50 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.compact, prometheus.CounterValue, float64(st.Compactions))
 	}
 }
+
+// fleetCollector reports each index's place in its fleet log.
+type fleetCollector struct {
+	s                                               *Server
+	applied, pending, failures, stopped             *prometheus.Desc
+	snapshots, snapFailed, published, publishFailed *prometheus.Desc
+}
+
+func newFleetCollector(s *Server) *fleetCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &fleetCollector{s: s,
+		applied:       d("gleaner_fleet_applied_seq", "The last batch of the fleet's log this replica took (applied, or refused alike on every replica).", "index"),
+		pending:       d("gleaner_fleet_pending", "Batches the log held past the last one this replica read, when it read it (its lag).", "index"),
+		failures:      d("gleaner_fleet_follow_failures_total", "Times following the log failed (a node or the connection lost) and was retried.", "index"),
+		stopped:       d("gleaner_fleet_stopped", "1 when the index stopped following its log for good (behind a trimmed log): /readyz fails.", "index"),
+		snapshots:     d("gleaner_fleet_snapshots_total", "Snapshots this replica uploaded."),
+		snapFailed:    d("gleaner_fleet_snapshot_failures_total", "Snapshot uploads or trims that failed (the next one retries)."),
+		published:     d("gleaner_fleet_published_total", "Write batches this replica published to the fleet's logs."),
+		publishFailed: d("gleaner_fleet_publish_failures_total", "Write batches the fleet's logs did not acknowledge in time."),
+	}
+}
+
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.applied, c.pending, c.failures, c.stopped, c.snapshots, c.snapFailed, c.published, c.publishFailed} {
+		ch <- d
+	}
+}
+
+func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, r := range c.s.replicas {
+		stopped := 0.0
+		if r.rep.Err() != nil {
+			stopped = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(r.rep.Applied()), name)
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(r.rep.Pending()), name)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(r.rep.Failures()), name)
+		ch <- prometheus.MustNewConstMetric(c.stopped, prometheus.GaugeValue, stopped, name)
+	}
+	st := &c.s.fleetStats
+	ch <- prometheus.MustNewConstMetric(c.snapshots, prometheus.CounterValue, float64(st.snapshots.Load()))
+	ch <- prometheus.MustNewConstMetric(c.snapFailed, prometheus.CounterValue, float64(st.snapshotFailures.Load()))
+	ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(st.published.Load()))
+	ch <- prometheus.MustNewConstMetric(c.publishFailed, prometheus.CounterValue, float64(st.publishFailures.Load()))
+}

@@ -69,6 +69,14 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"index", "this key may not use that index"})
 		return
 	}
+	if c, err := s.waitSeq(r.Context(), req.Index, req.MinSeq); err != nil {
+		code = c
+		if c == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, code, err)
+		return
+	}
 	set, release := s.acquire()
 	if set == nil {
 		code = http.StatusServiceUnavailable

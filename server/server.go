@@ -26,6 +26,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/index/fleet"
 	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/gleaner-rag/gleaner/retrieve/filter"
@@ -139,7 +140,43 @@ type Config struct {
 	// stream of writes leaves the other cores to queries. DefaultConfig
 	// sets one less than GOMAXPROCS, at least 1.
 	WriteCores int
+	// Fleet, when set, makes the server a replica of a fleet: every
+	// index follows its update log on NATS JetStream (index/fleet), and
+	// with Writes the write endpoints publish to the log instead of
+	// committing here. The live settings above apply to each replica's
+	// writer.
+	Fleet *Fleet
 }
+
+// Fleet configures a replica (Config.Fleet).
+type Fleet struct {
+	// Conn is the connection to the NATS cluster (fleet.Connect);
+	// required. The server does not close it.
+	Conn *fleet.Conn
+	// SnapshotEvery is how often the server uploads a snapshot of each
+	// index that changed since its last (0: never; a fleet needs one
+	// replica that does, for new replicas and to trim the log).
+	SnapshotEvery time.Duration
+	// SnapshotKeep is how many snapshots are kept (≥ 1); the log is
+	// trimmed behind the oldest.
+	SnapshotKeep int
+	// Wait bounds how long a request with min_seq waits for this replica
+	// to apply that batch before it is answered 503 (> 0).
+	Wait time.Duration
+	// Scratch is the folder snapshots are written to before upload (""
+	// the system's temporary folder).
+	Scratch string
+}
+
+// DefaultFleet follows the fleet on conn, with a snapshot every 10
+// minutes, two kept, and min_seq waits of up to a second.
+func DefaultFleet(conn *fleet.Conn) *Fleet {
+	return &Fleet{Conn: conn, SnapshotEvery: 10 * time.Minute, SnapshotKeep: 2, Wait: time.Second}
+}
+
+// live reports whether the server opens its indexes' writers: for
+// writes, or to follow a fleet.
+func (c Config) live() bool { return c.Writes || c.Fleet != nil }
 
 // The ways an index is held in memory (Config.IndexMemory).
 const (
@@ -174,17 +211,17 @@ func (c Config) validate() error {
 		return errors.New("server: both Keys and InsecureNoAuth are set; choose one")
 	case c.IndexMemory != MemoryCopy && c.IndexMemory != MemoryMap:
 		return fmt.Errorf("server: index memory %q: want %q or %q", c.IndexMemory, MemoryCopy, MemoryMap)
-	case c.Writes && c.CheckpointBytes < 1:
+	case c.live() && c.CheckpointBytes < 1:
 		return fmt.Errorf("server: checkpoint bytes %d must be positive with writes (start from DefaultConfig)", c.CheckpointBytes)
 	case c.RefreshAfter < 0:
 		return fmt.Errorf("server: negative refresh delay %v (0: no background refresh)", c.RefreshAfter)
 	case c.RefreshWithin < 0:
 		return fmt.Errorf("server: negative refresh bound %v (0: no bound)", c.RefreshWithin)
-	case c.Writes && c.RefreshWithin > 0 && c.RefreshAfter == 0:
+	case c.live() && c.RefreshWithin > 0 && c.RefreshAfter == 0:
 		return fmt.Errorf("server: a refresh bound (%v) needs the background refresh (refresh delay > 0)", c.RefreshWithin)
-	case c.Writes && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
+	case c.live() && !(c.ApplyShare >= 0.01 && c.ApplyShare <= 1):
 		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
-	case c.Writes && !(c.DeletedShare >= 0 && c.DeletedShare < 1):
+	case c.live() && !(c.DeletedShare >= 0 && c.DeletedShare < 1):
 		return fmt.Errorf("server: deleted share %v: want a share in [0, 1) (0: renumber at every removal)", c.DeletedShare)
 	case c.WriteCores < 0:
 		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
@@ -196,6 +233,9 @@ func (c Config) validate() error {
 		return errors.New("server: keys carry ACL groups but no ACL field is set (--acl-field): they would see every node")
 	case c.Backend == nil:
 		return errors.New("server: Config.Backend is nil (open one with engine.Open, after importing kernels/cpu)")
+	}
+	if err := c.Fleet.validate(); err != nil {
+		return err
 	}
 	for name := range c.Indexes {
 		if !validName(name) {
@@ -271,6 +311,11 @@ type Server struct {
 	// writers update the indexes in place (Config.Writes); nil without.
 	writers  map[string]*live.Writer
 	writeCPU live.Gate // the cores write work may take (Config.WriteCores)
+	// replicas follow the fleet's logs (Config.Fleet), by index; nil
+	// without a fleet.
+	replicas map[string]*replica
+	snapDone chan struct{} // closed when the snapshot loop ends
+	fleetStats fleetStats
 	// open counts the index sets not closed yet: a request may still
 	// read a set a publish or reload retired.
 	open sync.WaitGroup
@@ -301,7 +346,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxInFlight), metrics: newMetrics()}
-	if cfg.Writes {
+	if err := s.restoreMissing(context.Background()); err != nil {
+		return nil, err
+	}
+	if cfg.live() {
 		if err := s.openWriters(context.Background()); err != nil {
 			return nil, err
 		}
@@ -311,12 +359,20 @@ func New(cfg Config) (*Server, error) {
 		s.closeWriters()
 		return nil, err
 	}
+	if err := s.followFleet(context.Background()); err != nil {
+		s.closeWriters()
+		set.retire(context.Background())
+		return nil, err
+	}
 	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
 	s.set.Store(s.track(set))
 	s.keys.Store(cfg.Keys)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	if s.writers != nil {
 		s.metrics.reg.MustRegister(newLiveCollector(s))
+	}
+	if s.replicas != nil {
+		s.metrics.reg.MustRegister(newFleetCollector(s))
 	}
 	if ms, ok := cfg.Backend.(engine.MemoryStater); ok {
 		s.metrics.reg.MustRegister(newMemoryCollector(ms))
@@ -325,6 +381,10 @@ func New(cfg Config) (*Server, error) {
 	s.stop = make(chan struct{})
 	if cfg.ScrubInterval > 0 {
 		go s.scrubEvery(cfg.ScrubInterval, s.stop)
+	}
+	if s.replicas != nil && cfg.Fleet.SnapshotEvery > 0 {
+		s.snapDone = make(chan struct{})
+		go s.snapshotEvery(cfg.Fleet.SnapshotEvery, s.stop)
 	}
 	return s, nil
 }
@@ -378,6 +438,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if set != nil {
 		err = set.retire(ctx)
 	}
+	s.stopFleet()
 	if err == nil && s.writers != nil {
 		err = s.waitSets(ctx) // sets retired by publishes may still be read
 	}
@@ -537,13 +598,20 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() || s.set.Load() == nil {
 		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready"})
 		return
 	}
 	if s.damagedIndex() != nil { // which one, and why, is in the log: /readyz needs no key
 		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: an index changed on disk; see the log"})
+		return
+	}
+	if s.stoppedReplica() { // which one, and why, is in the log and /metrics
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: an index stopped following the fleet's log; see the log"})
+		return
+	}
+	if !s.readyAt(w, r) {
 		return
 	}
 	w.Write([]byte("ready\n"))

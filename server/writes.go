@@ -90,7 +90,7 @@ func (s *Server) writeRequest(w http.ResponseWriter, r *http.Request, op string)
 		writeError(w, code, err)
 		return nil, "", nil, false
 	}
-	if s.writers == nil {
+	if !s.cfg.Writes {
 		return fail(http.StatusForbidden, &FieldError{Msg: "writes are disabled on this server (start it with --writes)"})
 	}
 	if !mayUse(r.Context(), name) {
@@ -190,9 +190,39 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, lw *live.Writer,
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
+	if s.replicas != nil {
+		key := r.Header.Get("Idempotency-Key")
+		if err := checkIdempotencyKey(key); err != nil {
+			s.answerWrite(w, op, name, 0, nil, err)
+			return
+		}
+		res, applied, err := s.publishWrite(ctx, name, key, b)
+		s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+		if err == nil && !applied {
+			s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusAccepted)).Inc()
+			writeJSON(w, http.StatusAccepted, api.WriteResponse{Index: name, Seq: res.Seq, Changes: b.Len(), Pending: true})
+			return
+		}
+		s.answerWrite(w, op, name, b.Len(), &res, err)
+		return
+	}
 	res, err := lw.Commit(ctx, b)
 	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	s.answerWrite(w, op, name, b.Len(), &res, err)
+}
+
+// checkIdempotencyKey refuses an Idempotency-Key header the fleet's log
+// cannot take as a message id.
+func checkIdempotencyKey(k string) error {
+	if len(k) > 128 {
+		return &FieldError{"Idempotency-Key", fmt.Sprintf("%d bytes, over 128", len(k))}
+	}
+	for _, c := range k {
+		if c <= ' ' || c > '~' {
+			return &FieldError{"Idempotency-Key", "printable ASCII without spaces only"}
+		}
+	}
+	return nil
 }
 
 // answerWrite maps a write's outcome to a status and answers it.
@@ -367,8 +397,12 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 // the vectors goes stale until a refresh (--refresh-after) builds it.
 func (s *Server) refit(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("index")
-	if s.writers == nil {
+	if !s.cfg.Writes {
 		writeError(w, http.StatusForbidden, &FieldError{Msg: "writes are disabled on this server (start it with --writes); gleaner index refit refits an index offline"})
+		return
+	}
+	if s.replicas != nil {
+		writeError(w, http.StatusConflict, &FieldError{Msg: "refit: a replica of a fleet does not refit on its own (its vectors would differ from the other replicas'); refit offline and start the fleet anew from that index (docs/fleet.md)"})
 		return
 	}
 	if !mayUse(r.Context(), name) {

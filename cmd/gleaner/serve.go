@@ -76,6 +76,13 @@ server/openapi.yaml; server/client is the Go client.`,
 				defer tp.Shutdown(context.Background()) // flush the spans queued
 				cfg.Tracing = tp
 			}
+			if o.fleet.urls != "" {
+				conn, err := o.fleet.connect(cmd.Context(), g.log, &cfg)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+			}
 			s, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -123,6 +130,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.DurationVar(&cfg.RefreshWithin, "refresh-within", cfg.RefreshWithin, "with --writes: the longest those sections stay stale while the writes never pause; past it a refresh holds the index's writes until it is done (they wait, up to a build's time; past --timeout, 503 and not applied; 0: no bound)")
 	fl.DurationVar(&cfg.RefreshAfter, "refresh-after", cfg.RefreshAfter, "with --writes: how long the writes to an index must pause before the sections they left stale (Tri-Graph, HNSW graph, local KET-RAG) are built again in the background (0: never; gleaner refresh does it offline)")
 	fl.Int64Var(&cfg.Limits.MaxWriteBytes, "max-write-body", cfg.Limits.MaxWriteBytes, "with --writes: largest write request body in bytes")
+	o.fleet.flags(fl)
 	fl.IntVar(&cfg.MaxOptionSets, "max-option-sets", cfg.MaxOptionSets, "distinct option sets kept per index and method; another evicts the least recently used")
 	fl.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (to admin keys)")
 	fl.StringVar(&cfg.IndexMemory, "index-memory", cfg.IndexMemory, "copy: read the indexes into memory (files changed on disk afterwards change nothing); map: map them (shared page cache, for indexes larger than the memory to spare)")
@@ -143,6 +151,7 @@ type serveFlags struct {
 	grace                                    time.Duration
 	sf                                       *settingFlags
 	cert                                     *server.Certificate
+	fleet                                    fleetFlags
 }
 
 // fill checks the flags and sets what they give in cfg: indexes, profile,

@@ -43,6 +43,11 @@ type RetrieveRequest struct {
 	// GroupBy is "passage" (the default: a hit is a node) or "document": a
 	// hit is a document, scored by its best passage, which the hit shows.
 	GroupBy string `json:"group_by,omitempty"`
+	// MinSeq asks for read-your-writes: the request is answered from an
+	// index that has applied this write (a write response's seq), after
+	// waiting a moment for it (a replica of a fleet may lag), or 503 with
+	// Retry-After. 0 or absent: no wait.
+	MinSeq uint64 `json:"min_seq,omitempty"`
 }
 
 // K returns k as RetrieveRequest.K wants it.
@@ -203,7 +208,14 @@ type RefitResponse struct {
 // and every later request sees it.
 type WriteResponse struct {
 	Index   string `json:"index"`
-	Seq     uint64 `json:"seq"`     // the change's record in the index's update log
+	// Seq is the change's record in the index's update log: on a replica
+	// of a fleet, its sequence in the fleet's log (a later request's
+	// min_seq).
+	Seq     uint64 `json:"seq"`
 	Nodes   int    `json:"nodes"`   // passages in the index after it
 	Changes int    `json:"changes"` // changes committed
+	// Pending (answered 202 by a replica of a fleet): the fleet's log
+	// stored the change, and this replica had not applied it within the
+	// request's time; it will, on every replica (read with min_seq).
+	Pending bool `json:"pending,omitempty"`
 }

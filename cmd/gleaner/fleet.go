@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/index/fleet"
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/spf13/pflag"
+)
+
+// fleetFlags are serve's flags for a replica of a fleet.
+type fleetFlags struct {
+	urls, creds, ca, cert, key string
+	replicas, keep             int
+	every, wait, timeout       time.Duration
+	scratch                    string
+}
+
+func (f *fleetFlags) flags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.urls, "fleet", "", "serve as a replica of a fleet: the NATS cluster's URLs (nats://host:4222,… or tls://…); every index follows its update log there, and with --writes the write endpoints publish to it (docs/fleet.md); an index folder that does not exist is restored from the fleet's newest snapshot")
+	fl.StringVar(&f.creds, "fleet-creds", "", "with --fleet: a NATS credentials file")
+	fl.StringVar(&f.ca, "fleet-ca", "", "with --fleet: PEM CA of the NATS servers' certificates")
+	fl.StringVar(&f.cert, "fleet-cert", "", "with --fleet: PEM client certificate for NATS (with --fleet-key)")
+	fl.StringVar(&f.key, "fleet-key", "", "with --fleet: PEM private key of --fleet-cert")
+	fl.IntVar(&f.replicas, "fleet-replicas", 3, "with --fleet: replication factor of the logs and snapshot stores this server creates (1 to 5; at most the NATS nodes)")
+	fl.DurationVar(&f.every, "fleet-snapshot-every", 10*time.Minute, "with --fleet: upload a snapshot of each changed index this often, and trim the log behind the oldest kept (0: never; one replica of a fleet needs it)")
+	fl.IntVar(&f.keep, "fleet-snapshot-keep", 2, "with --fleet: snapshots kept per index")
+	fl.DurationVar(&f.wait, "fleet-wait", time.Second, "with --fleet: longest a request with min_seq waits for this replica to apply that write (then 503 with Retry-After)")
+	fl.DurationVar(&f.timeout, "fleet-timeout", 10*time.Second, "with --fleet: longest one request to the NATS cluster may take before it is retried")
+	fl.StringVar(&f.scratch, "fleet-scratch", "", "with --fleet: folder snapshots are written to before upload (default: the system's temporary folder)")
+}
+
+// connect connects to the fleet's cluster and sets cfg.Fleet.
+func (f *fleetFlags) connect(ctx context.Context, log *slog.Logger, cfg *server.Config) (*fleet.Conn, error) {
+	c := fleet.DefaultConfig(f.urls, log)
+	c.CredsFile, c.CAFile, c.CertFile, c.KeyFile = f.creds, f.ca, f.cert, f.key
+	c.Replicas, c.Timeout, c.Name = f.replicas, f.timeout, "gleaner serve"
+	conn, err := fleet.Connect(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("--fleet: %w", err)
+	}
+	fl := server.DefaultFleet(conn)
+	fl.SnapshotEvery, fl.SnapshotKeep, fl.Wait, fl.Scratch = f.every, f.keep, f.wait, f.scratch
+	cfg.Fleet = fl
+	return conn, nil
+}

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/index/fleet"
+	"github.com/gleaner-rag/gleaner/index/live"
+)
+
+func (f *Fleet) validate() error {
+	switch {
+	case f == nil:
+		return nil
+	case f.Conn == nil:
+		return errors.New("server: Config.Fleet.Conn is nil (fleet.Connect)")
+	case f.SnapshotEvery < 0:
+		return fmt.Errorf("server: fleet snapshot interval %v: want ≥ 0 (0: never)", f.SnapshotEvery)
+	case f.SnapshotKeep < 1:
+		return fmt.Errorf("server: fleet snapshots kept %d: want ≥ 1", f.SnapshotKeep)
+	case f.Wait <= 0 || f.Wait > time.Minute:
+		return fmt.Errorf("server: fleet min_seq wait %v: want > 0 and ≤ 1m", f.Wait)
+	}
+	return nil
+}
+
+// replica is one index's place in the fleet.
+type replica struct {
+	log  *fleet.Log
+	rep  *fleet.Replica
+	snap atomic.Uint64 // the sequence of the last snapshot this server uploaded
+}
+
+type fleetStats struct {
+	snapshots, snapshotFailures, published, publishFailures atomic.Int64
+}
+
+// restoreMissing restores, from the fleet's newest snapshot, every index
+// whose folder does not exist: a new or wiped replica.
+func (s *Server) restoreMissing(ctx context.Context) error {
+	if s.cfg.Fleet == nil {
+		return nil
+	}
+	for name, dir := range s.cfg.Indexes {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
+		if err != nil {
+			return fmt.Errorf("server: index %q: %w", name, err)
+		}
+		s.cfg.Logger.Info("fleet: the index folder does not exist; restoring the fleet's newest snapshot", "index", name, "dir", dir)
+		if _, err := l.Restore(ctx, dir); err != nil {
+			return fmt.Errorf("server: index %q (%s): %w", name, dir, err)
+		}
+	}
+	return nil
+}
+
+// followFleet starts following each index's log (Config.Fleet).
+func (s *Server) followFleet(ctx context.Context) error {
+	if s.cfg.Fleet == nil {
+		return nil
+	}
+	s.replicas = map[string]*replica{}
+	for name, w := range s.writers {
+		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
+		if err == nil {
+			var r *fleet.Replica
+			r, err = fleet.Follow(ctx, l, w, fleet.DefaultFollowOptions(s.cfg.Logger))
+			if err == nil {
+				s.replicas[name] = &replica{log: l, rep: r}
+				s.replicas[name].snap.Store(w.Source())
+				continue
+			}
+		}
+		s.stopFleet()
+		if errors.Is(err, fleet.ErrBehind) || errors.Is(err, fleet.ErrForeign) {
+			err = fmt.Errorf("%w (move %s away: the server then restores the fleet's newest snapshot there)", err, s.cfg.Indexes[name])
+		}
+		return fmt.Errorf("server: index %q: %w", name, err)
+	}
+	return nil
+}
+
+// stopFleet stops following (the writers stay open).
+func (s *Server) stopFleet() {
+	if s.snapDone != nil {
+		<-s.snapDone
+		s.snapDone = nil
+	}
+	for _, r := range s.replicas {
+		r.rep.Close()
+	}
+}
+
+// stoppedReplica reports whether an index stopped following its log for
+// good (behind a trimmed log, its writer failed).
+func (s *Server) stoppedReplica() bool {
+	for name, r := range s.replicas {
+		if err := r.rep.Err(); err != nil && s.ready.Load() {
+			s.cfg.Logger.Error("fleet: not ready: an index stopped following its log", "index", name, "err", err)
+			return true
+		}
+	}
+	return false
+}
+
+// readyAt answers /readyz?index=NAME&min_seq=N: ready only once the
+// index has applied batch N (a load balancer may hold a replica back
+// until it caught up). It reports whether the request may go on.
+func (s *Server) readyAt(w http.ResponseWriter, r *http.Request) bool {
+	name, raw := r.URL.Query().Get("index"), r.URL.Query().Get("min_seq")
+	if name == "" && raw == "" {
+		return true
+	}
+	seq, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || name == "" {
+		writeError(w, http.StatusBadRequest, &FieldError{"min_seq", "give index=NAME and min_seq=N (a sequence, ≥ 0)"})
+		return false
+	}
+	if applied, ok := s.appliedSeq(name); !ok || applied < seq {
+		// The same answer for an unknown index: /readyz needs no key.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: the index has not applied that sequence"})
+		return false
+	}
+	return true
+}
+
+// appliedSeq is the last batch of its log index name has applied: the
+// fleet's sequence, or the local update log's record.
+func (s *Server) appliedSeq(name string) (uint64, bool) {
+	if r, ok := s.replicas[name]; ok {
+		return r.rep.Applied(), true
+	}
+	if w, ok := s.writers[name]; ok {
+		return w.Stats().Seq, true
+	}
+	return 0, false
+}
+
+// waitSeq waits, within the fleet's bound, until index name has applied
+// batch seq (a request's min_seq). It answers the status to return when
+// it has not.
+func (s *Server) waitSeq(ctx context.Context, name string, seq uint64) (int, error) {
+	if seq == 0 {
+		return 0, nil
+	}
+	if s.writers == nil {
+		return http.StatusBadRequest, &FieldError{"min_seq", "this server takes no writes (start it with --writes or --fleet)"}
+	}
+	if applied, ok := s.appliedSeq(name); ok && applied >= seq {
+		return 0, nil
+	}
+	r, ok := s.replicas[name]
+	if !ok { // a lone server applies a write before it acknowledges it
+		return http.StatusServiceUnavailable, &FieldError{"min_seq", "the index has not applied that sequence (a sequence of another server?)"}
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Fleet.Wait)
+	defer cancel()
+	if _, err := r.rep.Wait(wctx, seq); err != nil {
+		if ctx.Err() != nil {
+			return 499, ctx.Err()
+		}
+		return http.StatusServiceUnavailable, &FieldError{"min_seq", fmt.Sprintf("this replica has applied up to %d, not yet %d; retry", r.rep.Applied(), seq)}
+	}
+	return 0, nil
+}
+
+// publishWrite publishes b to the index's log and waits, within ctx, for
+// this replica to apply it, so that the answer carries the batch's
+// outcome (a refusal, as a lone server would give it). A batch stored in
+// the log but not applied here within ctx is answered 202: it will be.
+// key, when set, is the client's Idempotency-Key: the same batch sent
+// again with it within the log's dedup window is stored once.
+func (s *Server) publishWrite(ctx context.Context, name, key string, b *live.Batch) (live.Result, bool, error) {
+	r := s.replicas[name]
+	seq, err := r.log.PublishID(ctx, b, key)
+	if err != nil {
+		s.fleetStats.publishFailures.Add(1)
+		return live.Result{}, false, err
+	}
+	s.fleetStats.published.Add(1)
+	res := live.Result{Seq: seq}
+	refusal, err := r.rep.Wait(ctx, seq)
+	if err != nil {
+		return res, false, nil // stored; applied later
+	}
+	res.Nodes = s.writers[name].Index().Live()
+	return res, true, refusal
+}
+
+// snapshotEvery uploads a snapshot of each index that changed since its
+// last, and trims the log behind the oldest kept, until stop.
+func (s *Server) snapshotEvery(every time.Duration, stop <-chan struct{}) {
+	defer close(s.snapDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if err := s.Snapshot(ctx); err != nil {
+				s.cfg.Logger.Error("fleet: snapshot failed; the next one retries", "err", err)
+			}
+		}
+	}
+}
+
+// Snapshot uploads a snapshot of each index that changed since this
+// server's last, then trims each log behind the oldest snapshot kept
+// (Config.Fleet.SnapshotKeep). Config.Fleet.SnapshotEvery calls it.
+func (s *Server) Snapshot(ctx context.Context) error {
+	var errs []error
+	for name, r := range s.replicas {
+		w := s.writers[name]
+		if w.Source() == r.snap.Load() {
+			continue
+		}
+		snap, err := r.log.PutSnapshot(ctx, w, s.cfg.Fleet.Scratch)
+		if err == nil {
+			r.snap.Store(snap.Seq)
+			_, err = r.log.Trim(ctx, s.cfg.Fleet.SnapshotKeep)
+		}
+		if err != nil {
+			s.fleetStats.snapshotFailures.Add(1)
+			errs = append(errs, fmt.Errorf("index %q: %w", name, err))
+			continue
+		}
+		s.fleetStats.snapshots.Add(1)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/index/fleet"
+	"github.com/gleaner-rag/gleaner/index/fleet/fleettest"
+	"github.com/gleaner-rag/gleaner/server"
+	"github.com/gleaner-rag/gleaner/server/api"
+	"github.com/gleaner-rag/gleaner/server/client"
+)
+
+// fleetServer serves dir as index synth, a replica of the fleet at urls.
+func fleetServer(t *testing.T, urls, dir string, writes bool) (*server.Server, *client.Client, string) {
+	t.Helper()
+	conf := fleet.DefaultConfig(urls, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	conf.Replicas = 1
+	conn, err := fleet.Connect(context.Background(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	s := mustServer(t, func(c *server.Config) {
+		c.Indexes = map[string]string{"synth": dir}
+		c.Writes = writes
+		c.Fleet = server.DefaultFleet(conn)
+		c.Fleet.SnapshotEvery = 0
+		c.Fleet.Wait = 2 * time.Second
+	})
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { hs.Close(); s.Close(context.Background()) })
+	c, err := client.New(hs.URL, hs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseURL[c] = hs.URL
+	return s, c, hs.URL
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestFleetWritesReachEveryReplica: a write on one replica is read on
+// another with min_seq; a refusal is the same on both; a replica whose
+// folder is missing restores the newest snapshot and catches up; a
+// read-only replica refuses writes but follows.
+func TestFleetWritesReachEveryReplica(t *testing.T) {
+	cl := fleettest.Start(t, 1)
+	ctx := context.Background()
+	sa, a, _ := fleetServer(t, cl.URLs(), copyIndex(t), true)
+	_, b, bURL := fleetServer(t, cl.URLs(), copyIndex(t), false)
+	r, err := a.PutDocument(ctx, "synth", "zz-1", api.Document{Title: "Quokka", Text: "the quokka festival of zanzibar"})
+	if err != nil || r.Seq != 1 {
+		t.Fatalf("put on a: %+v %v", r, err)
+	}
+	resp, err := b.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "quokka zanzibar", Method: "bm25", K: api.K(3), MinSeq: r.Seq})
+	if err != nil || len(resp.Hits) == 0 || resp.Hits[0].ID != "zz-1" {
+		t.Fatalf("read on b with min_seq %d: %+v %v", r.Seq, resp, err)
+	}
+	if code := get(t, bURL+"/readyz?index=synth&min_seq=1"); code != http.StatusOK {
+		t.Errorf("/readyz at seq 1 on b: %d", code)
+	}
+	if code := get(t, bURL+"/readyz?index=synth&min_seq=99"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz at seq 99 on b: %d, want 503", code)
+	}
+	if _, err := b.PutDocument(ctx, "synth", "zz-2", api.Document{Text: "x"}); status(err) != http.StatusForbidden {
+		t.Errorf("a write on a replica without --writes: %v, want 403", err)
+	}
+	_, err = a.CommitDocuments(ctx, "synth", []api.DocumentChange{{Op: "add", ID: "zz-1", Document: api.Document{Text: "again"}}})
+	if status(err) != http.StatusConflict {
+		t.Fatalf("adding an existing document through the fleet: %v, want 409", err)
+	}
+	if _, err := b.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "x", MinSeq: 50}); status(err) != http.StatusServiceUnavailable {
+		t.Errorf("min_seq past the log: %v, want 503", err)
+	}
+	if _, err := a.Refit(ctx, "synth"); status(err) != http.StatusConflict {
+		t.Errorf("refit on a replica: %v, want 409", err)
+	}
+	// A snapshot, then a write after it; a replica with no folder restores
+	// the snapshot and replays the write.
+	if err := sa.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r3, err := a.PutDocument(ctx, "synth", "zz-3", api.Document{Text: "wombat burrows of the outback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	_, c, _ := fleetServer(t, cl.URLs(), fresh, false)
+	resp, err = c.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "wombat outback quokka", Method: "bm25", K: api.K(5), MinSeq: r3.Seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range resp.Hits {
+		ids = append(ids, h.ID)
+	}
+	if got := strings.Join(ids, ","); !strings.Contains(got, "zz-3") || !strings.Contains(got, "zz-1") {
+		t.Errorf("the restored replica serves %v, want zz-1 and zz-3", ids)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, "manifest.json")); err != nil {
+		t.Errorf("the restored folder: %v", err)
+	}
+	mresp, err := http.Get(baseURL[a] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, m := range []string{`gleaner_fleet_applied_seq{index="synth"} 3`, "gleaner_fleet_published_total 3", "gleaner_fleet_snapshots_total 1"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("/metrics lacks %q", m)
+		}
+	}
+}
