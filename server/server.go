@@ -313,8 +313,8 @@ type Server struct {
 	writeCPU live.Gate // the cores write work may take (Config.WriteCores)
 	// replicas follow the fleet's logs (Config.Fleet), by index; nil
 	// without a fleet.
-	replicas map[string]*replica
-	snapDone chan struct{} // closed when the snapshot loop ends
+	replicas   map[string]*replica
+	snapDone   chan struct{} // closed when the snapshot loop ends
 	fleetStats fleetStats
 	// open counts the index sets not closed yet: a request may still
 	// read a set a publish or reload retired.

@@ -82,6 +82,14 @@ func (l *Log) Index() string { return l.index }
 // cluster's message size fails with live.ErrTooLarge, as a
 // live.CheckError.
 func (l *Log) Publish(ctx context.Context, b *live.Batch) (uint64, error) {
+	return l.PublishID(ctx, b, "")
+}
+
+// PublishID is Publish with the caller's id for the batch ("" for a new
+// one): a batch published again with the same id within two minutes
+// (the stream's dedup window) is stored once, and its first sequence
+// returned; so a client may retry a write whose answer it lost.
+func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (uint64, error) {
 	payload, err := b.MarshalBinary()
 	if err != nil {
 		return 0, fmt.Errorf("fleet: encoding the batch: %w", err)
@@ -89,7 +97,9 @@ func (l *Log) Publish(ctx context.Context, b *live.Batch) (uint64, error) {
 	if max := l.c.MaxPayload(); int64(len(payload)) > max {
 		return 0, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
 	}
-	id := nuid.Next()
+	if id == "" {
+		id = nuid.Next()
+	}
 	var seq uint64
 	err = l.c.retry(ctx, "publishing to "+l.name, func(ctx context.Context) error {
 		ack, err := l.c.js.Publish(ctx, l.subj, payload, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.name))

@@ -207,7 +207,7 @@ type RefitResponse struct {
 // WriteResponse answers a write: once it is sent, the change is durable
 // and every later request sees it.
 type WriteResponse struct {
-	Index   string `json:"index"`
+	Index string `json:"index"`
 	// Seq is the change's record in the index's update log: on a replica
 	// of a fleet, its sequence in the fleet's log (a later request's
 	// min_seq).
