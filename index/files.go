@@ -102,6 +102,8 @@ type LiveState struct {
 	// Source is the last record of the log the changes came from (a
 	// fleet's stream, index/fleet) that the index includes; 0 for none.
 	Source uint64 `json:"source,omitempty"`
+	// Origin names that log (a fleet's stream); "" for none.
+	Origin string `json:"origin,omitempty"`
 }
 
 // relationTable names relation ids and edge kinds.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +15,9 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index/fleet"
 	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/gleaner-rag/gleaner/server/api"
+	"github.com/gleaner-rag/gleaner/server/auth"
+	"github.com/nats-io/nuid"
 )
 
 func (f *Fleet) validate() error {
@@ -35,7 +40,8 @@ func (f *Fleet) validate() error {
 type replica struct {
 	log  *fleet.Log
 	rep  *fleet.Replica
-	snap atomic.Uint64 // the sequence of the last snapshot this server uploaded
+	snap atomic.Uint64          // the sequence of the last snapshot this server uploaded
+	why  atomic.Pointer[string] // why it was last not ready ("": ready)
 }
 
 type fleetStats struct {
@@ -51,6 +57,9 @@ func (s *Server) restoreMissing(ctx context.Context) error {
 	for name, dir := range s.cfg.Indexes {
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if _, err := os.Stat(live.LogDir(dir)); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("server: index %q: %s does not exist but its update log %s does: move the log away too, and the server restores the fleet's newest snapshot", name, dir, live.LogDir(dir))
 		}
 		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
 		if err != nil {
@@ -101,12 +110,24 @@ func (s *Server) stopFleet() {
 	}
 }
 
-// stoppedReplica reports whether an index stopped following its log for
-// good (behind a trimmed log, its writer failed).
+// stoppedReplica reports whether an index is not ready to serve
+// (fleet.Replica.Ready: catching up, failing, stopped); the log says
+// why, once per change of reason.
 func (s *Server) stoppedReplica() bool {
 	for name, r := range s.replicas {
-		if err := r.rep.Err(); err != nil && s.ready.Load() {
-			s.cfg.Logger.Error("fleet: not ready: an index stopped following its log", "index", name, "err", err)
+		err := r.rep.Ready()
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if old := r.why.Swap(&msg); old == nil || *old != msg {
+			if err != nil {
+				s.cfg.Logger.Warn("fleet: not ready", "index", name, "why", err)
+			} else if old != nil {
+				s.cfg.Logger.Info("fleet: ready", "index", name, "applied", r.rep.Applied())
+			}
+		}
+		if err != nil {
 			return true
 		}
 	}
@@ -179,11 +200,10 @@ func (s *Server) waitSeq(ctx context.Context, name string, seq uint64) (int, err
 // this replica to apply it, so that the answer carries the batch's
 // outcome (a refusal, as a lone server would give it). A batch stored in
 // the log but not applied here within ctx is answered 202: it will be.
-// key, when set, is the client's Idempotency-Key: the same batch sent
-// again with it within the log's dedup window is stored once.
-func (s *Server) publishWrite(ctx context.Context, name, key string, b *live.Batch) (live.Result, bool, error) {
+// id is the message id (messageID).
+func (s *Server) publishWrite(ctx context.Context, name, id string, b *live.Batch) (live.Result, bool, error) {
 	r := s.replicas[name]
-	seq, err := r.log.PublishID(ctx, b, key)
+	seq, err := r.log.PublishID(ctx, b, id)
 	if err != nil {
 		s.fleetStats.publishFailures.Add(1)
 		return live.Result{}, false, err
@@ -245,4 +265,70 @@ func (s *Server) Snapshot(ctx context.Context) error {
 		s.fleetStats.snapshots.Add(1)
 	}
 	return errors.Join(errs...)
+}
+
+// fleetWrite publishes a write to the fleet's log and answers it: with
+// this replica's outcome once applied here, 202 when the log stored it
+// but this replica has not applied it within the request's time, 504
+// when the log did not acknowledge it in time (it may still have stored
+// it: a retry with the same Idempotency-Key is stored at most once).
+func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.Request, lw *live.Writer, op, name string, b *live.Batch, start time.Time) {
+	key := r.Header.Get("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		s.answerWrite(w, op, name, 0, nil, err)
+		return
+	}
+	if key == "" {
+		key = nuid.Next()
+	}
+	w.Header().Set("Idempotency-Key", key)
+	s.writeCPU.Enter()
+	err := lw.Embed(ctx, b) // the log carries the vectors: every replica applies the same
+	s.writeCPU.Leave()
+	if err != nil {
+		s.answerWrite(w, op, name, 0, nil, err)
+		return
+	}
+	res, applied, err := s.publishWrite(ctx, name, messageID(KeyOf(r.Context()), name, key, b), b)
+	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil && !live.IsInvalid(err) && ctx.Err() != nil && r.Context().Err() == nil:
+		s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusGatewayTimeout)).Inc()
+		writeError(w, http.StatusGatewayTimeout, &FieldError{Msg: "the fleet's log did not acknowledge the write in time; it may have stored it: retry with the same Idempotency-Key header (" + key + ") and it is stored at most once"})
+	case err == nil && !applied:
+		s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusAccepted)).Inc()
+		writeJSON(w, http.StatusAccepted, api.WriteResponse{Index: name, Seq: res.Seq, Changes: b.Len(), Pending: true})
+	default:
+		s.answerWrite(w, op, name, b.Len(), &res, err)
+	}
+}
+
+// messageID is the log's message id of a write: the same key's retry of
+// the same batch, within the log's dedup window, is stored once; another
+// key's, or another batch under the same key, is another write.
+func messageID(k *auth.Key, index, idem string, b *live.Batch) string {
+	payload, _ := b.MarshalBinary()
+	h := sha256.New()
+	if k != nil {
+		h.Write([]byte(k.ID))
+	}
+	for _, part := range [][]byte{[]byte(index), []byte(idem), payload} {
+		h.Write([]byte{0})
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+// checkIdempotencyKey refuses an Idempotency-Key header that is not a
+// short printable token.
+func checkIdempotencyKey(k string) error {
+	if len(k) > 128 {
+		return &FieldError{"Idempotency-Key", fmt.Sprintf("%d bytes, over 128", len(k))}
+	}
+	for _, c := range k {
+		if c <= ' ' || c > '~' {
+			return &FieldError{"Idempotency-Key", "printable ASCII without spaces only"}
+		}
+	}
+	return nil
 }

@@ -359,13 +359,15 @@ func New(cfg Config) (*Server, error) {
 		s.closeWriters()
 		return nil, err
 	}
-	if err := s.followFleet(context.Background()); err != nil {
-		s.closeWriters()
-		set.retire(context.Background())
-		return nil, err
-	}
 	s.guard = newConnGuard(cfg.MaxConns, s.metrics)
 	s.set.Store(s.track(set))
+	// Following starts once the set is served: each batch it applies is
+	// published into it.
+	if err := s.followFleet(context.Background()); err != nil {
+		s.set.Swap(nil).retire(context.Background())
+		s.closeWriters()
+		return nil, err
+	}
 	s.keys.Store(cfg.Keys)
 	s.metrics.reg.MustRegister(newSchedulerCollector(s))
 	if s.writers != nil {

@@ -191,38 +191,12 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, lw *live.Writer,
 	defer cancel()
 	start := time.Now()
 	if s.replicas != nil {
-		key := r.Header.Get("Idempotency-Key")
-		if err := checkIdempotencyKey(key); err != nil {
-			s.answerWrite(w, op, name, 0, nil, err)
-			return
-		}
-		res, applied, err := s.publishWrite(ctx, name, key, b)
-		s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
-		if err == nil && !applied {
-			s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusAccepted)).Inc()
-			writeJSON(w, http.StatusAccepted, api.WriteResponse{Index: name, Seq: res.Seq, Changes: b.Len(), Pending: true})
-			return
-		}
-		s.answerWrite(w, op, name, b.Len(), &res, err)
+		s.fleetWrite(ctx, w, r, lw, op, name, b, start)
 		return
 	}
 	res, err := lw.Commit(ctx, b)
 	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	s.answerWrite(w, op, name, b.Len(), &res, err)
-}
-
-// checkIdempotencyKey refuses an Idempotency-Key header the fleet's log
-// cannot take as a message id.
-func checkIdempotencyKey(k string) error {
-	if len(k) > 128 {
-		return &FieldError{"Idempotency-Key", fmt.Sprintf("%d bytes, over 128", len(k))}
-	}
-	for _, c := range k {
-		if c <= ' ' || c > '~' {
-			return &FieldError{"Idempotency-Key", "printable ASCII without spaces only"}
-		}
-	}
-	return nil
 }
 
 // answerWrite maps a write's outcome to a status and answers it.

@@ -25,6 +25,16 @@
 // (adds, replaces and deletes balanced) with BM25 queries beside, and
 // prints RSS, Go heap, log and folder sizes every -every: memory and disk
 // must follow the index's size, not the number of changes.
+//
+// fleet runs a 3-node NATS JetStream cluster in-process on loopback and
+// two replicas of the index following its update log (index/fleet):
+// -writers publishers send batches of -batch new passages for -duration;
+// it prints the passages per second the log acknowledged, each batch's
+// lag until the serving replica applied it, that replica's BM25 p50/p99
+// at -rate q/s idle and during the ingest, checks that the replicas end
+// identical, and times a fresh replica's catch-up from a snapshot of the
+// starting index and from one of the end. -kill-leader stops the log's
+// leader node for the middle third of the ingest.
 package main
 
 import (
@@ -50,7 +60,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		log.Fatal("live: want a mode (equality, ingest, soak or commits), then flags")
+		log.Fatal("live: want a mode (equality, ingest, soak, commits or fleet), then flags")
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	src := fs.String("corpus", "", "a gleaner JSONL corpus folder (nodes.jsonl, queries.jsonl)")
@@ -72,6 +82,7 @@ func main() {
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
 	existing := fs.String("index", "", "commits: the live index to commit to (default: the one -work holds)")
 	fs.Float64Var(&deletedShare, "deleted-share", live.DefaultOptions(nil).DeletedShare, "equality, commits, soak: the writer's live.Options.DeletedShare (0: renumber at every removal)")
+	killLeader := fs.Bool("kill-leader", false, "fleet: stop the log's leader NATS node for the middle third of the ingest")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
 	if *src == "" || (*work == "" && (os.Args[1] != "commits" || *existing == "")) {
@@ -107,6 +118,8 @@ func main() {
 		err = equality(c, *work, base, *ops, *seed, *mentions, steps, *refit)
 	case "soak":
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
+	case "fleet":
+		err = fleetBench(c, *work, base, fleetRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, seed: *seed, killLeader: *killLeader})
 	case "ingest":
 		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
 			profile: *profile, memProfile: *memProfile, interval: *interval, share: *share, writeCores: *writeCores})

@@ -174,6 +174,25 @@ func (c *Conn) retry(ctx context.Context, what string, f func(context.Context) e
 	}
 }
 
+// retryTransfer runs f, a transfer of unknown length (a snapshot), up to
+// three times while it fails for a reason that may pass; no attempt has a
+// deadline but ctx.
+func (c *Conn) retryTransfer(ctx context.Context, what string, f func(context.Context) error) error {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = f(ctx); err == nil || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+		c.log.Warn("fleet: a transfer failed; retrying", "what", what, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
+	return err
+}
+
 // transient reports whether err may pass by itself (a leader election, a
 // reconnect, an attempt's timeout).
 func transient(err error) bool {

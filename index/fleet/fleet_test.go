@@ -17,7 +17,6 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
-	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/fleet/fleettest"
 	"github.com/gleaner-rag/gleaner/index/indextest"
 	"github.com/gleaner-rag/gleaner/index/live"
@@ -54,6 +53,14 @@ func baseIndex(t *testing.T) string {
 	c := synth.Generate(synth.Options{People: 40, Cities: 10, Countries: 4, Bands: 10, Queries: 4})
 	return indextest.Build(t, c)
 }
+
+// otherIndex builds an index of other documents.
+func otherIndex(t *testing.T) string {
+	c := synth.Generate(synth.Options{People: 30, Cities: 8, Countries: 3, Bands: 6, Queries: 4, Seed: 9})
+	return indextest.Build(t, c)
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // copyIndex copies the index folder src to a new folder.
 func copyIndex(t *testing.T, src string) string {
@@ -329,12 +336,11 @@ func checkModel(t *testing.T, rp *replica, m model) {
 // out as a snapshot would be, and its BM25 top-10 for fixed queries.
 func fingerprint(t *testing.T, rp *replica) string {
 	t.Helper()
-	ix, seq := rp.w.Position()
-	sum, err := ix.WriteTo(context.Background(), filepath.Join(t.TempDir(), "fp"), &index.LiveState{Source: seq}, "")
+	out, err := Fingerprint(context.Background(), rp.w, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := fmt.Sprintf("seq %d sum %s", seq, sum)
+	ix := rp.w.Index()
 	m, err := retrieve.NewNamed("bm25", ix, retrieve.Env{Backend: cpu.New()})
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +421,9 @@ func TestNodeKilledDuringWrites(t *testing.T) {
 	leader := streamLeader(t, l)
 	cl.Kill(leader)
 	p.waitFor(t, 90)
-	cl.Restart(leader)
+	if err := cl.Restart(leader); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
 	_, last, err := l.Bounds(context.Background())
 	if err != nil {

@@ -15,16 +15,15 @@ import (
 // from: following would apply the log to other documents.
 var ErrForeign = errors.New("fleet: the index is not the fleet's")
 
-// genesisKey is the stream metadata that holds the manifest checksum of
-// the index the log starts from.
-const genesisKey = "gleaner_genesis"
-
 // Log is one index's update stream and snapshot store. It is safe for
 // concurrent use.
 type Log struct {
-	c      *Conn
-	index  string
-	name   string // the stream's
+	c     *Conn
+	index string
+	name  string // the stream's
+	// id names this stream for good: its name and creation time (a
+	// stream deleted and created again is another log).
+	id     string
 	subj   string
 	stream jetstream.Stream
 	objs   jetstream.ObjectStore
@@ -50,6 +49,7 @@ func (c *Conn) OpenLog(ctx context.Context, name string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: the update stream of index %q: %w", name, err)
 	}
+	l.id = fmt.Sprintf("%s_%d", l.name, l.stream.CachedInfo().Created.UnixNano())
 	err = c.retry(ctx, "opening the snapshot store of "+name, func(ctx context.Context) error {
 		o, err := c.js.ObjectStore(ctx, bucketName(name))
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -71,6 +71,10 @@ func (c *Conn) OpenLog(ctx context.Context, name string) (*Log, error) {
 // dedupWindow is how long the stream remembers a publish's id: a publish
 // retried within it (its acknowledgement lost) is stored once.
 const dedupWindow = 2 * time.Minute
+
+// headerRoom is what a message's headers (its id, the expected stream)
+// take of the cluster's size limit.
+const headerRoom = 1024
 
 // Index is the name of the log's index.
 func (l *Log) Index() string { return l.index }
@@ -94,13 +98,17 @@ func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (uint64, 
 	if err != nil {
 		return 0, fmt.Errorf("fleet: encoding the batch: %w", err)
 	}
-	if max := l.c.MaxPayload(); int64(len(payload)) > max {
+	if max := l.c.MaxPayload() - headerRoom; int64(len(payload)) > max {
 		return 0, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
 	}
 	if id == "" {
 		id = nuid.Next()
 	}
 	var seq uint64
+	// Retried only within the dedup window: a retry after it could store
+	// the batch twice.
+	ctx, cancel := context.WithTimeout(ctx, dedupWindow/2)
+	defer cancel()
 	err = l.c.retry(ctx, "publishing to "+l.name, func(ctx context.Context) error {
 		ack, err := l.c.js.Publish(ctx, l.subj, payload, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.name))
 		if err == nil {
@@ -127,49 +135,45 @@ func (l *Log) Bounds(ctx context.Context) (first, last uint64, err error) {
 	return first, last, err
 }
 
-// genesis is the manifest checksum of the index the log starts from, ""
-// when none has claimed it.
-func (l *Log) genesis(ctx context.Context) (jetstream.StreamConfig, string, error) {
-	var cfg jetstream.StreamConfig
-	err := l.c.retry(ctx, "reading the config of "+l.name, func(ctx context.Context) error {
-		info, err := l.stream.Info(ctx)
+// claimGenesis checks that an index that has taken no batch of the log
+// (checksum: its manifest's) is the one the log starts from, recording it
+// when the log names none yet: a create in a key-value bucket, which
+// only one replica can win.
+func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
+	var kv jetstream.KeyValue
+	err := l.c.retry(ctx, "opening the genesis bucket", func(ctx context.Context) error {
+		var err error
+		kv, err = l.c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: genesisBucket,
+			Description: "gleaner: the index each update log starts from", Storage: jetstream.FileStorage, Replicas: l.c.cfg.Replicas})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	var have string
+	err = l.c.retry(ctx, "claiming the start of "+l.name, func(ctx context.Context) error {
+		_, err := kv.Create(ctx, l.id, []byte(checksum))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			e, gerr := kv.Get(ctx, l.id)
+			if gerr == nil {
+				have = string(e.Value())
+			}
+			return gerr
+		}
 		if err == nil {
-			cfg = info.Config
+			have = checksum
 		}
 		return err
 	})
-	return cfg, cfg.Metadata[genesisKey], err
-}
-
-// claimGenesis checks that an index that has taken no batch of the log
-// (checksum: its manifest's) is the one the log starts from, recording it
-// when the log names none yet.
-func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
-	cfg, have, err := l.genesis(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("fleet: the start of the log of %q: %w", l.index, err)
 	}
-	switch {
-	case have == checksum:
-		return nil
-	case have != "":
+	if have != checksum {
 		return fmt.Errorf("%w: the log of index %q starts from the index of manifest checksum %s, not %s: restore a snapshot of the fleet instead (move this index away)",
 			ErrForeign, l.index, have, checksum)
 	}
-	if cfg.Metadata == nil {
-		cfg.Metadata = map[string]string{}
-	}
-	cfg.Metadata[genesisKey] = checksum
-	err = l.c.retry(ctx, "recording the first index of "+l.name, func(ctx context.Context) error {
-		_, err := l.c.js.UpdateStream(ctx, cfg)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	// Two replicas may have claimed at once: the one recorded wins.
-	if _, have, err = l.genesis(ctx); err == nil && have != checksum {
-		return fmt.Errorf("%w: another replica claimed the log of index %q for the index of manifest checksum %s", ErrForeign, l.index, have)
-	}
-	return err
+	return nil
 }
+
+// genesisBucket is the key-value bucket of the logs' starting indexes.
+const genesisBucket = "GLEANER_genesis"

@@ -65,6 +65,11 @@ type Replica struct {
 	err      error    // why it stopped for good
 	pending  atomic.Uint64
 	failures atomic.Int64
+	// failing counts the failures since the last batch taken.
+	failing atomic.Int64
+	// startLast is the log's last batch when following began: the
+	// replica is not ready before it took it.
+	startLast uint64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -77,15 +82,25 @@ func Follow(ctx context.Context, l *Log, w *live.Writer, o FollowOptions) (*Repl
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if w.Source() == 0 {
+	switch origin := w.Origin(); {
+	case origin == l.id: // a snapshot of this log, or a replica of it
+	case origin != "":
+		return nil, fmt.Errorf("%w: index %q follows the log %s, not %s (a stream created again is another log)", ErrForeign, l.index, origin, l.id)
+	case w.Source() == 0:
 		if err := l.claimGenesis(ctx, w.Index().Manifest.Checksum); err != nil {
 			return nil, err
 		}
 	}
+	w.SetOrigin(l.id)
 	r := &Replica{l: l, w: w, o: o, applied: w.Source(), changed: make(chan struct{}), refused: map[uint64]error{}, done: make(chan struct{})}
 	if err := r.checkReachable(ctx); err != nil {
 		return nil, err
 	}
+	_, last, err := l.Bounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.startLast = last
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	go r.run(rctx)
@@ -123,6 +138,7 @@ func (r *Replica) run(ctx context.Context) {
 			return
 		}
 		r.failures.Add(1)
+		r.failing.Add(1)
 		r.o.Logger.Warn("fleet: following the log failed; retrying", "index", r.l.index, "applied", r.Applied(), "err", err, "in", r.o.Retry)
 		select {
 		case <-ctx.Done():
@@ -138,20 +154,22 @@ func (r *Replica) follow(ctx context.Context) error {
 		return err
 	}
 	cons, err := r.l.c.js.OrderedConsumer(ctx, r.l.name, jetstream.OrderedConsumerConfig{FilterSubjects: []string{r.l.subj},
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.w.Source() + 1})
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: r.w.Source() + 1, InactiveThreshold: 30 * time.Second})
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(r.o.MaxBatch))
+	// The client buffers at most pullBytes of messages, and the channel
+	// a few more: a replica's memory does not grow with its lag.
+	it, err := cons.Messages(jetstream.PullMaxBytes(pullBytes))
 	if err != nil {
 		return err
 	}
+	defer it.Stop() // ends the reader's Next
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs := make(chan jetstream.Msg, r.o.MaxBatch)
+	msgs := make(chan jetstream.Msg, 64)
 	errc := make(chan error, 1)
 	go func() {
-		defer it.Stop()
 		for {
 			m, err := it.Next()
 			if err != nil {
@@ -229,21 +247,38 @@ func (r *Replica) apply(ctx context.Context, msgs []jetstream.Msg) error {
 		r.pending.Store(md.NumPending)
 		next++
 	}
-	if len(bs) == 0 {
-		return nil
-	}
-	res := r.w.CommitAll(ctx, bs)
-	for i, x := range res {
-		if x.Err != nil && !live.IsInvalid(x.Err) {
-			return fmt.Errorf("fleet: applying batch %d of %s: %w", bs[i].Source(), r.l.name, x.Err)
+	for len(bs) > 0 {
+		n := commitRun(bs)
+		res := r.w.CommitAll(ctx, bs[:n])
+		for i, x := range res {
+			if x.Err != nil && !live.IsInvalid(x.Err) {
+				return fmt.Errorf("fleet: applying batch %d of %s: %w", bs[i].Source(), r.l.name, x.Err)
+			}
+			outcome := x.Err
+			if bad[i] != nil {
+				outcome = bad[i]
+			}
+			r.took(bs[i].Source(), outcome)
 		}
-		outcome := x.Err
-		if bad[i] != nil {
-			outcome = bad[i]
-		}
-		r.took(bs[i].Source(), outcome)
+		bs, bad = bs[n:], bad[n:]
 	}
 	return nil
+}
+
+// pullBytes bounds the messages the client buffers for a replica.
+const pullBytes = 32 << 20
+
+// commitRun is how many of bs to commit together: a batch whose vectors
+// the writer must make (published without them, not through a server)
+// is committed alone, so that it is embedded against the index of every
+// batch before it, as on every replica, however they group.
+func commitRun(bs []*live.Batch) int {
+	for i, b := range bs {
+		if b.NeedsVectors() {
+			return max(i, 1)
+		}
+	}
+	return len(bs)
 }
 
 // took records that batch seq was taken, with its refusal (nil: applied).
@@ -259,6 +294,7 @@ func (r *Replica) took(seq uint64, refusal error) {
 		}
 	}
 	r.applied = seq
+	r.failing.Store(0)
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
@@ -286,6 +322,22 @@ func (r *Replica) Pending() uint64 { return r.pending.Load() }
 
 // Failures counts the times following failed and was retried.
 func (r *Replica) Failures() int64 { return r.failures.Load() }
+
+// Ready reports why the replica should not serve yet: it stopped, it
+// has not taken the batches the log held when it began following, or
+// following has failed three times in a row since its last batch.
+func (r *Replica) Ready() error {
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if a := r.Applied(); a < r.startLast {
+		return fmt.Errorf("fleet: catching up: at batch %d of %d", a, r.startLast)
+	}
+	if n := r.failing.Load(); n >= 3 {
+		return fmt.Errorf("fleet: following the log failed %d times in a row", n)
+	}
+	return nil
+}
 
 // Err is why the replica stopped following for good (nil while it
 // follows).

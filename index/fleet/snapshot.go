@@ -3,6 +3,8 @@ package fleet
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +48,7 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "index")
-	sum, err := ix.WriteTo(ctx, dir, &index.LiveState{Source: seq}, "")
+	sum, err := ix.WriteTo(ctx, dir, &index.LiveState{Source: seq, Origin: l.id}, "")
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: writing the index: %w", l.index, seq, err)
 	}
@@ -54,7 +56,7 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 	meta := jetstream.ObjectMeta{Name: s.Name, Description: "gleaner index " + l.index,
 		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes)}}
 	var info *jetstream.ObjectInfo
-	err = l.c.retry(ctx, "uploading "+s.Name, func(ctx context.Context) error {
+	err = l.c.retryTransfer(ctx, "uploading "+s.Name, func(ctx context.Context) error {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTar(dir, pw)) }()
 		var err error
@@ -62,12 +64,30 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 		pr.CloseWithError(errors.New("upload ended"))
 		return err
 	})
+	if err == nil {
+		err = l.readBack(ctx, s.Name)
+	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: uploading: %w", l.index, seq, err)
 	}
 	s.Bytes, s.Time = info.Size, info.ModTime
 	l.c.log.Info("fleet: snapshot uploaded", "index", l.index, "seq", seq, "bytes", s.Bytes, "nodes", s.Nodes)
 	return s, nil
+}
+
+// readBack reads a stored object to its end, which checks its digest: a
+// snapshot is trusted (Trim drops the log behind it) only once the
+// store gave it back whole.
+func (l *Log) readBack(ctx context.Context, name string) error {
+	return l.c.retryTransfer(ctx, "reading back "+name, func(ctx context.Context) error {
+		res, err := l.objs.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		_, err = io.Copy(io.Discard, res)
+		return err
+	})
 }
 
 // Snapshots lists the stored snapshots, newest first.
@@ -140,7 +160,7 @@ func (l *Log) restoreOne(ctx context.Context, s Snapshot, dir string) error {
 		return err
 	}
 	defer os.RemoveAll(staging)
-	err := l.c.retry(ctx, "downloading "+s.Name, func(ctx context.Context) error {
+	err := l.c.retryTransfer(ctx, "downloading "+s.Name, func(ctx context.Context) error {
 		if err := os.RemoveAll(staging); err != nil {
 			return err
 		}
@@ -322,4 +342,38 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Fingerprint identifies the content of w's index: it writes the index
+// as a snapshot would be (compacted, with the number of the last batch
+// it took) under scratch and hashes its manifest without the time it was
+// written. Replicas that took the same batches have the same
+// fingerprint, however they grouped them or compacted meanwhile.
+func Fingerprint(ctx context.Context, w *live.Writer, scratch string) (string, error) {
+	ix, seq := w.Position()
+	tmp, err := os.MkdirTemp(scratch, "gleaner-fingerprint-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "index")
+	if _, err := ix.WriteTo(ctx, dir, &index.LiveState{Source: seq, Origin: w.Origin()}, ""); err != nil {
+		return "", err
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		return "", err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", err
+	}
+	delete(m, "created")
+	delete(m, "checksum")
+	canon, err := json.Marshal(m) // map keys sorted
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return fmt.Sprintf("seq %d sha256:%x", seq, sum[:16]), nil
 }

@@ -90,6 +90,17 @@ func (b *Batch) Replace(d Document) { b.ops = append(b.ops, newOp(opReplace, d))
 // fails if the index has none.
 func (b *Batch) Delete(id string) { b.ops = append(b.ops, op{Kind: opDelete, ID: id}) }
 
+// NeedsVectors reports whether a document the batch adds or replaces has
+// no vectors: the writer that applies it embeds them (Writer.Embed).
+func (b *Batch) NeedsVectors() bool {
+	for i := range b.ops {
+		if b.ops[i].Kind != opDelete && b.ops[i].Vectors == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of changes in the batch.
 func (b *Batch) Len() int { return len(b.ops) }
 

@@ -314,7 +314,7 @@ func (w *Writer) Refit(ctx context.Context) error {
 	seq := w.log.Last()
 	// Not cancelled with ctx: a write stopped midway stops the writer
 	// (below), and a caller gone (a client hanging up) is no reason.
-	sum, err := next.WriteTo(context.WithoutCancel(ctx), w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq, Source: w.source.Load()}, w.sum)
+	sum, err := next.WriteTo(context.WithoutCancel(ctx), w.dir, w.liveState(seq, w.source.Load()), w.sum)
 	if err != nil {
 		next.Close()
 		// The folder may hold either basis now (a failure after the swap

@@ -117,3 +117,29 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// TestFollowerRefusesLocalCommits: a writer that follows a log takes
+// numbered batches only; CommitAll answers every batch it did not apply
+// with an error.
+func TestFollowerRefusesLocalCommits(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	w.SetOrigin("GLEANER_x_1")
+	var b Batch
+	b.Add(passage("local", "a local change"))
+	if _, err := w.Commit(context.Background(), &b); !IsInvalid(err) || !strings.Contains(err.Error(), "follows the log") {
+		t.Errorf("an unnumbered commit on a follower: %v, want a refusal naming the log", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i, r := range w.CommitAll(ctx, []*Batch{numbered(1, func(b *Batch) { b.Add(passage("c1", "x")) })}) {
+		if r.Err == nil {
+			t.Errorf("batch %d of a cancelled CommitAll: no error, yet Source is %d", i, w.Source())
+		}
+	}
+	if w.Source() != 0 {
+		t.Errorf("Source %d after a cancelled CommitAll", w.Source())
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,7 +205,28 @@ type Writer struct {
 	// source is the last numbered batch taken (Batch.SetSource): applied,
 	// or refused by its checks. Written under mu.
 	source atomic.Uint64
+	// origin names the log the numbers come from (SetOrigin).
+	origin atomic.Pointer[string]
 }
+
+// liveState is what an index written at log record seq, including the
+// numbered batches up to source, records of its place.
+func (w *Writer) liveState(seq, source uint64) *index.LiveState {
+	return &index.LiveState{Log: w.log.Header().ID, Seq: seq, Source: source, Origin: w.Origin()}
+}
+
+// Origin names the log the writer's numbered batches come from, as the
+// index on disk recorded it or SetOrigin set it ("" for none).
+func (w *Writer) Origin() string {
+	if p := w.origin.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// SetOrigin names the log the writer's numbered batches come from; the
+// next checkpoint records it with the index.
+func (w *Writer) SetOrigin(name string) { w.origin.Store(&name) }
 
 type stats struct {
 	commits, batches, checkpoints atomic.Int64
@@ -303,6 +325,7 @@ func (w *Writer) openLog(ctx context.Context) error {
 	w.log, w.written = l, after
 	if lv != nil {
 		w.source.Store(lv.Source)
+		w.SetOrigin(lv.Origin)
 	}
 	w.cat = newCatalog(w.base)
 	w.kinds = w.kindUpdaters(ctx, w.base)
@@ -437,7 +460,11 @@ func (w *Writer) CommitAll(ctx context.Context, bs []*Batch) []Result {
 	}
 	for i, req := range reqs {
 		if req != nil {
-			out[i], _ = w.await(ctx, req)
+			r, err := w.await(ctx, req)
+			if r.Err == nil {
+				r.Err = err // abandoned, or the writer closed: not applied
+			}
+			out[i] = r
 		}
 	}
 	return out
@@ -679,6 +706,20 @@ func (w *Writer) applyGroup(reqs []*request) bool {
 			return false
 		}
 		w.o.Logger.Error("live update refused: the change could not be applied", "dir", w.dir, "err", err)
+		if a := accepted[0]; a.source != 0 {
+			// Whether it applies may depend on this replica's layout (what
+			// was deleted in place): not a refusal every follower would
+			// make. It stays untaken, and so do the batches after it (they
+			// were checked as if it applied); its follower retries.
+			a.res.Err = fmt.Errorf("live: numbered batch %d could not be applied: %w", a.source, err)
+			for _, r := range reqs[slices.Index(reqs, a)+1:] {
+				if r.source != 0 {
+					r.res.Err = fmt.Errorf("%w: batch %d, after batch %d could not be applied", ErrOutOfOrder, r.source, a.source)
+				}
+			}
+			w.source.Store(a.source - 1)
+			return true
+		}
 		accepted[0].res.Err = &CheckError{fmt.Errorf("live: the change could not be applied: %w", err)}
 		w.source.Store(source)
 		return true
@@ -724,6 +765,9 @@ func (w *Writer) prepare(p *pending, r *request, source uint64) ([]byte, error) 
 	if r.source != 0 && r.source != source+1 {
 		return nil, fmt.Errorf("%w: batch %d, after %d", ErrOutOfOrder, r.source, source)
 	}
+	if origin := w.Origin(); r.source == 0 && origin != "" {
+		return nil, &CheckError{fmt.Errorf("live: the index follows the log %s: write through it (a change committed here would be on this replica alone)", origin)}
+	}
 	if err := r.ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -750,6 +794,15 @@ func (w *Writer) prepare(p *pending, r *request, source uint64) ([]byte, error) 
 		return nil, fmt.Errorf("live: decoding the batch's own record: %w", err)
 	}
 	return payload, p.accept(ops)
+}
+
+// Embed fills in the vectors of b's added and replaced documents that
+// have none, with the current index's embedder (LSA fold-in, or the
+// index's text embedder): a batch published to a fleet carries them, so
+// that every replica applies the same vectors whatever its hardware and
+// however it groups batches.
+func (w *Writer) Embed(ctx context.Context, b *Batch) error {
+	return w.embed(ctx, w.Index(), b.ops)
 }
 
 // embed fills in the vectors of added documents that have none, so the
@@ -832,7 +885,7 @@ func (w *Writer) Checkpoint(ctx context.Context) error {
 	if seq == w.written && !refreshed {
 		return nil // nothing new
 	}
-	sum, err := ix.WriteTo(ctx, w.dir, &index.LiveState{Log: w.log.Header().ID, Seq: seq, Source: source}, w.sum)
+	sum, err := ix.WriteTo(ctx, w.dir, w.liveState(seq, source), w.sum)
 	if err != nil {
 		w.unsaved.CompareAndSwap(false, refreshed)
 		return fmt.Errorf("live: checkpoint of %s: %w", w.dir, err)

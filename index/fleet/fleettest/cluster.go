@@ -21,7 +21,6 @@ import (
 
 // Cluster is n NATS servers with JetStream, routed to each other.
 type Cluster struct {
-	t       testing.TB
 	opts    []*server.Options
 	servers []*server.Server
 }
@@ -30,14 +29,27 @@ type Cluster struct {
 // JetStream answers; it is shut down when the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, servers: make([]*server.Server, n)}
-	dir := t.TempDir()
-	ports := freePorts(t, 2*n) // one call: distinct ports
+	c, err := New(t.TempDir(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
+// New starts an n-node cluster keeping its stores under dir, and waits
+// until JetStream answers on every node; Shutdown stops it.
+func New(dir string, n int) (*Cluster, error) {
+	c := &Cluster{servers: make([]*server.Server, n)}
+	ports, err := freePorts(2 * n) // one call: distinct ports
+	if err != nil {
+		return nil, err
+	}
 	clients, routes := ports[:n], ports[n:]
 	for i := 0; i < n; i++ {
 		o := &server.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clients[i],
 			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), NoLog: true, NoSigs: true,
-			JetStreamMaxStore: 1 << 30, JetStreamMaxMemory: 64 << 20}
+			JetStreamMaxStore: 8 << 30, JetStreamMaxMemory: 64 << 20}
 		if n > 1 {
 			o.Cluster = server.ClusterOpts{Name: "gleaner-test", Host: "127.0.0.1", Port: routes[i]}
 			for j := 0; j < n; j++ {
@@ -49,29 +61,35 @@ func Start(t testing.TB, n int) *Cluster {
 		c.opts = append(c.opts, o)
 	}
 	for i := range c.opts {
-		c.Restart(i)
+		if err := c.Restart(i); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
 	}
-	t.Cleanup(c.Shutdown)
-	c.WaitReady()
-	return c
+	if err := c.WaitReady(); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
+	return c, nil
 }
 
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
+func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	var ports []int
 	for i := 0; i < n; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
+	return ports, nil
 }
 
 // URLs are the client URLs of every node, comma-separated.
@@ -96,17 +114,29 @@ func (c *Cluster) Kill(i int) {
 }
 
 // Restart starts node i again on its store.
-func (c *Cluster) Restart(i int) {
-	c.t.Helper()
+func (c *Cluster) Restart(i int) error {
 	s, err := server.NewServer(c.opts[i])
 	if err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	go s.Start()
 	if !s.ReadyForConnections(30 * time.Second) {
-		c.t.Fatalf("NATS node %d did not start", i+1)
+		s.Shutdown()
+		return fmt.Errorf("NATS node %d did not start", i+1)
 	}
 	c.servers[i] = s
+	return nil
+}
+
+// Leader is the node that leads stream (its replicas' Raft group), -1
+// when none does now.
+func (c *Cluster) Leader(stream string) int {
+	for i, s := range c.servers {
+		if s != nil && s.JetStreamIsStreamLeader("$G", stream) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Shutdown stops every node.
@@ -118,8 +148,7 @@ func (c *Cluster) Shutdown() {
 
 // WaitReady waits until JetStream answers on every running node (a
 // meta leader is elected).
-func (c *Cluster) WaitReady() {
-	c.t.Helper()
+func (c *Cluster) WaitReady() error {
 	deadline := time.Now().Add(60 * time.Second)
 	for i, s := range c.servers {
 		if s == nil {
@@ -131,11 +160,12 @@ func (c *Cluster) WaitReady() {
 				break
 			}
 			if time.Now().After(deadline) {
-				c.t.Fatalf("JetStream on NATS node %d not ready: %v", i+1, err)
+				return fmt.Errorf("JetStream on NATS node %d not ready: %w", i+1, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	return nil
 }
 
 func (c *Cluster) ping(u string) error {
@@ -168,7 +198,11 @@ type Proxy struct {
 // NewProxy forwards a new loopback port to target (host:port); it is
 // closed when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
-	p := &Proxy{t: t, target: target, addr: fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{t: t, target: target, addr: fmt.Sprintf("127.0.0.1:%d", ports[0])}
 	p.Heal()
 	t.Cleanup(p.Cut)
 	return p
