@@ -8,7 +8,7 @@ BIN := bin/gleaner
 # packages with goroutines or shared state, run under the race detector
 RACE_PKGS := ./internal/memo ./engine/... ./kernels/... ./models/... ./eval/... ./index/... ./retrieve/... ./methods/... ./graphops/... ./server/... ./fuseattn/... ./cuda
 
-.PHONY: all deps build demo test vet fmt-check bench peers clean ort-lib ort-optional fuzz docs-check cuda-check
+.PHONY: all deps build nats-server demo test vet fmt-check bench peers clean ort-lib ort-optional fuzz docs-check cuda-check
 
 all: build
 
@@ -49,6 +49,10 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 build: deps
 	@echo "== compiling bin/gleaner (the first build compiles every dependency: about a minute on 2 cores)"
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN) ./cmd/gleaner
+
+# NATS, built from the module gleaner already depends on (docs/fleet.md runs a cluster of three).
+nats-server: deps
+	$(GO) build -o bin/nats-server github.com/nats-io/nats-server/v2
 
 demo: build
 	@echo "== running the demo: a synthetic multi-hop corpus, indexed, its graphs built, every method evaluated (written to demo/)"

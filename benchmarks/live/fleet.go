@@ -20,6 +20,7 @@ import (
 type fleetRun struct {
 	d                     time.Duration
 	rate, writers, batch  int
+	ingestRate            int // passages per second, all publishers (0: as fast as acknowledged)
 	seed                  uint64
 	killLeader, noSnapEnd bool
 }
@@ -188,7 +189,16 @@ func publishFor(ctx context.Context, l *fleet.Log, w *live.Writer, c *corpus.Cor
 		go func() {
 			defer wg.Done()
 			g := newGenerator(c, o.seed+uint64(i))
+			var every time.Duration // between one publisher's batches
+			if o.ingestRate > 0 {
+				every = time.Duration(float64(time.Second) * float64(o.batch*o.writers) / float64(o.ingestRate))
+			}
+			next := start.Add(time.Duration(i) * every / time.Duration(o.writers))
 			for n := 0; time.Now().Before(deadline); n++ {
+				if every > 0 {
+					time.Sleep(time.Until(next))
+					next = next.Add(every)
+				}
 				var b live.Batch
 				ix := w.Index()
 				for k := 0; k < o.batch; k++ {

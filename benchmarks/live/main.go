@@ -71,7 +71,7 @@ func main() {
 	rate := fs.Int("rate", 100, "ingest: queries per second")
 	writers := fs.Int("writers", 4, "ingest: concurrent writing clients")
 	batch := fs.Int("batch", 50, "ingest: passages per write request")
-	ingestRate := fs.Int("ingest-rate", 0, "ingest: passages per second, all writers together (0: as fast as acknowledged)")
+	ingestRate := fs.Int("ingest-rate", 0, "ingest, fleet: passages per second, all writers together (0: as fast as acknowledged)")
 	mentions := fs.Bool("mentions", true, "build (and keep) a mentions graph")
 	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file; commits: of each kind's commits, to this file .append and .replace")
 	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
@@ -119,7 +119,7 @@ func main() {
 	case "soak":
 		err = soak(c, base, *duration, *every, *rate, *writers, *batch, *seed, *memProfile)
 	case "fleet":
-		err = fleetBench(c, *work, base, fleetRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, seed: *seed, killLeader: *killLeader})
+		err = fleetBench(c, *work, base, fleetRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, seed: *seed, killLeader: *killLeader, ingestRate: *ingestRate})
 	case "ingest":
 		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
 			profile: *profile, memProfile: *memProfile, interval: *interval, share: *share, writeCores: *writeCores})

@@ -81,6 +81,16 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 func (l *Log) readBack(ctx context.Context, name string) error {
 	return l.c.retryTransfer(ctx, "reading back "+name, func(ctx context.Context) error {
 		res, err := l.objs.Get(ctx, name)
+		// A node that has not caught up may answer a read (the store
+		// allows direct reads from followers): it does, shortly.
+		for wait := 50 * time.Millisecond; errors.Is(err, jetstream.ErrObjectNotFound) && wait < 5*time.Second; wait *= 2 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+			res, err = l.objs.Get(ctx, name)
+		}
 		if err != nil {
 			return err
 		}
