@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -73,12 +74,17 @@ func (s *Server) restoreMissing(ctx context.Context) error {
 	return nil
 }
 
-// followFleet starts following each index's log (Config.Fleet).
+// followFleet starts following each index's log (Config.Fleet), within
+// fleetStartTimeout: a cluster without a quorum fails the start rather
+// than hang it.
 func (s *Server) followFleet(ctx context.Context) error {
 	if s.cfg.Fleet == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, fleetStartTimeout)
+	defer cancel()
 	s.replicas = map[string]*replica{}
+	s.cleanScratch()
 	for name, w := range s.writers {
 		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
 		if err == nil {
@@ -98,6 +104,27 @@ func (s *Server) followFleet(ctx context.Context) error {
 	}
 	return nil
 }
+
+// cleanScratch removes the staging copies a killed snapshot upload left
+// in Config.Fleet.Scratch (when set: the system's temporary folder may
+// hold another server's).
+func (s *Server) cleanScratch() {
+	dir := s.cfg.Fleet.Scratch
+	if dir == "" {
+		return
+	}
+	for _, pat := range []string{"gleaner-snapshot-*", "gleaner-fingerprint-*"} {
+		left, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, p := range left {
+			if err := os.RemoveAll(p); err == nil {
+				s.cfg.Logger.Info("fleet: removed a snapshot's staging copy left by a stopped server", "path", p)
+			}
+		}
+	}
+}
+
+// fleetStartTimeout bounds how long a start waits for the NATS cluster.
+const fleetStartTimeout = 2 * time.Minute
 
 // stopFleet stops following (the writers stay open).
 func (s *Server) stopFleet() {
@@ -282,6 +309,7 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		key = nuid.Next()
 	}
 	w.Header().Set("Idempotency-Key", key)
+	id := messageID(KeyOf(r.Context()), name, key, b) // before the vectors, which depend on the replica
 	s.writeCPU.Enter()
 	err := lw.Embed(ctx, b) // the log carries the vectors: every replica applies the same
 	s.writeCPU.Leave()
@@ -289,10 +317,10 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		s.answerWrite(w, op, name, 0, nil, err)
 		return
 	}
-	res, applied, err := s.publishWrite(ctx, name, messageID(KeyOf(r.Context()), name, key, b), b)
+	res, applied, err := s.publishWrite(ctx, name, id, b)
 	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	switch {
-	case err != nil && !live.IsInvalid(err) && ctx.Err() != nil && r.Context().Err() == nil:
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 		s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusGatewayTimeout)).Inc()
 		writeError(w, http.StatusGatewayTimeout, &FieldError{Msg: "the fleet's log did not acknowledge the write in time; it may have stored it: retry with the same Idempotency-Key header (" + key + ") and it is stored at most once"})
 	case err == nil && !applied:

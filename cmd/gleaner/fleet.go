@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/index/fleet"
@@ -30,7 +31,22 @@ func (f *fleetFlags) flags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.keep, "fleet-snapshot-keep", 2, "with --fleet: snapshots kept per index")
 	fl.DurationVar(&f.wait, "fleet-wait", time.Second, "with --fleet: longest a request with min_seq waits for this replica to apply that write (then 503 with Retry-After)")
 	fl.DurationVar(&f.timeout, "fleet-timeout", 10*time.Second, "with --fleet: longest one request to the NATS cluster may take before it is retried")
-	fl.StringVar(&f.scratch, "fleet-scratch", "", "with --fleet: folder snapshots are written to before upload (default: the system's temporary folder)")
+	fl.StringVar(&f.scratch, "fleet-scratch", "", "with --fleet: folder snapshots are written to before upload, one per server: a start removes what a killed upload left there (default: the system's temporary folder, not cleaned)")
+}
+
+// check refuses a --fleet-* flag given without --fleet (it would do
+// nothing).
+func (f *fleetFlags) check(fl *pflag.FlagSet) error {
+	if f.urls != "" {
+		return nil
+	}
+	var err error
+	fl.Visit(func(x *pflag.Flag) {
+		if err == nil && strings.HasPrefix(x.Name, "fleet-") {
+			err = fmt.Errorf("--%s needs --fleet (the NATS cluster's URLs)", x.Name)
+		}
+	})
+	return err
 }
 
 // connect connects to the fleet's cluster and sets cfg.Fleet.

@@ -66,7 +66,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
 	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
 	fl.BoolVar(&f.trainHead, "train-head", true, "train the lexical cross-encoder's head on pseudo-queries (see 'gleaner train head')")
-	cmd.AddCommand(newIndexInfo(), newIndexRefit(g))
+	cmd.AddCommand(newIndexInfo(), newIndexRefit(g), newIndexDetach(g))
 	return cmd
 }
 

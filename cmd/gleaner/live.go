@@ -533,3 +533,35 @@ func checkRefittable(dir string) error {
 	}
 	return nil
 }
+
+func newIndexDetach(g *globals) *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:   "detach --index <dir>",
+		Short: "Make a fleet replica's index forget the fleet's log",
+		Long: `A replica's index records the fleet's log it follows and the last batch it took (docs/fleet.md);
+it then refuses local writes and refits, and another fleet's log. Detach makes it forget both:
+the index takes local writes and refits again, and may begin a new fleet (under another index
+name, or after the old stream was deleted). Stop the server that serves it first.`,
+		Example: `  gleaner index detach --index fleet/a && gleaner index refit --index fleet/a`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := f.open(cmd, g)
+			if err != nil {
+				return err
+			}
+			origin, source := w.Origin(), w.Source()
+			if origin == "" && source == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "the index follows no fleet's log: nothing to do")
+				return finishLive(cmd, w, nil, nil)
+			}
+			err = w.Detach(cmd.Context())
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "detached from %s (it had taken batches up to %d); saved\n", origin, source)
+			}
+			return finishLive(cmd, w, nil, err)
+		},
+	}
+	f.bindIndex(cmd)
+	return cmd
+}

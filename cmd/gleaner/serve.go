@@ -76,6 +76,9 @@ server/openapi.yaml; server/client is the Go client.`,
 				defer tp.Shutdown(context.Background()) // flush the spans queued
 				cfg.Tracing = tp
 			}
+			if err := o.fleet.check(cmd.Flags()); err != nil {
+				return err
+			}
 			if o.fleet.urls != "" {
 				conn, err := o.fleet.connect(cmd.Context(), g.log, &cfg)
 				if err != nil {

@@ -174,13 +174,18 @@ func (c *Conn) retry(ctx context.Context, what string, f func(context.Context) e
 	}
 }
 
-// retryTransfer runs f, a transfer of unknown length (a snapshot), up to
-// three times while it fails for a reason that may pass; no attempt has a
-// deadline but ctx.
-func (c *Conn) retryTransfer(ctx context.Context, what string, f func(context.Context) error) error {
+// retryTransfer runs f, a transfer of about bytes (a snapshot), up to
+// three times while it fails for a reason that may pass. Each attempt
+// may take a minute plus a second per 4 MB (the client would otherwise
+// bound the whole transfer by its 5 s request timeout).
+func (c *Conn) retryTransfer(ctx context.Context, what string, bytes int64, f func(context.Context) error) error {
 	var err error
+	limit := time.Minute + time.Duration(bytes/(4<<20))*time.Second
 	for attempt := 1; attempt <= 3; attempt++ {
-		if err = f(ctx); err == nil || ctx.Err() != nil || !transient(err) {
+		actx, cancel := context.WithTimeout(ctx, limit)
+		err = f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !transient(err) {
 			return err
 		}
 		c.log.Warn("fleet: a transfer failed; retrying", "what", what, "attempt", attempt, "err", err)

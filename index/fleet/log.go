@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
@@ -49,7 +50,7 @@ func (c *Conn) OpenLog(ctx context.Context, name string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: the update stream of index %q: %w", name, err)
 	}
-	l.id = fmt.Sprintf("%s_%d", l.name, l.stream.CachedInfo().Created.UnixNano())
+	l.id = streamID(l.name, l.stream.CachedInfo())
 	err = c.retry(ctx, "opening the snapshot store of "+name, func(ctx context.Context) error {
 		o, err := c.js.ObjectStore(ctx, bucketName(name))
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -129,10 +130,18 @@ func (l *Log) Bounds(ctx context.Context) (first, last uint64, err error) {
 		info, err := l.stream.Info(ctx)
 		if err == nil {
 			first, last = info.State.FirstSeq, info.State.LastSeq
+			if id := streamID(l.name, info); id != l.id {
+				return fmt.Errorf("%w: the stream %s was created again (it is %s, this log was %s): restore a snapshot of the new one", ErrForeign, l.name, id, l.id)
+			}
 		}
 		return err
 	})
 	return first, last, err
+}
+
+// streamID names a stream for good: its name and creation time.
+func streamID(name string, info *jetstream.StreamInfo) string {
+	return fmt.Sprintf("%s_%d", name, info.Created.UnixNano())
 }
 
 // claimGenesis checks that an index that has taken no batch of the log
@@ -143,8 +152,14 @@ func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
 	var kv jetstream.KeyValue
 	err := l.c.retry(ctx, "opening the genesis bucket", func(ctx context.Context) error {
 		var err error
-		kv, err = l.c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: genesisBucket,
-			Description: "gleaner: the index each update log starts from", Storage: jetstream.FileStorage, Replicas: l.c.cfg.Replicas})
+		kv, err = l.c.js.KeyValue(ctx, genesisBucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = l.c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: genesisBucket,
+				Description: "gleaner: the index each update log starts from", Storage: jetstream.FileStorage, Replicas: l.c.cfg.Replicas})
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = l.c.js.KeyValue(ctx, genesisBucket)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -157,6 +172,9 @@ func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
 			e, gerr := kv.Get(ctx, l.id)
 			if gerr == nil {
 				have = string(e.Value())
+			}
+			if errors.Is(gerr, jetstream.ErrKeyNotFound) {
+				gerr = nats.ErrTimeout // a follower that has not caught up: retried
 			}
 			return gerr
 		}

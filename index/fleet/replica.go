@@ -70,6 +70,9 @@ type Replica struct {
 	// startLast is the log's last batch when following began: the
 	// replica is not ready before it took it.
 	startLast uint64
+	// consumer names the consumer the last message came through (the
+	// apply loop's own field).
+	consumer string
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -87,11 +90,15 @@ func Follow(ctx context.Context, l *Log, w *live.Writer, o FollowOptions) (*Repl
 	case origin != "":
 		return nil, fmt.Errorf("%w: index %q follows the log %s, not %s (a stream created again is another log)", ErrForeign, l.index, origin, l.id)
 	case w.Source() == 0:
-		if err := l.claimGenesis(ctx, w.Index().Manifest.Checksum); err != nil {
+		// The index as its folder holds it, with what its own update log
+		// added: a copy of the folder without the log is another index.
+		if err := w.Checkpoint(ctx); err != nil {
+			return nil, err
+		}
+		if err := l.claimGenesis(ctx, w.Checksum()); err != nil {
 			return nil, err
 		}
 	}
-	w.SetOrigin(l.id)
 	r := &Replica{l: l, w: w, o: o, applied: w.Source(), changed: make(chan struct{}), refused: map[uint64]error{}, done: make(chan struct{})}
 	if err := r.checkReachable(ctx); err != nil {
 		return nil, err
@@ -101,6 +108,7 @@ func Follow(ctx context.Context, l *Log, w *live.Writer, o FollowOptions) (*Repl
 		return nil, err
 	}
 	r.startLast = last
+	w.SetOrigin(l.id)
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	go r.run(rctx)
@@ -164,7 +172,8 @@ func (r *Replica) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer it.Stop() // ends the reader's Next
+	defer it.Stop()    // ends the reader's Next
+	r.failing.Store(0) // following again: an idle log is no failure
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msgs := make(chan jetstream.Msg, 64)
@@ -229,6 +238,17 @@ func (r *Replica) apply(ctx context.Context, msgs []jetstream.Msg) error {
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("fleet: a message of %s without metadata: %w", r.l.name, err)
+		}
+		if md.Consumer != r.consumer {
+			// The ordered consumer was made again (a reconnect, a node
+			// lost, or the stream deleted and created anew): check that
+			// the stream is still this log before taking its batches.
+			if r.consumer != "" {
+				if _, _, err := r.l.Bounds(ctx); err != nil {
+					return err
+				}
+			}
+			r.consumer = md.Consumer
 		}
 		seq := md.Sequence.Stream
 		switch {

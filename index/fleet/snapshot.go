@@ -56,7 +56,7 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 	meta := jetstream.ObjectMeta{Name: s.Name, Description: "gleaner index " + l.index,
 		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes)}}
 	var info *jetstream.ObjectInfo
-	err = l.c.retryTransfer(ctx, "uploading "+s.Name, func(ctx context.Context) error {
+	err = l.c.retryTransfer(ctx, "uploading "+s.Name, folderBytes(dir), func(ctx context.Context) error {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTar(dir, pw)) }()
 		var err error
@@ -65,7 +65,7 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 		return err
 	})
 	if err == nil {
-		err = l.readBack(ctx, s.Name)
+		err = l.readBack(ctx, s.Name, int64(info.Size))
 	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: uploading: %w", l.index, seq, err)
@@ -78,8 +78,8 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 // readBack reads a stored object to its end, which checks its digest: a
 // snapshot is trusted (Trim drops the log behind it) only once the
 // store gave it back whole.
-func (l *Log) readBack(ctx context.Context, name string) error {
-	return l.c.retryTransfer(ctx, "reading back "+name, func(ctx context.Context) error {
+func (l *Log) readBack(ctx context.Context, name string, bytes int64) error {
+	return l.c.retryTransfer(ctx, "reading back "+name, bytes, func(ctx context.Context) error {
 		res, err := l.objs.Get(ctx, name)
 		// A node that has not caught up may answer a read (the store
 		// allows direct reads from followers): it does, shortly.
@@ -170,7 +170,7 @@ func (l *Log) restoreOne(ctx context.Context, s Snapshot, dir string) error {
 		return err
 	}
 	defer os.RemoveAll(staging)
-	err := l.c.retryTransfer(ctx, "downloading "+s.Name, func(ctx context.Context) error {
+	err := l.c.retryTransfer(ctx, "downloading "+s.Name, int64(s.Bytes), func(ctx context.Context) error {
 		if err := os.RemoveAll(staging); err != nil {
 			return err
 		}
@@ -343,6 +343,20 @@ func extractFile(r io.Reader, path string, size int64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// folderBytes is the size of the files under dir.
+func folderBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 func syncDir(dir string) error {

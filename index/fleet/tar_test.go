@@ -4,6 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,5 +116,104 @@ func TestForeignIndexRefused(t *testing.T) {
 	log, _ := newLogger()
 	if _, err := Follow(context.Background(), l, other, DefaultFollowOptions(log)); !errorsIs(err, ErrForeign) {
 		t.Errorf("another index following the log: %v, want ErrForeign", err)
+	}
+}
+
+// TestConnectOverTLS: a cluster that speaks TLS is reached with the CA
+// file; without it, or with a plain URL, the connection is refused with
+// the cause named.
+func TestConnectOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	selfSigned(t, certFile, keyFile)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := fleettest.StartTLS(t, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	url := "tls://" + strings.TrimPrefix(cl.URL(0), "nats://")
+	log, _ := newLogger()
+	cfg := DefaultConfig(url, log)
+	cfg.Replicas, cfg.CAFile = 1, certFile
+	c, err := Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("TLS with the CA: %v", err)
+	}
+	defer c.Close()
+	l, err := c.OpenLog(context.Background(), "tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Publish(context.Background(), batchOf([]change{{kind: "add", id: "x", text: "over tls"}})); err != nil {
+		t.Fatalf("publish over TLS: %v", err)
+	}
+	cfg.CAFile = ""
+	if c, err := Connect(context.Background(), cfg); err == nil {
+		c.Close()
+		t.Error("TLS without the CA was accepted")
+	}
+	cfg.URLs, cfg.CAFile = "http://"+strings.TrimPrefix(url, "tls://"), certFile
+	if _, err := Connect(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "want nats://") {
+		t.Errorf("an http URL: %v", err)
+	}
+	cfg.URLs, cfg.CertFile = url, certFile
+	if _, err := Connect(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Errorf("a certificate without its key: %v", err)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T, certFile, keyFile string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecreatedStreamStopsReplica: a stream deleted and created again is
+// another log: a replica of the old one stops rather than apply the new
+// one's batches from its old position.
+func TestRecreatedStreamStopsReplica(t *testing.T) {
+	cl := fleettest.Start(t, 1)
+	conn := connect(t, cl.URLs(), 1)
+	l := openLog(t, conn)
+	a := follow(t, l, copyIndex(t, baseIndex(t)))
+	p := &published{bySeq: map[uint64][]change{}}
+	p.publish(t, l, 71, 5)
+	waitApplied(t, 5, a)
+	if err := conn.js.DeleteStream(context.Background(), l.name); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := conn.OpenLog(context.Background(), l.index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := &published{bySeq: map[uint64][]change{}}
+	p2.publish(t, l2, 72, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.r.Wait(ctx, 10); !errorsIs(err, ErrForeign) {
+		t.Fatalf("the replica of the deleted stream: %v (applied %d), want it stopped with ErrForeign", err, a.r.Applied())
+	}
+	if got := a.r.Applied(); got != 5 {
+		t.Errorf("it took batches up to %d of the new stream", got)
 	}
 }

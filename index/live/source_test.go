@@ -143,3 +143,36 @@ func TestFollowerRefusesLocalCommits(t *testing.T) {
 		t.Errorf("Source %d after a cancelled CommitAll", w.Source())
 	}
 }
+
+// TestDetach: a detached follower forgets its log, takes local commits
+// and refits again, and stays detached after a reopen.
+func TestDetach(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	w.SetOrigin("GLEANER_x_1")
+	commit(t, w, numbered(1, func(b *Batch) { b.Add(passage("n1", "numbered")) }))
+	if err := w.Refit(context.Background()); err == nil || !strings.Contains(err.Error(), "detach") {
+		t.Errorf("a refit on a follower: %v, want a refusal saying to detach", err)
+	}
+	if err := w.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Detach(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.Add(passage("local", "a local change"))
+	commit(t, w, &b)
+	w.Close()
+	w = mustOpen(t, dir, o)
+	defer w.Close()
+	if w.Origin() != "" || w.Source() != 0 {
+		t.Errorf("after detach and reopen: origin %q source %d", w.Origin(), w.Source())
+	}
+	for _, id := range []string{"n1", "local"} {
+		if _, ok := w.Index().Lookup(id); !ok {
+			t.Errorf("%s lost", id)
+		}
+	}
+}

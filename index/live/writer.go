@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,6 +227,26 @@ func (w *Writer) Origin() string {
 // next checkpoint records it with the index.
 func (w *Writer) SetOrigin(name string) { w.origin.Store(&name) }
 
+// Checksum is the manifest checksum of the index on disk (as of the last
+// checkpoint).
+func (w *Writer) Checksum() string {
+	w.ckMu.Lock()
+	defer w.ckMu.Unlock()
+	return w.sum
+}
+
+// Detach makes the index forget the log it followed (Origin and Source):
+// it takes local commits and refits again, and may begin another fleet.
+// The index on disk records it before Detach returns.
+func (w *Writer) Detach(ctx context.Context) error {
+	w.mu.Lock()
+	w.SetOrigin("")
+	w.source.Store(0)
+	w.unsaved.Store(true) // written even with no new record
+	w.mu.Unlock()
+	return w.Checkpoint(ctx)
+}
+
 type stats struct {
 	commits, batches, checkpoints atomic.Int64
 	compactions                   atomic.Int64
@@ -360,20 +379,29 @@ func (w *Writer) change(p *pending) *index.Change {
 // replayGroup is how many records replay applies at once.
 const replayGroup = 4096
 
-// replay applies the log's records after after.
+// replay applies the log's records after after, replayGroup changes at
+// a time; a group whose change cannot be applied (each record was, when
+// it was committed) is applied a record at a time.
 func (w *Writer) replay(ctx context.Context, after uint64) error {
 	p := newPending(w.cur.Load(), w.cat)
+	var recs [][]op // the records in p
 	n := 0
 	flush := func() error {
 		if p.empty() {
 			return nil
 		}
 		next, err := p.base.Apply(ctx, w.change(p))
+		if err != nil && len(recs) > 1 {
+			w.o.Logger.Warn("replay: a group of records could not be applied together; applying them one at a time", "dir", w.dir, "records", len(recs), "err", err)
+			w.cat = newCatalog(p.base)
+			w.kinds = w.kindUpdaters(ctx, p.base)
+			next, err = w.replayEach(ctx, p.base, recs)
+		}
 		if err != nil {
 			return fmt.Errorf("live: replaying the log %s: %w", LogDir(w.dir), err)
 		}
 		w.cur.Store(next)
-		p = newPending(next, w.cat)
+		p, recs = newPending(next, w.cat), nil
 		return nil
 	}
 	err := w.log.Replay(after, func(seq uint64, payload []byte) error {
@@ -390,6 +418,7 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		if err != nil {
 			return fmt.Errorf("live: log %s, record %d: %w", LogDir(w.dir), seq, err)
 		}
+		recs = append(recs, ops)
 		n++
 		if p.ops >= replayGroup {
 			return flush()
@@ -404,6 +433,29 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		w.stats.replayed.Add(int64(n))
 	}
 	return err
+}
+
+// replayEach applies records to base one at a time, each in place and,
+// failing that, renumbered, as its commit did.
+func (w *Writer) replayEach(ctx context.Context, base *index.Index, recs [][]op) (*index.Index, error) {
+	for _, ops := range recs {
+		p := newPending(base, w.cat)
+		if err := p.accept(ops); err != nil {
+			return nil, err
+		}
+		ch := w.change(p)
+		next, err := base.Apply(ctx, ch)
+		if err != nil && ch.Tombstone {
+			w.kinds = w.kindUpdaters(ctx, base)
+			ch.Kinds, ch.Tombstone = w.kinds, false
+			next, err = base.Apply(ctx, ch)
+		}
+		if err != nil {
+			return nil, err
+		}
+		base = next
+	}
+	return base, nil
 }
 
 // Dir is the folder of the writer's index.
@@ -632,7 +684,8 @@ func (w *Writer) commitLocked(group []*request) {
 		// The change of the group could not be applied. Each batch is
 		// committed alone, so that its outcome does not depend on the
 		// batches it came with (a follower of a log groups them as they
-		// arrive; every follower must decide alike).
+		// arrive; every follower must decide alike): one that fails alone,
+		// on the renumbered layout too, is refused.
 		w.o.Logger.Warn("a group of batches could not be applied together: committing them one at a time", "dir", w.dir, "batches", len(taken))
 		for _, r := range taken {
 			if w.err == nil {
@@ -699,27 +752,23 @@ func (w *Writer) applyGroup(reqs []*request) bool {
 	// later open); it is published only once the log holds it.
 	ch := w.change(p)
 	next, err := cur.Apply(cpu.bound(context.Background()), ch)
+	if err != nil && len(reqs) == 1 && ch.Tombstone {
+		// Deleting in place is this writer's layout, which depends on
+		// its history: a batch it fails for is tried on the renumbered
+		// layout, every writer's, before it is refused.
+		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
+		ch.Kinds, ch.Tombstone = w.kinds, false
+		next, err = cur.Apply(cpu.bound(context.Background()), ch)
+	}
 	if err != nil {
 		w.cat = newCatalog(cur)                             // undo the accepted batches
 		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
-		if len(accepted) > 1 {
+		if len(reqs) > 1 {
+			// Decided one batch at a time instead: the batches checked
+			// after one that fails here must be checked without it.
 			return false
 		}
 		w.o.Logger.Error("live update refused: the change could not be applied", "dir", w.dir, "err", err)
-		if a := accepted[0]; a.source != 0 {
-			// Whether it applies may depend on this replica's layout (what
-			// was deleted in place): not a refusal every follower would
-			// make. It stays untaken, and so do the batches after it (they
-			// were checked as if it applied); its follower retries.
-			a.res.Err = fmt.Errorf("live: numbered batch %d could not be applied: %w", a.source, err)
-			for _, r := range reqs[slices.Index(reqs, a)+1:] {
-				if r.source != 0 {
-					r.res.Err = fmt.Errorf("%w: batch %d, after batch %d could not be applied", ErrOutOfOrder, r.source, a.source)
-				}
-			}
-			w.source.Store(a.source - 1)
-			return true
-		}
 		accepted[0].res.Err = &CheckError{fmt.Errorf("live: the change could not be applied: %w", err)}
 		w.source.Store(source)
 		return true

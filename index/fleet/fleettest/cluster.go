@@ -4,6 +4,7 @@ package fleettest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +32,23 @@ func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c, err := New(t.TempDir(), n)
 	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
+// StartTLS starts a lone server that speaks TLS with cfg (tls:// URLs).
+func StartTLS(t testing.TB, cfg *tls.Config) *Cluster {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &server.Options{ServerName: "n1", Host: "127.0.0.1", Port: ports[0], JetStream: true, StoreDir: t.TempDir(),
+		NoLog: true, NoSigs: true, JetStreamMaxStore: 1 << 30, JetStreamMaxMemory: 64 << 20, TLS: true, TLSConfig: cfg, TLSTimeout: 5}
+	c := &Cluster{opts: []*server.Options{o}, servers: make([]*server.Server, 1)}
+	if err := c.Restart(0); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
