@@ -376,7 +376,7 @@ func (s *Server) refit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.replicas != nil {
-		writeError(w, http.StatusConflict, &FieldError{Msg: "refit: a replica of a fleet does not refit on its own (its vectors would differ from the other replicas'); refit offline and start the fleet anew from that index (docs/fleet.md)"})
+		writeError(w, http.StatusConflict, &FieldError{Msg: "refit: a replica of a fleet does not refit on its own (its vectors would differ from the other replicas'): stop a replica, gleaner index detach and gleaner index refit it, and start a new fleet from it (docs/fleet.md)"})
 		return
 	}
 	if !mayUse(r.Context(), name) {

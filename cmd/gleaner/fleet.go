@@ -38,6 +38,16 @@ func (f *fleetFlags) flags(fl *pflag.FlagSet) {
 // nothing).
 func (f *fleetFlags) check(fl *pflag.FlagSet) error {
 	if f.urls != "" {
+		switch {
+		case f.keep < 1:
+			return fmt.Errorf("--fleet-snapshot-keep %d: want ≥ 1", f.keep)
+		case f.wait <= 0 || f.wait > time.Minute:
+			return fmt.Errorf("--fleet-wait %v: want > 0 and ≤ 1m", f.wait)
+		case f.every < 0:
+			return fmt.Errorf("--fleet-snapshot-every %v: want ≥ 0 (0: never)", f.every)
+		case f.timeout <= 0:
+			return fmt.Errorf("--fleet-timeout %v: want > 0", f.timeout)
+		}
 		return nil
 	}
 	var err error
@@ -56,7 +66,7 @@ func (f *fleetFlags) connect(ctx context.Context, log *slog.Logger, cfg *server.
 	c.Replicas, c.Timeout, c.Name = f.replicas, f.timeout, "gleaner serve"
 	conn, err := fleet.Connect(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("--fleet: %w", err)
+		return nil, err
 	}
 	fl := server.DefaultFleet(conn)
 	fl.SnapshotEvery, fl.SnapshotKeep, fl.Wait, fl.Scratch = f.every, f.keep, f.wait, f.scratch
