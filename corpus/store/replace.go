@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // ErrNotOurs is returned when a target folder exists and holds something
@@ -95,7 +97,7 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 			return fmt.Errorf("store: %s holds %s, which the new version also writes; move it away first", final, name)
 		}
 	}
-	if err := syncDir(src); err != nil {
+	if err := safefile.SyncDir(src); err != nil {
 		return err
 	}
 	old, err := swapIn(src, final)
@@ -110,7 +112,7 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 		}
 		os.RemoveAll(old)
 	}
-	return syncDir(filepath.Dir(final))
+	return safefile.SyncDir(filepath.Dir(final))
 }
 
 // errExchange: the system cannot swap two folders atomically.

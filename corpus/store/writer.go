@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 	"unsafe"
+
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
 
 // Writer fills a temporary folder; Commit renames it into place and Abort
@@ -129,7 +131,7 @@ func (w *Writer) Commit(meta map[string]any) error {
 		w.Abort()
 		return err
 	}
-	if err := syncDir(w.tmp); err != nil {
+	if err := safefile.SyncDir(w.tmp); err != nil {
 		w.Abort()
 		return err
 	}
@@ -170,15 +172,6 @@ func writeSynced(path string, b []byte) error {
 		err = cerr
 	}
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Build writes a whole store at dir: fill writes the files and returns the

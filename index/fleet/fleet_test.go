@@ -332,6 +332,23 @@ func checkModel(t *testing.T, rp *replica, m model) {
 	}
 }
 
+// sameAs checks that each replica holds the model's documents and the
+// first replica's fingerprint.
+func sameAs(t *testing.T, m model, first *replica, others ...*replica) {
+	t.Helper()
+	want := fingerprint(t, first)
+	for _, rp := range append([]*replica{first}, others...) {
+		if m != nil {
+			checkModel(t, rp, m)
+		}
+		if rp != first {
+			if got := fingerprint(t, rp); got != want {
+				t.Errorf("replica %s differs from %s:\n%s\n%s", rp.dir, first.dir, got, want)
+			}
+		}
+	}
+}
+
 // fingerprint is the manifest checksum of the replica's index written
 // out as a snapshot would be, and its BM25 top-10 for fixed queries.
 func fingerprint(t *testing.T, rp *replica) string {
@@ -380,8 +397,7 @@ func TestReplicasStayIdentical(t *testing.T) {
 	}
 	waitApplied(t, last, a, b)
 	m, refused := p.expected(t, model{})
-	checkModel(t, a, m)
-	checkModel(t, b, m)
+	sameAs(t, m, a, b)
 	nRefused := 0
 	for seq, want := range refused {
 		got, err := a.r.Wait(context.Background(), seq)
@@ -394,9 +410,6 @@ func TestReplicasStayIdentical(t *testing.T) {
 	}
 	if nRefused == 0 || nRefused == len(refused) {
 		t.Fatalf("%d of %d batches refused: the test needs both kinds", nRefused, len(refused))
-	}
-	if fa, fb := fingerprint(t, a), fingerprint(t, b); fa != fb {
-		t.Errorf("replicas differ:\n%s\n%s", fa, fb)
 	}
 }
 
@@ -434,11 +447,7 @@ func TestNodeKilledDuringWrites(t *testing.T) {
 	}
 	waitApplied(t, last, a, b)
 	m, _ := p.expected(t, model{})
-	checkModel(t, a, m)
-	checkModel(t, b, m)
-	if fa, fb := fingerprint(t, a), fingerprint(t, b); fa != fb {
-		t.Errorf("replicas differ:\n%s\n%s", fa, fb)
-	}
+	sameAs(t, m, a, b)
 }
 
 // TestPartitionAndHeal: a replica cut off from the cluster falls behind
@@ -463,10 +472,7 @@ func TestPartitionAndHeal(t *testing.T) {
 	px.Heal()
 	waitApplied(t, 60, b)
 	m, _ := p.expected(t, model{})
-	checkModel(t, b, m)
-	if fa, fb := fingerprint(t, a), fingerprint(t, b); fa != fb {
-		t.Errorf("replicas differ after healing:\n%s\n%s", fa, fb)
-	}
+	sameAs(t, m, a, b)
 }
 
 // TestFreshReplicaFromSnapshot: a replica that joins mid-stream restores
@@ -499,10 +505,7 @@ func TestFreshReplicaFromSnapshot(t *testing.T) {
 	c := follow(t, l, dir)
 	waitApplied(t, 60, a, c)
 	m, _ := p.expected(t, model{})
-	checkModel(t, c, m)
-	if fa, fc := fingerprint(t, a), fingerprint(t, c); fa != fc {
-		t.Errorf("the restored replica differs:\n%s\n%s", fa, fc)
-	}
+	sameAs(t, m, a, c)
 	// Trim behind the snapshot: a replica from the first index is behind.
 	if _, err := l.Trim(context.Background(), 1); err != nil {
 		t.Fatal(err)

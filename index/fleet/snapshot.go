@@ -19,6 +19,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/index/live"
+	"github.com/gleaner-rag/gleaner/internal/safefile"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -195,7 +196,7 @@ func (l *Log) restoreOne(ctx context.Context, s Snapshot, dir string) error {
 	if err := os.Rename(staging, dir); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(dir))
+	return safefile.SyncDir(filepath.Dir(dir))
 }
 
 // verifyRestored opens the index (which checks every file's checksum) and
@@ -304,7 +305,7 @@ func readTar(r io.Reader, dir string, limit uint64) error {
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return syncDir(dir)
+			return safefile.SyncDir(dir)
 		}
 		if err != nil {
 			return fmt.Errorf("reading the snapshot: %w", err)
@@ -357,15 +358,6 @@ func folderBytes(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Fingerprint identifies the content of w's index: it writes the index

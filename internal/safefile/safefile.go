@@ -83,3 +83,14 @@ func Kind(m fs.FileMode) string {
 	}
 	return m.Type().String()
 }
+
+// SyncDir syncs a folder, so that the names created or renamed in it
+// survive a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
