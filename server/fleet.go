@@ -161,26 +161,32 @@ func (s *Server) stoppedReplica() bool {
 	return false
 }
 
-// readyAt answers /readyz?index=NAME&min_seq=N: ready only once the
+// readyAt answers /readyz?index=NAME[&min_seq=N]: ready only once the
 // index has applied batch N (a load balancer may hold a replica back
-// until it caught up). It reports whether the request may go on.
+// until it caught up), and then it says the last batch the index
+// applied. It reports whether the request may go on (nothing answered).
 func (s *Server) readyAt(w http.ResponseWriter, r *http.Request) bool {
 	name, raw := r.URL.Query().Get("index"), r.URL.Query().Get("min_seq")
 	if name == "" && raw == "" {
 		return true
 	}
+	if raw == "" {
+		raw = "0"
+	}
 	seq, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || name == "" {
-		writeError(w, http.StatusBadRequest, &FieldError{"min_seq", "give index=NAME and min_seq=N (a sequence, ≥ 0)"})
+		writeError(w, http.StatusBadRequest, &FieldError{"min_seq", "give index=NAME, and min_seq=N (a sequence, ≥ 0) to wait for a write"})
 		return false
 	}
-	if applied, ok := s.appliedSeq(name); !ok || applied < seq {
-		// The same answer for an unknown index: /readyz needs no key.
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: the index has not applied that sequence"})
+	applied, ok := s.appliedSeq(name)
+	if ok && applied >= seq {
+		fmt.Fprintf(w, "ready\napplied %d\n", applied)
 		return false
 	}
-	return true
+	// The same answer for an unknown index: /readyz needs no key.
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, &FieldError{Msg: "not ready: the index has not applied that sequence"})
+	return false
 }
 
 // appliedSeq is the last batch of its log index name has applied: the

@@ -57,6 +57,17 @@ func get(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
+func getBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 // TestFleetWritesReachEveryReplica: a write on one replica is read on
 // another with min_seq; a refusal is the same on both; a replica whose
 // folder is missing restores the newest snapshot and catches up; a
@@ -76,6 +87,9 @@ func TestFleetWritesReachEveryReplica(t *testing.T) {
 	}
 	if code := get(t, bURL+"/readyz?index=synth&min_seq=1"); code != http.StatusOK {
 		t.Errorf("/readyz at seq 1 on b: %d", code)
+	}
+	if body := getBody(t, bURL+"/readyz?index=synth"); body != "ready\napplied 1\n" {
+		t.Errorf("/readyz?index=synth on b: %q, want it to say batch 1 is applied", body)
 	}
 	if code := get(t, bURL+"/readyz?index=synth&min_seq=99"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz at seq 99 on b: %d, want 503", code)

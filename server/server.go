@@ -614,7 +614,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.readyAt(w, r) {
-		return
+		return // answered
 	}
 	w.Write([]byte("ready\n"))
 }

@@ -217,3 +217,29 @@ func TestRecreatedStreamStopsReplica(t *testing.T) {
 		t.Errorf("it took batches up to %d of the new stream", got)
 	}
 }
+
+// TestConnectWithCreds: a cluster that admits only JWT users is reached
+// with a credentials file, and refuses a connection without one.
+func TestConnectWithCreds(t *testing.T) {
+	cl, creds := fleettest.StartWithCreds(t)
+	log, _ := newLogger()
+	cfg := DefaultConfig(cl.URL(0), log)
+	cfg.Replicas = 1
+	if c, err := Connect(context.Background(), cfg); err == nil {
+		c.Close()
+		t.Fatal("a connection without credentials was accepted")
+	}
+	cfg.CredsFile = creds
+	c, err := Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("with the credentials file: %v", err)
+	}
+	defer c.Close()
+	l, err := c.OpenLog(context.Background(), "creds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Publish(context.Background(), batchOf([]change{{kind: "add", id: "x", text: "with creds"}})); err != nil {
+		t.Fatalf("publish with credentials: %v", err)
+	}
+}
