@@ -234,21 +234,21 @@ func (s *Server) waitSeq(ctx context.Context, name string, seq uint64) (int, err
 // outcome (a refusal, as a lone server would give it). A batch stored in
 // the log but not applied here within ctx is answered 202: it will be.
 // id is the message id (messageID).
-func (s *Server) publishWrite(ctx context.Context, name, id string, b *live.Batch) (live.Result, bool, error) {
+func (s *Server) publishWrite(ctx context.Context, name, id string, b *live.Batch) (res live.Result, applied, duplicate bool, err error) {
 	r := s.replicas[name]
-	seq, err := r.log.PublishID(ctx, b, id)
+	ack, err := r.log.PublishID(ctx, b, id)
 	if err != nil {
 		s.fleetStats.publishFailures.Add(1)
-		return live.Result{}, false, err
+		return live.Result{}, false, false, err
 	}
 	s.fleetStats.published.Add(1)
-	res := live.Result{Seq: seq}
-	refusal, err := r.rep.Wait(ctx, seq)
-	if err != nil {
-		return res, false, nil // stored; applied later
+	res = live.Result{Seq: ack.Seq}
+	refusal, werr := r.rep.Wait(ctx, ack.Seq)
+	if werr != nil {
+		return res, false, ack.Duplicate, nil // stored; applied later
 	}
 	res.Nodes = s.writers[name].Index().Live()
-	return res, true, refusal
+	return res, true, ack.Duplicate, refusal
 }
 
 // snapshotEvery uploads a snapshot of each index that changed since its
@@ -323,7 +323,7 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		s.answerWrite(w, op, name, 0, nil, err)
 		return
 	}
-	res, applied, err := s.publishWrite(ctx, name, id, b)
+	res, applied, dup, err := s.publishWrite(ctx, name, id, b)
 	s.metrics.writeLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	switch {
 	case err != nil && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
@@ -331,7 +331,10 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		writeError(w, http.StatusGatewayTimeout, &FieldError{Msg: "the fleet's log did not acknowledge the write in time; it may have stored it: retry with the same Idempotency-Key header (" + key + ") and it is stored at most once"})
 	case err == nil && !applied:
 		s.metrics.writes.WithLabelValues(op, strconv.Itoa(http.StatusAccepted)).Inc()
-		writeJSON(w, http.StatusAccepted, api.WriteResponse{Index: name, Seq: res.Seq, Changes: b.Len(), Pending: true})
+		writeJSON(w, http.StatusAccepted, api.WriteResponse{Index: name, Seq: res.Seq, Changes: b.Len(), Pending: true, Duplicate: dup})
+	case err == nil && dup:
+		s.metrics.writes.WithLabelValues(op, "200").Inc()
+		writeJSON(w, http.StatusOK, api.WriteResponse{Index: name, Seq: res.Seq, Nodes: res.Nodes, Changes: b.Len(), Duplicate: true})
 	default:
 		s.answerWrite(w, op, name, b.Len(), &res, err)
 	}

@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,19 @@ func get(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
+func putWithKey(t *testing.T, url, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func getBody(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -104,6 +119,26 @@ func TestFleetWritesReachEveryReplica(t *testing.T) {
 	if _, err := b.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "x", MinSeq: 50}); status(err) != http.StatusServiceUnavailable {
 		t.Errorf("min_seq past the log: %v, want 503", err)
 	}
+	// A retry with the same Idempotency-Key is stored once; a refused
+	// first is answered with its refusal again.
+	code1, first := putWithKey(t, baseURL[a]+"/v1/indexes/synth/documents/zz-2", "retry-1", `{"text":"a retried write"}`)
+	code2, again := putWithKey(t, baseURL[a]+"/v1/indexes/synth/documents/zz-2", "retry-1", `{"text":"a retried write"}`)
+	seqOf := func(body string) string { return regexp.MustCompile(`"seq":\d+`).FindString(body) }
+	if code1 != http.StatusOK || code2 != http.StatusOK || seqOf(first) != seqOf(again) || strings.Contains(first, "duplicate") || !strings.Contains(again, `"duplicate":true`) {
+		t.Errorf("a write retried with its Idempotency-Key: %d %s then %d %s; want one seq, the second a duplicate", code1, first, code2, again)
+	}
+	for i := 0; i < 2; i++ {
+		req, _ := http.NewRequest(http.MethodPost, baseURL[a]+"/v1/indexes/synth/documents", strings.NewReader(`{"changes":[{"op":"add","id":"zz-1","text":"again"}]}`))
+		req.Header.Set("Idempotency-Key", "refused-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict {
+			t.Errorf("refused batch, try %d: %d, want 409", i+1, resp.StatusCode)
+		}
+	}
 	if _, err := a.Refit(ctx, "synth"); status(err) != http.StatusConflict {
 		t.Errorf("refit on a replica: %v, want 409", err)
 	}
@@ -138,7 +173,7 @@ func TestFleetWritesReachEveryReplica(t *testing.T) {
 	}
 	body, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
-	for _, m := range []string{`gleaner_fleet_applied_seq{index="synth"} 3`, "gleaner_fleet_published_total 3", "gleaner_fleet_snapshots_total 1"} {
+	for _, m := range []string{fmt.Sprintf(`gleaner_fleet_applied_seq{index="synth"} %d`, r3.Seq), "gleaner_fleet_published_total 7", "gleaner_fleet_snapshots_total 1"} {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("/metrics lacks %q", m)
 		}

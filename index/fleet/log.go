@@ -87,25 +87,34 @@ func (l *Log) Index() string { return l.index }
 // cluster's message size fails with live.ErrTooLarge, as a
 // live.CheckError.
 func (l *Log) Publish(ctx context.Context, b *live.Batch) (uint64, error) {
-	return l.PublishID(ctx, b, "")
+	a, err := l.PublishID(ctx, b, "")
+	return a.Seq, err
+}
+
+// Ack is what the log answered a publish.
+type Ack struct {
+	Seq uint64
+	// Duplicate: the log already held a batch of this id (a retry); Seq
+	// is that batch's.
+	Duplicate bool
 }
 
 // PublishID is Publish with the caller's id for the batch ("" for a new
 // one): a batch published again with the same id within two minutes
 // (the stream's dedup window) is stored once, and its first sequence
 // returned; so a client may retry a write whose answer it lost.
-func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (uint64, error) {
+func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (Ack, error) {
 	payload, err := b.MarshalBinary()
 	if err != nil {
-		return 0, fmt.Errorf("fleet: encoding the batch: %w", err)
+		return Ack{}, fmt.Errorf("fleet: encoding the batch: %w", err)
 	}
 	if max := l.c.MaxPayload() - headerRoom; int64(len(payload)) > max {
-		return 0, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
+		return Ack{}, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
 	}
 	if id == "" {
 		id = nuid.Next()
 	}
-	var seq uint64
+	var out Ack
 	// Retried only within the dedup window: a retry after it could store
 	// the batch twice.
 	ctx, cancel := context.WithTimeout(ctx, dedupWindow/2)
@@ -113,14 +122,14 @@ func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (uint64, 
 	err = l.c.retry(ctx, "publishing to "+l.name, func(ctx context.Context) error {
 		ack, err := l.c.js.Publish(ctx, l.subj, payload, jetstream.WithMsgID(id), jetstream.WithExpectStream(l.name))
 		if err == nil {
-			seq = ack.Sequence
+			out = Ack{Seq: ack.Sequence, Duplicate: ack.Duplicate}
 		}
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("fleet: publishing to index %q: %w", l.index, err)
+		return Ack{}, fmt.Errorf("fleet: publishing to index %q: %w", l.index, err)
 	}
-	return seq, nil
+	return out, nil
 }
 
 // Bounds are the first and last sequences the log holds (first > last:

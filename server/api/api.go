@@ -218,4 +218,10 @@ type WriteResponse struct {
 	// stored the change, and this replica had not applied it within the
 	// request's time; it will, on every replica (read with min_seq).
 	Pending bool `json:"pending,omitempty"`
+	// Duplicate (a replica of a fleet): the fleet's log already held this
+	// write (a retry with the same Idempotency-Key); Seq is the first's.
+	// A refusal of the first is answered as such while this replica
+	// remembers it; after its restart a refused first is answered 200 with
+	// duplicate.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
