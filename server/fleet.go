@@ -39,10 +39,10 @@ func (f *Fleet) validate() error {
 
 // replica is one index's place in the fleet.
 type replica struct {
-	log  *fleet.Log
-	rep  *fleet.Replica
-	snap atomic.Uint64          // the sequence of the last snapshot this server uploaded
-	why  atomic.Pointer[string] // why it was last not ready ("": ready)
+	log     *fleet.Log
+	rep     *fleet.Replica
+	snap    atomic.Uint64 // the sequence of the last snapshot this server uploaded
+	unready atomic.Bool   // it was not ready at the last /readyz
 }
 
 type fleetStats struct {
@@ -143,14 +143,11 @@ func (s *Server) stopFleet() {
 func (s *Server) stoppedReplica() bool {
 	for name, r := range s.replicas {
 		err := r.rep.Ready()
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
-		if old := r.why.Swap(&msg); old == nil || *old != msg {
+		// Logged when readiness flips, not at every probe.
+		if was := r.unready.Swap(err != nil); was != (err != nil) {
 			if err != nil {
 				s.cfg.Logger.Warn("fleet: not ready", "index", name, "why", err)
-			} else if old != nil {
+			} else {
 				s.cfg.Logger.Info("fleet: ready", "index", name, "applied", r.rep.Applied())
 			}
 		}
@@ -198,7 +195,8 @@ func (s *Server) appliedSeq(name string) (uint64, bool) {
 	if w, ok := s.writers[name]; ok {
 		return w.Stats().Seq, true
 	}
-	return 0, false
+	_, served := s.cfg.Indexes[name] // read-only: no write applied, ever
+	return 0, served
 }
 
 // waitSeq waits, within the fleet's bound, until index name has applied
@@ -243,6 +241,14 @@ func (s *Server) publishWrite(ctx context.Context, name, id string, b *live.Batc
 	}
 	s.fleetStats.published.Add(1)
 	res = live.Result{Seq: ack.Seq}
+	if !ack.Duplicate && ack.Seq <= r.rep.Applied() {
+		// Taken already: applied before the acknowledgement came back, or
+		// the stream is not the log this replica follows (deleted and made
+		// again, numbering from 1): the log's identity tells.
+		if _, _, err := r.log.Bounds(ctx); err != nil {
+			return res, false, false, err
+		}
+	}
 	refusal, werr := r.rep.Wait(ctx, ack.Seq)
 	if werr != nil {
 		return res, false, ack.Duplicate, nil // stored; applied later

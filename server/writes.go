@@ -15,6 +15,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/fleet"
 	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/internal/excerpt"
 	"github.com/gleaner-rag/gleaner/server/api"
@@ -211,7 +212,7 @@ func (s *Server) answerWrite(w http.ResponseWriter, op, name string, n int, res 
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, live.ErrNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, live.ErrClosed) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, live.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fleet.ErrForeign):
 		code = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
 	case errors.Is(err, context.Canceled):

@@ -551,7 +551,10 @@ name, or after the old stream was deleted). Stop the server that serves it first
 				return err
 			}
 			origin, source := w.Origin(), w.Source()
-			if origin == "" && source == 0 {
+			if origin == "" {
+				origin = "a log the index had not recorded yet"
+			}
+			if w.Origin() == "" && source == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "the index follows no fleet's log: nothing to do")
 				return finishLive(cmd, w, nil, nil)
 			}

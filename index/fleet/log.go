@@ -176,7 +176,19 @@ func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
 	}
 	var have string
 	err = l.c.retry(ctx, "claiming the start of "+l.name, func(ctx context.Context) error {
-		_, err := kv.Create(ctx, l.id, []byte(checksum))
+		_, err := kv.Get(ctx, l.id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			// Unclaimed: only an empty log may be claimed (a log that holds
+			// batches began from an index nobody recorded: a stream restored
+			// from a backup, the bucket lost).
+			if _, last, berr := l.Bounds(ctx); berr != nil || last > 0 {
+				if berr == nil {
+					berr = fmt.Errorf("%w: the log of index %q holds %d batches and names no index it began from: start from a snapshot of it, or begin a new fleet on a new stream", ErrForeign, l.index, last)
+				}
+				return berr
+			}
+		}
+		_, err = kv.Create(ctx, l.id, []byte(checksum))
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			e, gerr := kv.Get(ctx, l.id)
 			if gerr == nil {

@@ -92,7 +92,7 @@ func Follow(ctx context.Context, l *Log, w *live.Writer, o FollowOptions) (*Repl
 	case w.Source() == 0:
 		// The index as its folder holds it, with what its own update log
 		// added: a copy of the folder without the log is another index.
-		if err := w.Checkpoint(ctx); err != nil {
+		if err := w.Checkpoint(context.WithoutCancel(ctx)); err != nil { // not cut short by a start's bound
 			return nil, err
 		}
 		if err := l.claimGenesis(ctx, w.Checksum()); err != nil {
@@ -177,7 +177,8 @@ func (r *Replica) follow(ctx context.Context) error {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msgs := make(chan jetstream.Msg, 64)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	go r.probe(fctx, errc)
 	go func() {
 		for {
 			m, err := it.Next()
@@ -200,6 +201,42 @@ func (r *Replica) follow(ctx context.Context) error {
 		}
 		if err := r.apply(ctx, group); err != nil {
 			return err
+		}
+	}
+}
+
+// probeEvery is how often a following replica asks the log for its state:
+// the consumer waits quietly through a partition or a lost quorum (it
+// retries by itself), so only asking tells that the log is out of reach,
+// or that its stream was deleted and made again.
+const probeEvery = 5 * time.Second
+
+// probe asks the log for its state every probeEvery until ctx ends: an
+// answer within the configured timeout resets the failures, none counts
+// one (three make the replica unready), and another stream in its place
+// ends the following (on errc).
+func (r *Replica) probe(ctx context.Context, errc chan<- error) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.l.c.cfg.Timeout)
+		_, _, err := r.l.Bounds(pctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrForeign):
+			errc <- err
+			return
+		case err != nil:
+			r.failing.Add(1)
+		default:
+			r.failing.Store(0)
 		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 type Snapshot struct {
 	Name     string
 	Seq      uint64 // the last batch of the log the index includes
+	Log      string // the log's identity (its stream's name and creation time)
 	Checksum string // the manifest checksum of the index it holds
 	Nodes    int
 	Bytes    uint64
@@ -53,9 +54,9 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: writing the index: %w", l.index, seq, err)
 	}
-	s := Snapshot{Name: snapName(seq), Seq: seq, Checksum: sum, Nodes: ix.Live()}
+	s := Snapshot{Name: snapName(seq), Seq: seq, Log: l.id, Checksum: sum, Nodes: ix.Live()}
 	meta := jetstream.ObjectMeta{Name: s.Name, Description: "gleaner index " + l.index,
-		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes)}}
+		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes), "log": l.id}}
 	var info *jetstream.ObjectInfo
 	err = l.c.retryTransfer(ctx, "uploading "+s.Name, folderBytes(dir), func(ctx context.Context) error {
 		pr, pw := io.Pipe()
@@ -125,8 +126,15 @@ func (l *Log) Snapshots(ctx context.Context) ([]Snapshot, error) {
 			l.c.log.Warn("fleet: an object in the snapshot store is not a snapshot; skipped", "index", l.index, "name", in.Name)
 			continue
 		}
+		if log := in.Metadata["log"]; log != l.id {
+			// A snapshot of a stream of this name that was deleted: another
+			// log, whose numbers mean nothing here (never trimmed by, nor
+			// restored for, this one).
+			l.c.log.Warn("fleet: a snapshot of another log of this index's name; skipped", "index", l.index, "name", in.Name, "log", log)
+			continue
+		}
 		nodes, _ := strconv.Atoi(in.Metadata["nodes"])
-		out = append(out, Snapshot{Name: in.Name, Seq: seq, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime})
+		out = append(out, Snapshot{Name: in.Name, Seq: seq, Log: l.id, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq > out[j].Seq })
 	return out, nil
@@ -210,8 +218,8 @@ func verifyRestored(dir string, s Snapshot) error {
 	switch lv := ix.Meta.Live; {
 	case ix.Manifest.Checksum != s.Checksum:
 		return fmt.Errorf("its manifest checksum is %s, the snapshot's record says %s", ix.Manifest.Checksum, s.Checksum)
-	case lv == nil || lv.Source != s.Seq:
-		return fmt.Errorf("the index does not say it includes the log up to %d (%+v)", s.Seq, lv)
+	case lv == nil || lv.Source != s.Seq || lv.Origin != s.Log:
+		return fmt.Errorf("the index does not say it includes the log %s up to %d (%+v)", s.Log, s.Seq, lv)
 	}
 	return nil
 }

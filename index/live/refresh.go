@@ -303,8 +303,8 @@ func (w *Writer) Refit(ctx context.Context) error {
 	if w.err != nil {
 		return w.err
 	}
-	if o := w.Origin(); o != "" {
-		return fmt.Errorf("live: the index follows the log %s: a refit here would give it vectors the other replicas lack; detach it first (Detach, gleaner index detach) and start a fleet anew from it", o)
+	if w.following() {
+		return fmt.Errorf("live: the index follows the log %s: a refit here would give it vectors the other replicas lack; detach it first (Detach, gleaner index detach) and start a fleet anew from it", w.originName())
 	}
 	start := time.Now()
 	next, err := w.cur.Load().Refit(ctx)

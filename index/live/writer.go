@@ -235,6 +235,19 @@ func (w *Writer) Checksum() string {
 	return w.sum
 }
 
+// following reports whether the writer takes its changes from a log: it
+// was told so, or it took numbered batches (its origin is recorded only
+// at the next checkpoint).
+func (w *Writer) following() bool { return w.Origin() != "" || w.source.Load() != 0 }
+
+// originName names the log the writer follows, for messages.
+func (w *Writer) originName() string {
+	if o := w.Origin(); o != "" {
+		return o
+	}
+	return "(a log whose name the index has not recorded yet)"
+}
+
 // Detach makes the index forget the log it followed (Origin and Source):
 // it takes local commits and refits again, and may begin another fleet.
 // The index on disk records it before Detach returns.
@@ -390,8 +403,9 @@ func (w *Writer) replay(ctx context.Context, after uint64) error {
 		if p.empty() {
 			return nil
 		}
-		next, err := p.base.Apply(ctx, w.change(p))
-		if err != nil && len(recs) > 1 {
+		ch := w.change(p)
+		next, err := p.base.Apply(ctx, ch)
+		if err != nil && (len(recs) > 1 || ch.Tombstone) {
 			w.o.Logger.Warn("replay: a group of records could not be applied together; applying them one at a time", "dir", w.dir, "records", len(recs), "err", err)
 			w.cat = newCatalog(p.base)
 			w.kinds = w.kindUpdaters(ctx, p.base)
@@ -814,8 +828,8 @@ func (w *Writer) prepare(p *pending, r *request, source uint64) ([]byte, error) 
 	if r.source != 0 && r.source != source+1 {
 		return nil, fmt.Errorf("%w: batch %d, after %d", ErrOutOfOrder, r.source, source)
 	}
-	if origin := w.Origin(); r.source == 0 && origin != "" {
-		return nil, &CheckError{fmt.Errorf("live: the index follows the log %s: write through it (a change committed here would be on this replica alone)", origin)}
+	if r.source == 0 && w.following() {
+		return nil, &CheckError{fmt.Errorf("live: the index follows the log %s: write through it (a change committed here would be on this replica alone)", w.originName())}
 	}
 	if err := r.ctx.Err(); err != nil {
 		return nil, err
