@@ -199,6 +199,9 @@ func TestRecreatedStreamStopsReplica(t *testing.T) {
 	p := &published{bySeq: map[uint64][]change{}}
 	p.publish(t, l, 71, 5)
 	waitApplied(t, 5, a)
+	if _, err := l.PutSnapshot(context.Background(), a.w, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	if err := conn.js.DeleteStream(context.Background(), l.name); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +218,17 @@ func TestRecreatedStreamStopsReplica(t *testing.T) {
 	}
 	if got := a.r.Applied(); got != 5 {
 		t.Errorf("it took batches up to %d of the new stream", got)
+	}
+	if snaps, err := l2.Snapshots(context.Background()); err != nil || len(snaps) != 0 {
+		t.Errorf("the new stream lists %d snapshots (%v): the old stream's are another log's", len(snaps), err)
+	}
+	// The new log holds batches but names no index it began from: no
+	// index may claim it now.
+	w := openWriter(t, copyIndex(t, baseIndex(t)))
+	defer w.Close()
+	log, _ := newLogger()
+	if _, err := Follow(context.Background(), l2, w, DefaultFollowOptions(log)); !errorsIs(err, ErrForeign) {
+		t.Errorf("claiming a log that holds batches: %v, want ErrForeign", err)
 	}
 }
 
