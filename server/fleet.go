@@ -85,20 +85,23 @@ func (s *Server) followFleet(ctx context.Context) error {
 	defer cancel()
 	s.replicas = map[string]*replica{}
 	s.cleanScratch()
-	for name, w := range s.writers {
+	for name := range s.writers {
 		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
 		if err == nil {
 			var r *fleet.Replica
-			r, err = fleet.Follow(ctx, l, w, fleet.DefaultFollowOptions(s.cfg.Logger))
+			r, err = fleet.Follow(ctx, l, s.writers[name], fleet.DefaultFollowOptions(s.cfg.Logger))
+			if errors.Is(err, fleet.ErrBehind) && s.cfg.Fleet.RestoreBehind {
+				r, err = s.restoreBehind(ctx, name, l, err)
+			}
 			if err == nil {
 				s.replicas[name] = &replica{log: l, rep: r}
-				s.replicas[name].snap.Store(w.Source())
+				s.replicas[name].snap.Store(s.writers[name].Source())
 				continue
 			}
 		}
 		s.stopFleet()
 		if errors.Is(err, fleet.ErrBehind) || errors.Is(err, fleet.ErrForeign) {
-			err = fmt.Errorf("%w (move %s away: the server then restores the fleet's newest snapshot there)", err, s.cfg.Indexes[name])
+			err = fmt.Errorf("%w (move %s and its .wal away, or start with --fleet-restore-behind: the server then restores the fleet's newest snapshot there)", err, s.cfg.Indexes[name])
 		}
 		return fmt.Errorf("server: index %q: %w", name, err)
 	}
@@ -125,6 +128,36 @@ func (s *Server) cleanScratch() {
 
 // fleetStartTimeout bounds how long a start waits for the NATS cluster.
 const fleetStartTimeout = 2 * time.Minute
+
+// restoreBehind replaces index name, whose next batch the log no longer
+// holds (behind), with the fleet's newest snapshot: the writer is closed,
+// the folder and its update log are moved aside (kept, named
+// <dir>.behind-<time>), the snapshot restored in their place, served, and
+// followed.
+func (s *Server) restoreBehind(ctx context.Context, name string, l *fleet.Log, behind error) (*fleet.Replica, error) {
+	dir := s.cfg.Indexes[name]
+	s.cfg.Logger.Warn("fleet: the index is behind the log; restoring the newest snapshot (--fleet-restore-behind)", "index", name, "why", behind)
+	if err := s.writers[name].Close(); err != nil {
+		return nil, fmt.Errorf("closing the index behind the log: %w", err)
+	}
+	aside := fmt.Sprintf("%s.behind-%d", dir, time.Now().Unix())
+	for _, p := range [][2]string{{dir, aside}, {live.LogDir(dir), live.LogDir(aside)}} {
+		if err := os.Rename(p[0], p[1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("moving %s aside: %w", p[0], err)
+		}
+	}
+	s.cfg.Logger.Info("fleet: moved the index behind the log aside", "index", name, "to", aside)
+	if _, err := l.Restore(ctx, dir); err != nil {
+		return nil, err
+	}
+	w, err := s.openWriter(ctx, name, dir)
+	if err != nil {
+		return nil, err
+	}
+	s.writers[name] = w
+	s.publish(name, w.Index())
+	return fleet.Follow(ctx, l, w, fleet.DefaultFollowOptions(s.cfg.Logger))
+}
 
 // stopFleet stops following (the writers stay open).
 func (s *Server) stopFleet() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/index/fleet"
 	"github.com/gleaner-rag/gleaner/index/fleet/fleettest"
+	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/server"
 	"github.com/gleaner-rag/gleaner/server/api"
 	"github.com/gleaner-rag/gleaner/server/client"
@@ -177,5 +178,77 @@ func TestFleetWritesReachEveryReplica(t *testing.T) {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("/metrics lacks %q", m)
 		}
+	}
+}
+
+// TestFleetRestoreBehind: a replica further behind than the log keeps
+// refuses to start, naming the way out; with RestoreBehind it moves its
+// folder aside and serves the newest snapshot and the log after it.
+func TestFleetRestoreBehind(t *testing.T) {
+	cl := fleettest.Start(t, 1)
+	ctx := context.Background()
+	base := copyIndex(t)
+	behind := filepath.Join(t.TempDir(), "behind")
+	if err := os.CopyFS(behind, os.DirFS(base)); err != nil {
+		t.Fatal(err)
+	}
+	sa, a, _ := fleetServer(t, cl.URLs(), base, true)
+	for i := 1; i <= 3; i++ {
+		if _, err := a.PutDocument(ctx, "synth", fmt.Sprintf("zz-%d", i), api.Document{Text: fmt.Sprintf("wombat number %d of the outback", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sa.Snapshot(ctx); err != nil { // keeps 2, trims behind the oldest: batch 0's
+		t.Fatal(err)
+	}
+	if err := sa.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r4, err := a.PutDocument(ctx, "synth", "zz-4", api.Document{Text: "wombat number 4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.Snapshot(ctx); err != nil { // now the log starts after batch 3
+		t.Fatal(err)
+	}
+	conf := fleet.DefaultConfig(cl.URLs(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	conf.Replicas = 1
+	conn, err := fleet.Connect(ctx, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cfg := server.DefaultConfig()
+	cfg.Indexes = map[string]string{"synth": behind}
+	cfg.Backend, cfg.InsecureNoAuth = cpu.New(), true
+	cfg.Fleet = server.DefaultFleet(conn)
+	cfg.Fleet.SnapshotEvery = 0
+	if _, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "--fleet-restore-behind") {
+		t.Fatalf("a replica behind the log started: %v", err)
+	}
+	cfg.Fleet.RestoreBehind = true
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	defer func() { hs.Close(); s.Close(ctx) }()
+	c, _ := client.New(hs.URL, hs.Client())
+	resp, err := c.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "wombat outback", Method: "bm25", K: api.K(5), MinSeq: r4.Seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Hits) < 4 {
+		t.Errorf("the restored replica serves %d wombat hits, want 4", len(resp.Hits))
+	}
+	aside, _ := filepath.Glob(behind + ".behind-*")
+	kept := 0
+	for _, p := range aside {
+		if _, err := os.Stat(filepath.Join(p, "manifest.json")); err == nil {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("the old folder was not kept aside: %v", aside)
 	}
 }

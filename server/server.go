@@ -166,6 +166,11 @@ type Fleet struct {
 	// Scratch is the folder snapshots are written to before upload (""
 	// the system's temporary folder).
 	Scratch string
+	// RestoreBehind: an index whose next batch the log no longer holds
+	// (trimmed behind the snapshots) is moved aside (<dir>.behind-<time>,
+	// kept) at start and the newest snapshot restored in its place;
+	// without it the start fails, saying so.
+	RestoreBehind bool
 }
 
 // DefaultFleet follows the fleet on conn, with a snapshot every 10

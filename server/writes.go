@@ -30,22 +30,31 @@ func (s *Server) openWriters(ctx context.Context) error {
 	s.writers = map[string]*live.Writer{}
 	s.writeCPU = live.NewGate(s.cfg.WriteCores)
 	for name, dir := range s.cfg.Indexes {
-		o := live.DefaultOptions(s.cfg.Logger)
-		o.CheckpointBytes = s.cfg.CheckpointBytes
-		o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
-		o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
-		o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
-		o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
-		o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
-		o.DeletedShare = s.cfg.DeletedShare
-		w, err := live.Open(ctx, dir, o)
+		w, err := s.openWriter(ctx, name, dir)
 		if err != nil {
 			s.closeWriters()
-			return fmt.Errorf("server: index %q: opening it for writes: %w", name, err)
+			return err
 		}
 		s.writers[name] = w
 	}
 	return nil
+}
+
+// openWriter opens index name at dir for live updates.
+func (s *Server) openWriter(ctx context.Context, name, dir string) (*live.Writer, error) {
+	o := live.DefaultOptions(s.cfg.Logger)
+	o.CheckpointBytes = s.cfg.CheckpointBytes
+	o.OpenOptions.Copy = s.cfg.IndexMemory == MemoryCopy
+	o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
+	o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
+	o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
+	o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
+	o.DeletedShare = s.cfg.DeletedShare
+	w, err := live.Open(ctx, dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("server: index %q: opening it for writes: %w", name, err)
+	}
+	return w, nil
 }
 
 // LiveStats describes the live writer of index name (Config.Writes).

@@ -18,6 +18,7 @@ type fleetFlags struct {
 	replicas, keep             int
 	every, wait, timeout       time.Duration
 	scratch                    string
+	restoreBehind              bool
 }
 
 func (f *fleetFlags) flags(fl *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *fleetFlags) flags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.keep, "fleet-snapshot-keep", 2, "with --fleet: snapshots kept per index")
 	fl.DurationVar(&f.wait, "fleet-wait", time.Second, "with --fleet: longest a request with min_seq waits for this replica to apply that write (then 503 with Retry-After)")
 	fl.DurationVar(&f.timeout, "fleet-timeout", 10*time.Second, "with --fleet: longest one request to the NATS cluster may take before it is retried")
+	fl.BoolVar(&f.restoreBehind, "fleet-restore-behind", false, "with --fleet: an index further behind than the log keeps is moved aside (<dir>.behind-<time>, kept) at start and the fleet's newest snapshot restored in its place (default: the start fails, saying so)")
 	fl.StringVar(&f.scratch, "fleet-scratch", "", "with --fleet: folder snapshots are written to before upload, one per server: a start removes what a killed upload left there (default: the system's temporary folder, not cleaned)")
 }
 
@@ -69,7 +71,7 @@ func (f *fleetFlags) connect(ctx context.Context, log *slog.Logger, cfg *server.
 		return nil, err
 	}
 	fl := server.DefaultFleet(conn)
-	fl.SnapshotEvery, fl.SnapshotKeep, fl.Wait, fl.Scratch = f.every, f.keep, f.wait, f.scratch
+	fl.SnapshotEvery, fl.SnapshotKeep, fl.Wait, fl.Scratch, fl.RestoreBehind = f.every, f.keep, f.wait, f.scratch, f.restoreBehind
 	cfg.Fleet = fl
 	return conn, nil
 }
