@@ -115,6 +115,10 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	case reflect.Pointer:
 		return jsonKind(t.Elem())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer ≥ 0 (within 64 bits)"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
 	}
 	return "a number"
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,7 @@ func (s *Server) restoreMissing(ctx context.Context) error {
 		}
 		l, err := s.cfg.Fleet.Conn.OpenLog(ctx, name)
 		if err != nil {
-			return fmt.Errorf("server: index %q: %w", name, err)
+			return fmt.Errorf("server: index %q: %w", name, replicasHint(err))
 		}
 		s.cfg.Logger.Info("fleet: the index folder does not exist; restoring the fleet's newest snapshot", "index", name, "dir", dir)
 		if _, err := l.Restore(ctx, dir); err != nil {
@@ -72,6 +73,21 @@ func (s *Server) restoreMissing(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// missingLogs are the update logs (<index>.wal) a replica's start will
+// make, for the indexes that have none yet.
+func (s *Server) missingLogs() []string {
+	if s.cfg.Fleet == nil {
+		return nil
+	}
+	var out []string
+	for _, dir := range s.cfg.Indexes {
+		if _, err := os.Stat(live.LogDir(dir)); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, live.LogDir(dir))
+		}
+	}
+	return out
 }
 
 // followFleet starts following each index's log (Config.Fleet), within
@@ -100,9 +116,13 @@ func (s *Server) followFleet(ctx context.Context) error {
 			}
 		}
 		s.stopFleet()
-		if errors.Is(err, fleet.ErrBehind) || errors.Is(err, fleet.ErrForeign) {
-			err = fmt.Errorf("%w (move %s and its .wal away, or start with --fleet-restore-behind: the server then restores the fleet's newest snapshot there)", err, s.cfg.Indexes[name])
+		switch dir := s.cfg.Indexes[name]; {
+		case errors.Is(err, fleet.ErrBehind):
+			err = fmt.Errorf("%w (move %s and its .wal away, or start with --fleet-restore-behind: the server then restores the fleet's newest snapshot there)", err, dir)
+		case errors.Is(err, fleet.ErrForeign):
+			err = fmt.Errorf("%w (to serve the fleet's index instead, move %s and its .wal away: the server then restores the fleet's newest snapshot there)", err, dir)
 		}
+		err = replicasHint(err)
 		return fmt.Errorf("server: index %q: %w", name, err)
 	}
 	return nil
@@ -115,6 +135,9 @@ func (s *Server) cleanScratch() {
 	dir := s.cfg.Fleet.Scratch
 	if dir == "" {
 		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.cfg.Logger.Error("fleet: the scratch folder cannot be made; snapshots will fail", "dir", dir, "err", err)
 	}
 	for _, pat := range []string{"gleaner-snapshot-*", "gleaner-fingerprint-*"} {
 		left, _ := filepath.Glob(filepath.Join(dir, pat))
@@ -157,6 +180,15 @@ func (s *Server) restoreBehind(ctx context.Context, name string, l *fleet.Log, b
 	s.writers[name] = w
 	s.publish(name, w.Index())
 	return fleet.Follow(ctx, l, w, fleet.DefaultFollowOptions(s.cfg.Logger))
+}
+
+// replicasHint names the flag when the cluster has fewer nodes than the
+// replicas asked for (NATS says it in its own words).
+func replicasHint(err error) error {
+	if msg := err.Error(); strings.Contains(msg, "replicas > 1 not supported") || strings.Contains(msg, "insufficient resources") || strings.Contains(msg, "no suitable peers") {
+		return fmt.Errorf("%w (is --fleet-replicas more than the NATS cluster's nodes? a lone NATS server takes --fleet-replicas 1)", err)
+	}
+	return err
 }
 
 // stopFleet stops following (the writers stay open).
@@ -232,10 +264,10 @@ func (s *Server) appliedSeq(name string) (uint64, bool) {
 	return 0, served
 }
 
-// waitSeq waits, within the fleet's bound, until index name has applied
-// batch seq (a request's min_seq). It answers the status to return when
-// it has not.
-func (s *Server) waitSeq(ctx context.Context, name string, seq uint64) (int, error) {
+// waitSeq waits, within the fleet's bound and the request's limit, until
+// index name has applied batch seq (a request's min_seq). It answers the
+// status to return when it has not.
+func (s *Server) waitSeq(ctx context.Context, name string, seq uint64, limit time.Duration) (int, error) {
 	if seq == 0 {
 		return 0, nil
 	}
@@ -249,7 +281,7 @@ func (s *Server) waitSeq(ctx context.Context, name string, seq uint64) (int, err
 	if !ok { // a lone server applies a write before it acknowledges it
 		return http.StatusServiceUnavailable, &FieldError{"min_seq", "the index has not applied that sequence (a sequence of another server?)"}
 	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.Fleet.Wait)
+	wctx, cancel := context.WithTimeout(ctx, min(s.cfg.Fleet.Wait, limit))
 	defer cancel()
 	if _, err := r.rep.Wait(wctx, seq); err != nil {
 		if ctx.Err() != nil {

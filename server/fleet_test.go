@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -225,6 +226,9 @@ func TestFleetRestoreBehind(t *testing.T) {
 	cfg.Fleet.SnapshotEvery = 0
 	if _, err := server.New(cfg); err == nil || !strings.Contains(err.Error(), "--fleet-restore-behind") {
 		t.Fatalf("a replica behind the log started: %v", err)
+	}
+	if _, err := os.Stat(behind + ".wal"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused start left %s.wal: %v", behind, err)
 	}
 	cfg.Fleet.RestoreBehind = true
 	s, err := server.New(cfg)

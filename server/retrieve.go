@@ -21,6 +21,17 @@ import (
 )
 
 // retrieve serves POST /v1/retrieve.
+// requestTimeout is how long req may run: the server's timeout, or the
+// request's timeout_ms when shorter.
+func (s *Server) requestTimeout(req *RetrieveRequest) time.Duration {
+	timeout := s.cfg.Timeout
+	// Compared in milliseconds: a huge timeout_ms would overflow a Duration.
+	if req.TimeoutMS > 0 && int64(req.TimeoutMS) < timeout.Milliseconds() {
+		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	}
+	return timeout
+}
+
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	code, method, ixName := http.StatusOK, "?", "?" // "?" until known: labels stay bounded
@@ -69,7 +80,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, &FieldError{"index", "this key may not use that index"})
 		return
 	}
-	if c, err := s.waitSeq(r.Context(), req.Index, req.MinSeq); err != nil {
+	if c, err := s.waitSeq(r.Context(), req.Index, req.MinSeq, s.requestTimeout(req)); err != nil {
 		code = c
 		if c == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
@@ -110,12 +121,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, err)
 		return
 	}
-	timeout := s.cfg.Timeout
-	// Compared in milliseconds: a huge timeout_ms would overflow a Duration.
-	if req.TimeoutMS > 0 && int64(req.TimeoutMS) < timeout.Milliseconds() {
-		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout) // a client that goes away cancels its work
+	ctx, cancel := context.WithTimeout(r.Context(), s.requestTimeout(req)) // a client that goes away cancels its work
 	defer cancel()
 	m, done, err := e.method(ctx, cfg)
 	if err != nil {

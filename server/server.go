@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -354,6 +355,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.restoreMissing(context.Background()); err != nil {
 		return nil, err
 	}
+	newLogs := s.missingLogs() // a start that fails removes the logs it made
 	if cfg.live() {
 		if err := s.openWriters(context.Background()); err != nil {
 			return nil, err
@@ -371,6 +373,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.followFleet(context.Background()); err != nil {
 		s.set.Swap(nil).retire(context.Background())
 		s.closeWriters()
+		for _, dir := range newLogs {
+			os.RemoveAll(dir) // empty: following failed before it took a batch
+		}
 		return nil, err
 	}
 	s.keys.Store(cfg.Keys)

@@ -27,8 +27,8 @@ func (f *fleetFlags) flags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.ca, "fleet-ca", "", "with --fleet: PEM CA of the NATS servers' certificates")
 	fl.StringVar(&f.cert, "fleet-cert", "", "with --fleet: PEM client certificate for NATS (with --fleet-key)")
 	fl.StringVar(&f.key, "fleet-key", "", "with --fleet: PEM private key of --fleet-cert")
-	fl.IntVar(&f.replicas, "fleet-replicas", 3, "with --fleet: replication factor of the logs and snapshot stores this server creates (1 to 5; at most the NATS nodes)")
-	fl.DurationVar(&f.every, "fleet-snapshot-every", 10*time.Minute, "with --fleet: upload a snapshot of each changed index this often, and trim the log behind the oldest kept (0: never; one replica of a fleet needs it)")
+	fl.IntVar(&f.replicas, "fleet-replicas", 3, "with --fleet: replication factor of the logs and snapshot stores this server creates (1 to 5; at most the NATS nodes: 1 for a lone NATS server)")
+	fl.DurationVar(&f.every, "fleet-snapshot-every", 10*time.Minute, "with --fleet: upload a snapshot of each changed index this often, and trim the log behind the oldest of --fleet-snapshot-keep (0: never; one replica of a fleet needs it). A replica down for longer than about keep × this must restore a snapshot (--fleet-restore-behind): make it longer than the outages you expect")
 	fl.IntVar(&f.keep, "fleet-snapshot-keep", 2, "with --fleet: snapshots kept per index")
 	fl.DurationVar(&f.wait, "fleet-wait", time.Second, "with --fleet: longest a request with min_seq waits for this replica to apply that write (then 503 with Retry-After)")
 	fl.DurationVar(&f.timeout, "fleet-timeout", 10*time.Second, "with --fleet: longest one request to the NATS cluster may take before it is retried")
@@ -41,6 +41,10 @@ func (f *fleetFlags) flags(fl *pflag.FlagSet) {
 func (f *fleetFlags) check(fl *pflag.FlagSet) error {
 	if f.urls != "" {
 		switch {
+		case f.replicas < 1 || f.replicas > 5:
+			return fmt.Errorf("--fleet-replicas %d: want 1 to 5 (at most the NATS cluster's nodes; 1 for a lone server)", f.replicas)
+		case (f.cert == "") != (f.key == ""):
+			return fmt.Errorf("--fleet-cert and --fleet-key go together")
 		case f.keep < 1:
 			return fmt.Errorf("--fleet-snapshot-keep %d: want ≥ 1", f.keep)
 		case f.wait <= 0 || f.wait > time.Minute:

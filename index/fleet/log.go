@@ -109,7 +109,8 @@ func (l *Log) PublishID(ctx context.Context, b *live.Batch, id string) (Ack, err
 		return Ack{}, fmt.Errorf("fleet: encoding the batch: %w", err)
 	}
 	if max := l.c.MaxPayload() - headerRoom; int64(len(payload)) > max {
-		return Ack{}, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes, over the NATS cluster's message limit of %d: %w; split it", len(payload), max, live.ErrTooLarge)}
+		fit := int64(b.Len()) * max / int64(len(payload))
+		return Ack{}, &live.CheckError{Err: fmt.Errorf("the batch takes %d bytes with its vectors, over the NATS cluster's message limit of %d: %w; split it (about %d of its %d changes fit in one), or raise the cluster's max_payload", len(payload), max, live.ErrTooLarge, fit, b.Len())}
 	}
 	if id == "" {
 		id = nuid.Next()
@@ -208,7 +209,7 @@ func (l *Log) claimGenesis(ctx context.Context, checksum string) error {
 		return fmt.Errorf("fleet: the start of the log of %q: %w", l.index, err)
 	}
 	if have != checksum {
-		return fmt.Errorf("%w: the log of index %q starts from the index of manifest checksum %s, not %s: restore a snapshot of the fleet instead (move this index away)",
+		return fmt.Errorf("%w: the log of index %q starts from the index of manifest checksum %s, not %s",
 			ErrForeign, l.index, have, checksum)
 	}
 	return nil

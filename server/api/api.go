@@ -212,7 +212,7 @@ type WriteResponse struct {
 	// of a fleet, its sequence in the fleet's log (a later request's
 	// min_seq).
 	Seq     uint64 `json:"seq"`
-	Nodes   int    `json:"nodes"`   // passages in the index after it
+	Nodes   int    `json:"nodes"`   // passages in the index after it (a fleet replica: when it answers)
 	Changes int    `json:"changes"` // changes committed
 	// Pending (answered 202 by a replica of a fleet): the fleet's log
 	// stored the change, and this replica had not applied it within the
