@@ -139,12 +139,20 @@ func (s *Server) cleanScratch() {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		s.cfg.Logger.Error("fleet: the scratch folder cannot be made; snapshots will fail", "dir", dir, "err", err)
 	}
-	for _, pat := range []string{"gleaner-snapshot-*", "gleaner-fingerprint-*"} {
-		left, _ := filepath.Glob(filepath.Join(dir, pat))
-		for _, p := range left {
-			if err := os.RemoveAll(p); err == nil {
-				s.cfg.Logger.Info("fleet: removed a snapshot's staging copy left by a stopped server", "path", p)
-			}
+	// Read, not globbed: a folder whose name holds '*' or '[' would make
+	// a pattern that matches other folders.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.cfg.Logger.Error("fleet: the scratch folder cannot be read; staging copies a stopped server left stay", "dir", dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "gleaner-snapshot-") && !strings.HasPrefix(e.Name(), "gleaner-fingerprint-") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.RemoveAll(p); err == nil {
+			s.cfg.Logger.Info("fleet: removed a snapshot's staging copy left by a stopped server", "path", p)
 		}
 	}
 }
@@ -386,9 +394,13 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		key = nuid.Next()
 	}
 	w.Header().Set("Idempotency-Key", key)
-	id := messageID(KeyOf(r.Context()), name, key, b) // before the vectors, which depend on the replica
+	id, err := messageID(KeyOf(r.Context()), name, key, b) // before the vectors, which depend on the replica
+	if err != nil {
+		s.answerWrite(w, op, name, 0, nil, err)
+		return
+	}
 	s.writeCPU.Enter()
-	err := lw.Embed(ctx, b) // the log carries the vectors: every replica applies the same
+	err = lw.Embed(ctx, b) // the log carries the vectors: every replica applies the same
 	s.writeCPU.Leave()
 	if err != nil {
 		s.answerWrite(w, op, name, 0, nil, err)
@@ -414,8 +426,11 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 // messageID is the log's message id of a write: the same key's retry of
 // the same batch, within the log's dedup window, is stored once; another
 // key's, or another batch under the same key, is another write.
-func messageID(k *auth.Key, index, idem string, b *live.Batch) string {
-	payload, _ := b.MarshalBinary()
+func messageID(k *auth.Key, index, idem string, b *live.Batch) (string, error) {
+	payload, err := b.MarshalBinary()
+	if err != nil { // hashing nothing instead would give other batches this id
+		return "", fmt.Errorf("fleet: encoding the batch: %w", err)
+	}
 	h := sha256.New()
 	if k != nil {
 		h.Write([]byte(k.ID))
@@ -424,7 +439,7 @@ func messageID(k *auth.Key, index, idem string, b *live.Batch) string {
 		h.Write([]byte{0})
 		h.Write(part)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:40]
+	return hex.EncodeToString(h.Sum(nil))[:40], nil
 }
 
 // checkIdempotencyKey refuses an Idempotency-Key header that is not a
