@@ -80,14 +80,16 @@ func numberer(ix *index.Index) func(string) int32 {
 
 func (u *mentionsUpdater) Update(ctx context.Context, before, after *index.Index, ch *index.Change) ([]graphops.Edge, error) {
 	u.follow(ctx, before, after, ch)
-	return u.s.Edges(after.N(), numberer(after)), ctx.Err()
+	return u.s.Edges(after.Live(), numberer(after)), ctx.Err()
 }
 
 // UpdateRows is Update, saying which passages' edges changed: a commit
 // then costs what it changes rather than every mention edge.
 func (u *mentionsUpdater) UpdateRows(ctx context.Context, before, after *index.Index, ch *index.Change) ([]int32, []graphops.Edge, error) {
 	u.follow(ctx, before, after, ch)
-	rows, edges := u.s.Rows(after.N(), numberer(after))
+	// The hit limit counts the live passages, as a build of them would:
+	// passages deleted in place must not move it.
+	rows, edges := u.s.Rows(after.Live(), numberer(after))
 	return rows, edges, ctx.Err()
 }
 
