@@ -27,7 +27,8 @@ var kills = flag.Int("kills", 6, "crash campaign: how many times to kill -9 the 
 // batch i's commit returns. Batch i of run r adds r<r>-b<i>-x and -y and
 // deletes the x of batch i−3; checkpoints are frequent, so kills land in
 // them too, and every 8th batch is followed by a refresh of the index's
-// test section and a checkpoint, which writes it from memory.
+// test section and a checkpoint, which writes it from memory. Every 3rd
+// starts a merge beside the commits, announced by "merging" and "merged".
 func TestCrashChild(t *testing.T) {
 	dir, run := os.Getenv("GLEANER_CRASH_DIR"), os.Getenv("GLEANER_CRASH_RUN")
 	if dir == "" {
@@ -46,6 +47,9 @@ func TestCrashChild(t *testing.T) {
 			os.Exit(3)
 		}
 		fmt.Printf("ack %d\n", i)
+		if i%3 == 0 {
+			go crashMerge(w)
+		}
 		if i%8 == 0 {
 			_, err := w.Refresh(context.Background())
 			if err == nil {
@@ -57,6 +61,21 @@ func TestCrashChild(t *testing.T) {
 			}
 		}
 	}
+}
+
+// crashMerge merges beside the child's commits, saying when it starts
+// and ends (one line each, so a kill between them landed in a merge).
+func crashMerge(w *Writer) {
+	if !w.rfMu.TryLock() { // one at a time, or a refresh is running
+		return
+	}
+	w.rfMu.Unlock()
+	fmt.Println("merging")
+	if _, err := w.Merge(context.Background()); err != nil && !errors.Is(err, ErrMergeAbandoned) {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	fmt.Println("merged")
 }
 
 func crashBatch(run string, i int) *Batch {
@@ -84,10 +103,13 @@ func TestCrashCampaign(t *testing.T) {
 	dir := indexWithSection(t)
 	rng := rand.New(rand.NewPCG(17, uint64(*kills)))
 	last := map[string]int{} // run → batches present after its crash
-	inCheckpoint, fresh := 0, 0
+	inCheckpoint, inMerge, fresh := 0, 0, 0
 	for k := range *kills {
 		run := strconv.Itoa(k)
-		acked := crashOnce(t, dir, run, 40+rng.IntN(400))
+		acked, merging := crashOnce(t, dir, run, 40+rng.IntN(400))
+		if merging {
+			inMerge++
+		}
 		if len(store.Debris(dir)) > 0 {
 			inCheckpoint++ // the kill stopped a checkpoint's write
 		}
@@ -119,12 +141,13 @@ func TestCrashCampaign(t *testing.T) {
 		t.Fatalf("the index after the campaign: %v", err)
 	}
 	ix.Close()
-	t.Logf("%d kills, %d of them during a checkpoint's write; the refreshed section fresh after %d", *kills, inCheckpoint, fresh)
+	t.Logf("%d kills, %d of them during a checkpoint's write, %d during a merge; the refreshed section fresh after %d", *kills, inCheckpoint, inMerge, fresh)
 }
 
 // crashOnce runs the child until after ms milliseconds and kills it with
-// SIGKILL, returning the last batch it acknowledged.
-func crashOnce(t *testing.T, dir, run string, ms int) int {
+// SIGKILL, returning the last batch it acknowledged and whether a merge
+// was running.
+func crashOnce(t *testing.T, dir, run string, ms int) (int, bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
 	cmd.Env = append(os.Environ(), "GLEANER_CRASH_DIR="+dir, "GLEANER_CRASH_RUN="+run)
@@ -137,14 +160,20 @@ func crashOnce(t *testing.T, dir, run string, ms int) int {
 		t.Fatal(err)
 	}
 	acks := make(chan int, 1)
+	merging := 0 // merges started less those ended
 	go func() {
 		n := 0
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "ack "); ok {
+			switch v, ok := strings.CutPrefix(line, "ack "); {
+			case ok:
 				n, _ = strconv.Atoi(v)
-			} else if strings.HasPrefix(line, "error") {
+			case line == "merging":
+				merging++
+			case line == "merged":
+				merging--
+			case strings.HasPrefix(line, "error"):
 				t.Errorf("child: %s", line)
 			}
 		}
@@ -154,7 +183,7 @@ func crashOnce(t *testing.T, dir, run string, ms int) int {
 	cmd.Process.Signal(syscall.SIGKILL)
 	n := <-acks
 	cmd.Wait()
-	return n
+	return n, merging > 0
 }
 
 func reopen(t *testing.T, dir string) *Writer {

@@ -59,6 +59,11 @@ func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	if len(ix.Refreshable()) == 0 && ix.Deleted() == 0 {
 		return Refreshed{Stale: StaleNames(ix)}, nil
 	}
+	if len(ix.Refreshable()) == 0 && !hold {
+		// deleted passages alone: a merge, which commits do not overtake
+		n, err := w.mergeLocked(ctx)
+		return Refreshed{Stale: StaleNames(w.Index()), Compacted: n}, err
+	}
 	start := time.Now()
 	src, err := ix.Compact(ctx) // sections are built over the live nodes alone
 	if err != nil {
@@ -245,6 +250,8 @@ func (w *Writer) backgroundRefresh(hold bool) (closing bool, err error) {
 	switch {
 	case w.rfCtx.Err() != nil || errors.Is(err, ErrClosed):
 		return true, err
+	case errors.Is(err, ErrMergeAbandoned) || errors.Is(err, ErrMergeBehind):
+		w.o.Logger.Info("the refresh's merge gave up; the next pause in the writes retries", "dir", w.dir, "err", err)
 	case hold && err != nil:
 		w.o.Logger.Error("refresh holding the writes failed; the next one waits for a pause in the writes", "dir", w.dir, "err", err)
 	case errors.Is(err, ErrOvertaken) && w.o.RefreshWithin > 0:
@@ -329,6 +336,9 @@ func (w *Writer) Refit(ctx context.Context) error {
 	}
 	w.sum, w.written = sum, seq
 	w.unsaved.Store(false)
+	if w.tail != nil {
+		w.tail.broken = true // a merge's compaction no longer leads here
+	}
 	w.publish(next)
 	if err := w.log.Drop(seq); err != nil {
 		return fmt.Errorf("live: refit of %s: dropping the log's older segments: %w", w.dir, err)

@@ -112,6 +112,14 @@ type Options struct {
 	// over an index with deleted nodes take the filtered paths (a live
 	// set, retrieve.Visible). 0 renumbers at every removal. Default 1/8.
 	DeletedShare float64
+	// MergeShare is the share of deleted nodes past which the writer
+	// starts a merge in the background (Merge): it renumbers the index
+	// without them while the commits go on, so that under writes that
+	// never pause no commit has to (DeletedShare is then the backstop).
+	// In [0, 1); 0: no background merge; at or above DeletedShare, the
+	// commit past DeletedShare renumbers first, so no merge starts.
+	// Default 1/16, half the default DeletedShare.
+	MergeShare float64
 }
 
 // maxGroup bounds Options.MaxGroup, which sizes the commit queue.
@@ -119,7 +127,7 @@ const maxGroup = 1 << 16
 
 // DefaultOptions are the options Open expects unless told otherwise.
 func DefaultOptions(log *slog.Logger) Options {
-	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024, ApplyShare: 1, DeletedShare: 1.0 / 8}
+	return Options{Logger: log, CheckpointBytes: 64 << 20, MaxGroup: 1024, ApplyShare: 1, DeletedShare: 1.0 / 8, MergeShare: 1.0 / 16}
 }
 
 func (o *Options) validate() error {
@@ -136,6 +144,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("live: Options.ApplyShare %v: want a share in [%v, 1] (1: no bound)", o.ApplyShare, minShare)
 	case !(o.DeletedShare >= 0 && o.DeletedShare < 1):
 		return fmt.Errorf("live: Options.DeletedShare %v: want a share in [0, 1) (0: renumber at every removal)", o.DeletedShare)
+	case !(o.MergeShare >= 0 && o.MergeShare < 1):
+		return fmt.Errorf("live: Options.MergeShare %v: want a share in [0, 1) (0: no background merge)", o.MergeShare)
 	case o.Refresh.Workers < 0:
 		return fmt.Errorf("live: Options.Refresh.Workers %d: want ≥ 0 (0: one per CPU)", o.Refresh.Workers)
 	case o.RefreshAfter < 0:
@@ -171,6 +181,15 @@ type Writer struct {
 	done   chan struct{} // the commit loop ended
 	ckDone chan struct{} // the checkpoint loop ended
 	rfDone chan struct{} // the refresh loop ended
+	mgDone chan struct{} // the merge loop ended
+	// mg wakes the merge loop when a commit leaves more deleted nodes
+	// than MergeShare.
+	mg chan struct{}
+	// tail collects the records committed during a merge (under mu).
+	tail *mergeTail
+	// afterCompact, set by tests, runs between a merge's compaction and
+	// its catch-up.
+	afterCompact func()
 
 	// rf wakes the refresh loop at each publish; rfMu runs one refresh
 	// at a time; rfCtx ends at Close.
@@ -267,6 +286,8 @@ type stats struct {
 	replayed                      atomic.Int64
 	refreshes, refreshFailures    atomic.Int64
 	rfNanos                       atomic.Int64
+	merges, mergeFailures         atomic.Int64
+	mergeNanos                    atomic.Int64
 }
 
 type request struct {
@@ -308,7 +329,7 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	}
 	w := &Writer{dir: dir, o: o, base: base, sum: base.Manifest.Checksum, queue: make(chan *request, o.MaxGroup),
 		stop: make(chan struct{}), done: make(chan struct{}), ckDone: make(chan struct{}), rfDone: make(chan struct{}),
-		ck: make(chan struct{}, 1), rf: make(chan struct{}, 1)}
+		mgDone: make(chan struct{}), ck: make(chan struct{}, 1), rf: make(chan struct{}, 1), mg: make(chan struct{}, 1)}
 	if err := w.openLog(ctx); err != nil {
 		base.Close()
 		return nil, err
@@ -317,6 +338,7 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	go w.commitLoop()
 	go w.checkpointLoop()
 	go w.refreshLoop()
+	go w.mergeLoop()
 	return w, nil
 }
 
@@ -379,97 +401,69 @@ func (w *Writer) kindUpdaters(ctx context.Context, ix *index.Index) []index.Kind
 	return kinds
 }
 
+// remakeKinds makes the kind updaters anew from ix (under mu), after a
+// change they followed failed; a merge running can no longer replay the
+// commits with the rows they recorded.
+func (w *Writer) remakeKinds(ix *index.Index) {
+	w.kinds = w.kindUpdaters(context.Background(), ix)
+	if w.tail != nil {
+		w.tail.broken = true
+	}
+}
+
 // change is p's change, with the kind updaters. It deletes in place
 // while the deleted nodes stay within Options.DeletedShare of the nodes.
-func (w *Writer) change(p *pending) *index.Change {
+func (w *Writer) change(p *pending) *index.Change { return w.changeWith(p, w.kinds) }
+
+// changeWith is p's change with the kind updaters kinds.
+func (w *Writer) changeWith(p *pending, kinds []index.KindUpdater) *index.Change {
 	ch := p.change()
-	ch.Kinds = w.kinds
+	ch.Kinds = kinds
 	deleted := p.base.Deleted() + len(ch.Remove)
 	ch.Tombstone = float64(deleted) <= w.o.DeletedShare*float64(p.base.N()+len(ch.Add))
 	return ch
 }
 
-// replayGroup is how many records replay applies at once.
-const replayGroup = 4096
-
 // replay applies the log's records after after, replayGroup changes at
-// a time; a group whose change cannot be applied (each record was, when
-// it was committed) is applied a record at a time.
+// a time (a replayer over the writer's index, catalog and updaters).
 func (w *Writer) replay(ctx context.Context, after uint64) error {
-	p := newPending(w.cur.Load(), w.cat)
-	var recs [][]op // the records in p
+	r := w.newReplayer(w.cur.Load(), w.cat, w.kinds)
 	n := 0
-	flush := func() error {
-		if p.empty() {
-			return nil
-		}
-		ch := w.change(p)
-		next, err := p.base.Apply(ctx, ch)
-		if err != nil && (len(recs) > 1 || ch.Tombstone) {
-			w.o.Logger.Warn("replay: a group of records could not be applied together; applying them one at a time", "dir", w.dir, "records", len(recs), "err", err)
-			w.cat = newCatalog(p.base)
-			w.kinds = w.kindUpdaters(ctx, p.base)
-			next, err = w.replayEach(ctx, p.base, recs)
-		}
-		if err != nil {
-			return fmt.Errorf("live: replaying the log %s: %w", LogDir(w.dir), err)
-		}
-		w.cur.Store(next)
-		p, recs = newPending(next, w.cat), nil
-		return nil
-	}
 	err := w.log.Replay(after, func(seq uint64, payload []byte) error {
 		ops, source, err := decodeRecord(payload)
 		if err == nil {
-			err = p.check(ops)
-		}
-		if err == nil && source > w.source.Load() {
-			w.source.Store(source)
-		}
-		if err == nil {
-			err = p.accept(ops)
+			err = r.accept(ops)
 		}
 		if err != nil {
 			return fmt.Errorf("live: log %s, record %d: %w", LogDir(w.dir), seq, err)
 		}
-		recs = append(recs, ops)
+		if source > w.source.Load() {
+			w.source.Store(source)
+		}
 		n++
-		if p.ops >= replayGroup {
-			return flush()
+		if r.full() {
+			return w.replayed(r.flush(ctx))
 		}
 		return nil
 	})
 	if err == nil {
-		err = flush()
+		err = w.replayed(r.flush(ctx))
 	}
+	w.cur.Store(r.ix)
+	w.cat, w.kinds = r.cat, r.kinds
 	if n > 0 {
-		w.o.Logger.Info("replayed the update log", "dir", w.dir, "records", n, "nodes", w.cur.Load().Live())
+		w.o.Logger.Info("replayed the update log", "dir", w.dir, "records", n, "nodes", r.ix.Live())
 		w.stats.replayed.Add(int64(n))
 	}
 	return err
 }
 
-// replayEach applies records to base one at a time, each in place and,
-// failing that, renumbered, as its commit did.
-func (w *Writer) replayEach(ctx context.Context, base *index.Index, recs [][]op) (*index.Index, error) {
-	for _, ops := range recs {
-		p := newPending(base, w.cat)
-		if err := p.accept(ops); err != nil {
-			return nil, err
-		}
-		ch := w.change(p)
-		next, err := base.Apply(ctx, ch)
-		if err != nil && ch.Tombstone {
-			w.kinds = w.kindUpdaters(ctx, base)
-			ch.Kinds, ch.Tombstone = w.kinds, false
-			next, err = base.Apply(ctx, ch)
-		}
-		if err != nil {
-			return nil, err
-		}
-		base = next
+// replayed names the log in a replay's failure to apply its records.
+func (w *Writer) replayed(err error) error {
+	if err != nil {
+		return fmt.Errorf("live: replaying the log %s: %w", LogDir(w.dir), err)
 	}
-	return base, nil
+	return nil
 }
 
 // Dir is the folder of the writer's index.
@@ -765,18 +759,23 @@ func (w *Writer) applyGroup(reqs []*request) bool {
 	// cannot be applied is refused, never logged (it would stop every
 	// later open); it is published only once the log holds it.
 	ch := w.change(p)
+	var rows kindRows // the rows the kinds remake, for a merge running
+	if w.tail != nil {
+		rows = kindRows{}
+		ch.Kinds = recorders(w.kinds, rows)
+	}
 	next, err := cur.Apply(cpu.bound(context.Background()), ch)
 	if err != nil && len(reqs) == 1 && ch.Tombstone {
 		// Deleting in place is this writer's layout, which depends on
 		// its history: a batch it fails for is tried on the renumbered
 		// layout, every writer's, before it is refused.
-		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
+		w.remakeKinds(cur) // they may have followed the change
 		ch.Kinds, ch.Tombstone = w.kinds, false
 		next, err = cur.Apply(cpu.bound(context.Background()), ch)
 	}
 	if err != nil {
-		w.cat = newCatalog(cur)                             // undo the accepted batches
-		w.kinds = w.kindUpdaters(context.Background(), cur) // they may have followed the change
+		w.cat = newCatalog(cur) // undo the accepted batches
+		w.remakeKinds(cur)      // they may have followed the change
 		if len(reqs) > 1 {
 			// Decided one batch at a time instead: the batches checked
 			// after one that fails here must be checked without it.
@@ -801,7 +800,11 @@ func (w *Writer) applyGroup(reqs []*request) bool {
 		return true
 	}
 	w.source.Store(source)
+	if w.tail != nil {
+		w.tail.entries = append(w.tail.entries, tailEntry{payloads: payloads, rows: rows})
+	}
 	w.publish(next)
+	w.wakeMerge(next)
 	w.stats.batches.Add(int64(len(accepted))) // before anyone is answered: Stats after a Commit includes it
 	for i, r := range accepted {
 		r.res = Result{Seq: first + uint64(i), Nodes: next.Live()}
@@ -981,7 +984,10 @@ type Stats struct {
 	RefreshFailed  int64   // refreshes that failed or were overtaken by a commit
 	RefreshSecs    float64 // all refreshes together
 	Deleted        int     // passages deleted in place in the current index (Options.DeletedShare)
-	Compactions    int64   // commits and refreshes that renumbered the index without its deleted passages
+	Compactions    int64   // commits, refreshes and merges that renumbered the index without its deleted passages
+	Merges         int64   // merges published (in the background past Options.MergeShare, by Refresh, or by Merge)
+	MergeFailed    int64   // merges that failed or gave up (not those Close cancelled)
+	MergeSecs      float64 // all published merges together
 	Stale          *index.Stale
 }
 
@@ -994,6 +1000,7 @@ func (w *Writer) Stats() Stats {
 		CheckpointSecs: time.Duration(w.stats.ckNanos.Load()).Seconds(), LastCheckpoint: time.Duration(w.stats.ckLastNanos.Load()).Seconds(),
 		Replayed: w.stats.replayed.Load(), Refreshes: w.stats.refreshes.Load(), RefreshFailed: w.stats.refreshFailures.Load(),
 		RefreshSecs: time.Duration(w.stats.rfNanos.Load()).Seconds(), Deleted: ix.Deleted(), Compactions: w.stats.compactions.Load(),
+		Merges: w.stats.merges.Load(), MergeFailed: w.stats.mergeFailures.Load(), MergeSecs: time.Duration(w.stats.mergeNanos.Load()).Seconds(),
 		Stale: ix.Meta.Stale}
 }
 
@@ -1013,6 +1020,7 @@ func (w *Writer) Close() error {
 	<-w.done
 	<-w.ckDone // a checkpoint in flight finishes first
 	<-w.rfDone
+	<-w.mgDone
 	w.rfMu.Lock() // a Refresh call in flight has seen the cancel
 	w.rfMu.Unlock()
 	var err error

@@ -547,7 +547,7 @@ func TestCommitWaitsForTheCPUGate(t *testing.T) {
 func TestDeletesInPlaceThenCompacts(t *testing.T) {
 	dir := smallIndex(t)
 	o, _ := testOptions(t)
-	o.DeletedShare = 0.1
+	o.DeletedShare, o.MergeShare = 0.1, 0 // no background merge: the commit past the share renumbers
 	w := mustOpen(t, dir, o)
 	n := w.Index().N()
 	bound := int(0.1 * float64(n))
