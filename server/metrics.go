@@ -161,6 +161,7 @@ type liveCollector struct {
 	s                                              *Server
 	seq, segments, bytes, nodes, ckpts, ckSecs, st *prometheus.Desc
 	refreshes, rfFailed, rfSecs, deleted, compact  *prometheus.Desc
+	merges, mgFailed, mgSecs                       *prometheus.Desc
 }
 
 func newLiveCollector(s *Server) *liveCollector {
@@ -179,12 +180,15 @@ func newLiveCollector(s *Server) *liveCollector {
 		rfFailed:  d("gleaner_live_refresh_failures_total", "Refreshes that failed or that a commit overtook (the sections stay stale)."),
 		rfSecs:    d("gleaner_live_refresh_seconds_total", "Time spent building stale sections again."),
 		deleted:   d("gleaner_live_deleted_nodes", "Passages deleted in place, kept until a compaction renumbers the index (--deleted-share)."),
-		compact:   d("gleaner_live_compactions_total", "Commits that renumbered the index without its deleted passages."),
+		compact:   d("gleaner_live_compactions_total", "Commits, refreshes and merges that renumbered the index without its deleted passages."),
+		merges:    d("gleaner_live_merges_total", "Merges published: the index renumbered without its deleted passages while the writes went on (past --merge-share, or by a refresh)."),
+		mgFailed:  d("gleaner_live_merge_failures_total", "Merges that failed or gave up (a refit replaced the index, or the writes outpaced the merge)."),
+		mgSecs:    d("gleaner_live_merge_seconds_total", "Time spent in published merges."),
 	}
 }
 
 func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st, c.refreshes, c.rfFailed, c.rfSecs, c.deleted, c.compact} {
+	for _, d := range []*prometheus.Desc{c.seq, c.segments, c.bytes, c.nodes, c.ckpts, c.ckSecs, c.st, c.refreshes, c.rfFailed, c.rfSecs, c.deleted, c.compact, c.merges, c.mgFailed, c.mgSecs} {
 		ch <- d
 	}
 }
@@ -211,6 +215,9 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.rfSecs, prometheus.CounterValue, st.RefreshSecs)
 		g(c.deleted, prometheus.GaugeValue, float64(st.Deleted))
 		g(c.compact, prometheus.CounterValue, float64(st.Compactions))
+		g(c.merges, prometheus.CounterValue, float64(st.Merges))
+		g(c.mgFailed, prometheus.CounterValue, float64(st.MergeFailed))
+		g(c.mgSecs, prometheus.CounterValue, st.MergeSecs)
 	}
 }
 

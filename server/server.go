@@ -135,6 +135,11 @@ type Config struct {
 	// Writes; live.Options.DeletedShare), in [0, 1); 0 renumbers at every
 	// removal.
 	DeletedShare float64
+	// MergeShare is the share of deleted passages past which an index's
+	// writer merges in the background (with Writes;
+	// live.Options.MergeShare), in [0, 1); 0: no background merge (nor
+	// one at or above DeletedShare, whose commit renumbers first).
+	MergeShare float64
 	// WriteCores is how many cores the write work (decoding write
 	// requests, checking, embedding and applying commits, over every
 	// index) may take at once (with Writes; ≥ 0, 0: no bound), so that a
@@ -196,7 +201,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, MergeShare: 1.0 / 16, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
 }
 
 func (c Config) validate() error {
@@ -229,6 +234,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: apply share %v: want a share in [0.01, 1] (start from DefaultConfig)", c.ApplyShare)
 	case c.live() && !(c.DeletedShare >= 0 && c.DeletedShare < 1):
 		return fmt.Errorf("server: deleted share %v: want a share in [0, 1) (0: renumber at every removal)", c.DeletedShare)
+	case c.live() && !(c.MergeShare >= 0 && c.MergeShare < 1):
+		return fmt.Errorf("server: merge share %v: want a share in [0, 1) (0: no background merge)", c.MergeShare)
 	case c.WriteCores < 0:
 		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:

@@ -49,7 +49,7 @@ func (s *Server) openWriter(ctx context.Context, name, dir string) (*live.Writer
 	o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
 	o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
 	o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
-	o.DeletedShare = s.cfg.DeletedShare
+	o.DeletedShare, o.MergeShare = s.cfg.DeletedShare, s.cfg.MergeShare
 	w, err := live.Open(ctx, dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("server: index %q: opening it for writes: %w", name, err)

@@ -298,7 +298,8 @@ func TestWritesRefreshInBackground(t *testing.T) {
 }
 
 // Write settings that cannot work are refused at start: a refresh bound
-// without the background refresh it bounds, negative write cores.
+// without the background refresh it bounds, negative write cores, a
+// merge share outside [0, 1).
 func TestWriteSettingsRefused(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -307,6 +308,8 @@ func TestWriteSettingsRefused(t *testing.T) {
 	}{
 		{"refresh bound alone", func(c *server.Config) { c.RefreshAfter, c.RefreshWithin = 0, time.Second }, "refresh bound"},
 		{"negative write cores", func(c *server.Config) { c.WriteCores = -1 }, "write cores"},
+		{"negative merge share", func(c *server.Config) { c.MergeShare = -0.1 }, "merge share"},
+		{"merge share of 1", func(c *server.Config) { c.MergeShare = 1 }, "merge share"},
 	} {
 		cfg := server.DefaultConfig()
 		cfg.Indexes = map[string]string{"synth": testIndex(t)}

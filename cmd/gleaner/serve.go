@@ -128,6 +128,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.Int64Var(&cfg.CheckpointBytes, "checkpoint-bytes", cfg.CheckpointBytes, "with --writes: the update log size that starts a checkpoint (the index rewritten on disk, the log folded in)")
 	fl.DurationVar(&cfg.CommitInterval, "commit-interval", cfg.CommitInterval, "with --writes: least time between two commits to an index; writes arriving meanwhile share the next (fewer passes over the index under a steady stream, each write up to this much slower)")
 	fl.Float64Var(&cfg.DeletedShare, "deleted-share", cfg.DeletedShare, "with --writes: most of an index's passages that replaces and deletes may leave deleted in place, in [0, 1); the commit that would pass it renumbers the index without them (a pass over every array); 0 renumbers at every removal")
+	fl.Float64Var(&o.mergeShare, "merge-share", -1, "with --writes: the share of an index's passages deleted in place at which it is merged in the background (renumbered without them while the writes go on), in [0, --deleted-share]; 0: never, the commit past --deleted-share renumbers (as at or above it); default: half of --deleted-share")
 	fl.Float64Var(&cfg.ApplyShare, "apply-share", cfg.ApplyShare, "with --writes: most of the time commits to an index may take, in (0, 1]; below 1, a commit that took d waits d/share after its start before the next, which gathers the writes meanwhile (leaves CPU to queries under a stream of writes; each write waits longer)")
 	fl.IntVar(&cfg.WriteCores, "write-cores", cfg.WriteCores, "with --writes: how many cores the write work (decoding writes, checking, embedding and applying commits) may take at once, leaving the others to queries (0: no bound; default: one less than the cores, at least 1)")
 	fl.DurationVar(&cfg.RefreshWithin, "refresh-within", cfg.RefreshWithin, "with --writes: the longest those sections stay stale while the writes never pause; past it a refresh holds the index's writes until it is done (they wait, up to a build's time; past --timeout, 503 and not applied; 0: no bound)")
@@ -150,6 +151,7 @@ type serveFlags struct {
 	addr, adminAddr, keys, auditLog, profile string
 	tlsCert, tlsKey, config, otlp            string
 	traceRatio                               float64
+	mergeShare                               float64 // -1: half of --deleted-share
 	insecure, printConfig                    bool
 	grace                                    time.Duration
 	sf                                       *settingFlags
@@ -185,6 +187,10 @@ func (o *serveFlags) fill(cfg *server.Config, g *globals) error {
 		return err
 	}
 	cfg.SeparateAdmin = o.adminAddr != ""
+	cfg.MergeShare = o.mergeShare
+	if o.mergeShare == -1 {
+		cfg.MergeShare = cfg.DeletedShare / 2
+	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
