@@ -80,13 +80,15 @@ func main() {
 	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
-	existing := fs.String("index", "", "commits: the live index to commit to (default: the one -work holds)")
+	existing := fs.String("index", "", "commits, soak: the live index to commit to (commits: default the one -work holds; soak: default a fresh build in -work)")
+	fs.Float64Var(&mergeShare, "merge-share", -1, "equality, commits, soak: the writer's live.Options.MergeShare (0: no background merge; default: half of -deleted-share)")
 	fs.Float64Var(&deletedShare, "deleted-share", live.DefaultOptions(nil).DeletedShare, "equality, commits, soak: the writer's live.Options.DeletedShare (0: renumber at every removal)")
 	killLeader := fs.Bool("kill-leader", false, "fleet: stop the log's leader NATS node for the middle third of the ingest")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
-	if *src == "" || (*work == "" && (os.Args[1] != "commits" || *existing == "")) {
-		log.Fatal("live: -corpus and -work (or, for commits, -index) are required")
+	onIndex := (os.Args[1] == "commits" || os.Args[1] == "soak" || os.Args[1] == "merge") && *existing != ""
+	if *src == "" || (*work == "" && !onIndex) {
+		log.Fatal("live: -corpus and -work (or, for commits and soak, -index) are required")
 	}
 	c, err := corpus.Load(*src, corpus.ReadOptions{})
 	if err != nil {
@@ -98,6 +100,22 @@ func main() {
 			dir = filepath.Join(*work, "live")
 		}
 		if err := commits(c, dir, *ops, *batch, *seed, *profile); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if os.Args[1] == "merge" { // likewise
+		share := mergeShare
+		if share == -1 {
+			share = deletedShare / 2
+		}
+		if err := merges(c, *existing, *writers, *batch, *seed, share, *profile); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if os.Args[1] == "soak" && *existing != "" { // likewise
+		if err := soak(c, *existing, *duration, *every, *rate, *writers, *batch, *seed, *memProfile); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -163,8 +181,8 @@ func buildIndex(c *corpus.Corpus, dir string, mentions bool, steps []string) err
 
 // openWriter opens the index at dir for live updates, with the cpu
 // backend for refreshes.
-// deletedShare is -deleted-share.
-var deletedShare float64
+// deletedShare and mergeShare are -deleted-share and -merge-share.
+var deletedShare, mergeShare float64
 
 func openWriter(ctx context.Context, dir string) (*live.Writer, error) {
 	be, err := engine.Open("cpu")
@@ -172,6 +190,9 @@ func openWriter(ctx context.Context, dir string) (*live.Writer, error) {
 		return nil, err
 	}
 	o := live.DefaultOptions(quiet)
-	o.Refresh.Backend, o.DeletedShare = be, deletedShare
+	o.Refresh.Backend, o.DeletedShare, o.MergeShare = be, deletedShare, mergeShare
+	if mergeShare == -1 {
+		o.MergeShare = deletedShare / 2
+	}
 	return live.Open(ctx, dir, o)
 }

@@ -33,6 +33,7 @@ func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, 
 		return err
 	}
 	var acked atomic.Int64
+	commitLat := &latencyLog{} // every commit's, conflicts included
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
@@ -49,7 +50,9 @@ func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, 
 				default:
 				}
 				b, _ := g.batchMix(w.Index(), batch, 3, 7)
+				t := time.Now()
 				_, err := w.Commit(ctx, b)
+				commitLat.add(time.Since(t))
 				switch {
 				case err == nil:
 					acked.Add(int64(batch))
@@ -63,7 +66,8 @@ func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, 
 	lat := &latencyLog{}
 	wg.Add(1)
 	go func() { defer wg.Done(); lat.run(w, c.Queries, rate, stop) }()
-	fmt.Printf("\n%8s %10s %8s %10s %10s %10s %12s %6s %10s\n", "t", "changes", "nodes", "rss", "go heap", "log", "index+log", "ckpts", "q p99")
+	fmt.Printf("\n%8s %10s %8s %10s %10s %10s %12s %6s %10s %10s %10s %7s %6s\n", "t", "changes", "nodes", "rss", "go heap", "log", "index+log", "ckpts", "q p99",
+		"commit p99", "commit max", "merges", "inline")
 	start := time.Now()
 	tick := time.NewTicker(report)
 	defer tick.Stop()
@@ -78,9 +82,10 @@ loop:
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		st := w.Stats()
-		fmt.Printf("%8s %10d %8d %10s %9.0fM %9.1fM %11.1fM %6d %8.2fms\n", time.Since(start).Round(time.Second), acked.Load(), st.Nodes,
+		cp99, cmax := commitLat.take()
+		fmt.Printf("%8s %10d %8d %10s %9.0fM %9.1fM %11.1fM %6d %8.2fms %8.0fms %8.0fms %7d %6d\n", time.Since(start).Round(time.Second), acked.Load(), st.Nodes,
 			procStatus("VmRSS"), float64(ms.HeapInuse)/(1<<20), float64(st.LogBytes)/(1<<20), float64(folderBytes(dir)+folderBytes(index.LogDir(dir)))/(1<<20),
-			st.Checkpoints, lat.p99().Seconds()*1000)
+			st.Checkpoints, lat.p99().Seconds()*1000, cp99.Seconds()*1000, cmax.Seconds()*1000, st.Merges, st.Compactions-st.Merges)
 	}
 	close(stop)
 	wg.Wait()
@@ -120,21 +125,33 @@ func (l *latencyLog) run(w *live.Writer, qs []corpus.Query, rate int, stop chan 
 		}
 		t := time.Now()
 		w.Index().BM25.Search(qs[i%len(qs)].Text, 10)
-		el := time.Since(t)
-		l.mu.Lock()
-		l.lat = append(l.lat, el)
-		l.mu.Unlock()
+		l.add(time.Since(t))
 	}
 }
 
-// p99 is the 99th percentile since the last call.
-func (l *latencyLog) p99() time.Duration {
+func (l *latencyLog) add(d time.Duration) {
+	l.mu.Lock()
+	l.lat = append(l.lat, d)
+	l.mu.Unlock()
+}
+
+// take returns the 99th percentile and the longest since the last call.
+func (l *latencyLog) take() (p99, longest time.Duration) {
 	l.mu.Lock()
 	s := l.lat
 	l.lat = nil
 	l.mu.Unlock()
 	slices.Sort(s)
-	return pct(s, 0.99)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	return pct(s, 0.99), s[len(s)-1]
+}
+
+// p99 is the 99th percentile since the last call.
+func (l *latencyLog) p99() time.Duration {
+	p, _ := l.take()
+	return p
 }
 
 // folderBytes is the size of the files under dir.
