@@ -60,7 +60,8 @@ func equality(c *corpus.Corpus, work, base string, ops int, seed uint64, mention
 		fmt.Printf("refreshed %v in %v; still stale: %v\n", r.Built, time.Since(start).Round(time.Millisecond), r.Stale)
 	}
 	final := w.Index() // methods run on it as the writer serves it, deleted nodes and all
-	fmt.Printf("%d of its %d nodes deleted in place\n", final.Deleted(), final.N())
+	st := w.Stats()
+	fmt.Printf("%d of its %d nodes deleted in place; %d merges, %d renumbering commits or refreshes\n", final.Deleted(), final.N(), st.Merges, st.Compactions-st.Merges)
 	compact, err := final.Compact(ctx) // what a build of the same corpus numbers alike
 	if err != nil {
 		return err
