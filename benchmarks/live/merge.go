@@ -39,7 +39,7 @@ func merges(c *corpus.Corpus, dir string, writers, batch int, seed uint64, share
 	defer w.Close()
 	g := newGenerator(c, seed)
 	g.next = int(time.Now().UnixMilli())
-	for _, beside := range []int{0, writers} {
+	for _, n := range []int{0, writers} {
 		start := time.Now()
 		for ix := w.Index(); float64(ix.Deleted()) < share*float64(ix.N()); ix = w.Index() {
 			b, _ := g.batchMix(ix, batch, 0, 0)
@@ -49,16 +49,21 @@ func merges(c *corpus.Corpus, dir string, writers, batch int, seed uint64, share
 		}
 		ix := w.Index()
 		fmt.Printf("%d of %d passages deleted in place (%v)\n", ix.Deleted(), ix.N(), time.Since(start).Round(time.Millisecond))
-		stopProfile, err := startProfile(profileFor(profile, fmt.Sprint("beside", beside)))
+		stopProfile, err := startProfile(profileFor(profile, fmt.Sprint("beside", n)))
 		if err != nil {
 			return err
 		}
-		lat, stop, wait := commitBeside(ctx, w, c, seed, beside, batch)
+		var mu sync.Mutex
+		var lat []time.Duration
+		ws := commitBeside(ctx, w, c, seed+1, n, batch, func(d time.Duration, _ bool) {
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		})
 		start = time.Now()
-		n, err := w.Merge(ctx)
+		merged, err := w.Merge(ctx)
 		took := time.Since(start)
-		close(stop)
-		if werr := wait(); werr != nil {
+		if werr := ws.Stop(); werr != nil {
 			return werr
 		}
 		if err := stopProfile(); err != nil {
@@ -67,50 +72,65 @@ func merges(c *corpus.Corpus, dir string, writers, batch int, seed uint64, share
 		if err != nil {
 			return err
 		}
-		fmt.Printf("merge with %d writers beside it: %d deleted passages left out, %d passages, %v", beside, n, w.Index().N(), took.Round(time.Millisecond))
-		if len(*lat) > 0 {
-			slices.Sort(*lat)
-			fmt.Printf("; %d commits meanwhile, median %v, p99 %v, longest %v", len(*lat), pct(*lat, 0.5).Round(time.Millisecond),
-				pct(*lat, 0.99).Round(time.Millisecond), (*lat)[len(*lat)-1].Round(time.Millisecond))
+		fmt.Printf("merge with %d writers beside it: %d deleted passages left out, %d passages, %v", n, merged, w.Index().N(), took.Round(time.Millisecond))
+		if len(lat) > 0 {
+			slices.Sort(lat)
+			fmt.Printf("; %d commits meanwhile, median %v, p99 %v, longest %v", len(lat), pct(lat, 0.5).Round(time.Millisecond),
+				pct(lat, 0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 		}
 		fmt.Println()
 	}
 	return nil
 }
 
-// commitBeside starts n writers committing mixed batches (30 % replaces
-// and deletes) until stop closes; wait returns the first error.
-func commitBeside(ctx context.Context, w *live.Writer, c *corpus.Corpus, seed uint64, n, batch int) (*[]time.Duration, chan struct{}, func() error) {
-	lat := &[]time.Duration{}
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var first error
+// beside is writers committing beside a measurement (commitBeside).
+type beside struct {
+	stop chan struct{}
+	errs chan error // a writer's error other than a conflict; it stopped
+	wg   sync.WaitGroup
+}
+
+// commitBeside starts n writers committing mixed batches (30 % adds,
+// 70 % replaces and deletes; writer k seeded seed+k, its added ids its
+// own) until Stop, telling done (which must be safe for concurrent use)
+// how long each commit took and whether it applied (or met a conflict
+// with another writer's).
+func commitBeside(ctx context.Context, w *live.Writer, c *corpus.Corpus, seed uint64, n, batch int, done func(took time.Duration, applied bool)) *beside {
+	b := &beside{stop: make(chan struct{}), errs: make(chan error, n)}
 	for k := range n {
-		wg.Add(1)
+		b.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			g := newGenerator(c, seed+uint64(k)+1)
+			defer b.wg.Done()
+			g := newGenerator(c, seed+uint64(k))
 			g.next = int(time.Now().UnixMilli()) + (k+1)*1_000_000_000
 			for {
 				select {
-				case <-stop:
+				case <-b.stop:
 					return
 				default:
 				}
-				b, _ := g.batchMix(w.Index(), batch, 3, 7)
+				batch, _ := g.batchMix(w.Index(), batch, 3, 7)
 				t := time.Now()
-				_, err := w.Commit(ctx, b)
-				mu.Lock()
-				switch {
-				case err == nil:
-					*lat = append(*lat, time.Since(t))
-				case !isConflict(err) && first == nil:
-					first = err
+				_, err := w.Commit(ctx, batch)
+				if err != nil && !isConflict(err) {
+					b.errs <- err
+					return
 				}
-				mu.Unlock()
+				done(time.Since(t), err == nil)
 			}
 		}()
 	}
-	return lat, stop, func() error { wg.Wait(); return first }
+	return b
+}
+
+// Stop stops the writers and returns the first error one met.
+func (b *beside) Stop() error {
+	close(b.stop)
+	b.wg.Wait()
+	select {
+	case err := <-b.errs:
+		return err
+	default:
+		return nil
+	}
 }

@@ -33,39 +33,17 @@ func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, 
 		return err
 	}
 	var acked atomic.Int64
-	commitLat := &latencyLog{} // every commit's, conflicts included
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for k := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := newGenerator(c, seed+uint64(k))
-			g.next = k * 1_000_000_000 // distinct added ids per writer
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				b, _ := g.batchMix(w.Index(), batch, 3, 7)
-				t := time.Now()
-				_, err := w.Commit(ctx, b)
-				commitLat.add(time.Since(t))
-				switch {
-				case err == nil:
-					acked.Add(int64(batch))
-				case !isConflict(err):
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
+	commitLat := &latencyLog{}
+	ws := commitBeside(ctx, w, c, seed, writers, batch, func(d time.Duration, applied bool) {
+		commitLat.add(d) // every commit's, conflicts included
+		if applied {
+			acked.Add(int64(batch))
+		}
+	})
 	lat := &latencyLog{}
+	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); lat.run(w, c.Queries, rate, stop) }()
+	go func() { defer wg.Done(); lat.run(w, c.Queries, rate, ws.stop) }()
 	fmt.Printf("\n%8s %10s %8s %10s %10s %10s %12s %6s %10s %10s %10s %7s %6s\n", "t", "changes", "nodes", "rss", "go heap", "log", "index+log", "ckpts", "q p99",
 		"commit p99", "commit max", "merges", "inline")
 	start := time.Now()
@@ -75,7 +53,7 @@ func soak(c *corpus.Corpus, dir string, d, report time.Duration, rate, writers, 
 loop:
 	for time.Since(start) < d {
 		select {
-		case ferr = <-errs:
+		case ferr = <-ws.errs:
 			break loop
 		case <-tick.C:
 		}
@@ -87,7 +65,9 @@ loop:
 			procStatus("VmRSS"), float64(ms.HeapInuse)/(1<<20), float64(st.LogBytes)/(1<<20), float64(folderBytes(dir)+folderBytes(index.LogDir(dir)))/(1<<20),
 			st.Checkpoints, lat.p99().Seconds()*1000, cp99.Seconds()*1000, cmax.Seconds()*1000, st.Merges, st.Compactions-st.Merges)
 	}
-	close(stop)
+	if err := ws.Stop(); ferr == nil {
+		ferr = err
+	}
 	wg.Wait()
 	fmt.Printf("peak RSS %s; %d changes in %v\n", procStatus("VmHWM"), acked.Load(), time.Since(start).Round(time.Second))
 	if memProfile != "" {

@@ -311,14 +311,11 @@ func (w *Writer) Merge(ctx context.Context) (int, error) {
 
 // mergeLocked is Merge under rfMu (one merge or refresh at a time).
 func (w *Writer) mergeLocked(ctx context.Context) (int, error) {
-	select {
-	case <-w.stop:
-		return 0, ErrClosed
-	default:
+	ctx, cancel, err := w.backgroundCtx(ctx)
+	if err != nil {
+		return 0, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(w.rfCtx, cancel)()
 	w.mu.Lock()
 	ix, err := w.cur.Load(), w.err
 	if err == nil {

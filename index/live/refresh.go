@@ -38,14 +38,11 @@ func (w *Writer) Refresh(ctx context.Context) (Refreshed, error) { return w.refr
 func (w *Writer) refresh(ctx context.Context, hold bool) (Refreshed, error) {
 	w.rfMu.Lock()
 	defer w.rfMu.Unlock()
-	select {
-	case <-w.stop:
-		return Refreshed{}, ErrClosed
-	default:
+	ctx, cancel, err := w.backgroundCtx(ctx)
+	if err != nil {
+		return Refreshed{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(w.rfCtx, cancel)()
 	w.mu.Lock()
 	ix, err := w.cur.Load(), w.err
 	if hold {
@@ -184,6 +181,19 @@ func (w *Writer) publishCompaction(ctx context.Context, ix, src *index.Index, he
 	w.stats.compactions.Add(1)
 	w.o.Logger.Info("compacted the passages deleted in place", "dir", w.dir, "deleted", ix.Deleted(), "nodes", src.N(), "took", took.Round(time.Millisecond))
 	return Refreshed{Stale: StaleNames(src), Compacted: ix.Deleted()}, nil
+}
+
+// backgroundCtx is ctx for a refresh or a merge, ended by Close too;
+// ErrClosed once the writer is closing.
+func (w *Writer) backgroundCtx(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	select {
+	case <-w.stop:
+		return nil, nil, ErrClosed
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(w.rfCtx, cancel)
+	return ctx, func() { stop(); cancel() }, nil
 }
 
 // StaleNames names ix's stale sections and edge kinds (as
