@@ -24,11 +24,8 @@ type Mentions struct {
 	patterns map[string]*mentionPattern
 	hits     map[string][]string // passage → patterns its text holds
 	owns     map[string]string   // passage → the pattern it carries as title
-	// byFirst indexes the patterns by their first word: a whole-word
-	// match starts at a word of the text equal to it. odd are the
-	// patterns that start with no word (looked for in every text).
-	byFirst map[string][]string
-	odd     map[string]bool
+	// index finds the patterns a text holds.
+	index patternIndex
 	// words indexes the texts' words that do not start lower-case, for
 	// new titles.
 	words wordIndex
@@ -39,6 +36,40 @@ type Mentions struct {
 	lastMax int
 	dirty   map[string]bool
 	touched map[string]*touch
+	// popular indexes the patterns held by more than minHits passages by
+	// how many: when the hit limit moves, only those between its old and
+	// new value can start or stop giving edges.
+	popular map[int]map[string]bool
+}
+
+// minHits is the least automatic hit limit (maxHits).
+const minHits = 50
+
+// hitBy records that key's text holds pattern p (or no longer does).
+func (s *Mentions) hitBy(p, key string, holds bool) {
+	e := s.patterns[p]
+	from := len(e.hitBy)
+	if holds {
+		e.hitBy[key] = true
+	} else {
+		delete(e.hitBy, key)
+	}
+	to := len(e.hitBy)
+	if from == to {
+		return
+	}
+	if m := s.popular[from]; from > minHits {
+		delete(m, p)
+		if len(m) == 0 {
+			delete(s.popular, from)
+		}
+	}
+	if to > minHits {
+		if s.popular[to] == nil {
+			s.popular[to] = map[string]bool{}
+		}
+		s.popular[to][p] = true
+	}
 }
 
 type touch struct{ was, owners bool }
@@ -54,8 +85,8 @@ func NewMentions(o MentionOptions) (*Mentions, error) {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
 	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
-		byFirst: map[string][]string{}, odd: map[string]bool{}, words: newWordIndex(),
-		dirty: map[string]bool{}, touched: map[string]*touch{}}, nil
+		index: newPatternIndex(), words: newWordIndex(),
+		dirty: map[string]bool{}, touched: map[string]*touch{}, popular: map[int]map[string]bool{}}, nil
 }
 
 // Passage is one passage as mentions see it: its key, the title it
@@ -79,11 +110,7 @@ func (s *Mentions) entry(p string) *mentionPattern {
 	if !ok {
 		e = &mentionPattern{owners: map[string]bool{}, hitBy: map[string]bool{}}
 		s.patterns[p] = e
-		if w := firstWord(p); w != "" {
-			s.byFirst[w] = append(s.byFirst[w], p)
-		} else {
-			s.odd[p] = true
-		}
+		s.index.add(p)
 	}
 	return e
 }
@@ -106,7 +133,7 @@ func (s *Mentions) Remove(keys ...string) {
 	for _, k := range keys {
 		for _, p := range s.hits[k] {
 			s.touch(p, false)
-			delete(s.patterns[p].hitBy, k)
+			s.hitBy(p, k, false)
 			s.drop(p)
 		}
 		delete(s.hits, k)
@@ -124,15 +151,7 @@ func (s *Mentions) Remove(keys ...string) {
 func (s *Mentions) drop(p string) {
 	if e := s.patterns[p]; len(e.owners) == 0 && len(e.hitBy) == 0 {
 		delete(s.patterns, p)
-		delete(s.odd, p)
-		if w := firstWord(p); w != "" {
-			rest := slices.DeleteFunc(s.byFirst[w], func(q string) bool { return q == p })
-			if len(rest) == 0 {
-				delete(s.byFirst, w)
-			} else {
-				s.byFirst[w] = rest
-			}
-		}
+		s.index.remove(p)
 	}
 }
 
@@ -184,24 +203,7 @@ func eachWord(text string, fn func(pos int, word string)) {
 }
 
 // textHits lists the patterns text holds as whole words, each once.
-func (s *Mentions) textHits(text string) []string {
-	var out []string
-	seen := map[string]bool{}
-	eachWord(text, func(pos int, word string) {
-		for _, p := range s.byFirst[word] {
-			if !seen[p] && strings.HasPrefix(text[pos:], p) && boundary(text, pos, pos+len(p)) {
-				seen[p] = true
-				out = append(out, p)
-			}
-		}
-	})
-	for p := range s.odd {
-		if holdsWord(text, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (s *Mentions) textHits(text string) []string { return s.index.hits(text) }
 
 // findOld records the known passages (not among added) that mention pat.
 // Every word of pat is a whole word of a text that holds pat, so the
@@ -233,7 +235,7 @@ func (s *Mentions) findOld(ctx context.Context, pat string, added map[string]boo
 		if holdsWord(text(k), pat) {
 			s.touch(pat, false)
 			s.dirty[k] = true
-			s.patterns[pat].hitBy[k] = true
+			s.hitBy(pat, k, true)
 			s.hits[k] = append(s.hits[k], pat)
 		}
 	}
@@ -258,7 +260,7 @@ func (s *Mentions) setHits(key string, hs []string) {
 	s.dirty[key] = true
 	for _, p := range hs {
 		s.touch(p, false)
-		s.patterns[p].hitBy[key] = true
+		s.hitBy(p, key, true)
 	}
 	if hs == nil {
 		hs = []string{} // known, with no hit
@@ -295,7 +297,7 @@ func (s *Mentions) maxHits(n int) int {
 	if s.o.MaxTitleHits > 0 {
 		return s.o.MaxTitleHits
 	}
-	return max(50, n/100)
+	return max(minHits, n/100)
 }
 
 // gives reports whether the pattern gives edges under the hit limit.
@@ -333,9 +335,13 @@ func (s *Mentions) settle(maxHits int) map[string]bool {
 		}
 	}
 	if s.lastMax > 0 && maxHits != s.lastMax {
-		for p, e := range s.patterns {
-			if _, done := s.touched[p]; !done && e.gives(maxHits) != e.gives(s.lastMax) {
-				mark(e)
+		// Only a pattern with more hitters than the lower limit and no
+		// more than the higher one gives edges under one and not the other.
+		for c := min(maxHits, s.lastMax) + 1; c <= max(maxHits, s.lastMax); c++ {
+			for p := range s.popular[c] {
+				if e := s.patterns[p]; s.touched[p] == nil && e.gives(maxHits) != e.gives(s.lastMax) {
+					mark(e)
+				}
 			}
 		}
 	}

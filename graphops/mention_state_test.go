@@ -255,7 +255,7 @@ func TestMentionRowsFollowTheLimit(t *testing.T) {
 		}
 		list = append(list, add...)
 		rs.Add(context.Background(), add, text)
-		n := 5000 + 1000*rng.IntN(8) // limits 50 to 120, around the hitters titles have
+		n := 5000 + 100*rng.IntN(80) // limits 50 to 129, around the hitters titles have, often one apart
 		kept = kept.follow(t, rs, list, n, step)
 		fresh, err := NewMentions(o)
 		if err != nil {
@@ -264,6 +264,31 @@ func TestMentionRowsFollowTheLimit(t *testing.T) {
 		fresh.Add(context.Background(), slices.Clone(list), nil)
 		if want := fresh.Edges(n, numbers(list)); !reflect.DeepEqual(kept.numbered(list), want) {
 			t.Fatalf("step %d (%d passages, limit %d): followed edges differ from a new state's", step, len(list), n/100)
+		}
+	}
+}
+
+// TestMentionRowsAtTheLimitsEdge: a title held by exactly as many
+// passages as the new limit starts giving edges when the limit rises to
+// it, and stops when it falls below, with nothing else changed.
+func TestMentionRowsAtTheLimitsEdge(t *testing.T) {
+	s, err := NewMentions(MentionOptions{MinTitleLen: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := []Passage{{Key: "owner", Title: "Zephyr Quill", Text: "a title"}}
+	for i := range 60 {
+		list = append(list, Passage{Key: fmt.Sprint("h", i), Text: "met Zephyr Quill."})
+	}
+	s.Add(context.Background(), list, nil)
+	num := numbers(list)
+	for _, step := range []struct {
+		n           int
+		rows, edges int // the rows that changed, and their edges
+	}{{5900, 0, 0}, {6000, 60, 60}, {5900, 60, 0}, {6100, 60, 60}, {6200, 0, 0}} {
+		rows, edges := s.Rows(step.n, num)
+		if len(rows) != step.rows || len(edges) != step.edges {
+			t.Fatalf("limit %d: %d rows changed with %d edges, want %d and %d", step.n/100, len(rows), len(edges), step.rows, step.edges)
 		}
 	}
 }
