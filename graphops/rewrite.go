@@ -10,7 +10,8 @@ import (
 )
 
 // Rewrite makes a graph over n vertices from old's out rows and added
-// edges: old row u becomes row rowOf[u] (−1: dropped), keeping the entries
+// edges (old's in rows, when they are the out rows' transpose, spare a
+// transpose where the rows keep their numbers): old row u becomes row rowOf[u] (−1: dropped), keeping the entries
 // p for which keep(u, p) gives a destination. The result equals
 // Build(n, edges, true) where edges lists the kept entries (u, then p,
 // ascending) followed by added, but it walks rows in order on one
@@ -18,7 +19,8 @@ import (
 // rewrites the graph with most rows unchanged, beside queries, and
 // Build's edge list, order and parallel sorts were most of its garbage.
 // It yields its core where ctx asks (parallel.Yield).
-func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u int, p int64) (int32, bool), added []Edge) (*Graph, error) {
+func Rewrite(ctx context.Context, oldGraph *Graph, n int, rowOf []int32, keep func(u int, p int64) (int32, bool), added []Edge) (*Graph, error) {
+	old := &oldGraph.Out
 	if n < 0 || len(rowOf) != old.N() {
 		return nil, fmt.Errorf("graphops: %d row numbers for %d rows, into %d vertices", len(rowOf), old.N(), n)
 	}
@@ -34,8 +36,13 @@ func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u in
 	groups, order := groupBySource(added, n)
 	size := len(old.Idx) + len(added) // at least what is kept plus added
 	out := CSR{Ptr: make([]int64, n+1), Idx: make([]int32, 0, size), W: make([]float32, 0, size), Rel: make([]int32, 0, size)}
-	var row []Edge // the row being sorted, reused
-	next := 0      // the entry count at which to yield next
+	var row []Edge     // the row being sorted, reused
+	next := 0          // the entry count at which to yield next
+	var changed []bool // with in place: the rows whose entries differ from their old row's
+	inPlace := keepsNumbers(oldGraph, rowOf, n)
+	if inPlace {
+		changed = make([]bool, n)
+	}
 	for v := range n {
 		if len(out.Idx) >= next || v%4096 == 0 {
 			parallel.Yield(ctx)
@@ -60,6 +67,12 @@ func Rewrite(ctx context.Context, old *CSR, n int, rowOf []int32, keep func(u in
 		}
 		row = sortRow(&out, start, row)
 		out.Ptr[v+1] = int64(len(out.Idx))
+		if inPlace {
+			changed[v] = !sameRow(old, v, &out, start)
+		}
+	}
+	if inPlace {
+		return &Graph{Out: out, In: patchIn(ctx, oldGraph, &out, changed)}, nil
 	}
 	return &Graph{Out: out, In: transposeRel(ctx, &out, n)}, nil
 }

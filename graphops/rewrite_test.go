@@ -12,13 +12,18 @@ import (
 // re-pointed entries, duplicate edges and added edges in any order.
 func TestRewriteEqualsBuild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	for trial := range 200 {
+	patched := 0
+	for trial := range 400 {
 		oldN := 1 + rng.IntN(40)
 		old, err := Build(oldN, randomEdges(rng, oldN, rng.IntN(120)), true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rowOf, n := randomRows(rng, oldN)
+		if trial%2 == 1 { // numbers kept, as deletes in place keep them: the in rows are patched
+			rowOf, n = rowsInPlace(rng, oldN)
+			patched++
+		}
 		target := make([]int32, oldN) // where each old vertex's entries point (−1: dropped)
 		for u := range target {
 			target[u] = rowOf[u]
@@ -51,7 +56,7 @@ func TestRewriteEqualsBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Rewrite(context.Background(), &old.Out, n, rowOf, keep, added)
+		got, err := Rewrite(context.Background(), old, n, rowOf, keep, added)
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
@@ -61,6 +66,19 @@ func TestRewriteEqualsBuild(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rowsInPlace keeps each old row's number or drops it, and adds up to 4
+// rows after them.
+func rowsInPlace(rng *rand.Rand, oldN int) ([]int32, int) {
+	rowOf := make([]int32, oldN)
+	for u := range rowOf {
+		rowOf[u] = int32(u)
+		if rng.IntN(5) == 0 {
+			rowOf[u] = -1
+		}
+	}
+	return rowOf, oldN + rng.IntN(5)
 }
 
 // randomEdges has repeated pairs with different weights and relations, so
@@ -104,17 +122,17 @@ func TestRewriteRefusesBadRows(t *testing.T) {
 	}
 	keep := func(u int, p int64) (int32, bool) { return old.Out.Idx[p], true }
 	for name, rowOf := range map[string][]int32{"two rows as one": {0, 0, 1}, "outside": {0, 1, 3}, "short": {0, 1}} {
-		if _, err := Rewrite(context.Background(), &old.Out, 3, rowOf, keep, nil); err == nil {
+		if _, err := Rewrite(context.Background(), old, 3, rowOf, keep, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := Rewrite(context.Background(), &old.Out, 3, []int32{0, 1, 2}, keep, []Edge{{Src: 0, Dst: 3}}); err == nil {
+	if _, err := Rewrite(context.Background(), old, 3, []int32{0, 1, 2}, keep, []Edge{{Src: 0, Dst: 3}}); err == nil {
 		t.Error("an added edge outside the vertices: no error")
 	}
-	if _, err := Rewrite(context.Background(), &old.Out, -1, []int32{-1, -1, -1}, keep, nil); err == nil {
+	if _, err := Rewrite(context.Background(), old, -1, []int32{-1, -1, -1}, keep, nil); err == nil {
 		t.Error("a negative vertex count: no error")
 	}
-	if _, err := Rewrite(context.Background(), &old.Out, 1, []int32{0, -1, -1}, keep, nil); err == nil {
+	if _, err := Rewrite(context.Background(), old, 1, []int32{0, -1, -1}, keep, nil); err == nil {
 		t.Error("an entry kept as a vertex outside: no error")
 	}
 }
@@ -128,7 +146,7 @@ func TestRewriteWithoutRelations(t *testing.T) {
 	old.Out.Rel = nil
 	keep := func(u int, p int64) (int32, bool) { return old.Out.Idx[p], true }
 	added := []Edge{{Src: 0, Dst: 1, W: 3, Rel: 1}}
-	got, err := Rewrite(context.Background(), &old.Out, 3, []int32{0, 1, 2}, keep, added)
+	got, err := Rewrite(context.Background(), old, 3, []int32{0, 1, 2}, keep, added)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +154,7 @@ func TestRewriteWithoutRelations(t *testing.T) {
 	if !sameCSR(&got.Out, &want.Out) || !sameCSR(&got.In, &want.In) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if g, err := Rewrite(context.Background(), &CSR{Ptr: []int64{0}}, 0, nil, keep, nil); err != nil || g.Out.N() != 0 || g.In.N() != 0 {
+	if g, err := Rewrite(context.Background(), &Graph{Out: CSR{Ptr: []int64{0}}}, 0, nil, keep, nil); err != nil || g.Out.N() != 0 || g.In.N() != 0 {
 		t.Errorf("an empty graph: %+v, %v", g, err)
 	}
 }

@@ -439,7 +439,7 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 		}
 	}
 	keep := keptEdges(ix, remap, ch, ids, kept)
-	gr, err := graphops.Rewrite(ctx, &ix.Graph.Out, out.Meta.Nodes, remap, keep, added)
+	gr, err := graphops.Rewrite(ctx, ix.Graph, out.Meta.Nodes, remap, keep, added)
 	if err != nil {
 		return err
 	}
