@@ -366,12 +366,17 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 		return rows, es
 	}
 	maxHits := s.maxHits(n)
+	keys := map[int32]string{}
 	for a := range s.settle(maxHits) {
-		src := num(a)
-		if _, known := s.hits[a]; !known || src < 0 {
-			continue
+		if _, known := s.hits[a]; known {
+			if src := num(a); src >= 0 {
+				rows, keys[src] = append(rows, src), a
+			}
 		}
-		rows = append(rows, src)
+	}
+	slices.Sort(rows)
+	for _, src := range rows { // row by row: a hub row's edges sort on their own
+		a, start := keys[src], len(edges)
 		for _, p := range s.hits[a] {
 			if e := s.patterns[p]; e.gives(maxHits) {
 				for b := range e.owners {
@@ -381,9 +386,8 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 				}
 			}
 		}
+		sortEdges(edges[start:])
 	}
-	slices.Sort(rows)
-	sortEdges(edges)
 	return rows, dedupEdges(edges)
 }
 
