@@ -137,8 +137,9 @@ type Config struct {
 	DeletedShare float64
 	// MergeShare is the share of deleted passages past which an index's
 	// writer merges in the background (with Writes;
-	// live.Options.MergeShare), in [0, 1); 0: no background merge (nor
-	// one at or above DeletedShare, whose commit renumbers first).
+	// live.Options.MergeShare), in [0, 1); 0: none while the writes go
+	// on (a pause of RefreshAfter still merges), nor at or above
+	// DeletedShare, whose commit renumbers first.
 	MergeShare float64
 	// WriteCores is how many cores the write work (decoding write
 	// requests, checking, embedding and applying commits, over every
@@ -235,7 +236,7 @@ func (c Config) validate() error {
 	case c.live() && !(c.DeletedShare >= 0 && c.DeletedShare < 1):
 		return fmt.Errorf("server: deleted share %v: want a share in [0, 1) (0: renumber at every removal)", c.DeletedShare)
 	case c.live() && !(c.MergeShare >= 0 && c.MergeShare < 1):
-		return fmt.Errorf("server: merge share %v: want a share in [0, 1) (0: no background merge)", c.MergeShare)
+		return fmt.Errorf("server: merge share %v: want a share in [0, 1) (0: no merge while the writes go on)", c.MergeShare)
 	case c.WriteCores < 0:
 		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:

@@ -356,8 +356,8 @@ func liveDocument(id string, d *api.Document, dims int) (live.Document, error) {
 			}
 		}
 		src := e.Src
-		if src == "" && len(d.Nodes) == 0 {
-			src = id
+		if src == "" && len(out.Nodes) == 1 { // a one-passage document, either form
+			src = out.Nodes[0].ID
 		}
 		out.Edges = append(out.Edges, corpus.Edge{Src: src, Dst: e.Dst, Kind: e.Kind, Rel: e.Rel, Weight: w})
 	}

@@ -107,6 +107,11 @@ func TestWritesReadYourWrites(t *testing.T) {
 	if ids := topIDs(t, c, "wombat"); len(ids) != 2 {
 		t.Fatalf("after multi-passage put: %v", ids)
 	}
+	// an edge's source may be left out of a one-passage document given as nodes too
+	one := api.Document{Nodes: []api.DocumentNode{{ID: "e5#0", Text: "echidna"}}, Edges: []api.DocumentEdge{{Dst: "zz-1", Kind: "links"}}}
+	if _, err := c.PutDocument(ctx, "synth", "e5", one); err != nil {
+		t.Fatalf("one passage in nodes, an edge without src: %v", err)
+	}
 	before := mustSeq(t, s)
 	_, err = c.CommitDocuments(ctx, "synth", []api.DocumentChange{
 		{Op: "add", ID: "zz-2", Document: api.Document{Text: "platypus"}},

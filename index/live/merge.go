@@ -480,7 +480,9 @@ func (w *Writer) mergeLoop() {
 		wait := max(mergeBackoff, time.Since(start))
 		level := slog.LevelWarn
 		if errors.Is(err, ErrMergeAbandoned) || errors.Is(err, ErrMergeBehind) {
-			level = slog.LevelInfo // the writes' doing, not a fault
+			// the writes' doing, not a fault; a refit it waited for is
+			// no measure of what a retry costs
+			level, wait = slog.LevelInfo, mergeBackoff
 		}
 		w.o.Logger.Log(context.Background(), level, "background merge gave up; the passages stay deleted in place, and a later commit past the share retries", "dir", w.dir, "err", err, "retry after", wait.Round(time.Millisecond))
 		select {

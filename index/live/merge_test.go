@@ -307,3 +307,28 @@ func mergeLine(logs string) string {
 	}
 	return ""
 }
+
+// TestMergeAfterReopen: an index reopened with more deleted passages than
+// MergeShare (the log's replay left them in place) merges without
+// waiting for a commit.
+func TestMergeAfterReopen(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	o.MergeShare, o.DeletedShare = 0, 0.9
+	w := mustOpen(t, dir, o)
+	for _, b := range mergeBatches(w.Index(), 0, 12) {
+		commit(t, w, b)
+	}
+	if w.Index().Deleted() == 0 {
+		t.Fatal("nothing deleted in place")
+	}
+	w.crash() // the log keeps the deletes; the folder lacks them
+	o.MergeShare = 0.02
+	back := mustOpen(t, dir, o)
+	defer back.Close()
+	for deadline := time.Now().Add(time.Minute); back.Stats().Merges == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no merge within a minute of the reopen: %+v", back.Stats())
+		}
+	}
+}

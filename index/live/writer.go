@@ -116,9 +116,10 @@ type Options struct {
 	// starts a merge in the background (Merge): it renumbers the index
 	// without them while the commits go on, so that under writes that
 	// never pause no commit has to (DeletedShare is then the backstop).
-	// In [0, 1); 0: no background merge; at or above DeletedShare, the
-	// commit past DeletedShare renumbers first, so no merge starts.
-	// Default 1/16, half the default DeletedShare.
+	// In [0, 1); 0: none while the writes go on (a refresh, and so a
+	// pause of RefreshAfter, still merges); at or above DeletedShare, the
+	// commit past DeletedShare renumbers first, so none starts. Default
+	// 1/16, half the default DeletedShare.
 	MergeShare float64
 }
 
@@ -339,6 +340,9 @@ func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	go w.checkpointLoop()
 	go w.refreshLoop()
 	go w.mergeLoop()
+	w.mu.Lock()
+	w.wakeMerge(w.cur.Load()) // the log's replay may have left a merge to do
+	w.mu.Unlock()
 	return w, nil
 }
 
