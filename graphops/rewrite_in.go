@@ -16,7 +16,13 @@ import (
 // (or drops the row), adds rows only after them, and old's in rows are
 // its out rows' transpose with relations, so patchIn applies.
 func keepsNumbers(old *Graph, rowOf []int32, n int) bool {
-	if n < len(rowOf) || old.In.N() != old.Out.N() || len(old.In.Idx) != len(old.Out.Idx) || (len(old.In.Idx) > 0 && old.In.Rel == nil) {
+	m := len(old.Out.Idx)
+	for _, c := range []*CSR{&old.Out, &old.In} {
+		if c.N() != len(rowOf) || len(c.Idx) != m || len(c.W) != m || len(c.Rel) != m {
+			return false // not a transpose pair with weights and relations: transposed anew
+		}
+	}
+	if n < len(rowOf) {
 		return false
 	}
 	for u, v := range rowOf {

@@ -20,11 +20,10 @@ import (
 const replayGroup = 4096
 
 // A replayer applies logged records to an index with its own catalog and
-// kind updaters: Open replays the log onto the index on disk, and a merge
-// replays the commits made while it compacted onto the compacted index.
-// A group of records whose change cannot be applied (each record was,
-// when it was committed) is applied a record at a time, as its commit
-// did.
+// kind updaters, as Open replays the log onto the index on disk (a merge
+// replays through a catchUp instead). A group of records whose change
+// cannot be applied (each record was, when it was committed) is applied a
+// record at a time, as its commit did.
 type replayer struct {
 	w     *Writer
 	ix    *index.Index
@@ -40,10 +39,7 @@ func (w *Writer) newReplayer(ix *index.Index, cat *catalog, kinds []index.KindUp
 
 // accept checks a record and adds it to the pending change.
 func (r *replayer) accept(ops []op) error {
-	if err := r.p.check(ops); err != nil {
-		return err
-	}
-	if err := r.p.accept(ops); err != nil {
+	if err := r.p.take(ops); err != nil {
 		return err
 	}
 	r.recs = append(r.recs, ops)
@@ -220,12 +216,8 @@ type catchUp struct {
 	rows  kindRows // the rows of the commits in p, the later winning
 }
 
-func (w *Writer) newCatchUp(ix *index.Index) *catchUp {
-	c := &catchUp{w: w, ix: ix, p: newPending(ix, newCatalog(ix)), rows: kindRows{}}
-	for _, u := range w.kinds {
-		c.kinds = append(c.kinds, u.Kind())
-	}
-	return c
+func (w *Writer) newCatchUp(ix *index.Index, kinds []string) *catchUp {
+	return &catchUp{w: w, ix: ix, p: newPending(ix, newCatalog(ix)), kinds: kinds, rows: kindRows{}}
 }
 
 // replay adds the entries to the pending change, applying it each time
@@ -235,10 +227,7 @@ func (c *catchUp) replay(ctx context.Context, entries []tailEntry) error {
 		for _, b := range e.payloads {
 			ops, _, err := decodeRecord(b)
 			if err == nil {
-				err = c.p.check(ops)
-			}
-			if err == nil {
-				err = c.p.accept(ops)
+				err = c.p.take(ops)
 			}
 			if err != nil {
 				return fmt.Errorf("commit %d of %d: %w", i+1, len(entries), err)
@@ -325,12 +314,16 @@ func (w *Writer) mergeLocked(ctx context.Context) (int, error) {
 		w.mu.Unlock()
 		return 0, err
 	}
+	var kinds []string // read under mu: a failed commit may remake them
+	for _, u := range w.kinds {
+		kinds = append(kinds, u.Kind())
+	}
 	tail := &mergeTail{}
 	w.tail = tail
 	w.mu.Unlock()
 	defer w.endTail(tail)
 	start := time.Now()
-	caught, err := w.merge(ctx, ix, tail)
+	caught, err := w.merge(ctx, ix, kinds, tail)
 	took := time.Since(start)
 	if err != nil {
 		if w.rfCtx.Err() == nil { // not Close cancelling it
@@ -369,8 +362,9 @@ func (w *Writer) endTail(tail *mergeTail) {
 // the commits held, and the live passages of the index it published.
 type caughtUp struct{ replayed, held, live int }
 
-// merge compacts ix, catches up with tail and publishes the result.
-func (w *Writer) merge(ctx context.Context, ix *index.Index, tail *mergeTail) (caughtUp, error) {
+// merge compacts ix, catches up with tail (replaying the rows of kinds)
+// and publishes the result.
+func (w *Writer) merge(ctx context.Context, ix *index.Index, kinds []string, tail *mergeTail) (caughtUp, error) {
 	// Background work beside the commits' CPU gate: one goroutine, which
 	// yields its core to waiting queries as it goes.
 	bg := parallel.WithWorkers(parallel.Background(ctx), 1)
@@ -381,7 +375,7 @@ func (w *Writer) merge(ctx context.Context, ix *index.Index, tail *mergeTail) (c
 	if err != nil {
 		return caughtUp{}, err
 	}
-	c := w.newCatchUp(src)
+	c := w.newCatchUp(src, kinds)
 	if w.afterCompact != nil {
 		w.afterCompact()
 	}
@@ -445,9 +439,10 @@ func (w *Writer) publishMerge(ctx context.Context, c *catchUp, entries []tailEnt
 }
 
 // wakeMerge wakes the merge loop when next has more deleted nodes than
-// MergeShare allows (under w.mu, after a commit).
+// MergeShare allows (under w.mu, after a commit), unless a merge could
+// not replay the kinds (rowKinds: it would fail at every commit).
 func (w *Writer) wakeMerge(next *index.Index) {
-	if w.o.MergeShare > 0 && w.tail == nil && float64(next.Deleted()) > w.o.MergeShare*float64(next.N()) {
+	if w.o.MergeShare > 0 && w.tail == nil && float64(next.Deleted()) > w.o.MergeShare*float64(next.N()) && rowKinds(w.kinds) == nil {
 		select {
 		case w.mg <- struct{}{}:
 		default:

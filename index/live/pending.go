@@ -223,6 +223,14 @@ func (o *overlay) put(x *op, dims int) error {
 	return nil
 }
 
+// take checks a batch and accepts it.
+func (p *pending) take(ops []op) error {
+	if err := p.check(ops); err != nil {
+		return err
+	}
+	return p.accept(ops)
+}
+
 // accept applies a checked batch to the catalog and the pending change.
 func (p *pending) accept(ops []op) error {
 	for i := range ops {
