@@ -94,8 +94,8 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	if live == 0 {
 		return nil, fmt.Errorf("index: the change leaves the index without nodes")
 	}
-	out.copyNodes(ix, slots, ch.Add, share)
-	out.copyProvenance(ix, slots, ch.Add, share)
+	out.copyNodes(ctx, ix, slots, ch.Add, share)
+	out.copyProvenance(ctx, ix, slots, ch.Add, share)
 	if tomb {
 		out.withDeleted(ix, ch.Remove)
 	}
@@ -224,15 +224,19 @@ func (ix *Index) BM25Params() lexical.BM25Params {
 }
 
 // copyNodes fills the node store: ix's kept nodes, then added.
-func (out *Index) copyNodes(ix *Index, remap []int32, added []corpus.Node, share bool) {
+func (out *Index) copyNodes(ctx context.Context, ix *Index, remap []int32, added []corpus.Node, share bool) {
 	if share {
-		out.strs, out.off = ix.strs, ix.off
+		out.strs = parallel.Grow(ctx, ix.strs, addedBytes(added))
+		out.off = parallel.Grow(ctx, ix.off, len(added)*nodeFields)
 	} else {
 		out.off = make([]int64, 1, roomFor(out.Meta.Nodes*nodeFields+1))
 		out.strs = make([]byte, 0, roomFor(keptBytes(ix, remap)+addedBytes(added)))
 		for v, r := range remap {
 			if r < 0 {
 				continue
+			}
+			if v%1024 == 0 {
+				parallel.Yield(ctx)
 			}
 			for f := range nodeFields {
 				out.strs = append(out.strs, ix.field(v, f)...)
@@ -272,12 +276,14 @@ func addedBytes(added []corpus.Node) int {
 
 // copyProvenance fills the provenance arrays when ix has them or an added
 // node needs them.
-func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node, share bool) {
+func (out *Index) copyProvenance(ctx context.Context, ix *Index, remap []int32, added []corpus.Node, share bool) {
 	if ix.docOff == nil && !hasProvenance(added) {
 		return
 	}
 	if share && ix.docOff != nil {
-		out.docStrs, out.docOff, out.spans = ix.docStrs, ix.docOff, ix.spans
+		out.docStrs = parallel.Grow(ctx, ix.docStrs, provenanceBytes(added))
+		out.docOff = parallel.Grow(ctx, ix.docOff, len(added)*docFields)
+		out.spans = parallel.Grow(ctx, ix.spans, 2*len(added))
 		out.appendProvenance(added)
 		return
 	}
@@ -286,6 +292,9 @@ func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node, 
 	for v, r := range remap {
 		if r < 0 {
 			continue
+		}
+		if v%1024 == 0 {
+			parallel.Yield(ctx)
 		}
 		for f := range docFields {
 			out.docStrs = append(out.docStrs, ix.docField(v, f)...)
@@ -298,6 +307,16 @@ func (out *Index) copyProvenance(ix *Index, remap []int32, added []corpus.Node, 
 		out.spans = append(out.spans, int64(start), int64(end))
 	}
 	out.appendProvenance(added)
+}
+
+// provenanceBytes is the size of the added nodes' provenance strings,
+// about (64 bytes a metadata field): room to append them into.
+func provenanceBytes(added []corpus.Node) int {
+	n := 0
+	for i := range added {
+		n += len(added[i].Doc) + len(added[i].Section) + 64*len(added[i].Meta)
+	}
+	return n
 }
 
 // appendProvenance appends the added nodes' provenance.
@@ -324,12 +343,15 @@ func (out *Index) appendProvenance(added []corpus.Node) {
 func (out *Index) updateVectors(ctx context.Context, ix *Index, remap []int32, ch *Change, texts []string, share bool) error {
 	d := ix.Meta.Dims
 	if share {
-		out.Vectors = ix.Vectors
+		out.Vectors = parallel.Grow(ctx, ix.Vectors, len(ch.Add)*d)
 	} else {
 		out.Vectors = make([]float32, 0, roomFor(out.Meta.Nodes*d))
 		for v, r := range remap {
 			if r >= 0 {
 				out.Vectors = append(out.Vectors, ix.Vector(v)...)
+			}
+			if v%1024 == 0 {
+				parallel.Yield(ctx)
 			}
 		}
 	}

@@ -94,3 +94,33 @@ func Yield(ctx context.Context) {
 		runtime.Gosched()
 	}
 }
+
+// copyChunk is how many elements Copy moves between two yields: a few
+// hundred kB, tens of µs.
+const copyChunk = 1 << 16
+
+// Copy is copy(dst, src) in chunks, yielding between them (Yield): one
+// copy of a large array is a memmove the scheduler cannot preempt, which
+// for the 10⁸ bytes of a large index's vectors holds a core for tens of
+// ms.
+func Copy[S ~[]E, E any](ctx context.Context, dst, src S) int {
+	n := min(len(dst), len(src))
+	for at := 0; at < n; at += copyChunk {
+		copy(dst[at:n], src[at:min(n, at+copyChunk)])
+		Yield(ctx)
+	}
+	return n
+}
+
+// Grow is slices.Grow for background work: s with room for n more
+// elements, and a quarter more besides for later appends, its elements
+// copied by Copy when it must move.
+func Grow[S ~[]E, E any](ctx context.Context, s S, n int) S {
+	if n <= cap(s)-len(s) {
+		return s
+	}
+	c := len(s) + n
+	out := make(S, len(s), c+c/4+16)
+	Copy(ctx, out, s)
+	return out
+}

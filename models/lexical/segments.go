@@ -1,10 +1,13 @@
 package lexical
 
 import (
+	"context"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
 // A live index appends documents commit by commit. Copying every posting
@@ -109,7 +112,7 @@ func (p *Postings) Flat() *Postings {
 		return p
 	}
 	if p.flat == nil {
-		return p.flatten() // a Postings not made by Update (no cache)
+		return p.flatten(context.Background()) // a Postings not made by Update (no cache)
 	}
 	if f := p.flat.p.Load(); f != nil {
 		return f
@@ -117,7 +120,7 @@ func (p *Postings) Flat() *Postings {
 	p.flat.mu.Lock()
 	defer p.flat.mu.Unlock()
 	if f := p.flat.p.Load(); f == nil {
-		p.flat.p.Store(p.flatten())
+		p.flat.p.Store(p.flatten(context.Background()))
 	}
 	return p.flat.p.Load()
 }
@@ -135,21 +138,23 @@ func (p *Postings) Flattened() *Postings {
 }
 
 // flatten merges the base and the segments over the sorted union of the
-// terms.
-func (p *Postings) flatten() *Postings {
-	words := make([]string, p.Terms.Len())
-	for t := range words {
-		words[t] = p.Terms.Term(t)
-	}
-	q := &Postings{Terms: NewTermTable(words), DocLen: p.DocLen}
-	q.Ptr = make([]int64, 1, q.Terms.Len()+1)
+// terms. ctx only paces the work (parallel.Yield).
+func (p *Postings) flatten(ctx context.Context) *Postings {
+	order := p.Terms.sortedOrder()
+	q := &Postings{Terms: TermTable{Off: make([]int64, 1, len(order)+1)}, DocLen: p.DocLen}
+	q.Ptr = make([]int64, 1, len(order)+1)
 	q.Doc = make([]uint32, 0, p.NumPostings())
 	q.TF = make([]uint32, 0, p.NumPostings())
-	for i := range q.Terms.Len() {
-		p.eachList(p.Terms.Lookup(q.Terms.Term(i)), func(docs, tfs []uint32) {
+	for i, t := range order {
+		q.Terms.Blob = append(q.Terms.Blob, p.Terms.Term(int(t))...)
+		q.Terms.Off = append(q.Terms.Off, int64(len(q.Terms.Blob)))
+		p.eachList(int(t), func(docs, tfs []uint32) {
 			q.Doc, q.TF = append(q.Doc, docs...), append(q.TF, tfs...)
 		})
 		q.Ptr = append(q.Ptr, int64(len(q.Doc)))
+		if i%1024 == 0 {
+			parallel.Yield(ctx)
+		}
 	}
 	return q
 }
@@ -178,8 +183,8 @@ func newSegment(fresh addedPostings, terms TermTable, first uint32) *segment {
 }
 
 // mergeSegments is the segments as one (their documents ascend from
-// segs[0] on).
-func mergeSegments(segs []*segment) *segment {
+// segs[0] on). ctx only paces the work (parallel.Yield).
+func mergeSegments(ctx context.Context, segs []*segment) *segment {
 	var terms []int32
 	for _, s := range segs {
 		terms = append(terms, s.terms...)
@@ -188,7 +193,10 @@ func mergeSegments(segs []*segment) *segment {
 	terms = slices.Compact(terms)
 	out := &segment{first: segs[0].first, terms: terms, ptr: make([]int64, 1, len(terms)+1)}
 	at := make([]int, len(segs)) // each segment's next term
-	for _, t := range terms {
+	for i, t := range terms {
+		if i%1024 == 0 {
+			parallel.Yield(ctx)
+		}
 		for k, s := range segs {
 			if at[k] < len(s.terms) && s.terms[at[k]] == t {
 				lo, hi := s.ptr[at[k]], s.ptr[at[k]+1]

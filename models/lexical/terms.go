@@ -1,7 +1,9 @@
 package lexical
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"unsafe"
 )
 
@@ -52,6 +54,30 @@ func (t TermTable) with(words []string) TermTable {
 		m.words = append(m.words, w)
 	}
 	return TermTable{Blob: t.Blob, Off: t.Off, more: m}
+}
+
+// sortedOrder is t's term ids in the order of their words: the sorted
+// ones merged with the added ones, sorted (fewer, so this is much less
+// than a sort of them all).
+func (t TermTable) sortedOrder() []int32 {
+	n := t.sortedLen()
+	added := make([]int32, t.Added())
+	for i := range added {
+		added[i] = int32(n + i)
+	}
+	slices.SortFunc(added, func(a, b int32) int { return strings.Compare(t.Term(int(a)), t.Term(int(b))) })
+	out := make([]int32, 0, n+len(added))
+	i, j := 0, 0
+	for i < n || j < len(added) {
+		if j == len(added) || (i < n && t.Term(i) < t.Term(int(added[j]))) {
+			out = append(out, int32(i))
+			i++
+		} else {
+			out = append(out, added[j])
+			j++
+		}
+	}
+	return out
 }
 
 // NewTermTable builds a table from distinct terms, sorting them.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 )
 
 // Update returns the postings of p's documents that remap keeps, followed
@@ -24,9 +26,9 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 	if err := analyzeRange(ctx, 0, len(added), func(i int) string { return added[i] }, docs); err != nil {
 		return nil, err
 	}
-	fresh := invertAdded(docs, uint32(kept))
+	fresh := invertAdded(ctx, docs, uint32(kept))
 	if kept == p.NumDocs() {
-		return p.appended(fresh, docs), nil
+		return p.appended(ctx, fresh, docs), nil
 	}
 	p = p.Flat() // the same documents' postings; removing renumbers them all anyway
 	oldDF := p.keptDF(remap)
@@ -80,14 +82,17 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 // the term table after p's; p's arrays are shared. Past maxSegments the
 // segments merge, and past an eighth of the documents they are flattened
 // into the base.
-func (p *Postings) appended(fresh addedPostings, docs []docTerms) *Postings {
+func (p *Postings) appended(ctx context.Context, fresh addedPostings, docs []docTerms) *Postings {
 	if len(docs) == 0 {
 		return p
 	}
 	var words []string
-	for _, w := range fresh.words {
+	for i, w := range fresh.words {
 		if p.Terms.Lookup(w) < 0 {
 			words = append(words, w)
+		}
+		if i%256 == 0 {
+			parallel.Yield(ctx)
 		}
 	}
 	q := &Postings{Terms: p.Terms.with(words), Ptr: p.Ptr, Doc: p.Doc, TF: p.TF, flat: &flatCache{}}
@@ -98,10 +103,10 @@ func (p *Postings) appended(fresh addedPostings, docs []docTerms) *Postings {
 	}
 	q.segs = append(slices.Clone(p.segs), newSegment(fresh, q.Terms, uint32(len(p.DocLen))))
 	if len(q.segs) > maxSegments {
-		q.segs = []*segment{mergeSegments(q.segs)}
+		q.segs = []*segment{mergeSegments(ctx, q.segs)}
 	}
 	if tail := len(q.DocLen) - int(q.segs[0].first); tail > len(q.DocLen)/8 {
-		return q.flatten()
+		return q.flatten(ctx)
 	}
 	return q
 }
@@ -147,10 +152,14 @@ type addedPostings struct {
 	words []string // sorted
 }
 
-// invertAdded inverts analysed documents numbered from first.
-func invertAdded(docs []docTerms, first uint32) addedPostings {
+// invertAdded inverts analysed documents numbered from first. ctx only
+// paces the work (parallel.Yield).
+func invertAdded(ctx context.Context, docs []docTerms, first uint32) addedPostings {
 	a := addedPostings{docs: map[string][]posting{}}
 	for i := range docs {
+		if i%16 == 0 {
+			parallel.Yield(ctx)
+		}
 		for j, w := range docs[i].terms {
 			if _, ok := a.docs[w]; !ok {
 				a.words = append(a.words, w)
