@@ -12,10 +12,12 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gleaner-rag/gleaner/corpus"
@@ -30,7 +32,7 @@ type ingestRun struct {
 	d                                time.Duration // each phase
 	rate, writers, batch, ingestRate int
 	seed                             uint64
-	profile, memProfile              string
+	profile, memProfile, trace       string
 	interval                         time.Duration // the server's --commit-interval
 	share                            float64       // its --apply-share
 	writeCores                       int           // its --write-cores
@@ -57,7 +59,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	}
 	hs := &http.Server{Handler: timed(s.Handler())}
 	go hs.Serve(ln)
-	cl, err := client.New("http://"+ln.Addr().String(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}})
+	cl, err := client.New("http://"+ln.Addr().String(), &http.Client{Transport: numbered{&http.Transport{MaxIdleConnsPerHost: 256}}})
 	if err != nil {
 		return err
 	}
@@ -79,6 +81,11 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	if err != nil {
 		return err
 	}
+	stopTrace, err := startTrace(o.trace, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	var acked atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -173,12 +180,14 @@ type latencies struct {
 	// sched99 is the p99 of the time the process's goroutines waited to
 	// run once ready (runtime/metrics), over the phase: a wait for a core.
 	sched99 time.Duration
+	slowest string  // where the slowest queries' time went
+	cores   float64 // the process's CPU time over the phase's, in cores
 }
 
 func (l latencies) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms)",
-		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99))
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores) + "\n  " + l.slowest
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
@@ -186,8 +195,10 @@ func (l latencies) String() string {
 func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) latencies {
 	var mu sync.Mutex
 	var lat, took []time.Duration
+	var st []stages
 	failed := 0
 	sched := schedWaits()
+	cpu0, wall0 := cpuTime(), time.Now()
 	handled.reset()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -199,16 +210,18 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			wg.Wait()
 			slices.Sort(lat)
 			slices.Sort(took)
-			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since()}
+			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since(), slowest: slowest(st),
+				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.Now()
-			res, err := cl.Retrieve(context.Background(), api.RetrieveRequest{Index: "ix", Query: q.Text, Method: "bm25", K: api.K(10)})
-			el := time.Since(t)
+			ctx, s := traced.begin(context.Background())
+			res, err := cl.Retrieve(ctx, api.RetrieveRequest{Index: "ix", Query: q.Text, Method: "bm25", K: api.K(10)})
+			stamps := traced.end(ctx, s)
+			el := stamps.done.Sub(stamps.start)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -216,6 +229,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 				return
 			}
 			lat = append(lat, el)
+			st = append(st, stamps)
 			took = append(took, time.Duration(res.TookMS*float64(time.Millisecond)))
 		}()
 	}
@@ -226,6 +240,15 @@ func pct(s []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procStatus is a line's value from /proc/self/status ("?" elsewhere).
@@ -257,6 +280,30 @@ func startProfile(path string) (func() error, error) {
 		return nil, err
 	}
 	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
+}
+
+// startTrace writes an execution trace of the next span into path
+// (nothing when path is empty); the function it returns waits for it.
+func startTrace(path string, span time.Duration) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		time.Sleep(span)
+		trace.Stop()
+		f.Close()
+		close(done)
+	}()
+	return func() { <-done }, nil
 }
 
 // schedHist is a snapshot of the runtime's histogram of goroutine
@@ -315,11 +362,13 @@ func floorClient() (*client.Client, error) {
 	}
 	answer := []byte(`{"index":"ix","method":"bm25","done":true,"took_ms":0,"hits":[]}`)
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		traced.stamp(r, true)
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(answer)
+		traced.stamp(r, false)
 	}))
-	return client.New("http://"+ln.Addr().String(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}})
+	return client.New("http://"+ln.Addr().String(), &http.Client{Transport: numbered{&http.Transport{MaxIdleConnsPerHost: 256}}})
 }
 
 // handled collects the server handler's times for retrieve requests.
@@ -347,7 +396,9 @@ func (h *handlerTimes) p99() time.Duration {
 func timed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		traced.stamp(r, true)
 		next.ServeHTTP(w, r)
+		traced.stamp(r, false)
 		if r.URL.Path == "/v1/retrieve" {
 			handled.mu.Lock()
 			handled.d = append(handled.d, time.Since(start))
