@@ -399,9 +399,7 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		s.answerWrite(w, op, name, 0, nil, err)
 		return
 	}
-	s.writeCPU.Enter()
-	err = lw.Embed(ctx, b) // the log carries the vectors: every replica applies the same
-	s.writeCPU.Leave()
+	s.writeWork(func() { err = lw.Embed(ctx, b) }) // the log carries the vectors: every replica applies the same
 	if err != nil {
 		s.answerWrite(w, op, name, 0, nil, err)
 		return

@@ -147,6 +147,15 @@ type Config struct {
 	// stream of writes leaves the other cores to queries. DefaultConfig
 	// sets one less than GOMAXPROCS, at least 1.
 	WriteCores int
+	// WriteIdle runs the write work (decoding write requests, commits,
+	// merges, checkpoints, background refreshes) on threads that the
+	// kernel runs only when no other thread wants the core (Linux's
+	// SCHED_IDLE; elsewhere ordinary threads; live.Options.IdleThreads):
+	// a query's thread that wakes then preempts it at once, instead of
+	// waiting out its time slice. When queries keep every core busy,
+	// writes wait. The process should run with Procs' GOMAXPROCS.
+	// DefaultConfig sets it.
+	WriteIdle bool
 	// Fleet, when set, makes the server a replica of a fleet: every
 	// index follows its update log on NATS JetStream (index/fleet), and
 	// with Writes the write endpoints publish to the log instead of
@@ -202,7 +211,7 @@ func DefaultConfig() Config {
 	return Config{MaxInFlight: 256, Timeout: 10 * time.Second, BodyTimeout: 5 * time.Second, MaxOptionSets: 16,
 		HeaderTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxConns: 2048, IndexMemory: MemoryCopy,
 		Limits: Limits{MaxBodyBytes: 1 << 20, MaxQueryBytes: 16 << 10, MaxK: 1000, MaxWriteBytes: 32 << 20}, Logger: slog.Default(), AuditLogger: slog.Default(),
-		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, MergeShare: 1.0 / 16, WriteCores: max(1, runtime.GOMAXPROCS(0)-1)}
+		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, MergeShare: 1.0 / 16, WriteCores: max(1, runtime.GOMAXPROCS(0)-1), WriteIdle: true}
 }
 
 func (c Config) validate() error {

@@ -18,6 +18,7 @@ import (
 	"github.com/gleaner-rag/gleaner/index/fleet"
 	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/internal/excerpt"
+	"github.com/gleaner-rag/gleaner/internal/parallel"
 	"github.com/gleaner-rag/gleaner/server/api"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) openWriter(ctx context.Context, name, dir string) (*live.Writer
 	o.OnPublish = func(ix *index.Index) { s.publish(name, ix) }
 	o.RefreshAfter, o.RefreshWithin, o.Refresh.Backend = s.cfg.RefreshAfter, s.cfg.RefreshWithin, s.cfg.Backend
 	o.Refresh.Workers = 1 // a background refresh leaves the other cores to queries
-	o.MinInterval, o.ApplyShare, o.CPU = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU
+	o.MinInterval, o.ApplyShare, o.CPU, o.IdleThreads = s.cfg.CommitInterval, s.cfg.ApplyShare, s.writeCPU, s.cfg.WriteIdle
 	o.DeletedShare, o.MergeShare = s.cfg.DeletedShare, s.cfg.MergeShare
 	w, err := live.Open(ctx, dir, o)
 	if err != nil {
@@ -137,13 +138,13 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var d api.Document
-	s.writeCPU.Enter()
-	err := decodeStrict(body, &d)
 	var doc live.Document
-	if err == nil {
-		doc, err = liveDocument(r.PathValue("id"), &d, lw.Index().Meta.Dims)
-	}
-	s.writeCPU.Leave()
+	var err error
+	s.writeWork(func() {
+		if err = decodeStrict(body, &d); err == nil {
+			doc, err = liveDocument(r.PathValue("id"), &d, lw.Index().Meta.Dims)
+		}
+	})
 	if err != nil {
 		s.answerWrite(w, "put", name, 0, nil, err)
 		return
@@ -185,14 +186,38 @@ func (s *Server) postDocuments(w http.ResponseWriter, r *http.Request) {
 
 // decodeBatch decodes a batch request's body into a batch, holding a
 // place among the write cores (Config.WriteCores).
-func (s *Server) decodeBatch(body []byte, dims int) (*live.Batch, error) {
+func (s *Server) decodeBatch(body []byte, dims int) (b *live.Batch, err error) {
+	s.writeWork(func() {
+		var req api.DocumentsRequest
+		if err = decodeStrict(body, &req); err == nil {
+			b, err = liveBatch(&req, dims)
+		}
+	})
+	return b, err
+}
+
+// writeWork runs fn holding a place among the write cores
+// (Config.WriteCores), on an idle thread with Config.WriteIdle.
+func (s *Server) writeWork(fn func()) {
 	s.writeCPU.Enter()
 	defer s.writeCPU.Leave()
-	var req api.DocumentsRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
+	if s.cfg.WriteIdle {
+		parallel.OnIdleThread(fn)
+	} else {
+		fn()
 	}
-	return liveBatch(&req, dims)
+}
+
+// Procs is the GOMAXPROCS a process serving cfg on cores cores should
+// run with: with writes on idle threads (Config.WriteIdle), one P for
+// each write core besides the cores. The kernel may hold an idle thread
+// off its core while it keeps its P, which queries would otherwise
+// miss; the extra Ps leave every core's P to queries.
+func Procs(cores int, cfg Config) int {
+	if cfg.Writes && cfg.WriteIdle && cfg.WriteCores > 0 {
+		return cores + cfg.WriteCores
+	}
+	return cores
 }
 
 // commit commits b within the request's time and answers.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,6 +87,7 @@ server/openapi.yaml; server/client is the Go client.`,
 				}
 				defer conn.Close()
 			}
+			reserveProcs(g.log, cfg)
 			s, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -131,6 +133,7 @@ server/openapi.yaml; server/client is the Go client.`,
 	fl.Float64Var(&o.mergeShare, "merge-share", -1, "with --writes: the share of an index's passages deleted in place past which it is merged in the background (renumbered without them while the writes go on), in [0, 1); 0: not while the writes go on (a pause of --refresh-after still merges; 0 there too for none), and at or above --deleted-share the commit past that renumbers first; -1: half of --deleted-share")
 	fl.Float64Var(&cfg.ApplyShare, "apply-share", cfg.ApplyShare, "with --writes: most of the time commits to an index may take, in (0, 1]; below 1, a commit that took d waits d/share after its start before the next, which gathers the writes meanwhile (leaves CPU to queries under a stream of writes; each write waits longer)")
 	fl.IntVar(&cfg.WriteCores, "write-cores", cfg.WriteCores, "with --writes: how many cores the write work (decoding writes, checking, embedding and applying commits) may take at once, leaving the others to queries (0: no bound; default: one less than the cores, at least 1)")
+	fl.BoolVar(&cfg.WriteIdle, "write-idle", cfg.WriteIdle, "with --writes: run the write work on threads the kernel runs only when no query wants the core (Linux's SCHED_IDLE), and, unless GOMAXPROCS is set, give the process a P for each write core besides the cores: a query preempts the write work at once; when queries keep every core busy, writes wait")
 	fl.DurationVar(&cfg.RefreshWithin, "refresh-within", cfg.RefreshWithin, "with --writes: the longest those sections stay stale while the writes never pause; past it a refresh holds the index's writes until it is done (they wait, up to a build's time; past --timeout, 503 and not applied; 0: no bound)")
 	fl.DurationVar(&cfg.RefreshAfter, "refresh-after", cfg.RefreshAfter, "with --writes: how long the writes to an index must pause before the sections they left stale (Tri-Graph, HNSW graph, local KET-RAG) are built again in the background (0: never; gleaner refresh does it offline)")
 	fl.Int64Var(&cfg.Limits.MaxWriteBytes, "max-write-body", cfg.Limits.MaxWriteBytes, "with --writes: largest write request body in bytes")
@@ -360,4 +363,17 @@ func drain(eps []endpoint, s *server.Server, grace time.Duration) error {
 		err = nil
 	}
 	return err
+}
+
+// reserveProcs gives the process the Ps server.Procs asks for, unless the
+// GOMAXPROCS environment variable chose them.
+func reserveProcs(log *slog.Logger, cfg server.Config) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	cores := runtime.GOMAXPROCS(0)
+	if n := server.Procs(cores, cfg); n != cores {
+		runtime.GOMAXPROCS(n)
+		log.Info("a P for each write core besides the cores, so that write work on idle threads never holds a P queries need", "gomaxprocs", n, "cores", cores)
+	}
 }

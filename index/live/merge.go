@@ -323,7 +323,8 @@ func (w *Writer) mergeLocked(ctx context.Context) (int, error) {
 	w.mu.Unlock()
 	defer w.endTail(tail)
 	start := time.Now()
-	caught, err := w.merge(ctx, ix, kinds, tail)
+	var caught caughtUp
+	w.work(func() { caught, err = w.merge(ctx, ix, kinds, tail) })
 	took := time.Since(start)
 	if err != nil {
 		if w.rfCtx.Err() == nil { // not Close cancelling it

@@ -109,6 +109,7 @@ func TestMergeCatchesUp(t *testing.T) {
 			}
 			o, logs := testOptions(t)
 			o.MergeShare, o.DeletedShare = 0, 0.9 // merges by hand; deletes stay in place
+			o.IdleThreads = tc.concurrent         // the work on idle threads changes nothing
 			var ws [2]*Writer
 			for k := range ws {
 				dir := filepath.Join(t.TempDir(), "ix")

@@ -233,7 +233,9 @@ func (w *Writer) refreshLoop() {
 			}
 		case <-bound.c:
 			bound.stop()
-			closing, err := w.backgroundRefresh(true)
+			var closing bool
+			var err error
+			w.work(func() { closing, err = w.backgroundRefresh(true) })
 			if closing {
 				return
 			}
@@ -242,7 +244,9 @@ func (w *Writer) refreshLoop() {
 			if ix := w.Index(); len(ix.Refreshable()) == 0 && ix.Deleted() == 0 {
 				continue
 			}
-			if closing, _ := w.backgroundRefresh(false); closing {
+			var closing bool
+			w.work(func() { closing, _ = w.backgroundRefresh(false) })
+			if closing {
 				return
 			}
 			if len(w.Index().Refreshable()) == 0 {

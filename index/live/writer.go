@@ -101,6 +101,15 @@ type Options struct {
 	// (parallel.Workers) and its long loops yield the core to waiting
 	// goroutines (parallel.Yield).
 	CPU Gate
+	// IdleThreads runs commits, merges, checkpoints and background
+	// refreshes (the goroutine that runs each) on threads that the kernel runs
+	// only when no other thread wants the core (Linux's SCHED_IDLE; other
+	// systems run them as usual): a query's thread that wakes preempts
+	// them at once instead of waiting out their time slice, some ms. The
+	// cost falls on writes: when queries keep every core busy, commits
+	// wait for a free one. A process doing this should have a P
+	// (GOMAXPROCS) for each core besides those the write work holds.
+	IdleThreads bool
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
 	Refresh index.RefreshEnv
@@ -681,8 +690,17 @@ func (w *Writer) commitGroup(group []*request) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	start := time.Now()
-	w.commitLocked(group)
+	w.work(func() { w.commitLocked(group) })
 	return time.Since(start)
+}
+
+// work runs fn, on an idle thread where the options ask for it.
+func (w *Writer) work(fn func()) {
+	if w.o.IdleThreads {
+		parallel.OnIdleThread(fn)
+	} else {
+		fn()
+	}
 }
 
 // commitLocked is commitGroup under w.mu.
@@ -928,7 +946,9 @@ func (w *Writer) checkpointLoop() {
 		case <-w.stop:
 			return
 		case <-w.ck:
-			if err := w.Checkpoint(context.Background()); err != nil {
+			var err error
+			w.work(func() { err = w.Checkpoint(context.Background()) })
+			if err != nil {
 				w.o.Logger.Error("checkpoint failed; the log keeps every change and the next one retries", "dir", w.dir, "err", err)
 			}
 		}
