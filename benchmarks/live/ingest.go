@@ -33,9 +33,11 @@ type ingestRun struct {
 	rate, writers, batch, ingestRate int
 	seed                             uint64
 	profile, memProfile, trace       string
+	traceAt                          time.Duration // when the trace starts, into the ingest
 	interval                         time.Duration // the server's --commit-interval
 	share                            float64       // its --apply-share
 	writeCores                       int           // its --write-cores
+	writeIdle                        bool          // its --write-idle
 }
 
 func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
@@ -43,7 +45,10 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	cfg := server.DefaultConfig()
 	cfg.Indexes = map[string]string{"ix": dir}
 	cfg.Writes, cfg.InsecureNoAuth, cfg.Logger = true, true, quiet
-	cfg.CommitInterval, cfg.ApplyShare, cfg.WriteCores = o.interval, o.share, o.writeCores
+	cfg.CommitInterval, cfg.ApplyShare, cfg.WriteCores, cfg.WriteIdle = o.interval, o.share, o.writeCores, o.writeIdle
+	if os.Getenv("GOMAXPROCS") == "" { // as gleaner serve does
+		runtime.GOMAXPROCS(server.Procs(runtime.GOMAXPROCS(0), cfg))
+	}
 	be, err := engine.Open("cpu")
 	if err != nil {
 		return err
@@ -81,7 +86,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	if err != nil {
 		return err
 	}
-	stopTrace, err := startTrace(o.trace, 10*time.Second)
+	stopTrace, err := startTrace(o.trace, o.traceAt, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -155,8 +160,8 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	if ingestRate > 0 {
 		pace = fmt.Sprintf("paced at %d passages/s", ingestRate)
 	}
-	fmt.Printf("ingest (%s, --write-cores %d): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
-		pace, o.writeCores, acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
+	fmt.Printf("ingest (%s, --write-cores %d, --write-idle %v, GOMAXPROCS %d): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
+		pace, o.writeCores, o.writeIdle, runtime.GOMAXPROCS(0), acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
 	fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f; the server's took_ms p99 ingesting / idle after: %.2f\n",
 		busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds(), busy.server99.Seconds()/after.server99.Seconds())
 	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)
@@ -282,9 +287,9 @@ func startProfile(path string) (func() error, error) {
 	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
-// startTrace writes an execution trace of the next span into path
+// startTrace writes an execution trace of span, from at on, into path
 // (nothing when path is empty); the function it returns waits for it.
-func startTrace(path string, span time.Duration) (func(), error) {
+func startTrace(path string, at, span time.Duration) (func(), error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -292,16 +297,17 @@ func startTrace(path string, span time.Duration) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, err
-	}
 	done := make(chan struct{})
 	go func() {
+		defer close(done)
+		defer f.Close()
+		time.Sleep(at)
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "trace:", err)
+			return
+		}
 		time.Sleep(span)
 		trace.Stop()
-		f.Close()
-		close(done)
 	}()
 	return func() { <-done }, nil
 }

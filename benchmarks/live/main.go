@@ -76,8 +76,10 @@ func main() {
 	profile := fs.String("cpuprofile", "", "ingest: write a CPU profile of the ingesting phase to this file; commits: of each kind's commits, to this file .append and .replace")
 	share := fs.Float64("apply-share", 1, "ingest: the server's --apply-share (most of the time commits may take)")
 	interval := fs.Duration("commit-interval", 0, "ingest: the server's --commit-interval (least time between two commits)")
+	writeIdle := fs.Bool("write-idle", server.DefaultConfig().WriteIdle, "ingest: the server's --write-idle (GOMAXPROCS as gleaner serve sets it, unless the variable is set)")
 	writeCores := fs.Int("write-cores", server.DefaultConfig().WriteCores, "ingest: the server's --write-cores (0: no bound)")
-	traceFile := fs.String("trace", "", "ingest: write an execution trace of the ingesting phase's first 10 s to this file (go tool trace)")
+	traceFile := fs.String("trace", "", "ingest: write an execution trace of 10 s of the ingesting phase to this file (go tool trace)")
+	traceAt := fs.Duration("trace-at", 0, "ingest: when the -trace starts, into the ingesting phase")
 	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
@@ -141,7 +143,7 @@ func main() {
 		err = fleetBench(c, *work, base, fleetRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, seed: *seed, killLeader: *killLeader, ingestRate: *ingestRate})
 	case "ingest":
 		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
-			profile: *profile, memProfile: *memProfile, trace: *traceFile, interval: *interval, share: *share, writeCores: *writeCores})
+			profile: *profile, memProfile: *memProfile, trace: *traceFile, traceAt: *traceAt, interval: *interval, share: *share, writeCores: *writeCores, writeIdle: *writeIdle})
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
