@@ -154,6 +154,7 @@ func clipJSON(v json.RawMessage) string {
 // appear only when set: unset, each method uses its own default.
 func printConfig(w io.Writer, fl *pflag.FlagSet) error {
 	out := map[string]any{}
+	var bad []string
 	fl.VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(notInConfig, f.Name) {
 			return
@@ -168,12 +169,19 @@ func printConfig(w io.Writer, fl *pflag.FlagSet) error {
 			out[f.Name] = listOf(typ, text)
 		case slices.Contains(numberFlags, typ) && json.Valid([]byte(text)):
 			out[f.Name] = json.Number(text)
+		case slices.Contains(numberFlags, typ) && !slices.Contains([]string{"inf", "+inf", "-inf"}, strings.ToLower(text)):
+			bad = append(bad, "--"+f.Name+" "+text) // NaN: a config file could not give it back
+		case slices.Contains(numberFlags, typ):
+			out[f.Name] = text // ±inf: read back as on the command line
 		case typ == "bool":
 			out[f.Name] = text == "true"
 		default:
 			out[f.Name] = text
 		}
 	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: not a number a config file can hold", strings.Join(bad, ", "))
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

@@ -429,6 +429,9 @@ itself once the writes pause (--refresh-after). Others
 			if err != nil {
 				return err
 			}
+			if n := w.Stats().Replayed; n > 0 { // the folder changed already, whatever the refresh finds
+				fmt.Fprintf(cmd.OutOrStdout(), "replayed %s of the update log\n", plural(int(n), "record"))
+			}
 			start := time.Now()
 			r, err := w.Refresh(cmd.Context())
 			switch {

@@ -220,6 +220,9 @@ func TestServeConfigFileRoundTrip(t *testing.T) {
 	if err != nil || second != first {
 		t.Fatalf("round trip differs (%v):\n%s\nvs\n%s", err, first, second)
 	}
+	if out, err := run(t, "serve", "--apply-share", "NaN", "--print-config"); err == nil || !strings.Contains(err.Error(), "--apply-share NaN") {
+		t.Errorf("--apply-share NaN --print-config: %v\n%s (want it refused: no config file could give it back)", err, out)
+	}
 	for body, want := range map[string]string{
 		`{"no-such-flag": 1}`:        `"no-such-flag": no such flag`,
 		`{"max-in-flight": "many"}`:  `"max-in-flight"`,
