@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 		return err
 	}
 	defer stopTrace()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) + "-" // ids new to an index an earlier run grew
 	var acked atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -123,7 +125,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 				changes := make([]api.DocumentChange, batch)
 				gmu.Lock()
 				for i := range changes {
-					changes[i] = api.DocumentChange{Op: "add", ID: fmt.Sprintf("w%d-%d-%d", k, n, i),
+					changes[i] = api.DocumentChange{Op: "add", ID: fmt.Sprintf("%sw%d-%d-%d", run, k, n, i),
 						Document: api.Document{Title: g.name(), Text: g.plainText()}}
 				}
 				gmu.Unlock()

@@ -83,15 +83,15 @@ func main() {
 	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
-	existing := fs.String("index", "", "commits, soak: the live index to commit to (commits: default the one -work holds; soak: default a fresh build in -work)")
+	existing := fs.String("index", "", "commits, soak, ingest: the live index to commit to (commits: default the one -work holds; soak, ingest: default a fresh build in -work)")
 	fs.Float64Var(&mergeShare, "merge-share", -1, "equality, commits, soak: the writer's live.Options.MergeShare (0: no background merge; default: half of -deleted-share)")
 	fs.Float64Var(&deletedShare, "deleted-share", live.DefaultOptions(nil).DeletedShare, "equality, commits, soak: the writer's live.Options.DeletedShare (0: renumber at every removal)")
 	killLeader := fs.Bool("kill-leader", false, "fleet: stop the log's leader NATS node for the middle third of the ingest")
 	sections := fs.String("sections", "trigraph,hnsw", "equality: build steps run on both indexes (comma-separated; the live one refreshes them after the changes)")
 	fs.Parse(os.Args[2:])
-	onIndex := (os.Args[1] == "commits" || os.Args[1] == "soak" || os.Args[1] == "merge") && *existing != ""
+	onIndex := (os.Args[1] == "commits" || os.Args[1] == "soak" || os.Args[1] == "merge" || os.Args[1] == "ingest") && *existing != ""
 	if *src == "" || (*work == "" && !onIndex) {
-		log.Fatal("live: -corpus and -work (or, for commits and soak, -index) are required")
+		log.Fatal("live: -corpus and -work (or, for commits, soak, merge and ingest, -index) are required")
 	}
 	c, err := corpus.Load(*src, corpus.ReadOptions{})
 	if err != nil {
@@ -113,6 +113,14 @@ func main() {
 			share = deletedShare / 2
 		}
 		if err := merges(c, *existing, *writers, *batch, *seed, share, *profile); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	run := ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
+		profile: *profile, memProfile: *memProfile, trace: *traceFile, traceAt: *traceAt, interval: *interval, share: *share, writeCores: *writeCores, writeIdle: *writeIdle}
+	if os.Args[1] == "ingest" && *existing != "" { // an index grown already: the idle phases measure it at about the ingest's size
+		if err := ingest(c, *existing, run); err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -142,8 +150,7 @@ func main() {
 	case "fleet":
 		err = fleetBench(c, *work, base, fleetRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, seed: *seed, killLeader: *killLeader, ingestRate: *ingestRate})
 	case "ingest":
-		err = ingest(c, base, ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
-			profile: *profile, memProfile: *memProfile, trace: *traceFile, traceAt: *traceAt, interval: *interval, share: *share, writeCores: *writeCores, writeIdle: *writeIdle})
+		err = ingest(c, base, run)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
