@@ -309,12 +309,13 @@ func (out *Index) copyProvenance(ctx context.Context, ix *Index, remap []int32, 
 	out.appendProvenance(added)
 }
 
-// provenanceBytes is the size of the added nodes' provenance strings,
-// about (64 bytes a metadata field): room to append them into.
+// provenanceBytes is the size of the added nodes' provenance strings:
+// room to append them into.
 func provenanceBytes(added []corpus.Node) int {
 	n := 0
 	for i := range added {
-		n += len(added[i].Doc) + len(added[i].Section) + 64*len(added[i].Meta)
+		meta, _ := metaJSON(added[i].Meta) // checked by remap (CheckNode)
+		n += len(added[i].Doc) + len(added[i].Section) + len(meta)
 	}
 	return n
 }

@@ -148,9 +148,10 @@ type Config struct {
 	// sets one less than GOMAXPROCS, at least 1.
 	WriteCores int
 	// WriteIdle runs the write work (decoding write requests, commits,
-	// merges, checkpoints, background refreshes) on threads that the
-	// kernel runs only when no other thread wants the core (Linux's
-	// SCHED_IDLE; elsewhere ordinary threads; live.Options.IdleThreads):
+	// merges, checkpoints, background refreshes, also a fleet replica's)
+	// on threads that the kernel runs only when no other thread wants the
+	// core (Linux's SCHED_IDLE; elsewhere ordinary threads;
+	// live.Options.IdleThreads says which work exactly):
 	// a query's thread that wakes then preempts it at once, instead of
 	// waiting out its time slice. When queries keep every core busy,
 	// writes wait. The process should run with Procs' GOMAXPROCS.

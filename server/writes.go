@@ -209,12 +209,14 @@ func (s *Server) writeWork(fn func()) {
 }
 
 // Procs is the GOMAXPROCS a process serving cfg on cores cores should
-// run with: with writes on idle threads (Config.WriteIdle), one P for
-// each write core besides the cores. The kernel may hold an idle thread
-// off its core while it keeps its P, which queries would otherwise
-// miss; the extra Ps leave every core's P to queries.
+// run with: with live indexes (writes, or a fleet replica following its
+// log) on idle threads (Config.WriteIdle), one P for each write core
+// besides the cores. The kernel may hold an idle thread off its core
+// while it keeps its P, which queries would otherwise miss; the extra Ps
+// leave every core's P to queries. With no bound on the write cores
+// (WriteCores 0) it adds none.
 func Procs(cores int, cfg Config) int {
-	if cfg.Writes && cfg.WriteIdle && cfg.WriteCores > 0 {
+	if cfg.live() && cfg.WriteIdle && cfg.WriteCores > 0 {
 		return cores + cfg.WriteCores
 	}
 	return cores

@@ -101,14 +101,17 @@ type Options struct {
 	// (parallel.Workers) and its long loops yield the core to waiting
 	// goroutines (parallel.Yield).
 	CPU Gate
-	// IdleThreads runs commits, merges, checkpoints and background
-	// refreshes (the goroutine that runs each) on threads that the kernel runs
-	// only when no other thread wants the core (Linux's SCHED_IDLE; other
-	// systems run them as usual): a query's thread that wakes preempts
-	// them at once instead of waiting out their time slice, some ms. The
-	// cost falls on writes: when queries keep every core busy, commits
-	// wait for a free one. A process doing this should have a P
-	// (GOMAXPROCS) for each core besides those the write work holds.
+	// IdleThreads runs commits, merges, and the checkpoints and refreshes
+	// the writer starts by itself on threads that the kernel runs only
+	// when no other thread wants the core (Linux's SCHED_IDLE; other
+	// systems run them as usual, and Open logs a warning): a query's
+	// thread that wakes preempts them at once instead of waiting out
+	// their time slice, some ms. Only the goroutine that runs each is
+	// idle: one a refresh's build spreads its work over runs as usual, as
+	// do Checkpoint and Refresh called by hand. The cost falls on writes:
+	// when queries keep every core busy, commits wait for a free one. A
+	// process doing this should have a P (GOMAXPROCS) for each core
+	// besides those the write work holds.
 	IdleThreads bool
 	// Refresh is what a refresh builds with (its Logger defaults to
 	// Logger).
@@ -331,6 +334,9 @@ type Result struct {
 func Open(ctx context.Context, dir string, o Options) (*Writer, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
+	}
+	if o.IdleThreads && !parallel.OnIdleThread(func() {}) {
+		o.Logger.Warn("idle threads are not available here (Linux's SCHED_IDLE, refused or absent): write work runs on ordinary threads", "dir", dir)
 	}
 	index.CleanDebris(o.Logger, dir) // a killed checkpoint's staging folder
 	base, err := openIndex(dir, o.OpenOptions, o.Embedder)

@@ -15,39 +15,72 @@ const schedIdle = 5
 // thread). A thread of ordinary policy that wakes, such as the one that
 // polls the network for an arriving query, then preempts fn's at once,
 // where it would otherwise wait out the running thread's time slice (some
-// ms). The thread ends with fn, since an unprivileged thread may not give
-// the policy back up. A panic in fn is raised again in the caller.
+// ms). Goroutines fn starts run as usual. The thread ends with fn, since
+// an unprivileged thread may not give the policy back up. A panic in fn
+// is raised again in the caller (with its value, not its stack), and
+// runtime.Goexit in fn exits the caller's goroutine too.
 func OnIdleThread(fn func()) bool {
-	type outcome struct {
-		idle     bool
-		panicked bool
-		value    any
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		var o outcome
-		defer func() {
-			if r := recover(); r != nil {
-				o.panicked, o.value = true, r
-			}
-			done <- o
-		}()
-		o.idle = setIdlePolicy()
-		fn()
-	}()
+	done := make(chan idleOutcome, 1)
+	go runIdle(fn, done)
 	o := <-done
-	if o.panicked {
+	switch {
+	case o.panicked:
 		panic(o.value)
+	case !o.returned:
+		runtime.Goexit()
 	}
 	return o.idle
 }
 
+// idleOutcome is how fn ended on its idle thread.
+type idleOutcome struct {
+	idle, returned, panicked bool
+	value                    any
+}
+
+// runIdle runs fn on the calling goroutine's thread, made idle, and
+// sends how it ended. The process's main thread cannot exit with the
+// goroutine and would stay idle, taking the signals sent to the process
+// at that priority: there runIdle holds the thread (locked, so nothing
+// else runs on it) while another goroutine, on another thread, runs fn.
+func runIdle(fn func(), done chan<- idleOutcome) {
+	runtime.LockOSThread() // never unlocked but on the main thread: the thread exits with this goroutine
+	if syscall.Gettid() == syscall.Getpid() {
+		inner := make(chan idleOutcome, 1)
+		go runIdle(fn, inner)
+		o := <-inner
+		runtime.UnlockOSThread()
+		done <- o
+		return
+	}
+	var o idleOutcome
+	defer func() {
+		if !o.returned {
+			if r := recover(); r != nil {
+				o.panicked, o.value = true, r
+			}
+		}
+		done <- o
+	}()
+	o.idle = setIdlePolicy() == nil
+	fn()
+	o.returned = true
+}
+
 // setIdlePolicy gives the calling thread the SCHED_IDLE policy.
-func setIdlePolicy() bool {
+func setIdlePolicy() error {
 	var param struct{ priority int32 }
-	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedIdle, uintptr(unsafe.Pointer(&param)))
-	return errno == 0
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedIdle, uintptr(unsafe.Pointer(&param))); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// onIdleThread reports whether the calling goroutine runs on a thread
+// OnIdleThread made idle (only its own goroutine runs there).
+func onIdleThread() bool {
+	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	return errno == 0 && p == schedIdle
 }
 
 // threadPolicy is the calling thread's scheduling policy.

@@ -2,6 +2,8 @@
 
 package parallel
 
+import "errors"
+
 // OnIdleThread runs fn; only Linux has a policy for threads that run
 // only when no other thread wants the core, so it reports false here.
 func OnIdleThread(fn func()) bool {
@@ -9,6 +11,9 @@ func OnIdleThread(fn func()) bool {
 	return false
 }
 
-func threadPolicy() int { return -1 }
-
 const schedIdle = -2 // no such policy here
+
+func setIdlePolicy() error { return errors.New("parallel: no idle thread policy on this system") }
+
+func onIdleThread() bool { return false }
+func threadPolicy() int  { return -1 }

@@ -88,9 +88,12 @@ func Background(ctx context.Context) context.Context {
 
 // Yield lets waiting goroutines run when ctx is Background; long loops call
 // it every ~10–100 µs of work (a yield with no one waiting costs well under
-// a microsecond).
+// a microsecond). On an idle thread (OnIdleThread) it does nothing: the
+// kernel already gives the core to any other thread that wants it, and a
+// goroutine locked to its thread that yields hands its P to another
+// thread and back, two wake-ups each time.
 func Yield(ctx context.Context) {
-	if ctx.Value(backgroundKey{}) != nil {
+	if ctx.Value(backgroundKey{}) != nil && !onIdleThread() {
 		runtime.Gosched()
 	}
 }

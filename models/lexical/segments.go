@@ -107,12 +107,15 @@ func (p *Postings) Segments() int { return len(p.segs) }
 // it over the same documents: p itself when it has no segment, else a copy
 // made once (p's term ids then differ from it: LSA.Remap maps between
 // them).
-func (p *Postings) Flat() *Postings {
+func (p *Postings) Flat() *Postings { return p.flatFor(context.Background()) }
+
+// flatFor is Flat, its work paced by ctx (parallel.Yield).
+func (p *Postings) flatFor(ctx context.Context) *Postings {
 	if len(p.segs) == 0 && p.Terms.Added() == 0 {
 		return p
 	}
 	if p.flat == nil {
-		return p.flatten(context.Background()) // a Postings not made by Update (no cache)
+		return p.flatten(ctx) // a Postings not made by Update (no cache)
 	}
 	if f := p.flat.p.Load(); f != nil {
 		return f
@@ -120,7 +123,7 @@ func (p *Postings) Flat() *Postings {
 	p.flat.mu.Lock()
 	defer p.flat.mu.Unlock()
 	if f := p.flat.p.Load(); f == nil {
-		p.flat.p.Store(p.flatten(context.Background()))
+		p.flat.p.Store(p.flatten(ctx))
 	}
 	return p.flat.p.Load()
 }

@@ -30,12 +30,15 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 	if kept == p.NumDocs() {
 		return p.appended(ctx, fresh, docs), nil
 	}
-	p = p.Flat() // the same documents' postings; removing renumbers them all anyway
-	oldDF := p.keptDF(remap)
-	q := &Postings{Terms: mergeTerms(p.Terms, oldDF, fresh.words)}
+	p = p.flatFor(ctx) // the same documents' postings; removing renumbers them all anyway
+	oldDF := p.keptDF(ctx, remap)
+	q := &Postings{Terms: mergeTerms(ctx, p.Terms, oldDF, fresh.words)}
 	q.Ptr = make([]int64, q.Terms.Len()+1)
 	from := make([]int, q.Terms.Len()) // new term → old term id, or -1
 	for t, o := 0, 0; t < q.Terms.Len(); t++ {
+		if t%4096 == 0 {
+			parallel.Yield(ctx)
+		}
 		w := q.Terms.Term(t)
 		for o < p.Terms.Len() && p.Terms.Term(o) < w {
 			o++
@@ -51,6 +54,9 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 	q.Doc = make([]uint32, q.Ptr[len(q.Ptr)-1])
 	q.TF = make([]uint32, len(q.Doc))
 	for t := range from {
+		if t%1024 == 0 {
+			parallel.Yield(ctx)
+		}
 		at := q.Ptr[t]
 		if o := from[t]; o >= 0 {
 			for j := p.Ptr[o]; j < p.Ptr[o+1]; j++ {
@@ -131,9 +137,12 @@ func checkRemap(remap []int32, n int) (int, error) {
 }
 
 // keptDF counts, per term of p, the postings of kept documents.
-func (p *Postings) keptDF(remap []int32) []int64 {
+func (p *Postings) keptDF(ctx context.Context, remap []int32) []int64 {
 	df := make([]int64, p.Terms.Len())
 	for t := range df {
+		if t%1024 == 0 {
+			parallel.Yield(ctx)
+		}
 		for j := p.Ptr[t]; j < p.Ptr[t+1]; j++ {
 			if remap[p.Doc[j]] >= 0 {
 				df[t]++
@@ -174,14 +183,17 @@ func invertAdded(ctx context.Context, docs []docTerms, first uint32) addedPostin
 
 // mergeTerms is the sorted union of old's terms that kept documents still
 // use (df > 0) and the added words (sorted).
-func mergeTerms(old TermTable, df []int64, added []string) TermTable {
+func mergeTerms(ctx context.Context, old TermTable, df []int64, added []string) TermTable {
 	t := TermTable{Off: make([]int64, 1, old.Len()+len(added)+1)}
 	push := func(w string) {
 		t.Blob = append(t.Blob, w...)
 		t.Off = append(t.Off, int64(len(t.Blob)))
 	}
 	i, j := 0, 0
-	for i < old.Len() || j < len(added) {
+	for n := 0; i < old.Len() || j < len(added); n++ {
+		if n%4096 == 0 {
+			parallel.Yield(ctx)
+		}
 		switch {
 		case j == len(added) || (i < old.Len() && old.Term(i) < added[j]):
 			if df[i] > 0 {
