@@ -280,11 +280,12 @@ func (out *Index) copyProvenance(ctx context.Context, ix *Index, remap []int32, 
 	if ix.docOff == nil && !hasProvenance(added) {
 		return
 	}
+	metas := provenanceMetas(added)
 	if share && ix.docOff != nil {
-		out.docStrs = parallel.Grow(ctx, ix.docStrs, provenanceBytes(added))
+		out.docStrs = parallel.Grow(ctx, ix.docStrs, provenanceBytes(added, metas))
 		out.docOff = parallel.Grow(ctx, ix.docOff, len(added)*docFields)
 		out.spans = parallel.Grow(ctx, ix.spans, 2*len(added))
-		out.appendProvenance(added)
+		out.appendProvenance(added, metas)
 		return
 	}
 	out.docOff = make([]int64, 1, roomFor(out.Meta.Nodes*docFields+1))
@@ -306,26 +307,34 @@ func (out *Index) copyProvenance(ctx context.Context, ix *Index, remap []int32, 
 		}
 		out.spans = append(out.spans, int64(start), int64(end))
 	}
-	out.appendProvenance(added)
+	out.appendProvenance(added, metas)
+}
+
+// provenanceMetas is the added nodes' metadata as stored.
+func provenanceMetas(added []corpus.Node) []string {
+	metas := make([]string, len(added))
+	for i := range added {
+		metas[i], _ = metaJSON(added[i].Meta) // checked by remap (CheckNode)
+	}
+	return metas
 }
 
 // provenanceBytes is the size of the added nodes' provenance strings:
 // room to append them into.
-func provenanceBytes(added []corpus.Node) int {
+func provenanceBytes(added []corpus.Node, metas []string) int {
 	n := 0
 	for i := range added {
-		meta, _ := metaJSON(added[i].Meta) // checked by remap (CheckNode)
-		n += len(added[i].Doc) + len(added[i].Section) + len(meta)
+		n += len(added[i].Doc) + len(added[i].Section) + len(metas[i])
 	}
 	return n
 }
 
-// appendProvenance appends the added nodes' provenance.
-func (out *Index) appendProvenance(added []corpus.Node) {
+// appendProvenance appends the added nodes' provenance (metas:
+// provenanceMetas).
+func (out *Index) appendProvenance(added []corpus.Node, metas []string) {
 	for i := range added {
 		n := &added[i]
-		meta, _ := metaJSON(n.Meta) // checked by remap (CheckNode)
-		for _, s := range [docFields]string{n.Doc, n.Section, meta} {
+		for _, s := range [docFields]string{n.Doc, n.Section, metas[i]} {
 			out.docStrs = append(out.docStrs, s...)
 			out.docOff = append(out.docOff, int64(len(out.docStrs)))
 		}

@@ -215,6 +215,10 @@ func DefaultConfig() Config {
 		CheckpointBytes: 64 << 20, RefreshAfter: 30 * time.Second, ApplyShare: 1, DeletedShare: 1.0 / 8, MergeShare: 1.0 / 16, WriteCores: max(1, runtime.GOMAXPROCS(0)-1), WriteIdle: true}
 }
 
+// maxWriteCores bounds Config.WriteCores: Procs adds them to GOMAXPROCS,
+// which Go caps at 1024 anyway.
+const maxWriteCores = 1024
+
 func (c Config) validate() error {
 	switch {
 	case len(c.Indexes) == 0:
@@ -247,8 +251,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: deleted share %v: want a share in [0, 1) (0: renumber at every removal)", c.DeletedShare)
 	case c.live() && !(c.MergeShare >= 0 && c.MergeShare < 1):
 		return fmt.Errorf("server: merge share %v: want a share in [0, 1) (0: no merge while the writes go on)", c.MergeShare)
-	case c.WriteCores < 0:
-		return fmt.Errorf("server: write cores %d: want ≥ 0 (0: no bound)", c.WriteCores)
+	case c.WriteCores < 0 || c.WriteCores > maxWriteCores:
+		return fmt.Errorf("server: write cores %d: want 0 to %d (0: no bound)", c.WriteCores, maxWriteCores)
 	case c.CommitInterval < 0 || c.CommitInterval > time.Minute:
 		return fmt.Errorf("server: commit interval %v: want 0 to 1m", c.CommitInterval)
 	case c.ScrubInterval < 0:

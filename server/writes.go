@@ -201,11 +201,7 @@ func (s *Server) decodeBatch(body []byte, dims int) (b *live.Batch, err error) {
 func (s *Server) writeWork(fn func()) {
 	s.writeCPU.Enter()
 	defer s.writeCPU.Leave()
-	if s.cfg.WriteIdle {
-		parallel.OnIdleThread(fn)
-	} else {
-		fn()
-	}
+	parallel.Run(s.cfg.WriteIdle, fn)
 }
 
 // Procs is the GOMAXPROCS a process serving cfg on cores cores should
@@ -214,10 +210,11 @@ func (s *Server) writeWork(fn func()) {
 // besides the cores. The kernel may hold an idle thread off its core
 // while it keeps its P, which queries would otherwise miss; the extra Ps
 // leave every core's P to queries. With no bound on the write cores
-// (WriteCores 0) it adds none.
+// (WriteCores 0) it adds none, and it never adds more than
+// maxWriteCores.
 func Procs(cores int, cfg Config) int {
 	if cfg.live() && cfg.WriteIdle && cfg.WriteCores > 0 {
-		return cores + cfg.WriteCores
+		return cores + min(cfg.WriteCores, maxWriteCores)
 	}
 	return cores
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -313,6 +314,7 @@ func TestWriteSettingsRefused(t *testing.T) {
 	}{
 		{"refresh bound alone", func(c *server.Config) { c.RefreshAfter, c.RefreshWithin = 0, time.Second }, "refresh bound"},
 		{"negative write cores", func(c *server.Config) { c.WriteCores = -1 }, "write cores"},
+		{"write cores past any GOMAXPROCS", func(c *server.Config) { c.WriteCores = math.MaxInt }, "write cores"},
 		{"negative merge share", func(c *server.Config) { c.MergeShare = -0.1 }, "merge share"},
 		{"merge share of 1", func(c *server.Config) { c.MergeShare = 1 }, "merge share"},
 	} {

@@ -701,13 +701,7 @@ func (w *Writer) commitGroup(group []*request) time.Duration {
 }
 
 // work runs fn, on an idle thread where the options ask for it.
-func (w *Writer) work(fn func()) {
-	if w.o.IdleThreads {
-		parallel.OnIdleThread(fn)
-	} else {
-		fn()
-	}
-}
+func (w *Writer) work(fn func()) { parallel.Run(w.o.IdleThreads, fn) }
 
 // commitLocked is commitGroup under w.mu.
 func (w *Writer) commitLocked(group []*request) {

@@ -76,15 +76,11 @@ func setIdlePolicy() error {
 	return nil
 }
 
-// onIdleThread reports whether the calling goroutine runs on a thread
-// OnIdleThread made idle (only its own goroutine runs there).
-func onIdleThread() bool {
-	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
-	return errno == 0 && p == schedIdle
-}
-
-// threadPolicy is the calling thread's scheduling policy.
+// threadPolicy is the calling thread's scheduling policy (−1: unknown).
 func threadPolicy() int {
-	p, _, _ := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	p, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	if errno != 0 {
+		return -1
+	}
 	return int(p)
 }

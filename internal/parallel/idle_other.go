@@ -15,5 +15,4 @@ const schedIdle = -2 // no such policy here
 
 func setIdlePolicy() error { return errors.New("parallel: no idle thread policy on this system") }
 
-func onIdleThread() bool { return false }
-func threadPolicy() int  { return -1 }
+func threadPolicy() int { return -1 }

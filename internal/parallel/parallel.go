@@ -98,6 +98,19 @@ func Yield(ctx context.Context) {
 	}
 }
 
+// onIdleThread reports whether the calling goroutine runs on a thread
+// OnIdleThread made idle (only its own goroutine runs there).
+func onIdleThread() bool { return threadPolicy() == schedIdle }
+
+// Run runs fn, on an idle thread (OnIdleThread) when idle is set.
+func Run(idle bool, fn func()) {
+	if idle {
+		OnIdleThread(fn)
+	} else {
+		fn()
+	}
+}
+
 // copyChunk is how many elements Copy moves between two yields: a few
 // hundred kB, tens of µs.
 const copyChunk = 1 << 16
