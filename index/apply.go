@@ -471,19 +471,80 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 		}
 	}
 	keep := keptEdges(ix, remap, ch, ids, kept)
-	gr, err := graphops.Rewrite(ctx, ix.Graph, out.Meta.Nodes, remap, keep, added)
+	if err := out.nextGraph(ctx, ix, remap, ch, kept, keep, added); err != nil {
+		return err
+	}
+	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = out.graph.edgeCount(), len(out.rels.Relations), out.rels.kindList()
+	return nil
+}
+
+// nextGraph makes out's graph from ix's: over blocks when the change
+// keeps every node's number and each kind updater names the rows it
+// remakes, so that only the rows that may change are looked at and
+// copied; flat otherwise.
+func (out *Index) nextGraph(ctx context.Context, ix *Index, remap []int32, ch *Change, kept map[string]rowSet, keep graphops.KeepFunc, added []graphops.Edge) error {
+	if rows, ok := rowsToRewrite(ix, remap, ch, kept); ok {
+		if old, err := ix.graphBlocks(); err == nil {
+			gb, err := graphops.RewriteBlocks(ctx, old, out.Meta.Nodes, remap, rows, keep, added)
+			if err != nil {
+				return err
+			}
+			out.graph = blockGraph(gb)
+			return nil
+		}
+	}
+	g := ix.Graph()
+	gr, err := graphops.Rewrite(ctx, g, out.Meta.Nodes, remap, func(u int, p int64) (int32, bool) {
+		return keep(u, g.Out.Idx[p], g.Out.Rel[p])
+	}, added)
 	if err != nil {
 		return err
 	}
-	out.Graph = gr
-	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = len(gr.Out.Idx), len(out.rels.Relations), out.rels.kindList()
+	out.graph = flatGraph(gr)
 	return nil
+}
+
+// rowsToRewrite are the rows of ix whose out edges a change may alter
+// beside the added edges' sources: the removed nodes' rows, the rows
+// that point into them, and the rows the kind updaters remake. ok is
+// false when the change renumbers nodes or an updater remakes its
+// kind's every row.
+func rowsToRewrite(ix *Index, remap []int32, ch *Change, kept map[string]rowSet) (rows []int32, ok bool) {
+	for u, v := range remap {
+		if v != int32(u) && v != -1 {
+			return nil, false
+		}
+	}
+	for _, k := range ch.Kinds {
+		if _, ok := kept[k.Kind()]; !ok {
+			return nil, false
+		}
+	}
+	old, err := ix.graphBlocks()
+	if err != nil {
+		return nil, false
+	}
+	for u, v := range remap {
+		if v < 0 {
+			rows = append(rows, int32(u))
+			src, _, _ := old.In.Row(u)
+			rows = append(rows, src...)
+		}
+	}
+	for _, set := range kept {
+		for u := range min(len(set), ix.N()) {
+			if !set[u] {
+				rows = append(rows, int32(u))
+			}
+		}
+	}
+	return rows, true
 }
 
 // keptEdges says where ix's edge at p (from node u) points after ch, if
 // it stays: not one of a kind whose updater remakes u's row, and not into
 // a removed node unless an added node took its id (a replaced document).
-func keptEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32, kept map[string]rowSet) func(u int, p int64) (int32, bool) {
+func keptEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32, kept map[string]rowSet) graphops.KeepFunc {
 	remade := make([]bool, len(ix.rels.Kinds)) // per relation: its kind's updater remakes rows
 	rows := make([]rowSet, len(ix.rels.Kinds))
 	for _, u := range ch.Kinds {
@@ -493,12 +554,10 @@ func keptEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32, kept 
 			}
 		}
 	}
-	g := &ix.Graph.Out
-	return func(u int, p int64) (int32, bool) {
-		if r := g.Rel[p]; remade[r] && !rows[r].Has(remap[u]) {
+	return func(u int, v, rel int32) (int32, bool) {
+		if remade[rel] && !rows[rel].Has(remap[u]) {
 			return 0, false // made anew by the updater
 		}
-		v := g.Idx[p]
 		if r := remap[v]; r >= 0 {
 			return r, true
 		}

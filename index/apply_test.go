@@ -163,23 +163,35 @@ func compareIndexes(t *testing.T, got, want *index.Index) {
 			t.Fatalf("bm25 for node %d's text: got %v, want %v", i, g, w)
 		}
 	}
-	if g, w := edgeList(got), edgeList(want); !reflect.DeepEqual(g, w) {
+	if g, w := edgeList(t, got), edgeList(t, want); !reflect.DeepEqual(g, w) {
 		t.Fatalf("edges differ: %d vs %d", len(g), len(w))
 	}
 }
 
-// edgeList lists the graph's edges as sorted strings over node ids.
-func edgeList(ix *index.Index) []string {
-	var out []string
-	g := &ix.Graph.Out
+// edgeList lists the graph's edges as sorted strings over node ids, read
+// row by row (EachOut: from the blocks a live change leaves) and checked
+// against the flat graph.
+func edgeList(t *testing.T, ix *index.Index) []string {
+	t.Helper()
+	edge := func(u int, dst int32, w float32, r int32) string {
+		kind, rel := ix.RelationName(r)
+		return fmt.Sprintf("%s %s %s/%s %g", ix.NodeID(u), ix.NodeID(int(dst)), kind, rel, w)
+	}
+	var rows, flat []string
+	for u := range ix.N() {
+		ix.EachOut(u, func(dst int32, w float32, r int32) { rows = append(rows, edge(u, dst, w, r)) })
+	}
+	g := &ix.Graph().Out
 	for u := range ix.N() {
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
-			kind, rel := ix.RelationName(g.Rel[p])
-			out = append(out, fmt.Sprintf("%s %s %s/%s %g", ix.NodeID(u), ix.NodeID(int(g.Idx[p])), kind, rel, g.W[p]))
+			flat = append(flat, edge(u, g.Idx[p], g.W[p], g.Rel[p]))
 		}
 	}
-	slices.Sort(out)
-	return out
+	if !slices.Equal(rows, flat) {
+		t.Fatalf("the graph's rows (%d edges) differ from its flat form (%d)", len(rows), len(flat))
+	}
+	slices.Sort(flat)
+	return flat
 }
 
 // TestApplyMarksDerivedStale checks that kinds gleaner derived from the

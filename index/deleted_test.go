@@ -131,7 +131,7 @@ func TestTombstonesEqualRenumbering(t *testing.T) {
 				t.Fatalf("step %d: document %q has %d passages, want %d", step, doc, g, w)
 			}
 		}
-		if g, w := edgeList(tomb), edgeList(renum); !reflect.DeepEqual(g, w) {
+		if g, w := edgeList(t, tomb), edgeList(t, renum); !reflect.DeepEqual(g, w) {
 			t.Fatalf("step %d: edges differ before compaction: %d vs %d", step, len(g), len(w))
 		}
 		if tomb.Deleted() > 0 && !reflect.DeepEqual(tomb.Names(), renum.Names()) {

@@ -76,7 +76,7 @@ func (ix *Index) edgesExcept(kind string) ([]graphops.Edge, relationTable) {
 		}
 	}
 	var out []graphops.Edge
-	g := &ix.Graph.Out
+	g := &ix.Graph().Out
 	for v := 0; v < ix.N(); v++ {
 		for p := g.Ptr[v]; p < g.Ptr[v+1]; p++ {
 			if r := remap[g.Rel[p]]; r >= 0 {
@@ -178,7 +178,7 @@ func (ix *Index) Adjacency(weighted bool, kinds ...string) *graphops.Adjacency {
 	if len(kinds) > 0 {
 		keep = func(r int32) bool { return slices.Contains(kinds, ix.rels.Kinds[r]) }
 	}
-	return graphops.Undirected(ix.Graph, weighted, keep)
+	return graphops.Undirected(ix.Graph(), weighted, keep)
 }
 
 // TermDocs are the index's postings as graphops reads them (the lexical

@@ -60,7 +60,7 @@ func TestBuildOpenNodesAndGraph(t *testing.T) {
 	}
 	deg := 0
 	for v := 0; v < ix.N(); v++ {
-		deg += ix.Graph.TotalDegree(v)
+		deg += ix.Graph().TotalDegree(v)
 	}
 	if deg != 2*len(c.Edges) {
 		t.Errorf("total degree %d, want %d", deg, 2*len(c.Edges))

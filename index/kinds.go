@@ -86,7 +86,7 @@ func KindUpdaters(ctx context.Context, ix *Index) ([]KindUpdater, map[string]err
 // graph builders return them.
 func (ix *Index) KindEdges(kind string) []graphops.Edge {
 	var out []graphops.Edge
-	g := &ix.Graph.Out
+	g := &ix.Graph().Out
 	for u := range ix.N() {
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
 			if ix.rels.Kinds[g.Rel[p]] == kind {

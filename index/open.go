@@ -23,7 +23,7 @@ type Index struct {
 	Dir      string
 	Meta     Meta
 	Manifest store.Manifest
-	Graph    *graphops.Graph
+	graph    *graphState // Graph()
 	Postings *lexical.Postings
 	BM25     *lexical.BM25
 	LSA      *lexical.LSA    // nil unless the embedder is lsa
@@ -193,7 +193,7 @@ func (ix *Index) loadGraph() error {
 			}
 		}
 	}
-	ix.Graph = &g
+	ix.graph = flatGraph(&g)
 	return nil
 }
 

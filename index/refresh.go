@@ -260,7 +260,7 @@ func (ix *Index) putKinds(kinds []BuiltKind) error {
 		replaced[k.Kind] = true
 	}
 	var edges []graphops.Edge
-	g := &ix.Graph.Out
+	g := &ix.Graph().Out
 	for u := range ix.N() {
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
 			if !replaced[rels.Kinds[g.Rel[p]]] {
@@ -279,7 +279,7 @@ func (ix *Index) putKinds(kinds []BuiltKind) error {
 	if err != nil {
 		return fmt.Errorf("index: the refreshed graph: %w", err)
 	}
-	ix.Graph, ix.rels = gr, rels
+	ix.graph, ix.rels = flatGraph(gr), rels
 	ix.Meta.Edges, ix.Meta.Relations, ix.Meta.GraphKinds = len(edges), len(rels.Relations), rels.kindList()
 	for _, k := range kinds {
 		ix.Meta.Stale = ix.Meta.Stale.without("", k.Kind)
@@ -340,7 +340,7 @@ func (ix *Index) putSection(b *BuiltSection) error {
 // does not take ix's tail (an index applied from it copies): ix may still
 // be the one its owner applies the next change to.
 func (ix *Index) successor() *Index {
-	return &Index{Dir: ix.Dir, Meta: ix.Meta, Manifest: ix.Manifest, Graph: ix.Graph, Postings: ix.Postings, BM25: ix.BM25,
+	return &Index{Dir: ix.Dir, Meta: ix.Meta, Manifest: ix.Manifest, graph: ix.graph, Postings: ix.Postings, BM25: ix.BM25,
 		LSA: ix.LSA, Vectors: ix.Vectors, Embedder: ix.Embedder, rels: ix.rels, sections: ix.sections,
 		r: ix.r, strs: ix.strs, off: ix.off, docStrs: ix.docStrs, docOff: ix.docOff, spans: ix.spans, borrowed: true,
 		dead: ix.dead, ndead: ix.ndead}

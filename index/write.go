@@ -30,7 +30,7 @@ func (ix *Index) WriteTo(ctx context.Context, dir string, live *LiveState, expec
 	}
 	meta := ix.Meta
 	meta.Live = live
-	b := &built{post: ix.Postings.Flat(), lsa: ix.LSA, vecs: ix.Vectors, dims: ix.Meta.Dims, graph: ix.Graph, rels: ix.rels}
+	b := &built{post: ix.Postings.Flat(), lsa: ix.LSA, vecs: ix.Vectors, dims: ix.Meta.Dims, graph: ix.graphToWrite(ctx), rels: ix.rels}
 	if b.post != ix.Postings && ix.LSA != nil { // flattened: the term ids change
 		b.lsa = ix.LSA.Remap(ix.Postings.Terms, b.post.Terms)
 	}

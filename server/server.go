@@ -697,7 +697,7 @@ func (s *Server) visibleSize(ctx context.Context, e *entry) (nodes, edges int, e
 		return 0, 0, err
 	}
 	allow = retrieve.Visible(e.ix, retrieve.Query{Allow: allow}).Allow // no deleted node either
-	edges = allow.Memo("edges", func() any { return edgesWithin(e.ix.Graph, allow) }).(int)
+	edges = allow.Memo("edges", func() any { return edgesWithin(e.ix.Graph(), allow) }).(int)
 	return allow.Len(), edges, nil
 }
 

@@ -93,7 +93,7 @@ func exportCorpus(ix *index.Index) *corpus.Corpus {
 	for i := range c.Nodes {
 		c.Nodes[i] = corpus.Node{ID: ix.NodeID(i), Title: ix.Title(i), Text: ix.Text(i), Type: ix.Type(i), Aliases: ix.Aliases(i)}
 	}
-	g := &ix.Graph.Out
+	g := &ix.Graph().Out
 	for u := range ix.N() {
 		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
 			kind, rel := ix.RelationName(g.Rel[p])

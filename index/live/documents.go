@@ -70,15 +70,13 @@ func wholeDocument(ix *index.Index, id string, n int) bool {
 
 func storedEdges(ix *index.Index, nodes []int) []string {
 	var out []string
-	g := &ix.Graph.Out
 	for _, u := range nodes {
-		for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
-			kind, rel := ix.RelationName(g.Rel[p])
-			if ix.DerivedKind(kind) { // built by gleaner, never given
-				continue
+		ix.EachOut(u, func(dst int32, w float32, r int32) {
+			kind, rel := ix.RelationName(r)
+			if !ix.DerivedKind(kind) { // derived edges are built by gleaner, never given
+				out = append(out, edgeKey(ix.NodeID(u), ix.NodeID(int(dst)), kind, rel, float64(w)))
 			}
-			out = append(out, edgeKey(ix.NodeID(u), ix.NodeID(int(g.Idx[p])), kind, rel, float64(g.W[p])))
-		}
+		})
 	}
 	slices.Sort(out)
 	return out

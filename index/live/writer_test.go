@@ -114,7 +114,7 @@ func hasEdge(ix *index.Index, src, dst string) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	g := &ix.Graph.Out
+	g := &ix.Graph().Out
 	for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
 		if g.Idx[p] == v {
 			return true
@@ -375,7 +375,7 @@ func TestGroupingKeepsTheGraph(t *testing.T) {
 		}
 		ix := w.Index()
 		var out []string
-		g := &ix.Graph.Out
+		g := &ix.Graph().Out
 		for u := range ix.N() {
 			for p := g.Ptr[u]; p < g.Ptr[u+1]; p++ {
 				out = append(out, ix.NodeID(u)+"→"+ix.NodeID(int(g.Idx[p])))
@@ -386,7 +386,7 @@ func TestGroupingKeepsTheGraph(t *testing.T) {
 	}
 	dir := smallIndex(t)
 	ix := indextest.Open(t, dir)
-	g := &ix.Graph.In
+	g := &ix.Graph().In
 	x, y := -1, -1 // two nodes with incoming edges
 	for v := range ix.N() {
 		if g.Ptr[v+1] > g.Ptr[v] {

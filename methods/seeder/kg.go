@@ -319,7 +319,7 @@ func (m *kgMethod) candidates(ctx context.Context, q retrieve.Query) (*kgCandida
 		relHop = c.paths.Rel
 		mass = m.pathMass(c, seeds, linked, q.Allow.Keep())
 	}
-	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph, seeds, m.o.KHop, graphops.KHopScores{
+	c.nodes, c.hops, err = graphops.KHopFilter(ctx, m.ix.Graph(), seeds, m.o.KHop, graphops.KHopScores{
 		Edge:   m.keepEdge,
 		Node:   func(u int32) float64 { return float64(c.sims[u]) },
 		Rel:    c.relSim,

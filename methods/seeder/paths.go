@@ -141,7 +141,7 @@ func (p *pathText) lookup(fs []string) []int32 {
 func pathGraph(ix *index.Index, keep func(r int32) bool) *encoder.PathGraph {
 	n := ix.N()
 	g := &encoder.PathGraph{Ptr: make([]int64, n+1)}
-	out, in := &ix.Graph.Out, &ix.Graph.In
+	out, in := &ix.Graph().Out, &ix.Graph().In
 	for v := 0; v < n; v++ {
 		for _, dir := range []struct {
 			csr *graphops.CSR
@@ -278,7 +278,7 @@ func (m *kgMethod) candidatePathGraph(c *kgCandidates) *encoder.PathGraph {
 	for i, v := range c.nodes {
 		local[v] = int32(i)
 	}
-	out := &m.ix.Graph.Out
+	out := &m.ix.Graph().Out
 	var edges []pathEdge
 	for i, v := range c.nodes {
 		if out.Rel == nil {

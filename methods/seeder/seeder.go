@@ -230,7 +230,7 @@ func (in *seederInputs) graph(km *kgMethod, c *kgCandidates, text string) *encod
 	}
 	rows := map[int32]int32{}
 	var relOf []int32 // relation row → relation id
-	out := &km.ix.Graph.Out
+	out := &km.ix.Graph().Out
 	for i, v := range c.nodes {
 		for p := out.Ptr[v]; p < out.Ptr[v+1]; p++ {
 			j, ok := local[out.Idx[p]]

@@ -107,7 +107,7 @@ func export(args []string) error {
 	}
 	defer ix.Close()
 	g := graphFile{N: ix.N()}
-	out0 := &ix.Graph.Out
+	out0 := &ix.Graph().Out
 	for v := 0; v < ix.N(); v++ {
 		for p := out0.Ptr[v]; p < out0.Ptr[v+1]; p++ {
 			if k, _ := ix.RelationName(out0.Rel[p]); *kind == "" || k == *kind {
