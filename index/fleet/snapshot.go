@@ -82,24 +82,41 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 // store gave it back whole.
 func (l *Log) readBack(ctx context.Context, name string, bytes int64) error {
 	return l.c.retryTransfer(ctx, "reading back "+name, bytes, func(ctx context.Context) error {
-		res, err := l.objs.Get(ctx, name)
-		// A node that has not caught up may answer a read (the store
-		// allows direct reads from followers): it does, shortly.
-		for wait := 50 * time.Millisecond; errors.Is(err, jetstream.ErrObjectNotFound) && wait < 5*time.Second; wait *= 2 {
+		// A follower's copy may lag the object it names for a moment
+		// too: it then reads back whole shortly.
+		err := l.readWhole(ctx, name)
+		for wait := 100 * time.Millisecond; errors.Is(err, jetstream.ErrDigestMismatch) && wait < 5*time.Second; wait *= 2 {
+			l.c.log.Warn("fleet: a snapshot read back corrupt; reading it again", "name", name, "err", err)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(wait):
 			}
-			res, err = l.objs.Get(ctx, name)
+			err = l.readWhole(ctx, name)
 		}
-		if err != nil {
-			return err
-		}
-		defer res.Close()
-		_, err = io.Copy(io.Discard, res)
 		return err
 	})
+}
+
+// readWhole reads a stored object to its end.
+func (l *Log) readWhole(ctx context.Context, name string) error {
+	res, err := l.objs.Get(ctx, name)
+	// A node that has not caught up may answer a read (the store
+	// allows direct reads from followers): it does, shortly.
+	for wait := 50 * time.Millisecond; errors.Is(err, jetstream.ErrObjectNotFound) && wait < 5*time.Second; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		res, err = l.objs.Get(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	_, err = io.Copy(io.Discard, res)
+	return err
 }
 
 // Snapshots lists the stored snapshots, newest first.
