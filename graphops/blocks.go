@@ -32,7 +32,7 @@ type Blocks struct {
 // rowBlock holds rows [b·BlockRows, b·BlockRows+len(ptr)−1): row i's
 // entries are idx[ptr[i]:ptr[i+1]], with w and rel beside.
 type rowBlock struct {
-	ptr []int32
+	ptr []int64
 	idx []int32
 	w   []float32
 	rel []int32
@@ -65,24 +65,18 @@ func BlocksOf(c *CSR) (Blocks, error) {
 	}
 	n := c.N()
 	out := Blocks{n: n, edges: int64(len(c.Idx)), blocks: make([]*rowBlock, (n+BlockRows-1)/BlockRows)}
-	ptrs := make([]int32, 0, n+len(out.blocks)) // one allocation for every block's pointers
+	ptrs := make([]int64, 0, n+len(out.blocks)) // one allocation for every block's pointers
 	for b := range out.blocks {
 		lo, hi := b*BlockRows, min((b+1)*BlockRows, n)
 		base := c.Ptr[lo]
-		if c.Ptr[hi]-base > maxBlockEntries {
-			return Blocks{}, fmt.Errorf("graphops: rows %d–%d hold %d entries, more than a block can", lo, hi-1, c.Ptr[hi]-base)
-		}
 		start := len(ptrs)
 		for v := lo; v <= hi; v++ {
-			ptrs = append(ptrs, int32(c.Ptr[v]-base))
+			ptrs = append(ptrs, c.Ptr[v]-base)
 		}
 		out.blocks[b] = &rowBlock{ptr: ptrs[start:len(ptrs):len(ptrs)], idx: c.Idx[base:c.Ptr[hi]], w: c.W[base:c.Ptr[hi]], rel: c.Rel[base:c.Ptr[hi]]}
 	}
 	return out, nil
 }
-
-// maxBlockEntries bounds a block's entries, whose offsets are int32.
-const maxBlockEntries = 1<<31 - 1
 
 // GraphBlocks holds g in blocks (aliasing it).
 func GraphBlocks(g *Graph) (*BlockGraph, error) {
@@ -106,7 +100,7 @@ func (b *Blocks) CSR(ctx context.Context) CSR {
 		}
 		base := int64(len(c.Idx))
 		for i := 1; i < len(bl.ptr); i++ {
-			c.Ptr[k*BlockRows+i] = base + int64(bl.ptr[i])
+			c.Ptr[k*BlockRows+i] = base + bl.ptr[i]
 		}
 		c.Idx, c.W, c.Rel = append(c.Idx, bl.idx...), append(c.W, bl.w...), append(c.Rel, bl.rel...)
 	}
@@ -281,7 +275,7 @@ func (b *Blocks) blockWith(blk, n int, rows []blockRow, edges *int64) *rowBlock 
 	if blk < len(b.blocks) && b.blocks[blk] != nil {
 		*edges -= int64(len(b.blocks[blk].idx))
 	}
-	bl := &rowBlock{ptr: make([]int32, 1, hi-lo+1), idx: make([]int32, 0, size), w: make([]float32, 0, size), rel: make([]int32, 0, size)}
+	bl := &rowBlock{ptr: make([]int64, 1, hi-lo+1), idx: make([]int32, 0, size), w: make([]float32, 0, size), rel: make([]int32, 0, size)}
 	k := 0
 	for v := lo; v < hi; v++ {
 		switch {
@@ -293,7 +287,7 @@ func (b *Blocks) blockWith(blk, n int, rows []blockRow, edges *int64) *rowBlock 
 			idx, w, rel := b.Row(v)
 			bl.idx, bl.w, bl.rel = append(bl.idx, idx...), append(bl.w, w...), append(bl.rel, rel...)
 		}
-		bl.ptr = append(bl.ptr, int32(len(bl.idx)))
+		bl.ptr = append(bl.ptr, int64(len(bl.idx)))
 	}
 	return bl
 }
@@ -313,25 +307,27 @@ func (b *Blocks) entriesOf(v int) []int32 {
 func patchedInRows(ctx context.Context, out, in *Blocks, changed []int32, fresh []blockRow, n int) []blockRow {
 	isChanged := func(u int32) bool { _, ok := slices.BinarySearch(changed, u); return ok }
 	var touched []int32
-	var entries []inEntry // the changed sources' new entries, by source then row order
-	for i, v := range changed {
+	for i := range changed {
 		if i%1024 == 0 {
 			parallel.Yield(ctx)
 		}
-		if int(v) < out.n {
-			touched = append(touched, out.entriesOf(int(v))...)
-		}
-		r := &fresh[i]
-		for p, d := range r.idx {
-			touched = append(touched, d)
-			entries = append(entries, inEntry{d, v, r.w[p], r.rel[p]})
-		}
+		touched = appendMoved(touched, out, &fresh[i])
 	}
 	for v := in.n; v < n; v++ {
 		touched = append(touched, int32(v))
 	}
 	slices.Sort(touched)
 	touched = slices.Compact(touched)
+	isTouched := func(d int32) bool { _, ok := slices.BinarySearch(touched, d); return ok }
+	var entries []inEntry // the changed sources' new entries into touched rows, by source then row order
+	for i, v := range changed {
+		r := &fresh[i]
+		for p, d := range r.idx {
+			if isTouched(d) {
+				entries = append(entries, inEntry{d, v, r.w[p], r.rel[p]})
+			}
+		}
+	}
 	slices.SortStableFunc(entries, func(a, b inEntry) int { return int(a.dst) - int(b.dst) })
 	rows := make([]blockRow, 0, len(touched))
 	f := 0
@@ -352,6 +348,40 @@ func patchedInRows(ctx context.Context, out, in *Blocks, changed []int32, fresh 
 	return rows
 }
 
+// appendMoved appends the destinations whose entries from r's row differ
+// between out's row and r (both sorted by destination, then relation):
+// only their in rows change. A row that gains one mention keeps the in
+// rows of the destinations it pointed to before, hubs among them.
+func appendMoved(touched []int32, out *Blocks, r *blockRow) []int32 {
+	var idx []int32
+	var w []float32
+	var rel []int32
+	if int(r.v) < out.n {
+		idx, w, rel = out.Row(int(r.v))
+	}
+	p, q := 0, 0
+	for p < len(idx) || q < len(r.idx) {
+		var d int32
+		switch {
+		case q == len(r.idx) || (p < len(idx) && idx[p] < r.idx[q]):
+			d = idx[p]
+		default:
+			d = r.idx[q]
+		}
+		p0, q0 := p, q
+		for p < len(idx) && idx[p] == d {
+			p++
+		}
+		for q < len(r.idx) && r.idx[q] == d {
+			q++
+		}
+		if !slices.Equal(idx[p0:p], r.idx[q0:q]) || !slices.Equal(w[p0:p], r.w[q0:q]) || !slices.Equal(rel[p0:p], r.rel[q0:q]) {
+			touched = append(touched, d)
+		}
+	}
+	return touched
+}
+
 // mergedInRow is in row d: old entries from unchanged sources and the
 // fresh ones, by source (a source's entries are all old or all fresh).
 func mergedInRow(in *Blocks, d int32, isChanged func(int32) bool, fresh []inEntry) blockRow {
@@ -361,7 +391,8 @@ func mergedInRow(in *Blocks, d int32, isChanged func(int32) bool, fresh []inEntr
 	if int(d) < in.n {
 		idx, w, rel = in.Row(int(d))
 	}
-	r := blockRow{v: d}
+	size := len(idx) + len(fresh) // at most: the changed sources' old entries go
+	r := blockRow{v: d, idx: make([]int32, 0, size), w: make([]float32, 0, size), rel: make([]int32, 0, size)}
 	p, i := 0, 0
 	for p < len(idx) || i < len(fresh) {
 		if p < len(idx) && isChanged(idx[p]) {
