@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 // each (remove and add again), then n that delete batch passages each, on
 // a live index left by an earlier run
 // (ingest leaves one of ~100,000 passages in -work). It prints each
-// kind's median and p90 commit time, then what queries cost over the
+// kind's median and p90 commit time and the bytes a commit allocates
+// (the whole process's, over the kind's commits), then what queries cost over the
 // index the deletes left (queryCosts).
-func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile string) error {
+func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile, memProfile string) error {
 	if n < 1 || batch < 1 {
 		return fmt.Errorf("commits: want -ops and -batch of at least 1, got %d and %d", n, batch)
 	}
@@ -37,6 +39,8 @@ func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile st
 		add, replace int // tenths, as batchMix takes them
 	}{{"append", 10, 10}, {"replace", 0, 10}, {"delete", 0, 0}} {
 		var took []time.Duration
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		stop, err := startProfile(profileFor(profile, kind.name))
 		if err != nil {
 			return err
@@ -52,9 +56,16 @@ func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile st
 		if err := stop(); err != nil {
 			return err
 		}
+		runtime.ReadMemStats(&after)
 		slices.Sort(took)
-		fmt.Printf("%s: %d commits of %d passages: median %v, p90 %v\n", kind.name, n, batch,
-			pct(took, 0.5).Round(100*time.Microsecond), pct(took, 0.9).Round(100*time.Microsecond))
+		fmt.Printf("%s: %d commits of %d passages: median %v, p90 %v; %.2f MB allocated per commit, %d collections\n", kind.name, n, batch,
+			pct(took, 0.5).Round(100*time.Microsecond), pct(took, 0.9).Round(100*time.Microsecond),
+			float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e6, after.NumGC-before.NumGC)
+	}
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile); err != nil {
+			return err
+		}
 	}
 	return queryCosts(ctx, w.Index(), c.Queries)
 }

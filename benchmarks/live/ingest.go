@@ -189,12 +189,16 @@ type latencies struct {
 	sched99 time.Duration
 	slowest string  // where the slowest queries' time went
 	cores   float64 // the process's CPU time over the phase's, in cores
+	// gcs and allocGB are the collections and the bytes the process
+	// allocated over the phase (what the collector works on).
+	gcs     uint32
+	allocGB float64
 }
 
 func (l latencies) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores)",
-		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores) + "\n  " + l.slowest
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs) + "\n  " + l.slowest
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
@@ -206,6 +210,8 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 	failed := 0
 	sched := schedWaits()
 	cpu0, wall0 := cpuTime(), time.Now()
+	var mem0, mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	handled.reset()
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -215,10 +221,11 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 		select {
 		case <-end:
 			wg.Wait()
+			runtime.ReadMemStats(&mem1)
 			slices.Sort(lat)
 			slices.Sort(took)
 			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since(), slowest: slowest(st),
-				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds()}
+				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds(), gcs: mem1.NumGC - mem0.NumGC, allocGB: float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e9}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]

@@ -80,7 +80,7 @@ func main() {
 	writeCores := fs.Int("write-cores", server.DefaultConfig().WriteCores, "ingest: the server's --write-cores (0: no bound)")
 	traceFile := fs.String("trace", "", "ingest: write an execution trace of 10 s of the ingesting phase to this file (go tool trace)")
 	traceAt := fs.Duration("trace-at", 0, "ingest: when the -trace starts, into the ingesting phase")
-	memProfile := fs.String("memprofile", "", "soak, ingest: write a heap profile (with what was allocated) at the end of the run or the ingesting phase to this file")
+	memProfile := fs.String("memprofile", "", "soak, ingest, commits: write a heap profile (with what was allocated) at the end of the run, the ingesting phase or the commits to this file")
 	every := fs.Duration("every", 10*time.Second, "soak: report interval")
 	refit := fs.Bool("refit", false, "equality: refit the live index's LSA basis (gleaner index refit) before comparing")
 	existing := fs.String("index", "", "commits, soak, ingest: the live index to commit to (commits: default the one -work holds; soak, ingest: default a fresh build in -work)")
@@ -102,7 +102,7 @@ func main() {
 		if dir == "" {
 			dir = filepath.Join(*work, "live")
 		}
-		if err := commits(c, dir, *ops, *batch, *seed, *profile); err != nil {
+		if err := commits(c, dir, *ops, *batch, *seed, *profile, *memProfile); err != nil {
 			log.Fatal(err)
 		}
 		return
