@@ -10,6 +10,7 @@ import (
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/index/live"
 	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
@@ -67,7 +68,49 @@ func commits(c *corpus.Corpus, dir string, n, batch int, seed uint64, profile, m
 			return err
 		}
 	}
+	if err := graphAfterCommits(ctx, w, g, c.Queries, min(n, 20), batch); err != nil {
+		return err
+	}
 	return queryCosts(ctx, w.Index(), c.Queries)
+}
+
+// graphAfterCommits times a ppr question on the index each of n append
+// commits leaves, then a second one: the first makes what the index's
+// graph methods share (the flat graph, the simple undirected view), which
+// a live index makes anew after every commit.
+func graphAfterCommits(ctx context.Context, w *live.Writer, g *generator, qs []corpus.Query, n, batch int) error {
+	be, err := engine.Open("cpu")
+	if err != nil {
+		return err
+	}
+	env := retrieve.Env{Backend: be, Logger: quiet}
+	var first, second []time.Duration
+	for i := range n {
+		b, _ := g.batchMix(w.Index(), batch, 10, 10)
+		if _, err := w.Commit(ctx, b); err != nil {
+			return fmt.Errorf("append commit: %w", err)
+		}
+		m, err := retrieve.NewNamed("ppr", w.Index(), env)
+		if err != nil {
+			fmt.Printf("ppr after a commit: cannot run: %v\n", err)
+			return nil
+		}
+		for k, out := range []*[]time.Duration{&first, &second} {
+			q := qs[(2*i+k)%len(qs)]
+			start := time.Now()
+			if _, err := m.Retrieve(ctx, retrieve.Query{ID: q.ID, Text: q.Text}, 10); err != nil {
+				return fmt.Errorf("ppr, question %s: %w", q.ID, err)
+			}
+			*out = append(*out, time.Since(start))
+		}
+		retrieve.CloseAll(ctx, m)
+	}
+	slices.Sort(first)
+	slices.Sort(second)
+	fmt.Printf("ppr after each of %d append commits: first question median %v, p90 %v; second median %v, p90 %v\n", n,
+		pct(first, 0.5).Round(100*time.Microsecond), pct(first, 0.9).Round(100*time.Microsecond),
+		pct(second, 0.5).Round(100*time.Microsecond), pct(second, 0.9).Round(100*time.Microsecond))
+	return nil
 }
 
 // queryCosts times the compared methods over ix, which holds passages
