@@ -375,6 +375,7 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 		}
 	}
 	slices.Sort(rows)
+	edges = make([]Edge, 0, s.rowEdges(rows, keys, maxHits)) // at their size: a commit's dirty rows can hold 10⁵ edges
 	for _, src := range rows { // row by row: a hub row's edges sort on their own
 		a, start := keys[src], len(edges)
 		for _, p := range s.hits[a] {
@@ -389,6 +390,20 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 		sortEdges(edges[start:])
 	}
 	return rows, dedupEdges(edges)
+}
+
+// rowEdges bounds how many edges Rows makes for rows (by their keys):
+// every owner of every pattern each row hits that gives edges.
+func (s *Mentions) rowEdges(rows []int32, keys map[int32]string, maxHits int) int {
+	n := 0
+	for _, src := range rows {
+		for _, p := range s.hits[keys[src]] {
+			if e := s.patterns[p]; e.gives(maxHits) {
+				n += len(e.owners)
+			}
+		}
+	}
+	return n
 }
 
 // sortEdges sorts by (source, destination).
