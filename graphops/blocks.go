@@ -126,8 +126,11 @@ type KeepFunc func(u int, dst, rel int32) (int32, bool)
 // Build(n, edges, true), and yields where ctx asks.
 func RewriteBlocks(ctx context.Context, old *BlockGraph, n int, rowOf []int32, rows []int32, keep KeepFunc, added []Edge) (*BlockGraph, error) {
 	oldN := old.Out.n
-	if len(rowOf) != oldN || n < oldN || old.In.n != oldN {
-		return nil, fmt.Errorf("graphops: %d row numbers for %d rows, into %d vertices", len(rowOf), oldN, n)
+	if old.In.n != oldN {
+		return nil, fmt.Errorf("graphops: %d out rows and %d in rows", oldN, old.In.n)
+	}
+	if len(rowOf) != oldN || n < oldN {
+		return nil, fmt.Errorf("graphops: %d row numbers for %d rows, into %d vertices (blocks keep every number)", len(rowOf), oldN, n)
 	}
 	for u, v := range rowOf {
 		if v != int32(u) && v != -1 {

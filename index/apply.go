@@ -483,7 +483,7 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 // remakes, so that only the rows that may change are looked at and
 // copied; flat otherwise.
 func (out *Index) nextGraph(ctx context.Context, ix *Index, remap []int32, ch *Change, kept map[string]rowSet, keep graphops.KeepFunc, added []graphops.Edge) error {
-	if rows, ok := rowsToRewrite(ix, remap, ch, kept); ok {
+	if rows, ok := rowsToRewrite(ix, out.Meta.Nodes, remap, ch, kept); ok {
 		if old, err := ix.graphBlocks(); err == nil {
 			gb, err := graphops.RewriteBlocks(ctx, old, out.Meta.Nodes, remap, rows, keep, added)
 			if err != nil {
@@ -508,8 +508,13 @@ func (out *Index) nextGraph(ctx context.Context, ix *Index, remap []int32, ch *C
 // beside the added edges' sources: the removed nodes' rows, the rows
 // that point into them, and the rows the kind updaters remake. ok is
 // false when the change renumbers nodes or an updater remakes its
-// kind's every row.
-func rowsToRewrite(ix *Index, remap []int32, ch *Change, kept map[string]rowSet) (rows []int32, ok bool) {
+// kind's every row, or when it leaves fewer than ix's nodes (a
+// compaction that drops deleted nodes at the end keeps every other
+// number).
+func rowsToRewrite(ix *Index, n int, remap []int32, ch *Change, kept map[string]rowSet) (rows []int32, ok bool) {
+	if n < len(remap) {
+		return nil, false
+	}
 	for u, v := range remap {
 		if v != int32(u) && v != -1 {
 			return nil, false
@@ -521,8 +526,8 @@ func rowsToRewrite(ix *Index, remap []int32, ch *Change, kept map[string]rowSet)
 		}
 	}
 	old, err := ix.graphBlocks()
-	if err != nil {
-		return nil, false
+	if err != nil || old.In.Edges() != old.Out.Edges() {
+		return nil, false // the in rows are not the out rows' transpose: made anew, flat
 	}
 	for u, v := range remap {
 		if v < 0 {
@@ -541,8 +546,8 @@ func rowsToRewrite(ix *Index, remap []int32, ch *Change, kept map[string]rowSet)
 	return rows, true
 }
 
-// keptEdges says where ix's edge at p (from node u) points after ch, if
-// it stays: not one of a kind whose updater remakes u's row, and not into
+// keptEdges says where ix's edge from node u to dst (relation rel)
+// points after ch, if it stays: not one of a kind whose updater remakes u's row, and not into
 // a removed node unless an added node took its id (a replaced document).
 func keptEdges(ix *Index, remap []int32, ch *Change, ids map[string]int32, kept map[string]rowSet) graphops.KeepFunc {
 	remade := make([]bool, len(ix.rels.Kinds)) // per relation: its kind's updater remakes rows

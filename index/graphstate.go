@@ -78,9 +78,10 @@ func (ix *Index) EachOut(v int, fn func(dst int32, w float32, rel int32)) {
 	}
 }
 
-// graphToWrite is the flat graph for a checkpoint: the cached one, or one
-// made for the write alone, so that the live index does not keep a flat
-// copy beside its blocks that no reader asked for.
+// graphToWrite is the flat graph for a checkpoint: an opened index's, or,
+// for one held in blocks, a copy made for the write alone (even when a
+// reader made one already: reading that would race with its making), so
+// that the live index does not keep a flat copy no reader asked for.
 func (ix *Index) graphToWrite(ctx context.Context) *graphops.Graph {
 	if s := ix.graph; s.inBlocks {
 		return s.blocks.Graph(ctx)
