@@ -375,8 +375,10 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 		}
 	}
 	slices.Sort(rows)
-	edges = make([]Edge, 0, s.rowEdges(rows, keys, maxHits)) // at their size: a commit's dirty rows can hold 10⁵ edges
-	for _, src := range rows { // row by row: a hub row's edges sort on their own
+	// At their size: a commit's dirty rows can hold 10⁵ edges. Row by
+	// row: a hub row's edges sort on their own.
+	edges = make([]Edge, 0, s.rowEdges(rows, keys, maxHits))
+	for _, src := range rows {
 		a, start := keys[src], len(edges)
 		for _, p := range s.hits[a] {
 			if e := s.patterns[p]; e.gives(maxHits) {
