@@ -193,12 +193,13 @@ type latencies struct {
 	// allocated over the phase (what the collector works on).
 	gcs     uint32
 	allocGB float64
+	faults  int64 // minor page faults over the phase
 }
 
 func (l latencies) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections)",
-		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs) + "\n  " + l.slowest
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections, %d page faults)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs, l.faults) + "\n  " + l.slowest
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
@@ -209,7 +210,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 	var st []stages
 	failed := 0
 	sched := schedWaits()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0, faults0 := cpuTime(), time.Now(), pageFaults()
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
 	handled.reset()
@@ -225,7 +226,8 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			slices.Sort(lat)
 			slices.Sort(took)
 			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since(), slowest: slowest(st),
-				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds(), gcs: mem1.NumGC - mem0.NumGC, allocGB: float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e9}
+				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds(), gcs: mem1.NumGC - mem0.NumGC, allocGB: float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e9,
+				faults: pageFaults() - faults0}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]
@@ -263,6 +265,16 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pageFaults is the process's minor page faults so far (memory the
+// kernel maps on first touch, slow on a virtual machine).
+func pageFaults() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return int64(ru.Minflt)
 }
 
 // procStatus is a line's value from /proc/self/status ("?" elsewhere).
