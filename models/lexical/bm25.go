@@ -57,15 +57,22 @@ type BM25 struct {
 // for a 300 KB array on the development VM) on the query's path.
 var accums sync.Pool
 
-// getAccum is an all-zero accumulator over s's documents.
+// getAccum is an all-zero accumulator over s's documents. One too small
+// for them is dropped, not put back: a live index grows past its
+// accumulators' room, and a pool that kept handing them out made a
+// query in five allocate a fresh one while ingesting (a larger one
+// serves a smaller index as well).
 func (s *BM25) getAccum() *accum {
 	n := len(s.norm)
-	if a, ok := accums.Get().(*accum); ok {
+	for {
+		a, ok := accums.Get().(*accum)
+		if !ok {
+			break
+		}
 		if cap(a.score) >= n {
 			a.score = a.score[:n]
 			return a
 		}
-		accums.Put(a) // for a smaller index
 	}
 	return &accum{score: make([]float32, n, n+n/8)} // room for the index to grow
 }
