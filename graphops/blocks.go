@@ -43,9 +43,6 @@ type BlockGraph struct {
 	Out, In Blocks
 }
 
-// N is the number of rows.
-func (b *Blocks) N() int { return b.n }
-
 // Edges is the number of entries.
 func (b *Blocks) Edges() int64 { return b.edges }
 

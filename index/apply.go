@@ -483,15 +483,13 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 // remakes, so that only the rows that may change are looked at and
 // copied; flat otherwise.
 func (out *Index) nextGraph(ctx context.Context, ix *Index, remap []int32, ch *Change, kept map[string]rowSet, keep graphops.KeepFunc, added []graphops.Edge) error {
-	if rows, ok := rowsToRewrite(ix, out.Meta.Nodes, remap, ch, kept); ok {
-		if old, err := ix.graphBlocks(); err == nil {
-			gb, err := graphops.RewriteBlocks(ctx, old, out.Meta.Nodes, remap, rows, keep, added)
-			if err != nil {
-				return err
-			}
-			out.graph = blockGraph(gb)
-			return nil
+	if old, rows, ok := rowsToRewrite(ix, out.Meta.Nodes, remap, ch, kept); ok {
+		gb, err := graphops.RewriteBlocks(ctx, old, out.Meta.Nodes, remap, rows, keep, added)
+		if err != nil {
+			return err
 		}
+		out.graph = blockGraph(gb)
+		return nil
 	}
 	g := ix.Graph()
 	gr, err := graphops.Rewrite(ctx, g, out.Meta.Nodes, remap, func(u int, p int64) (int32, bool) {
@@ -504,30 +502,30 @@ func (out *Index) nextGraph(ctx context.Context, ix *Index, remap []int32, ch *C
 	return nil
 }
 
-// rowsToRewrite are the rows of ix whose out edges a change may alter
-// beside the added edges' sources: the removed nodes' rows, the rows
+// rowsToRewrite are ix's graph in blocks and the rows of it whose out
+// edges a change may alter beside the added edges' sources: the removed nodes' rows, the rows
 // that point into them, and the rows the kind updaters remake. ok is
 // false when the change renumbers nodes or an updater remakes its
 // kind's every row, or when it leaves fewer than ix's nodes (a
 // compaction that drops deleted nodes at the end keeps every other
 // number).
-func rowsToRewrite(ix *Index, n int, remap []int32, ch *Change, kept map[string]rowSet) (rows []int32, ok bool) {
+func rowsToRewrite(ix *Index, n int, remap []int32, ch *Change, kept map[string]rowSet) (old *graphops.BlockGraph, rows []int32, ok bool) {
 	if n < len(remap) {
-		return nil, false
+		return nil, nil, false
 	}
 	for u, v := range remap {
 		if v != int32(u) && v != -1 {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	for _, k := range ch.Kinds {
 		if _, ok := kept[k.Kind()]; !ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	old, err := ix.graphBlocks()
 	if err != nil || old.In.Edges() != old.Out.Edges() {
-		return nil, false // the in rows are not the out rows' transpose: made anew, flat
+		return nil, nil, false // the in rows are not the out rows' transpose: made anew, flat
 	}
 	for u, v := range remap {
 		if v < 0 {
@@ -543,7 +541,7 @@ func rowsToRewrite(ix *Index, n int, remap []int32, ch *Change, kept map[string]
 			}
 		}
 	}
-	return rows, true
+	return old, rows, true
 }
 
 // keptEdges says where ix's edge from node u to dst (relation rel)

@@ -258,24 +258,24 @@ func pct(s []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
+// usage is the process's resource usage so far (zero where unknown).
+func usage() syscall.Rusage {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return syscall.Rusage{}
 	}
+	return ru
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	ru := usage()
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // pageFaults is the process's minor page faults so far (memory the
 // kernel maps on first touch, slow on a virtual machine).
-func pageFaults() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return int64(ru.Minflt)
-}
+func pageFaults() int64 { return int64(usage().Minflt) }
 
 // procStatus is a line's value from /proc/self/status ("?" elsewhere).
 func procStatus(key string) string {
