@@ -1,6 +1,7 @@
 package graphops
 
 import (
+	"github.com/gleaner-rag/gleaner/internal/strtab"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +13,15 @@ import (
 // patterns led by punctuation, of one word or several, without a word,
 // sharing first and second words, non-ASCII.
 func TestPatternIndexFindsWhatAScanFinds(t *testing.T) {
+	t.Run("hashed", func(t *testing.T) { patternIndexFindsWhatAScanFinds(t, nil) })
+	// words of one hash share their lists: more patterns are tried, the
+	// same found
+	t.Run("colliding", func(t *testing.T) {
+		patternIndexFindsWhatAScanFinds(t, func(w string) uint64 { return uint64(len(w) % 3) })
+	})
+}
+
+func patternIndexFindsWhatAScanFinds(t *testing.T, hash func(string) uint64) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	vocab := []string{"The", "the", "John", "Smith", "Smithson", "Band", "Élodie", "Łódź", "42", "St", "Louis", "A", "of", "Paris", "X9"}
 	seps := []string{" ", " ", " ", ", ", ". ", "-", " (", ") ", "'s ", "\n", "  "}
@@ -37,19 +47,26 @@ func TestPatternIndexFindsWhatAScanFinds(t *testing.T) {
 			return phrase(1 + rng.IntN(3))
 		}
 	}
-	x := newPatternIndex()
-	live := map[string]bool{}
+	pats := map[int32]string{}
+	x := newPatternIndex(func(v int32) string { return pats[v] })
+	if hash != nil {
+		x.hash = hash
+	}
+	live := map[string]int32{}
+	var free []int32 // numbers given back, given again
 	for round := range 400 {
 		for range 3 {
-			if p := pattern(); !live[p] {
-				live[p] = true
-				x.add(p)
+			if p := pattern(); live[p] == 0 {
+				v := strtab.Take(&free, len(live)) + 1 // 0 is "not live"
+				live[p], pats[v] = v, p
+				x.add(v)
 			}
 		}
 		if round%3 == 0 && len(live) > 0 {
-			for p := range live { // one at random (map order)
+			for p, v := range live { // one at random (map order)
 				delete(live, p)
-				x.remove(p)
+				x.remove(v)
+				free = append(free, v-1)
 				break
 			}
 		}
@@ -63,17 +80,20 @@ func TestPatternIndexFindsWhatAScanFinds(t *testing.T) {
 				want = append(want, p)
 			}
 		}
-		got := x.hits(text)
+		var got []string
+		for _, v := range x.hits(text) {
+			got = append(got, pats[v])
+		}
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d, text %q:\n got %q\nwant %q", round, text, got, want)
 		}
 	}
-	for p := range live {
-		x.remove(p)
+	for _, v := range live {
+		x.remove(v)
 	}
-	if len(x.byFirst) != 0 || len(x.noWord) != 0 {
-		t.Fatalf("after removing every pattern: %d first words, %d without a word", len(x.byFirst), len(x.noWord))
+	if len(x.first) != 0 || len(x.next) != 0 || len(x.noWord) != 0 {
+		t.Fatalf("after removing every pattern: %d first words, %d pairs, %d without a word", len(x.first), len(x.next), len(x.noWord))
 	}
 }

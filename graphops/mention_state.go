@@ -3,6 +3,7 @@ package graphops
 import (
 	"context"
 	"fmt"
+	"github.com/gleaner-rag/gleaner/internal/strtab"
 	"slices"
 	"strings"
 	"unicode"
@@ -18,12 +19,20 @@ import (
 // looked for only in the passages whose text holds its rarest word (an
 // index of the words that do not start lower-case; a title with none is
 // looked for everywhere). Edges equals MentionEdges over the same titles
-// and texts. A Mentions is not safe for concurrent use.
+// and texts. Passages and patterns are held by number (names), their
+// sets as ascending lists of numbers. A Mentions is not safe for
+// concurrent use.
 type Mentions struct {
 	o        MentionOptions
-	patterns map[string]*mentionPattern
-	hits     map[string][]string // passage → patterns its text holds
-	owns     map[string]string   // passage → the pattern it carries as title
+	passages strtab.Names // passage keys
+	patterns strtab.Names // title patterns
+	// By passage number: the patterns its text holds, and the pattern it
+	// carries as title (−1: none).
+	hits strtab.Sets
+	owns []int32
+	// By pattern number: the passages carrying it as title, and those
+	// whose text holds it.
+	owners, hitBy strtab.Sets
 	// index finds the patterns a text holds.
 	index patternIndex
 	// words indexes the texts' words that do not start lower-case, for
@@ -34,27 +43,26 @@ type Mentions struct {
 	// edges may differ, and the patterns whose owners or hitters changed,
 	// each with whether it gave edges then.
 	lastMax int
-	dirty   map[string]bool
-	touched map[string]*touch
+	dirty   map[int32]bool
+	touched map[int32]touch
 	// popular indexes the patterns held by more than minHits passages by
 	// how many: when the hit limit moves, only those between its old and
 	// new value can start or stop giving edges.
-	popular map[int]map[string]bool
+	popular map[int]map[int32]bool
 }
 
 // minHits is the least automatic hit limit (maxHits).
 const minHits = 50
 
-// hitBy records that key's text holds pattern p (or no longer does).
-func (s *Mentions) hitBy(p, key string, holds bool) {
-	e := s.patterns[p]
-	from := len(e.hitBy)
+// recordHit records that passage a's text holds pattern p (or no longer does).
+func (s *Mentions) recordHit(p, a int32, holds bool) {
+	from := s.hitBy.Size(p)
 	if holds {
-		e.hitBy[key] = true
+		s.hitBy.Insert(p, a)
 	} else {
-		delete(e.hitBy, key)
+		s.hitBy.Remove(p, a)
 	}
-	to := len(e.hitBy)
+	to := s.hitBy.Size(p)
 	if from == to {
 		return
 	}
@@ -66,7 +74,7 @@ func (s *Mentions) hitBy(p, key string, holds bool) {
 	}
 	if to > minHits {
 		if s.popular[to] == nil {
-			s.popular[to] = map[string]bool{}
+			s.popular[to] = map[int32]bool{}
 		}
 		s.popular[to][p] = true
 	}
@@ -74,19 +82,15 @@ func (s *Mentions) hitBy(p, key string, holds bool) {
 
 type touch struct{ was, owners bool }
 
-type mentionPattern struct {
-	owners map[string]bool // passages carrying it as title
-	hitBy  map[string]bool // passages whose text holds it
-}
-
 // NewMentions starts an empty state; o as MentionEdges takes it.
 func NewMentions(o MentionOptions) (*Mentions, error) {
 	if o.MinTitleLen < 1 || o.MaxTitleHits < 0 {
 		return nil, fmt.Errorf("graphops: mentions: min title length must be ≥ 1 and max title hits ≥ 0 (0: automatic), got %d and %d", o.MinTitleLen, o.MaxTitleHits)
 	}
-	return &Mentions{o: o, patterns: map[string]*mentionPattern{}, hits: map[string][]string{}, owns: map[string]string{},
-		index: newPatternIndex(), words: newWordIndex(),
-		dirty: map[string]bool{}, touched: map[string]*touch{}, popular: map[int]map[string]bool{}}, nil
+	s := &Mentions{o: o, passages: strtab.NewNames(), patterns: strtab.NewNames(), words: newWordIndex(),
+		dirty: map[int32]bool{}, touched: map[int32]touch{}, popular: map[int]map[int32]bool{}}
+	s.index = newPatternIndex(s.patterns.Name)
+	return s, nil
 }
 
 // Passage is one passage as mentions see it: its key, the title it
@@ -105,14 +109,26 @@ func (s *Mentions) pattern(title string) string {
 	return t
 }
 
-func (s *Mentions) entry(p string) *mentionPattern {
-	e, ok := s.patterns[p]
-	if !ok {
-		e = &mentionPattern{owners: map[string]bool{}, hitBy: map[string]bool{}}
-		s.patterns[p] = e
-		s.index.add(p)
+// entry is pattern p's number, and whether it is new.
+func (s *Mentions) entry(p string) (int32, bool) {
+	if v, ok := s.patterns.ID(p); ok {
+		return v, false
 	}
-	return e
+	v := s.patterns.Add(p)
+	s.index.add(v)
+	return v, true
+}
+
+// passage is key's number, given it when new.
+func (s *Mentions) passage(key string) int32 {
+	if a, ok := s.passages.ID(key); ok {
+		return a
+	}
+	a := s.passages.Add(key)
+	if int(a) == len(s.owns) {
+		s.owns = append(s.owns, -1)
+	}
+	return a
 }
 
 // firstWord is p's leading run of letters and digits.
@@ -131,27 +147,32 @@ func firstWord(p string) string {
 // Remove forgets passages (unknown keys are ignored).
 func (s *Mentions) Remove(keys ...string) {
 	for _, k := range keys {
-		for _, p := range s.hits[k] {
+		a, ok := s.passages.ID(k)
+		if !ok {
+			continue
+		}
+		for _, p := range s.hits.Get(a) {
 			s.touch(p, false)
-			s.hitBy(p, k, false)
+			s.recordHit(p, a, false)
 			s.drop(p)
 		}
-		delete(s.hits, k)
-		s.words.remove(k)
-		if p, ok := s.owns[k]; ok {
+		s.hits.Clear(a)
+		s.words.remove(a)
+		if p := s.owns[a]; p >= 0 {
 			s.touch(p, true)
-			delete(s.patterns[p].owners, k)
-			delete(s.owns, k)
+			s.owners.Remove(p, a)
+			s.owns[a] = -1
 			s.drop(p)
 		}
+		s.passages.Remove(a)
 	}
 }
 
 // drop forgets a pattern nobody carries or mentions.
-func (s *Mentions) drop(p string) {
-	if e := s.patterns[p]; len(e.owners) == 0 && len(e.hitBy) == 0 {
-		delete(s.patterns, p)
+func (s *Mentions) drop(p int32) {
+	if s.owners.Size(p) == 0 && s.hitBy.Size(p) == 0 {
 		s.index.remove(p)
+		s.patterns.Remove(p)
 	}
 }
 
@@ -160,29 +181,32 @@ func (s *Mentions) drop(p string) {
 // first word). ctx only paces the work (parallel.Yield): stopping midway
 // would leave the state half-followed.
 func (s *Mentions) Add(ctx context.Context, ps []Passage, text func(key string) string) {
-	var fresh []string
+	var fresh []int32
 	for _, p := range ps {
 		pat := s.pattern(p.Title)
 		if pat == "" {
 			continue
 		}
-		if _, ok := s.patterns[pat]; !ok {
-			fresh = append(fresh, pat)
+		v, isNew := s.entry(pat)
+		if isNew {
+			fresh = append(fresh, v)
 		}
-		s.touch(pat, true)
-		s.entry(pat).owners[p.Key] = true
-		s.owns[p.Key] = pat
+		s.touch(v, true)
+		a := s.passage(p.Key)
+		s.owners.Insert(v, a)
+		s.owns[a] = v
 	}
 	added := make(map[string]bool, len(ps))
 	for _, p := range ps {
 		added[p.Key] = true
 	}
-	for _, pat := range fresh {
-		s.findOld(ctx, pat, added, text)
+	for _, v := range fresh {
+		s.findOld(ctx, v, added, text)
 	}
 	for _, p := range ps {
-		s.setHits(p.Key, s.textHits(p.Text))
-		s.words.add(p.Key, p.Text)
+		a := s.passage(p.Key)
+		s.setHits(a, s.textHits(p.Text))
+		s.words.add(a, p.Text)
 		parallel.Yield(ctx)
 	}
 }
@@ -202,41 +226,43 @@ func eachWord(text string, fn func(pos int, word string)) {
 	}
 }
 
-// textHits lists the patterns text holds as whole words, each once.
-func (s *Mentions) textHits(text string) []string { return s.index.hits(text) }
+// textHits lists the patterns text holds as whole words, each once, by
+// number.
+func (s *Mentions) textHits(text string) []int32 { return s.index.hits(text) }
 
-// findOld records the known passages (not among added) that mention pat.
-// Every word of pat is a whole word of a text that holds pat, so the
-// candidates are the passages holding all of its indexed words (every
-// passage when none of its words is indexed: all start lower-case),
-// walked from the rarest word's list.
-func (s *Mentions) findOld(ctx context.Context, pat string, added map[string]bool, text func(string) string) {
+// findOld records the known passages (not among added) that mention
+// pattern v. Every word of the pattern is a whole word of a text that
+// holds it, so the candidates are the passages holding all of its indexed
+// words (every passage when none of its words is indexed: all start
+// lower-case), walked from the rarest word's list.
+func (s *Mentions) findOld(ctx context.Context, v int32, added map[string]bool, text func(string) string) {
+	pat := s.patterns.Name(v)
 	var words []string
 	eachWord(pat, func(_ int, w string) {
 		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsLower(r) {
 			words = append(words, w)
 		}
 	})
-	var keys []string
+	var cands []int32
 	if len(words) > 0 {
-		keys = s.words.holdingAll(words)
+		cands = s.words.holdingAll(words)
 	} else {
-		for k := range s.hits {
-			keys = append(keys, k)
+		for a := range int32(s.passages.Size()) {
+			cands = append(cands, a)
 		}
 	}
-	for i, k := range keys {
+	for i, a := range cands {
 		if i%32 == 0 {
 			parallel.Yield(ctx)
 		}
-		if _, known := s.hits[k]; !known || added[k] {
+		if !s.passages.Has(a) || added[s.passages.Name(a)] {
 			continue
 		}
-		if holdsWord(text(k), pat) {
-			s.touch(pat, false)
-			s.dirty[k] = true
-			s.hitBy(pat, k, true)
-			s.hits[k] = append(s.hits[k], pat)
+		if holdsWord(text(s.passages.Name(a)), pat) {
+			s.touch(v, false)
+			s.dirty[a] = true
+			s.recordHit(v, a, true)
+			s.hits.Insert(a, v)
 		}
 	}
 }
@@ -256,16 +282,13 @@ func holdsWord(text, pat string) bool {
 	return false
 }
 
-func (s *Mentions) setHits(key string, hs []string) {
-	s.dirty[key] = true
+func (s *Mentions) setHits(a int32, hs []int32) {
+	s.dirty[a] = true
 	for _, p := range hs {
 		s.touch(p, false)
-		s.hitBy(p, key, true)
+		s.recordHit(p, a, true)
+		s.hits.Insert(a, p)
 	}
-	if hs == nil {
-		hs = []string{} // known, with no hit
-	}
-	s.hits[key] = hs
 }
 
 // Edges are the mention edges of the passages known, numbered by num
@@ -275,14 +298,14 @@ func (s *Mentions) Edges(n int, num func(key string) int32) []Edge {
 	maxHits := s.maxHits(n)
 	s.settle(maxHits)
 	var es []Edge
-	for _, e := range s.patterns {
-		if !e.gives(maxHits) {
+	for p := range int32(s.patterns.Size()) {
+		if !s.gives(p, maxHits) {
 			continue
 		}
-		for a := range e.hitBy {
-			for b := range e.owners {
+		for _, a := range s.hitBy.Get(p) {
+			for _, b := range s.owners.Get(p) {
 				if a != b {
-					es = append(es, Edge{Src: num(a), Dst: num(b), W: 1})
+					es = append(es, Edge{Src: num(s.passages.Name(a)), Dst: num(s.passages.Name(b)), W: 1})
 				}
 			}
 		}
@@ -300,20 +323,20 @@ func (s *Mentions) maxHits(n int) int {
 	return max(minHits, n/100)
 }
 
-// gives reports whether the pattern gives edges under the hit limit.
-func (e *mentionPattern) gives(maxHits int) bool {
-	return e != nil && len(e.owners) > 0 && len(e.hitBy) <= maxHits
+// gives reports whether pattern p gives edges under the hit limit.
+func (s *Mentions) gives(p int32, maxHits int) bool {
+	return s.patterns.Has(p) && s.owners.Size(p) > 0 && s.hitBy.Size(p) <= maxHits
 }
 
 // touch notes, before it changes, that pattern p's hitters (or owners)
 // change.
-func (s *Mentions) touch(p string, owners bool) {
+func (s *Mentions) touch(p int32, owners bool) {
 	t, ok := s.touched[p]
 	if !ok {
-		t = &touch{was: s.lastMax > 0 && s.patterns[p].gives(s.lastMax)}
-		s.touched[p] = t
+		t = touch{was: s.lastMax > 0 && s.gives(p, s.lastMax)}
 	}
 	t.owners = t.owners || owners
+	s.touched[p] = t
 }
 
 // settle marks the passages whose edges changed since the last edges were
@@ -321,17 +344,17 @@ func (s *Mentions) touch(p string, owners bool) {
 // title's hitters change their edges when it starts or stops giving edges
 // or its owners change while it gives them; its new hitters are marked as
 // they come. A new limit (the automatic one grows with the index) is
-// checked against every title, once per change of the limit.
-func (s *Mentions) settle(maxHits int) map[string]bool {
-	mark := func(e *mentionPattern) {
-		for a := range e.hitBy {
+// checked against every title, once per change of the limit. The numbers
+// of passages and patterns removed in the round are free after it.
+func (s *Mentions) settle(maxHits int) map[int32]bool {
+	mark := func(p int32) {
+		for _, a := range s.hitBy.Get(p) {
 			s.dirty[a] = true
 		}
 	}
 	for p, t := range s.touched {
-		e := s.patterns[p]
-		if now := e.gives(maxHits); e != nil && (now != t.was || (t.owners && now)) {
-			mark(e)
+		if now := s.gives(p, maxHits); s.patterns.Has(p) && (now != t.was || (t.owners && now)) {
+			mark(p)
 		}
 	}
 	if s.lastMax > 0 && maxHits != s.lastMax {
@@ -339,14 +362,16 @@ func (s *Mentions) settle(maxHits int) map[string]bool {
 		// more than the higher one gives edges under one and not the other.
 		for c := min(maxHits, s.lastMax) + 1; c <= max(maxHits, s.lastMax); c++ {
 			for p := range s.popular[c] {
-				if e := s.patterns[p]; s.touched[p] == nil && e.gives(maxHits) != e.gives(s.lastMax) {
-					mark(e)
+				if _, seen := s.touched[p]; !seen && s.gives(p, maxHits) != s.gives(p, s.lastMax) {
+					mark(p)
 				}
 			}
 		}
 	}
 	dirty := s.dirty
-	s.lastMax, s.dirty, s.touched = maxHits, map[string]bool{}, map[string]*touch{}
+	s.lastMax, s.dirty, s.touched = maxHits, map[int32]bool{}, map[int32]touch{}
+	s.passages.Release()
+	s.patterns.Release()
 	return dirty
 }
 
@@ -366,25 +391,25 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 		return rows, es
 	}
 	maxHits := s.maxHits(n)
-	keys := map[int32]string{}
+	passage := map[int32]int32{} // row → passage number
 	for a := range s.settle(maxHits) {
-		if _, known := s.hits[a]; known {
-			if src := num(a); src >= 0 {
-				rows, keys[src] = append(rows, src), a
+		if s.passages.Has(a) {
+			if src := num(s.passages.Name(a)); src >= 0 {
+				rows, passage[src] = append(rows, src), a
 			}
 		}
 	}
 	slices.Sort(rows)
 	// At their size: a commit's dirty rows can hold 10⁵ edges. Row by
 	// row: a hub row's edges sort on their own.
-	edges = make([]Edge, 0, s.rowEdges(rows, keys, maxHits))
+	edges = make([]Edge, 0, s.rowEdges(rows, passage, maxHits))
 	for _, src := range rows {
-		a, start := keys[src], len(edges)
-		for _, p := range s.hits[a] {
-			if e := s.patterns[p]; e.gives(maxHits) {
-				for b := range e.owners {
+		a, start := passage[src], len(edges)
+		for _, p := range s.hits.Get(a) {
+			if s.gives(p, maxHits) {
+				for _, b := range s.owners.Get(p) {
 					if b != a {
-						edges = append(edges, Edge{Src: src, Dst: num(b), W: 1})
+						edges = append(edges, Edge{Src: src, Dst: num(s.passages.Name(b)), W: 1})
 					}
 				}
 			}
@@ -394,14 +419,14 @@ func (s *Mentions) Rows(n int, num func(key string) int32) (rows []int32, edges 
 	return rows, dedupEdges(edges)
 }
 
-// rowEdges bounds how many edges Rows makes for rows (by their keys):
-// every owner of every pattern each row hits that gives edges.
-func (s *Mentions) rowEdges(rows []int32, keys map[int32]string, maxHits int) int {
+// rowEdges bounds how many edges Rows makes for rows (by their passage
+// numbers): every owner of every pattern each row hits that gives edges.
+func (s *Mentions) rowEdges(rows []int32, passage map[int32]int32, maxHits int) int {
 	n := 0
 	for _, src := range rows {
-		for _, p := range s.hits[keys[src]] {
-			if e := s.patterns[p]; e.gives(maxHits) {
-				n += len(e.owners)
+		for _, p := range s.hits.Get(passage[src]) {
+			if s.gives(p, maxHits) {
+				n += s.owners.Size(p)
 			}
 		}
 	}

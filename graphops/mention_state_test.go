@@ -120,32 +120,31 @@ func within(s, of string) bool {
 	return p >= lo && p < lo+uintptr(len(of))
 }
 
-// The state keeps copies of the words it indexes: a word cut from a
-// passage's text would keep the whole text (and the index in memory that
-// holds it) alive for as long as the word is indexed.
-func TestMentionsKeepNoCutOfTheText(t *testing.T) {
+// The state keeps copies of the keys and titles it is given, and no
+// word of the texts: a string cut from a larger one (an index in memory
+// holds its ids, titles and texts so) would keep all of it alive for as
+// long as the state holds the cut.
+func TestMentionsKeepNoCutOfWhatTheyAreGiven(t *testing.T) {
 	s, err := NewMentions(MentionOptions{MinTitleLen: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the second and third passages share words with the first: a word
-	// seen again must not bring in a cut of the later text either
-	texts := []string{"Alice Springs met Bob Marley in Paris.", "Bob Marley sang in Paris.", "Paris, said Alice Springs."}
+	whole := "p0 p1 p2 Alice Springs|Alice Springs met Bob Marley in Paris.|Bob Marley sang in Paris.|Paris, said Alice Springs."
+	texts := strings.Split(whole[strings.Index(whole, "|")+1:], "|")
 	for i, text := range texts {
-		s.Add(context.Background(), []Passage{{Key: fmt.Sprint("p", i), Title: "Alice Springs", Text: text}}, func(string) string { return text })
+		key, title := whole[3*i:3*i+2], whole[9:22]
+		s.Add(context.Background(), []Passage{{Key: key, Title: title, Text: text}}, func(string) string { return text })
 	}
-	if len(s.words.lists) == 0 {
-		t.Fatal("no word indexed")
+	if s.passages.Size() != 3 || s.patterns.Size() != 1 {
+		t.Fatalf("%d passages and %d patterns, want 3 and 1", s.passages.Size(), s.patterns.Size())
 	}
-	for w := range s.words.lists {
-		for _, text := range texts {
-			if within(w, text) {
-				t.Errorf("word %q is a cut of the passage's text %q", w, text)
-			}
+	for v := range int32(3) {
+		if k := s.passages.Name(v); within(k, whole) {
+			t.Errorf("passage key %q is a cut of the string given", k)
 		}
 	}
-	for w := range s.words.seen {
-		t.Errorf("word %q kept in the scratch set", w)
+	if p := s.patterns.Name(0); p != "Alice Springs" || within(p, whole) {
+		t.Errorf("pattern %q is a cut of the string given", p)
 	}
 }
 

@@ -1,8 +1,9 @@
 package graphops
 
 import (
+	"github.com/gleaner-rag/gleaner/internal/strtab"
+	"hash/maphash"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -11,31 +12,37 @@ import (
 // lower-case: for each, the passages holding it, as ascending slot
 // numbers. A map of sets keyed by passage was most of a live index's Go
 // heap, all of it pointers the collector scans on every cycle (250 MB at
-// 72,000 passages); lists of slots are not scanned. A removed passage's
+// 72,000 passages); lists of slots, all in one set pool, are two objects
+// to it. A removed passage's
 // slot stays in the lists, marked free, until they hold as many free
 // entries as live ones: then they are compacted and the slots renumbered.
 type wordIndex struct {
-	slot    map[string]int32 // passage key → slot
-	keys    []string         // slot → key
-	count   []int32          // slot → its number of list entries (−1: removed)
-	removed int              // removed slots
-	// lists holds word → slots holding it, ascending. Its keys are set
-	// once, when a word is new: assigning to a string key that exists
-	// stores the key given, which would be a cut of the latest text.
-	lists   map[string]*[]int32
+	slot    map[int32]int32 // passage number → slot
+	keys    []int32         // slot → passage number (−1: removed)
+	count   []int32         // slot → its number of list entries (−1: removed)
+	removed int             // removed slots
+	// lists holds a word's hash → the number in pool of its list: the
+	// slots holding it, ascending. Words of one hash share a list, which
+	// only gives findOld more candidates to check; no word is kept.
+	lists   map[uint64]int32
+	hash    func(string) uint64
+	pool    strtab.Sets
+	unused  []int32         // list numbers to reuse
 	entries int             // list entries, free ones included
 	free    int             // list entries of removed slots
-	seen    map[string]bool // scratch for add
+	seen    map[uint64]bool // scratch for add
 	least   int             // free entries or removed slots before a compaction
 }
 
 func newWordIndex() wordIndex {
-	return wordIndex{slot: map[string]int32{}, lists: map[string]*[]int32{}, seen: map[string]bool{}, least: 1024}
+	seed := maphash.MakeSeed()
+	return wordIndex{slot: map[int32]int32{}, lists: map[uint64]int32{}, seen: map[uint64]bool{}, least: 1024,
+		hash: func(w string) uint64 { return maphash.String(seed, w) }}
 }
 
-// add indexes key's text under a new slot (an indexed key is removed
-// first).
-func (x *wordIndex) add(key, text string) {
+// add indexes passage key's text under a new slot (an indexed key is
+// removed first).
+func (x *wordIndex) add(key int32, text string) {
 	x.remove(key)
 	v := int32(len(x.keys))
 	x.slot[key] = v
@@ -43,25 +50,25 @@ func (x *wordIndex) add(key, text string) {
 	clear(x.seen)
 	n := int32(0)
 	eachWord(text, func(_ int, w string) {
-		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) || x.seen[w] {
+		h := x.hash(w)
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) || x.seen[h] {
 			return
 		}
-		x.seen[w] = true
-		list := x.lists[w]
-		if list == nil {
-			list = new([]int32)
-			x.lists[strings.Clone(w)] = list // kept: a cut of text would keep all of text alive
+		x.seen[h] = true
+		list, ok := x.lists[h]
+		if !ok {
+			list = strtab.Take(&x.unused, len(x.lists))
+			x.lists[h] = list
 		}
-		*list = append(*list, v)
+		x.pool.Insert(list, v)
 		n++
 	})
-	clear(x.seen) // its keys are cuts of text
 	x.count = append(x.count, n)
 	x.entries += int(n)
 }
 
 // remove unindexes key (an unknown key is ignored).
-func (x *wordIndex) remove(key string) {
+func (x *wordIndex) remove(key int32) {
 	v, ok := x.slot[key]
 	if !ok {
 		return
@@ -69,7 +76,7 @@ func (x *wordIndex) remove(key string) {
 	delete(x.slot, key)
 	x.free += int(x.count[v])
 	x.removed++
-	x.keys[v], x.count[v] = "", -1
+	x.keys[v], x.count[v] = -1, -1
 	// half the entries free, or half the slots (passages with no word
 	// indexed hold none)
 	if (x.free > x.least && 2*x.free > x.entries) || (x.removed > x.least && 2*x.removed > len(x.keys)) {
@@ -81,8 +88,7 @@ func (x *wordIndex) remove(key string) {
 // in the same order.
 func (x *wordIndex) compact() {
 	renum := make([]int32, len(x.keys))
-	var keys []string
-	var count []int32
+	var keys, count []int32
 	for v, k := range x.keys {
 		renum[v] = -1
 		if x.count[v] >= 0 {
@@ -93,18 +99,13 @@ func (x *wordIndex) compact() {
 	}
 	x.entries = 0
 	for w, list := range x.lists {
-		kept := (*list)[:0]
-		for _, v := range *list {
-			if renum[v] >= 0 {
-				kept = append(kept, renum[v])
-			}
-		}
-		if len(kept) == 0 {
+		x.pool.Renumber(list, renum)
+		if x.pool.Size(list) == 0 {
 			delete(x.lists, w)
+			x.unused = append(x.unused, list)
 			continue
 		}
-		*list = slices.Clip(kept)
-		x.entries += len(kept)
+		x.entries += x.pool.Size(list)
 	}
 	x.keys, x.count, x.free, x.removed = keys, count, 0, 0
 }
@@ -112,15 +113,15 @@ func (x *wordIndex) compact() {
 // holdingAll lists the passages whose texts hold every one of words (all
 // indexed words), walking the shortest list and looking the slots up in
 // the others.
-func (x *wordIndex) holdingAll(words []string) []string {
+func (x *wordIndex) holdingAll(words []string) []int32 {
 	lists := make([][]int32, len(words))
 	for i, w := range words {
-		if l := x.lists[w]; l != nil {
-			lists[i] = *l
+		if l, ok := x.lists[x.hash(w)]; ok {
+			lists[i] = x.pool.Get(l)
 		}
 	}
 	slices.SortFunc(lists, func(a, b []int32) int { return len(a) - len(b) })
-	var keys []string
+	var keys []int32
 candidates:
 	for _, v := range lists[0] {
 		if x.count[v] < 0 {
