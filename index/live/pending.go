@@ -4,35 +4,91 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/index"
+	"github.com/gleaner-rag/gleaner/internal/strtab"
 	"github.com/gleaner-rag/gleaner/models"
 )
 
 // catalog maps the current index's documents to their nodes and back, by
 // id, kept up to date change by change (an index's own Lookup table is
-// rebuilt for every snapshot).
+// rebuilt for every snapshot). It holds the ids in strtab tables, which
+// copy them (ix may be an index in memory, which a string cut from it
+// would keep alive) and which the collector does not scan: maps keyed by
+// id were most of what it marked on every cycle of a live server.
 type catalog struct {
-	docs    map[string][]string // document id → node ids
-	nodeDoc map[string]string   // node id → document id
+	nodes, docs strtab.Names
+	docOf       []int32     // node number → document number
+	nodesOf     strtab.Sets // document number → node numbers
 }
 
 func newCatalog(ix *index.Index) *catalog {
-	c := &catalog{docs: make(map[string][]string, ix.Live()), nodeDoc: make(map[string]string, ix.Live())}
+	c := &catalog{nodes: strtab.NewNames(), docs: strtab.NewNames()}
 	for i := range ix.N() {
-		if ix.IsDeleted(i) {
-			continue
+		if !ix.IsDeleted(i) {
+			c.addNode(ix.Document(i), ix.NodeID(i))
 		}
-		// copies: ix may be an index in memory, which a string cut from
-		// it would keep alive
-		id, doc := strings.Clone(ix.NodeID(i)), strings.Clone(ix.Document(i))
-		c.docs[doc] = append(c.docs[doc], id)
-		c.nodeDoc[id] = doc
 	}
 	return c
+}
+
+// addNode records node id as a passage of document doc.
+func (c *catalog) addNode(doc, id string) {
+	d, ok := c.docs.ID(doc)
+	if !ok {
+		d = c.docs.Add(doc)
+	}
+	n, ok := c.nodes.ID(id)
+	if ok { // a node moving between documents: checks keep this from happening
+		c.nodesOf.Remove(c.docOf[n], n)
+	} else {
+		n = c.nodes.Add(id)
+	}
+	if int(n) >= len(c.docOf) {
+		c.docOf = append(c.docOf, make([]int32, int(n)+1-len(c.docOf))...)
+	}
+	c.docOf[n] = d
+	c.nodesOf.Insert(d, n)
+}
+
+// docNodes lists document doc's node ids.
+func (c *catalog) docNodes(doc string) ([]string, bool) {
+	d, ok := c.docs.ID(doc)
+	if !ok {
+		return nil, false
+	}
+	ns := c.nodesOf.Get(d)
+	ids := make([]string, len(ns))
+	for i, n := range ns {
+		ids[i] = c.nodes.Name(n)
+	}
+	return ids, true
+}
+
+// docOfNode is node id's document.
+func (c *catalog) docOfNode(id string) (string, bool) {
+	n, ok := c.nodes.ID(id)
+	if !ok {
+		return "", false
+	}
+	return c.docs.Name(c.docOf[n]), true
+}
+
+// deleteDoc forgets document doc and its nodes.
+func (c *catalog) deleteDoc(doc string) {
+	d, ok := c.docs.ID(doc)
+	if !ok {
+		return
+	}
+	for _, n := range c.nodesOf.Get(d) {
+		c.nodes.Remove(n)
+	}
+	c.nodesOf.Clear(d)
+	c.docs.Remove(d)
+	c.nodes.Release() // nothing holds a number past this call
+	c.docs.Release()
 }
 
 // pending gathers accepted batches into one index.Change over base.
@@ -76,16 +132,14 @@ func (o *overlay) doc(id string) ([]string, bool) {
 	if n, ok := o.docs[id]; ok {
 		return n, n != nil
 	}
-	n, ok := o.cat.docs[id]
-	return n, ok
+	return o.cat.docNodes(id)
 }
 
 func (o *overlay) nodeOf(id string) (string, bool) {
 	if d, ok := o.nodeDoc[id]; ok {
 		return d, d != ""
 	}
-	d, ok := o.cat.nodeDoc[id]
-	return d, ok
+	return o.cat.docOfNode(id)
 }
 
 // CheckError is a batch that failed its checks: nothing of it was
@@ -235,7 +289,7 @@ func (p *pending) take(ops []op) error {
 func (p *pending) accept(ops []op) error {
 	for i := range ops {
 		x := &ops[i]
-		if nodes, ok := p.cat.docs[x.ID]; ok && x.Kind != opAdd {
+		if nodes, ok := p.cat.docNodes(x.ID); ok && x.Kind != opAdd {
 			p.deleteDoc(x.ID, nodes, keptIDs(x))
 		}
 		if x.Kind == opDelete {
@@ -283,9 +337,8 @@ func (p *pending) deleteDoc(id string, nodes []string, kept map[string]bool) {
 		} else if v, ok := p.base.Lookup(n); ok {
 			p.remove[v] = true
 		}
-		delete(p.cat.nodeDoc, n)
 	}
-	delete(p.cat.docs, id)
+	p.cat.deleteDoc(id)
 }
 
 func (p *pending) addDoc(x *op) error {
@@ -302,7 +355,7 @@ func (p *pending) addDoc(x *op) error {
 	for j, n := range x.Nodes {
 		ids[j] = n.ID
 		p.addAt[n.ID] = len(p.add)
-		p.cat.nodeDoc[n.ID] = x.ID
+		p.cat.addNode(x.ID, n.ID)
 		p.add = append(p.add, n)
 		p.dropped = append(p.dropped, false)
 		var v []float32
@@ -314,7 +367,6 @@ func (p *pending) addDoc(x *op) error {
 	for _, e := range x.Edges {
 		p.edges = append(p.edges, ownedEdge{e: e, owner: first + slices.Index(ids, e.Src)})
 	}
-	p.cat.docs[x.ID] = ids
 	return nil
 }
 
