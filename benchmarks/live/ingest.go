@@ -79,6 +79,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	// phases (a server opens an index it did not build).
 	runtime.GC()
 	debug.FreeOSMemory()
+	fmt.Printf("\ncollector's work at the start: %s\n", heapScan())
 	load(cl, queries, rate, 2*time.Second) // warm-up
 	fmt.Printf("\nloopback floor (a handler that answers at once, same client and load): %s\n", load(floor, queries, rate, d))
 	idle := load(cl, queries, rate, d)
@@ -167,6 +168,7 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f; the server's took_ms p99 ingesting / idle after: %.2f\n",
 		busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds(), busy.server99.Seconds()/after.server99.Seconds())
 	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)
+	fmt.Printf("collector's work at the end: %s\n", heapScan())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	hs.Shutdown(ctx)
@@ -193,13 +195,14 @@ type latencies struct {
 	// allocated over the phase (what the collector works on).
 	gcs     uint32
 	allocGB float64
-	faults  int64 // minor page faults over the phase
+	markCPU time.Duration // the collector's mark work over the phase, in CPU time
+	faults  int64         // minor page faults over the phase
 }
 
 func (l latencies) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections, %d page faults)",
-		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs, l.faults) + "\n  " + l.slowest
+	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections, %.0f ms of mark CPU, %d page faults)",
+		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs, ms(l.markCPU), l.faults) + "\n  " + l.slowest
 }
 
 // load sends BM25 queries at rate per second for d (open loop: a slow
@@ -210,7 +213,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 	var st []stages
 	failed := 0
 	sched := schedWaits()
-	cpu0, wall0, faults0 := cpuTime(), time.Now(), pageFaults()
+	cpu0, wall0, faults0, mark0 := cpuTime(), time.Now(), pageFaults(), markCPU()
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
 	handled.reset()
@@ -227,7 +230,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			slices.Sort(took)
 			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since(), slowest: slowest(st),
 				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds(), gcs: mem1.NumGC - mem0.NumGC, allocGB: float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e9,
-				faults: pageFaults() - faults0}
+				faults: pageFaults() - faults0, markCPU: markCPU() - mark0}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]
@@ -249,6 +252,28 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			took = append(took, time.Duration(res.TookMS*float64(time.Millisecond)))
 		}()
 	}
+}
+
+// markCPU is the CPU time the collector spent marking so far.
+func markCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	metrics.Read(s)
+	var t float64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindFloat64 {
+			t += x.Value.Float64()
+		}
+	}
+	return time.Duration(t * float64(time.Second))
+}
+
+// heapScan collects and says what the collector marks on every cycle:
+// the heap it scans for pointers and the objects it holds.
+func heapScan() string {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}, {Name: "/gc/heap/objects:objects"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return fmt.Sprintf("%.1f MB of %.0f MB live heap scanned for pointers, %d objects", float64(s[0].Value.Uint64())/1e6, float64(s[2].Value.Uint64())/1e6, s[1].Value.Uint64())
 }
 
 func pct(s []time.Duration, p float64) time.Duration {
