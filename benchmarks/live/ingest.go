@@ -31,6 +31,7 @@ import (
 // ingestRun is what an ingest run does.
 type ingestRun struct {
 	d                                time.Duration // each phase
+	rounds                           int           // ingest phases, each followed by an idle one
 	rate, writers, batch, ingestRate int
 	seed                             uint64
 	profile, memProfile, trace       string
@@ -93,80 +94,47 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 		return err
 	}
 	defer stopTrace()
-	run := strconv.FormatInt(time.Now().UnixNano(), 36) + "-" // ids new to an index an earlier run grew
-	var acked atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	g := newGenerator(c, o.seed)
-	var gmu sync.Mutex
-	start := time.Now()
-	var werr error
-	var emu sync.Mutex
-	for k := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var every time.Duration // one batch per writer this often (0: no pause)
-			if ingestRate > 0 {
-				every = time.Duration(float64(time.Second) * float64(batch*writers) / float64(ingestRate))
-			}
-			// writers start spread over one period, so that a paced load
-			// is steady rather than all writers' batches at once
-			next := time.Now().Add(every * time.Duration(k) / time.Duration(writers))
-			for n := 0; ; n++ {
-				if every > 0 {
-					next = next.Add(every)
-					time.Sleep(time.Until(next))
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				changes := make([]api.DocumentChange, batch)
-				gmu.Lock()
-				for i := range changes {
-					changes[i] = api.DocumentChange{Op: "add", ID: fmt.Sprintf("%sw%d-%d-%d", run, k, n, i),
-						Document: api.Document{Title: g.name(), Text: g.plainText()}}
-				}
-				gmu.Unlock()
-				if _, err := cl.CommitDocuments(context.Background(), "ix", changes); err != nil {
-					emu.Lock()
-					werr = errors.Join(werr, err)
-					emu.Unlock()
-					return
-				}
-				acked.Add(int64(batch))
-			}
-		}()
-	}
-	busy := load(cl, queries, rate, d)
-	close(stop)
-	wg.Wait()
-	took := time.Since(start)
-	if err := stopProfile(); err != nil {
-		return err
-	}
-	if werr != nil {
-		return werr
-	}
-	if o.memProfile != "" { // what the ingest allocated: go tool pprof -sample_index=alloc_space
-		if err := writeHeapProfile(o.memProfile); err != nil {
+	w := &writeLoad{cl: cl, g: newGenerator(c, o.seed), run: strconv.FormatInt(time.Now().UnixNano(), 36) + "-", // ids new to an index an earlier run grew
+		writers: writers, batch: batch, ingestRate: ingestRate}
+	var busies, idles []latencies
+	for r := range o.rounds {
+		w.start(r)
+		busy := load(cl, queries, rate, d)
+		if err := w.stop(); err != nil {
 			return err
 		}
+		if r == 0 {
+			if err := stopProfile(); err != nil {
+				return err
+			}
+			if o.memProfile != "" { // what the ingest allocated: go tool pprof -sample_index=alloc_space
+				if err := writeHeapProfile(o.memProfile); err != nil {
+					return err
+				}
+			}
+		}
+		after := load(cl, queries, rate, d) // idle again, at the index's size now
+		fmt.Printf("ingesting%s: %s\n", roundName(r, o.rounds), busy)
+		fmt.Printf("idle after%s: %s\n", roundName(r, o.rounds), after)
+		busies, idles = append(busies, busy), append(idles, after)
 	}
 	st, _ := s.LiveStats("ix")
-	after := load(cl, queries, rate, d) // idle again, at the index's final size
-	fmt.Printf("ingesting: %s\n", busy)
-	fmt.Printf("idle after: %s\n", after)
 	pace := "as fast as acknowledged"
 	if ingestRate > 0 {
 		pace = fmt.Sprintf("paced at %d passages/s", ingestRate)
 	}
 	fmt.Printf("ingest (%s, --write-cores %d, --write-idle %v, GOMAXPROCS %d): %d passages acknowledged (durable) in %v by %d writers of %d-passage batches: %.0f passages/s; %d passages now, log %d records, %d checkpoints (%.1f s)\n",
-		pace, o.writeCores, o.writeIdle, runtime.GOMAXPROCS(0), acked.Load(), took.Round(time.Millisecond), writers, batch, float64(acked.Load())/took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
-	fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f; the server's took_ms p99 ingesting / idle after: %.2f\n",
-		busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds(), busy.server99.Seconds()/after.server99.Seconds())
+		pace, o.writeCores, o.writeIdle, runtime.GOMAXPROCS(0), w.acked.Load(), w.took.Round(time.Millisecond), writers, batch, float64(w.acked.Load())/w.took.Seconds(), st.Nodes, st.Seq, st.Checkpoints, st.CheckpointSecs)
+	if busy, after := busies[0], idles[0]; o.rounds == 1 {
+		fmt.Printf("query p99 ingesting / idle before: %.2f; / idle after (the final size): %.2f; the server's took_ms p99 ingesting / idle after: %.2f\n",
+			busy.p99.Seconds()/idle.p99.Seconds(), busy.p99.Seconds()/after.p99.Seconds(), busy.server99.Seconds()/after.server99.Seconds())
+	} else {
+		// Each ingest phase lies between two idle ones, so the idle
+		// queries taken together ran on indexes of the ingest's sizes.
+		b, i := pooled(busies), pooled(append([]latencies{idle}, idles...))
+		fmt.Printf("pooled over %d rounds: ingesting p99 %.2f ms (server's %.2f) over %d queries; idle p99 %.2f ms (server's %.2f) over %d queries, the phases before and after each ingest phase; ratio %.2f (server's %.2f)\n",
+			o.rounds, ms(b.p99), ms(b.server99), b.n, ms(i.p99), ms(i.server99), i.n, b.p99.Seconds()/i.p99.Seconds(), b.server99.Seconds()/i.server99.Seconds())
+	}
 	fmt.Printf("memory: RSS %s now, %s at the peak; log %d segments, %d bytes\n", procStatus("VmRSS"), procStatus("VmHWM"), st.LogSegments, st.LogBytes)
 	fmt.Printf("collector's work at the end: %s\n", heapScan())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -174,6 +142,103 @@ func ingest(c *corpus.Corpus, dir string, o ingestRun) error {
 	hs.Shutdown(ctx)
 	return s.Close(ctx)
 }
+
+// roundName names round r of n in the output ("" for a single round).
+func roundName(r, n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (round %d of %d)", r+1, n)
+}
+
+// writeLoad sends batches of new passages from concurrent writers, paced
+// or as fast as acknowledged, between start and stop.
+type writeLoad struct {
+	cl                         *client.Client
+	g                          *generator
+	gmu                        sync.Mutex
+	run                        string
+	writers, batch, ingestRate int
+	acked                      atomic.Int64
+	took                       time.Duration // the ingest phases' time so far
+	halt                       chan struct{}
+	wg                         sync.WaitGroup
+	began                      time.Time
+	emu                        sync.Mutex
+	err                        error
+}
+
+// start starts the writers of round r.
+func (w *writeLoad) start(r int) {
+	w.halt, w.began = make(chan struct{}), time.Now()
+	for k := range w.writers {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			var every time.Duration // one batch per writer this often (0: no pause)
+			if w.ingestRate > 0 {
+				every = time.Duration(float64(time.Second) * float64(w.batch*w.writers) / float64(w.ingestRate))
+			}
+			// writers start spread over one period, so that a paced load
+			// is steady rather than all writers' batches at once
+			next := time.Now().Add(every * time.Duration(k) / time.Duration(w.writers))
+			for n := 0; ; n++ {
+				if every > 0 {
+					next = next.Add(every)
+					time.Sleep(time.Until(next))
+				}
+				select {
+				case <-w.halt:
+					return
+				default:
+				}
+				if err := w.send(fmt.Sprintf("%sr%dw%d-%d", w.run, r, k, n)); err != nil {
+					w.emu.Lock()
+					w.err = errors.Join(w.err, err)
+					w.emu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+}
+
+// send commits one batch of new passages, ids prefixed by id.
+func (w *writeLoad) send(id string) error {
+	changes := make([]api.DocumentChange, w.batch)
+	w.gmu.Lock()
+	for i := range changes {
+		changes[i] = api.DocumentChange{Op: "add", ID: fmt.Sprintf("%s-%d", id, i),
+			Document: api.Document{Title: w.g.name(), Text: w.g.plainText()}}
+	}
+	w.gmu.Unlock()
+	if _, err := w.cl.CommitDocuments(context.Background(), "ix", changes); err != nil {
+		return err
+	}
+	w.acked.Add(int64(w.batch))
+	return nil
+}
+
+// stop stops the writers and waits for their batches in flight.
+func (w *writeLoad) stop() error {
+	close(w.halt)
+	w.wg.Wait()
+	w.took += time.Since(w.began)
+	return w.err
+}
+
+// pooled is the latencies of several phases' queries taken together.
+func pooled(ls []latencies) latencies {
+	var all, took []time.Duration
+	for _, l := range ls {
+		all, took = append(all, l.all...), append(took, l.took...)
+	}
+	slices.Sort(all)
+	slices.Sort(took)
+	return latencies{n: len(all), p50: pct(all, 0.5), p99: pct(all, 0.99), server99: pct(took, 0.99), all: all, took: took}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // latencies summarises a load phase.
 type latencies struct {
@@ -197,10 +262,12 @@ type latencies struct {
 	allocGB float64
 	markCPU time.Duration // the collector's mark work over the phase, in CPU time
 	faults  int64         // minor page faults over the phase
+	// all and took are every query's latency and server's took_ms,
+	// ascending (for pooled).
+	all, took []time.Duration
 }
 
 func (l latencies) String() string {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return fmt.Sprintf("%d queries, %d failed, p50 %.2f ms, p99 %.2f ms (server's took_ms p99 %.2f ms, whole handler p99 %.2f ms; goroutines' wait for a core p99 %.2f ms; CPU %.2f cores; %.2f GB allocated, %d collections, %.0f ms of mark CPU, %d page faults)",
 		l.n, l.failed, ms(l.p50), ms(l.p99), ms(l.server99), ms(l.handler99), ms(l.sched99), l.cores, l.allocGB, l.gcs, ms(l.markCPU), l.faults) + "\n  " + l.slowest
 }
@@ -230,7 +297,7 @@ func load(cl *client.Client, qs []corpus.Query, rate int, d time.Duration) laten
 			slices.Sort(took)
 			return latencies{n: len(lat), failed: failed, p50: pct(lat, 0.5), p99: pct(lat, 0.99), server99: pct(took, 0.99), handler99: handled.p99(), sched99: sched.p99since(), slowest: slowest(st),
 				cores: (cpuTime() - cpu0).Seconds() / time.Since(wall0).Seconds(), gcs: mem1.NumGC - mem0.NumGC, allocGB: float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e9,
-				faults: pageFaults() - faults0, markCPU: markCPU() - mark0}
+				faults: pageFaults() - faults0, markCPU: markCPU() - mark0, all: lat, took: took}
 		case <-tick.C:
 		}
 		q := qs[i%len(qs)]

@@ -69,6 +69,7 @@ func main() {
 	ops := fs.Int("ops", 10000, "equality: changes applied; commits: commits of each kind")
 	duration := fs.Duration("duration", 20*time.Second, "ingest: length of each phase; soak: length of the run")
 	rate := fs.Int("rate", 100, "ingest: queries per second")
+	rounds := fs.Int("rounds", 1, "ingest: ingest phases, each followed by an idle one; above 1, the p99s are also pooled over the rounds, every ingest phase between two idle ones (1 to 100)")
 	writers := fs.Int("writers", 4, "ingest: concurrent writing clients")
 	batch := fs.Int("batch", 50, "ingest: passages per write request")
 	ingestRate := fs.Int("ingest-rate", 0, "ingest, fleet: passages per second, all writers together (0: as fast as acknowledged)")
@@ -117,7 +118,10 @@ func main() {
 		}
 		return
 	}
-	run := ingestRun{d: *duration, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
+	if *rounds < 1 || *rounds > 100 {
+		log.Fatalf("-rounds %d: want 1 to 100", *rounds)
+	}
+	run := ingestRun{d: *duration, rounds: *rounds, rate: *rate, writers: *writers, batch: *batch, ingestRate: *ingestRate, seed: *seed,
 		profile: *profile, memProfile: *memProfile, trace: *traceFile, traceAt: *traceAt, interval: *interval, share: *share, writeCores: *writeCores, writeIdle: *writeIdle}
 	if os.Args[1] == "ingest" && *existing != "" { // an index grown already: the idle phases measure it at about the ingest's size
 		if err := ingest(c, *existing, run); err != nil {
