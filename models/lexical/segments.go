@@ -14,15 +14,27 @@ import (
 // list to append a few documents to the end of each (a CSR array cannot
 // grow in place) made a commit cost the whole index, and its fresh
 // memory the page faults of it. Documents appended to a Postings go into
-// small segments instead, after the base arrays; the segments are merged
-// into one once there are more than maxSegments, and into the base once
-// they hold more than an eighth of the documents (Flat), so a commit costs
-// what it adds, amortised. Readers walk a term's base list, then each
+// small segments instead, after the base arrays. The newest segments
+// merge as a binary counter does (mergeTail: two of about one size make
+// one of twice it), so a posting is copied about log₂ of the segments'
+// documents over the batch's times, not once every few commits, and the
+// segments merge into the base once they hold more than an eighth of the
+// documents (Flat): a commit costs what it adds, amortised. Readers walk a term's base list, then each
 // segment's: documents ascend across them. What is written to disk is
 // always flat.
 
-// maxSegments is how many segments a Postings holds before they merge.
+// maxSegments is the most segments a Postings holds: past it the newest
+// merge whatever their sizes.
 const maxSegments = 8
+
+// mergeTail merges the newest two segments while the older holds no more
+// postings than the newer, and while there are more than maxSegments.
+func mergeTail(ctx context.Context, segs []*segment) []*segment {
+	for k := len(segs); k > 1 && (len(segs[k-2].doc) <= len(segs[k-1].doc) || k > maxSegments); k = len(segs) {
+		segs = append(segs[:k-2], mergeSegments(ctx, segs[k-2:]))
+	}
+	return segs
+}
 
 // segment is the postings of documents appended after the base arrays, in
 // CSR form over the term ids it holds.
@@ -188,13 +200,18 @@ func newSegment(fresh addedPostings, terms TermTable, first uint32) *segment {
 // mergeSegments is the segments as one (their documents ascend from
 // segs[0] on). ctx only paces the work (parallel.Yield).
 func mergeSegments(ctx context.Context, segs []*segment) *segment {
-	var terms []int32
+	nt, np := 0, 0
+	for _, s := range segs {
+		nt, np = nt+len(s.terms), np+len(s.doc)
+	}
+	terms := make([]int32, 0, nt)
 	for _, s := range segs {
 		terms = append(terms, s.terms...)
 	}
 	slices.Sort(terms)
 	terms = slices.Compact(terms)
-	out := &segment{first: segs[0].first, terms: terms, ptr: make([]int64, 1, len(terms)+1)}
+	out := &segment{first: segs[0].first, terms: terms, ptr: make([]int64, 1, len(terms)+1),
+		doc: make([]uint32, 0, np), tf: make([]uint32, 0, np)} // at their size: grown by doubling they cost twice
 	at := make([]int, len(segs)) // each segment's next term
 	for i, t := range terms {
 		if i%1024 == 0 {

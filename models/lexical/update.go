@@ -85,9 +85,9 @@ func (p *Postings) Update(ctx context.Context, remap []int32, added []string) (*
 
 // appended is Update when every document is kept: the added documents go
 // into a new segment after p's (segments.go), whose new words are added to
-// the term table after p's; p's arrays are shared. Past maxSegments the
-// segments merge, and past an eighth of the documents they are flattened
-// into the base.
+// the term table after p's; p's arrays are shared. The newest segments
+// merge (mergeTail), and past an eighth of the documents the segments are
+// flattened into the base.
 func (p *Postings) appended(ctx context.Context, fresh addedPostings, docs []docTerms) *Postings {
 	if len(docs) == 0 {
 		return p
@@ -107,10 +107,7 @@ func (p *Postings) appended(ctx context.Context, fresh addedPostings, docs []doc
 	for i := range docs {
 		q.DocLen = append(q.DocLen, docs[i].n)
 	}
-	q.segs = append(slices.Clone(p.segs), newSegment(fresh, q.Terms, uint32(len(p.DocLen))))
-	if len(q.segs) > maxSegments {
-		q.segs = []*segment{mergeSegments(ctx, q.segs)}
-	}
+	q.segs = mergeTail(ctx, append(slices.Clone(p.segs), newSegment(fresh, q.Terms, uint32(len(p.DocLen)))))
 	if tail := len(q.DocLen) - int(q.segs[0].first); tail > len(q.DocLen)/8 {
 		return q.flatten(ctx)
 	}

@@ -3,6 +3,7 @@ package lexical
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -129,9 +130,9 @@ func checkSameBM25(t *testing.T, got, want *Postings, texts []string, step int) 
 }
 
 // TestAppendSegmentsEqualBuild appends a few documents at a time to a
-// larger base, so segments pile up, merge past maxSegments and flatten
-// past an eighth of the documents, and checks the postings and every
-// BM25 path against a build at each step.
+// larger base, so segments pile up, merge and flatten past an eighth of
+// the documents, and checks the postings and every BM25 path against a
+// build at each step.
 func TestAppendSegmentsEqualBuild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 19))
 	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
@@ -154,7 +155,7 @@ func TestAppendSegmentsEqualBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	most, flattened := 0, 0
+	most, flattened, merged := 0, 0, 0
 	for step := range 60 {
 		remap := make([]int32, len(texts))
 		for d := range remap {
@@ -187,13 +188,45 @@ func TestAppendSegmentsEqualBuild(t *testing.T) {
 		if step%5 == 0 {
 			checkSameBM25(t, q, want, texts[len(texts)-40:], step)
 		}
-		if q.Segments() == 0 && p.Segments() > 0 {
+		switch {
+		case q.Segments() == 0 && p.Segments() > 0:
 			flattened++
+		case q.Segments() <= p.Segments():
+			merged++
 		}
 		most = max(most, q.Segments())
 		p = q
 	}
-	if most != maxSegments || flattened == 0 {
-		t.Fatalf("segments reached %d (want %d, then a merge), flattened %d times", most, maxSegments, flattened)
+	if most < 3 || most > maxSegments || merged == 0 || flattened == 0 {
+		t.Fatalf("segments reached %d (want 3 to %d), merged %d times, flattened %d times", most, maxSegments, merged, flattened)
+	}
+}
+
+// TestMergeTailIsABinaryCounter: segments of one size merge as a binary
+// counter's bits carry (as many segments as ones in the count), and
+// segments each smaller than the last stop at maxSegments.
+func TestMergeTailIsABinaryCounter(t *testing.T) {
+	ctx := context.Background()
+	seg := func(first uint32, postings int) *segment {
+		return &segment{first: first, terms: []int32{0}, ptr: []int64{0, int64(postings)}, doc: make([]uint32, postings), tf: make([]uint32, postings)}
+	}
+	var segs []*segment
+	for n := 1; n <= 100; n++ {
+		segs = mergeTail(ctx, append(segs, seg(uint32(n), 4)))
+		if want := bits.OnesCount(uint(n)); len(segs) != want {
+			t.Fatalf("after %d appends of one size: %d segments, want %d", n, len(segs), want)
+		}
+	}
+	segs = nil
+	most := 0
+	for n := range 40 {
+		segs = mergeTail(ctx, append(segs, seg(uint32(n), 1000-n)))
+		if len(segs) > maxSegments {
+			t.Fatalf("after %d appends of falling sizes: %d segments", n+1, len(segs))
+		}
+		most = max(most, len(segs))
+	}
+	if most != maxSegments {
+		t.Fatalf("falling sizes: at most %d segments, want %d", most, maxSegments)
 	}
 }
