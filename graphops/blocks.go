@@ -219,7 +219,7 @@ func rewriteOutRows(ctx context.Context, old *Blocks, n int, rowOf []int32, cand
 		if int(v) < old.n && sameEntries(old, int(v), &c) {
 			continue
 		}
-		fresh = append(fresh, blockRow{v: v, idx: slices.Clone(c.Idx), w: slices.Clone(c.W), rel: slices.Clone(c.Rel)})
+		fresh = append(fresh, freshRow(v, &c))
 		changed = append(changed, v)
 	}
 	return fresh, changed, nil
@@ -265,30 +265,46 @@ func (b *Blocks) withRows(ctx context.Context, n int, rows []blockRow) Blocks {
 func (b *Blocks) blockWith(blk, n int, rows []blockRow, edges *int64) *rowBlock {
 	lo, hi := blk*BlockRows, min((blk+1)*BlockRows, n)
 	size := 0
+	var u uniform
+	k := 0
 	for v := lo; v < hi; v++ {
-		size += len(b.entriesOf(v))
-	}
-	for _, r := range rows {
-		size += len(r.idx) - len(b.entriesOf(int(r.v)))
+		switch {
+		case k < len(rows) && int(rows[k].v) == v:
+			size += len(rows[k].idx)
+			u.add(rows[k].w, rows[k].rel)
+			k++
+		case v < b.n:
+			idx, w, rel := b.Row(v)
+			size += len(idx)
+			u.add(w, rel)
+		}
 	}
 	*edges += int64(size)
 	if blk < len(b.blocks) && b.blocks[blk] != nil {
 		*edges -= int64(len(b.blocks[blk].idx))
 	}
-	bl := &rowBlock{ptr: make([]int64, 1, hi-lo+1), idx: make([]int32, 0, size), w: make([]float32, 0, size), rel: make([]int32, 0, size)}
-	k := 0
+	bl := &rowBlock{ptr: make([]int64, 1, hi-lo+1), idx: make([]int32, 0, size)}
+	w, rel, shared := u.arrays(size)
+	k = 0
 	for v := lo; v < hi; v++ {
 		switch {
 		case k < len(rows) && int(rows[k].v) == v:
 			r := &rows[k]
-			bl.idx, bl.w, bl.rel = append(bl.idx, r.idx...), append(bl.w, r.w...), append(bl.rel, r.rel...)
+			bl.idx = append(bl.idx, r.idx...)
+			if !shared {
+				w, rel = append(w, r.w...), append(rel, r.rel...)
+			}
 			k++
 		case v < b.n:
-			idx, w, rel := b.Row(v)
-			bl.idx, bl.w, bl.rel = append(bl.idx, idx...), append(bl.w, w...), append(bl.rel, rel...)
+			idx, rw, rr := b.Row(v)
+			bl.idx = append(bl.idx, idx...)
+			if !shared {
+				w, rel = append(w, rw...), append(rel, rr...)
+			}
 		}
 		bl.ptr = append(bl.ptr, int64(len(bl.idx)))
 	}
+	bl.w, bl.rel = w, rel
 	return bl
 }
 
@@ -382,6 +398,18 @@ func appendMoved(touched []int32, out *Blocks, r *blockRow) []int32 {
 	return touched
 }
 
+// freshRow is row v as c holds it, in arrays of its own (weights and
+// relations shared when uniform).
+func freshRow(v int32, c *CSR) blockRow {
+	var u uniform
+	u.add(c.W, c.Rel)
+	w, rel, shared := u.arrays(len(c.Idx))
+	if !shared {
+		w, rel = append(w, c.W...), append(rel, c.Rel...)
+	}
+	return blockRow{v: v, idx: slices.Clone(c.Idx), w: w, rel: rel}
+}
+
 // mergedInRow is in row d: old entries from unchanged sources and the
 // fresh ones, by source (a source's entries are all old or all fresh).
 func mergedInRow(in *Blocks, d int32, isChanged func(int32) bool, fresh []inEntry) blockRow {
@@ -392,7 +420,13 @@ func mergedInRow(in *Blocks, d int32, isChanged func(int32) bool, fresh []inEntr
 		idx, w, rel = in.Row(int(d))
 	}
 	size := len(idx) + len(fresh) // at most: the changed sources' old entries go
-	r := blockRow{v: d, idx: make([]int32, 0, size), w: make([]float32, 0, size), rel: make([]int32, 0, size)}
+	var u uniform
+	u.add(w, rel)
+	for _, e := range fresh {
+		u.addOne(e.w, e.rel)
+	}
+	r := blockRow{v: d, idx: make([]int32, 0, size)}
+	rw, rr, shared := u.arrays(size)
 	p, i := 0, 0
 	for p < len(idx) || i < len(fresh) {
 		if p < len(idx) && isChanged(idx[p]) {
@@ -400,13 +434,20 @@ func mergedInRow(in *Blocks, d int32, isChanged func(int32) bool, fresh []inEntr
 			continue
 		}
 		if p < len(idx) && (i == len(fresh) || idx[p] < fresh[i].src) {
-			r.idx, r.w, r.rel = append(r.idx, idx[p]), append(r.w, w[p]), append(r.rel, rel[p])
+			r.idx = append(r.idx, idx[p])
+			if !shared {
+				rw, rr = append(rw, w[p]), append(rr, rel[p])
+			}
 			p++
 			continue
 		}
 		e := fresh[i]
-		r.idx, r.w, r.rel = append(r.idx, e.src), append(r.w, e.w), append(r.rel, e.rel)
+		r.idx = append(r.idx, e.src)
+		if !shared {
+			rw, rr = append(rw, e.w), append(rr, e.rel)
+		}
 		i++
 	}
+	r.w, r.rel = rw[:len(r.idx):len(r.idx)], rr[:len(r.idx):len(r.idx)]
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestRewriteBlocksEqualsRewrite runs chains of in-place changes over
@@ -12,12 +13,33 @@ import (
 // blocks, made flat, equal Rewrite's graph, and blocks no looked-at row
 // reaches are shared.
 func TestRewriteBlocksEqualsRewrite(t *testing.T) {
+	t.Run("mixed", func(t *testing.T) { rewriteBlocksEqualsRewrite(t, randomEdges) })
+	// Mostly weight 1 and one relation, as a mentions graph: blocks and
+	// rows share runs of them, and turn back to arrays of their own when
+	// an entry differs.
+	t.Run("uniform", func(t *testing.T) { rewriteBlocksEqualsRewrite(t, uniformEdges) })
+}
+
+// uniformEdges are randomEdges of weight 1 and relation 2, but one in
+// fifty.
+func uniformEdges(rng *rand.Rand, n, m int) []Edge {
+	es := randomEdges(rng, n, m)
+	for i := range es {
+		if rng.IntN(50) > 0 {
+			es[i].W, es[i].Rel = 1, 2
+		}
+	}
+	return es
+}
+
+func rewriteBlocksEqualsRewrite(t *testing.T, edges func(rng *rand.Rand, n, m int) []Edge) {
+	onesRun(1 << 16) // grown once now, so that every block sharing it shares this array (checkRuns)
 	rng := rand.New(rand.NewPCG(3, 5))
 	ctx := context.Background()
-	shared := 0
+	shared, runBlocks := 0, 0
 	for trial := range 150 {
 		n := 1 + rng.IntN(4*BlockRows)
-		flat, err := Build(n, randomEdges(rng, n, rng.IntN(6*n)), true)
+		flat, err := Build(n, edges(rng, n, rng.IntN(6*n)), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +56,7 @@ func TestRewriteBlocksEqualsRewrite(t *testing.T) {
 				}
 			}
 			keep, rows := randomKeep(rng, flat, rowOf, newN)
-			added := randomEdges(rng, newN, rng.IntN(20))
+			added := edges(rng, newN, rng.IntN(20))
 			want, err := Rewrite(ctx, flat, newN, rowOf, func(u int, p int64) (int32, bool) {
 				return keep(u, flat.Out.Idx[p], flat.Out.Rel[p])
 			}, added)
@@ -59,12 +81,40 @@ func TestRewriteBlocksEqualsRewrite(t *testing.T) {
 					shared++
 				}
 			}
+			runBlocks += checkRuns(t, &got.Out, &blocks.Out) + checkRuns(t, &got.In, &blocks.In)
 			flat, blocks, n = want, got, newN
 		}
 	}
 	if shared == 0 {
 		t.Error("no block was ever shared with the graph before")
 	}
+	if uniformRun := edges(rand.New(rand.NewPCG(1, 1)), 4, 4)[0].W == 1; uniformRun && runBlocks == 0 {
+		t.Error("no block made shares the runs of weight 1")
+	}
+}
+
+// checkRuns checks that the blocks got made anew (not in old) share runs
+// exactly when their entries are uniform, and counts those that do.
+func checkRuns(t *testing.T, got, old *Blocks) int {
+	t.Helper()
+	n := 0
+	for b, bl := range got.blocks {
+		if b < len(old.blocks) && bl == old.blocks[b] || len(bl.idx) == 0 {
+			continue
+		}
+		var u uniform
+		u.add(bl.w, bl.rel)
+		runs.Lock()
+		inRun := unsafe.SliceData(bl.w) == unsafe.SliceData(runs.ones)
+		runs.Unlock()
+		if !u.mixed != inRun {
+			t.Fatalf("block %d: uniform %v, shares the run of ones %v", b, !u.mixed, inRun)
+		}
+		if inRun {
+			n++
+		}
+	}
+	return n
 }
 
 // randomKeep drops and re-points entries of some rows (as a change's
