@@ -458,24 +458,37 @@ func (out *Index) updateGraph(ctx context.Context, ix *Index, remap []int32, ch 
 	if err != nil {
 		return err
 	}
-	total := len(added)
-	for _, es := range updated {
-		total += len(es)
-	}
-	added = slices.Grow(added, total-len(added)) // once: these lists can be long
-	for _, u := range ch.Kinds {
-		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
-		for _, e := range updated[u.Kind()] {
-			e.Rel = rel
-			added = append(added, e)
-		}
-	}
+	added = out.withKindEdges(added, ch.Kinds, updated)
 	keep := keptEdges(ix, remap, ch, ids, kept)
 	if err := out.nextGraph(ctx, ix, remap, ch, kept, keep, added); err != nil {
 		return err
 	}
 	out.Meta.Edges, out.Meta.Relations, out.Meta.GraphKinds = out.graph.edgeCount(), len(out.rels.Relations), out.rels.kindList()
 	return nil
+}
+
+// withKindEdges is added and the kind updaters' edges, each with its
+// kind's relation. The updaters' lists are theirs to give (KindUpdater):
+// the relations are set in place, and a lone list with nothing added
+// before it is taken as it is (a commit's can hold 10⁵ edges).
+func (out *Index) withKindEdges(added []graphops.Edge, kinds []KindUpdater, updated map[string][]graphops.Edge) []graphops.Edge {
+	total := len(added)
+	for _, u := range kinds {
+		es := updated[u.Kind()]
+		rel := out.rels.id(u.Kind(), u.Kind()) // as SetGraph names them
+		for i := range es {
+			es[i].Rel = rel
+		}
+		total += len(es)
+	}
+	if len(kinds) == 1 && len(added) == 0 {
+		return updated[kinds[0].Kind()]
+	}
+	added = slices.Grow(added, total-len(added)) // once: these lists can be long
+	for _, u := range kinds {
+		added = append(added, updated[u.Kind()]...)
+	}
+	return added
 }
 
 // nextGraph makes out's graph from ix's: over blocks when the change

@@ -17,7 +17,8 @@ type KindUpdater interface {
 	Kind() string
 	// Update follows ch from before to after (whose nodes, provenance and
 	// postings are final; its graph is not) and returns the kind's edges
-	// over after's node numbers.
+	// over after's node numbers, in a slice the caller may change (Apply
+	// sets their relations in place).
 	Update(ctx context.Context, before, after *Index, ch *Change) ([]graphops.Edge, error)
 }
 
@@ -29,8 +30,9 @@ type RowUpdater interface {
 	KindUpdater
 	// UpdateRows follows ch as Update does and returns the sources
 	// (after's numbers, ascending) whose edges of the kind change, and all
-	// of their edges (sorted by source, then destination); the other kept
-	// sources keep their edges of the kind, carried over by number.
+	// of their edges (sorted by source, then destination), in a slice the
+	// caller may change; the other kept sources keep their edges of the
+	// kind, carried over by number.
 	UpdateRows(ctx context.Context, before, after *Index, ch *Change) (rows []int32, edges []graphops.Edge, err error)
 }
 
