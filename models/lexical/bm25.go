@@ -41,15 +41,29 @@ func (p BM25Params) Validate() error {
 // Document lengths are exact (Lucene stores them lossily in one byte; the
 // effect on rankings is negligible). BM25 is safe for concurrent use.
 type BM25 struct {
-	prm  BM25Params
-	p    *Postings
-	idf  []float32
-	norm []float32
-	// bound caches each term's largest contribution and maxNorm is the
-	// largest length norm (maxscore.go).
-	bound   []uint32
+	prm BM25Params
+	p   *Postings
+	n   int // documents
+	idf []float32
+	// normOf is the length norm of a document of each length, up to the
+	// longest (a norm depends on the length only): a live index makes a
+	// BM25 per commit, and a norm per document was an array of the
+	// index's size made anew each time.
+	normOf []float32
+	// bounds caches each term's largest contribution, made by the first
+	// query that prunes; maxNorm is the largest length norm (maxscore.go).
+	bounds  boundCache
 	maxNorm float32
 }
+
+// boundCache is a term-indexed array made when first needed.
+type boundCache struct {
+	once sync.Once
+	b    []uint32
+}
+
+// norm is document d's length norm.
+func (s *BM25) norm(d uint32) float32 { return s.normOf[s.p.DocLen[d]] }
 
 // accums holds score arrays for every BM25 (all zeros while held): a live
 // index makes a new BM25 per commit, and a pool per BM25 would give each
@@ -63,7 +77,7 @@ var accums sync.Pool
 // query in five allocate a fresh one while ingesting (a larger one
 // serves a smaller index as well).
 func (s *BM25) getAccum() *accum {
-	n := len(s.norm)
+	n := s.n
 	for {
 		a, ok := accums.Get().(*accum)
 		if !ok {
@@ -86,18 +100,21 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 		return nil, err
 	}
 	n := p.NumDocs()
-	s := &BM25{prm: prm, p: p, idf: make([]float32, p.Terms.Len()), norm: make([]float32, n), bound: make([]uint32, p.Terms.Len())}
-	for t, df := range p.docFreqs() {
-		s.idf[t] = float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
-	}
+	s := &BM25{prm: prm, p: p, n: n, idf: p.idfs(n)}
 	var total float64
+	var longest uint32
 	for _, l := range p.DocLen {
 		total += float64(l)
+		longest = max(longest, l)
 	}
 	avg := max(total/float64(max(n, 1)), 1e-9)
-	for d, l := range p.DocLen {
-		s.norm[d] = float32(prm.K1 * (1 - prm.B + prm.B*float64(l)/avg))
-		s.maxNorm = max(s.maxNorm, s.norm[d])
+	s.normOf = make([]float32, int(longest)+1)
+	for l := range s.normOf {
+		s.normOf[l] = float32(prm.K1 * (1 - prm.B + prm.B*float64(l)/avg))
+		s.maxNorm = max(s.maxNorm, s.normOf[l])
+	}
+	if n == 0 {
+		s.maxNorm = 0 // as the largest over no document
 	}
 	return s, nil
 }
@@ -173,8 +190,8 @@ func (a *accum) top(k int) []engine.Hit {
 // (len = number of documents; documents matching no term get 0) and
 // returns how many documents matched. It accumulates exactly as Search.
 func (s *BM25) ScoreAll(query string, dst []float32) (int, error) {
-	if len(dst) != len(s.norm) {
-		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", len(s.norm), len(dst))
+	if len(dst) != s.n {
+		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", s.n, len(dst))
 	}
 	clear(dst)
 	a := &accum{score: dst}
@@ -188,13 +205,14 @@ func (s *BM25) ScoreAll(query string, dst []float32) (int, error) {
 
 func (s *BM25) addTerm(a *accum, t int) {
 	idf := s.idf[t]
+	dl, norm := s.p.DocLen, s.normOf
 	s.p.eachList(t, func(docs, tfs []uint32) {
 		for i, d := range docs {
 			tf := float32(tfs[i])
 			if a.score[d] == 0 {
 				a.touched = append(a.touched, int32(d))
 			}
-			a.score[d] += idf * tf / (tf + s.norm[d])
+			a.score[d] += idf * tf / (tf + norm[dl[d]])
 		}
 	})
 }
@@ -233,7 +251,7 @@ func (s *BM25) ScoreDoc(terms []int, d uint32) float32 {
 			continue
 		}
 		if tf := float32(s.p.TermFreq(t, d)); tf > 0 {
-			sc += s.idf[t] * tf / (tf + s.norm[d])
+			sc += s.idf[t] * tf / (tf + s.norm(d))
 		}
 	}
 	return sc
@@ -254,10 +272,10 @@ type Subset struct {
 // NewSubset is the subset of documents whose bits are set in words (bit d
 // of words[d/64]); words must cover every document.
 func (s *BM25) NewSubset(words []uint64) (*Subset, error) {
-	if len(words)*64 < len(s.norm) {
-		return nil, fmt.Errorf("lexical: a subset of %d bits for %d documents", len(words)*64, len(s.norm))
+	if len(words)*64 < s.n {
+		return nil, fmt.Errorf("lexical: a subset of %d bits for %d documents", len(words)*64, s.n)
 	}
-	sub := &Subset{words: words, norm: make([]float32, len(s.norm))}
+	sub := &Subset{words: words, norm: make([]float32, s.n)}
 	var total float64
 	for d, l := range s.p.DocLen {
 		if sub.has(uint32(d)) {
@@ -386,8 +404,8 @@ func (m *Matches) Release() {
 // count only its documents, so the scores equal those of an index built
 // from them alone (documents outside get 0).
 func (s *BM25) ScoreAllWithin(query string, dst []float32, sub *Subset) (int, error) {
-	if len(dst) != len(s.norm) {
-		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", len(s.norm), len(dst))
+	if len(dst) != s.n {
+		return 0, fmt.Errorf("lexical: bm25 scores need %d entries, got %d", s.n, len(dst))
 	}
 	clear(dst)
 	a := &accum{score: dst}

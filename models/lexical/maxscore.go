@@ -30,7 +30,9 @@ import (
 // termBound is the largest score term t adds to any document, computed on
 // first use and cached (bits of a positive float32; 0 means not yet).
 func (s *BM25) termBound(t int) float32 {
-	if b := atomic.LoadUint32(&s.bound[t]); b != 0 {
+	s.bounds.once.Do(func() { s.bounds.b = make([]uint32, s.p.Terms.Len()) })
+	bound := &s.bounds.b[t]
+	if b := atomic.LoadUint32(bound); b != 0 {
 		return math.Float32frombits(b)
 	}
 	idf := s.idf[t]
@@ -38,11 +40,11 @@ func (s *BM25) termBound(t int) float32 {
 	s.p.eachList(t, func(docs, tfs []uint32) {
 		for i, d := range docs {
 			tf := float32(tfs[i])
-			m = max(m, idf*tf/(tf+s.norm[d]))
+			m = max(m, idf*tf/(tf+s.norm(d)))
 		}
 	})
 	if m > 0 {
-		atomic.StoreUint32(&s.bound[t], math.Float32bits(m))
+		atomic.StoreUint32(bound, math.Float32bits(m))
 	}
 	return m
 }
@@ -91,6 +93,7 @@ func (s *BM25) prunable(ids []int, k int) bool {
 // of rest (segments' lists, whose documents follow).
 type cursor struct {
 	term  int
+	idf   float32
 	mult  int     // how often the term occurs in the query
 	bound float64 // the term's bound times mult
 	docs  []uint32
@@ -201,7 +204,7 @@ func (s *BM25) newMaxQuery(ids []int) *maxQuery {
 			continue
 		}
 		at[t] = len(q.curs)
-		c := cursor{term: t, mult: 1}
+		c := cursor{term: t, idf: s.idf[t], mult: 1}
 		s.p.eachList(t, func(docs, tfs []uint32) {
 			if c.docs == nil {
 				c.docs, c.tfs = docs, tfs
@@ -278,5 +281,5 @@ func (q *maxQuery) score(s *BM25, essential int, d uint32, theta float32, full b
 // addTerm computes it.
 func (s *BM25) contribution(c *cursor, d uint32) float32 {
 	tf := float32(c.tfs[c.pos])
-	return s.idf[c.term] * tf / (tf + s.norm[d])
+	return c.idf * tf / (tf + s.norm(d))
 }

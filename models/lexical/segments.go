@@ -2,6 +2,7 @@ package lexical
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -238,16 +239,41 @@ func (p *Postings) segmentOf(d uint32) *segment {
 	return p.segs[i-1]
 }
 
-// docFreqs is every term's document frequency.
-func (p *Postings) docFreqs() []int64 {
-	df := make([]int64, p.Terms.Len())
+// idfs is every term's BM25 idf over n documents, ln(1 + (n − df + 0.5) /
+// (df + 0.5)), its document frequency counted in place (a live index
+// makes one per commit: a count array beside it doubled what it cost).
+func (p *Postings) idfs(n int) []float32 {
+	if n >= 1<<24 { // counts past float32's whole numbers
+		df := make([]int64, p.Terms.Len())
+		p.eachDocFreq(func(t int, c int64) { df[t] += c })
+		idf := make([]float32, len(df))
+		for t, c := range df {
+			idf[t] = idfOf(n, float64(c))
+		}
+		return idf
+	}
+	idf := make([]float32, p.Terms.Len())
+	p.eachDocFreq(func(t int, c int64) { idf[t] += float32(c) })
+	for t, c := range idf {
+		idf[t] = idfOf(n, float64(c))
+	}
+	return idf
+}
+
+// eachDocFreq calls fn with each term and its number of documents in the
+// base, then in each segment.
+func (p *Postings) eachDocFreq(fn func(t int, c int64)) {
 	for t := range len(p.Ptr) - 1 {
-		df[t] = p.Ptr[t+1] - p.Ptr[t]
+		fn(t, p.Ptr[t+1]-p.Ptr[t])
 	}
 	for _, s := range p.segs {
 		for i, t := range s.terms {
-			df[t] += s.ptr[i+1] - s.ptr[i]
+			fn(int(t), s.ptr[i+1]-s.ptr[i])
 		}
 	}
-	return df
+}
+
+// idfOf is the idf of a term in df of n documents.
+func idfOf(n int, df float64) float32 {
+	return float32(math.Log(1 + (float64(n)-df+0.5)/(df+0.5)))
 }
