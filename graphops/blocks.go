@@ -51,7 +51,7 @@ func (b *Blocks) Row(v int) (idx []int32, w []float32, rel []int32) {
 	bl := b.blocks[v/BlockRows]
 	i := v % BlockRows
 	lo, hi := bl.ptr[i], bl.ptr[i+1]
-	return bl.idx[lo:hi], bl.w[lo:hi], bl.rel[lo:hi]
+	return bl.idx[lo:hi:hi], bl.w[lo:hi:hi], bl.rel[lo:hi:hi] // capped: an append must not write into the next row or a shared run
 }
 
 // BlocksOf holds c in blocks that alias its arrays (c must not change

@@ -91,6 +91,16 @@ func rewriteBlocksEqualsRewrite(t *testing.T, edges func(rng *rand.Rand, n, m in
 	if uniformRun := edges(rand.New(rand.NewPCG(1, 1)), 4, 4)[0].W == 1; uniformRun && runBlocks == 0 {
 		t.Error("no block made shares the runs of weight 1")
 	}
+	for i, w := range onesRun(1 << 16) { // nothing wrote through a block into the shared runs
+		if w != 1 {
+			t.Fatalf("the run of ones holds %v at %d", w, i)
+		}
+	}
+	for i, r := range relRun(2, 1<<10) {
+		if r != 2 {
+			t.Fatalf("the run of relation 2 holds %d at %d", r, i)
+		}
+	}
 }
 
 // checkRuns checks that the blocks got made anew (not in old) share runs

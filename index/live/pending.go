@@ -42,7 +42,11 @@ func (c *catalog) addNode(doc, id string) {
 	}
 	n, ok := c.nodes.ID(id)
 	if ok { // a node moving between documents: checks keep this from happening
-		c.nodesOf.Remove(c.docOf[n], n)
+		from := c.docOf[n]
+		if c.nodesOf.Remove(from, n); c.nodesOf.Size(from) == 0 && from != d {
+			c.docs.Remove(from)
+			c.docs.Release()
+		}
 	} else {
 		n = c.nodes.Add(id)
 	}

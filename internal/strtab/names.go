@@ -82,8 +82,11 @@ func (t *Names) Add(s string) int32 {
 	return v
 }
 
-// Remove takes v's number back.
+// Remove takes v's number back (a number not in use is ignored).
 func (t *Names) Remove(v int32) {
+	if !t.Has(v) {
+		return
+	}
 	h := t.hash(t.Name(v))
 	if w := t.first[h]; w == v {
 		if t.chain[v] >= 0 {

@@ -73,8 +73,18 @@ func (p *Sets) Remove(i, v int32) {
 	copy(s[k:], s[k+1:])
 	r := &p.sets[i]
 	r.n--
-	if r.n == 0 {
+	p.shrink(i)
+}
+
+// shrink gives a set that fell to a quarter of its room a room of twice
+// its size (none when empty).
+func (p *Sets) shrink(i int32) {
+	switch r := p.sets[i]; {
+	case r.n == 0:
 		p.Clear(i)
+	case r.c > 16 && r.n < r.c/4:
+		p.move(i, 2*int(r.n))
+		p.compactIfSparse()
 	}
 }
 
@@ -88,11 +98,8 @@ func (p *Sets) Renumber(i int32, to []int32) {
 			kept = append(kept, w)
 		}
 	}
-	if len(kept) == 0 {
-		p.Clear(i)
-		return
-	}
 	p.sets[i].n = int32(len(kept))
+	p.shrink(i)
 }
 
 // Clear empties set i and gives up its room.

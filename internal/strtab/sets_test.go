@@ -45,6 +45,11 @@ func TestSetsFollowMaps(t *testing.T) {
 	if compactions == 0 {
 		t.Fatal("the pool never compacted: the test does not reach it")
 	}
+	for i, r := range p.sets {
+		if r.c > 16 && r.n < r.c/4 {
+			t.Errorf("set %d: %d entries in a room of %d", i, r.n, r.c)
+		}
+	}
 	if p.dead > len(p.data)/2+1024 {
 		t.Fatalf("%d of %d entries unused after compactions", p.dead, len(p.data))
 	}
