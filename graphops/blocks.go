@@ -335,7 +335,15 @@ func patchedInRows(ctx context.Context, out, in *Blocks, changed []int32, fresh 
 	slices.Sort(touched)
 	touched = slices.Compact(touched)
 	isTouched := func(d int32) bool { _, ok := slices.BinarySearch(touched, d); return ok }
-	var entries []inEntry // the changed sources' new entries into touched rows, by source then row order
+	size := 0 // at their size: a title gaining an owner gives it an entry from every row that mentions it
+	for i := range changed {
+		for _, d := range fresh[i].idx {
+			if isTouched(d) {
+				size++
+			}
+		}
+	}
+	entries := make([]inEntry, 0, size) // the changed sources' new entries into touched rows, by source then row order
 	for i, v := range changed {
 		r := &fresh[i]
 		for p, d := range r.idx {

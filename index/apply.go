@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gleaner-rag/gleaner/corpus"
@@ -129,13 +130,26 @@ func (ix *Index) Apply(ctx context.Context, ch *Change) (*Index, error) {
 	return out, nil
 }
 
-// identity is 0, 1, …, n−1.
+// identities holds 0, 1, 2, … for identity, grown as indexes grow: a
+// live commit asks for one the size of the index, and read-only it can
+// be shared.
+var identities struct {
+	sync.Mutex
+	s []int32
+}
+
+// identity is 0, 1, …, n−1, read-only (capacity n: an append copies).
 func identity(n int) []int32 {
-	s := make([]int32, n)
-	for i := range s {
-		s[i] = int32(i)
+	identities.Lock()
+	defer identities.Unlock()
+	if len(identities.s) < n {
+		s := make([]int32, max(n, len(identities.s)+len(identities.s)/4))
+		for i := range s {
+			s[i] = int32(i)
+		}
+		identities.s = s
 	}
-	return s
+	return identities.s[:n:n]
 }
 
 // roomFor is the capacity of a copied array of n elements: a quarter
