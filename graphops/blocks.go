@@ -308,15 +308,6 @@ func (b *Blocks) blockWith(blk, n int, rows []blockRow, edges *int64) *rowBlock 
 	return bl
 }
 
-// entriesOf is b's row v, none past b's rows.
-func (b *Blocks) entriesOf(v int) []int32 {
-	if v >= b.n {
-		return nil
-	}
-	idx, _, _ := b.Row(v)
-	return idx
-}
-
 // patchedInRows are the in rows that changed out rows (changed, with
 // their new entries fresh) reach before or after, made as patchIn makes
 // them, ascending; and every new row's.

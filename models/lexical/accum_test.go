@@ -2,6 +2,7 @@ package lexical
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,22 @@ func TestSmallAccumulatorsLeaveThePool(t *testing.T) {
 	putAccum(a)
 	if hits := bm.Search("memphis city", 2); len(hits) != 2 {
 		t.Fatalf("search after the pool's churn: %v", hits)
+	}
+}
+
+// TestCorruptLengthRefused: a document length the postings cannot hold
+// (a corrupt length file) is refused, not a norm table of gigabytes.
+func TestCorruptLengthRefused(t *testing.T) {
+	p, err := BuildPostings(context.Background(), 2, func(i int) string { return "alpha beta" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DocLen[1] = 1<<32 - 1
+	if _, err := NewBM25(p, DefaultBM25()); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("a length of 2^32-1 words: %v, want it refused", err)
+	}
+	p.DocLen[1] = plainLength // unchecked, and allowed
+	if _, err := NewBM25(p, DefaultBM25()); err != nil {
+		t.Fatal(err)
 	}
 }

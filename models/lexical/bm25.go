@@ -62,6 +62,33 @@ type boundCache struct {
 	b    []uint32
 }
 
+// plainLength is a document length the norm table takes unchecked (4 MB).
+const plainLength = 1 << 20
+
+// checkLongest refuses a longest document length the postings cannot
+// hold (a document's words are its term frequencies): the norm table
+// has an entry per length up to it, and a corrupt length file must not
+// make it gigabytes. Only a length past plainLength is checked, by the
+// sum of every term frequency.
+func (p *Postings) checkLongest(longest uint32) error {
+	if longest <= plainLength {
+		return nil
+	}
+	var tf uint64
+	for _, f := range p.TF {
+		tf += uint64(f)
+	}
+	for _, s := range p.segs {
+		for _, f := range s.tf {
+			tf += uint64(f)
+		}
+	}
+	if uint64(longest) > tf {
+		return fmt.Errorf("lexical: bm25: a document of %d words, more than the postings hold (%d): its length is corrupt", longest, tf)
+	}
+	return nil
+}
+
 // norm is document d's length norm.
 func (s *BM25) norm(d uint32) float32 { return s.normOf[s.p.DocLen[d]] }
 
@@ -106,6 +133,9 @@ func NewBM25(p *Postings, prm BM25Params) (*BM25, error) {
 	for _, l := range p.DocLen {
 		total += float64(l)
 		longest = max(longest, l)
+	}
+	if err := p.checkLongest(longest); err != nil {
+		return nil, err
 	}
 	avg := max(total/float64(max(n, 1)), 1e-9)
 	s.normOf = make([]float32, int(longest)+1)
