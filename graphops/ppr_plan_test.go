@@ -77,3 +77,32 @@ func TestPPRPlanRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRPlanOrdersCoreByDegree: the core is numbered by degree within
+// the core, then by id (what keeps a sweep's inner loop predictable).
+func TestPPRPlanOrdersCoreByDegree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	n := 400
+	var es []Edge
+	for i := 0; i < 1200; i++ {
+		es = append(es, Edge{Src: int32(rng.IntN(n)), Dst: int32(rng.IntN(n / (1 + rng.IntN(8)))), W: 1})
+	}
+	g, err := Build(n, es, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Undirected(g, true, nil)
+	pl := NewPPRPlan(a)
+	deg := func(k int) int64 { return pl.ptr[k+1] - pl.ptr[k] }
+	for k := 1; k < len(pl.core); k++ {
+		if deg(k-1) > deg(k) || deg(k-1) == deg(k) && pl.core[k-1] > pl.core[k] {
+			t.Fatalf("core positions %d, %d: vertices %d, %d of core degrees %d, %d", k-1, k, pl.core[k-1], pl.core[k], deg(k-1), deg(k))
+		}
+		if pl.coreOf[pl.core[k]] != int32(k) {
+			t.Fatalf("coreOf[%d] = %d, want %d", pl.core[k], pl.coreOf[pl.core[k]], k)
+		}
+	}
+	if pl.Core() < n/2 {
+		t.Fatalf("core %d of %d: the graph should be mostly core", pl.Core(), n)
+	}
+}
