@@ -66,29 +66,36 @@ func PersonalizedPageRank(ctx context.Context, a *Adjacency, reset []float64, o 
 // normalizedReset checks reset and scales it to sum 1.
 func normalizedReset(n int, reset []float64) ([]float64, error) {
 	r := make([]float64, n)
+	return r, normalizeReset(r, reset)
+}
+
+// normalizeReset checks reset and writes it to r (len(r) vertices),
+// scaled to sum 1; a nil reset is uniform.
+func normalizeReset(r, reset []float64) error {
+	n := len(r)
 	if reset == nil {
 		for i := range r {
 			r[i] = 1 / float64(n)
 		}
-		return r, nil
+		return nil
 	}
 	if len(reset) != n {
-		return nil, fmt.Errorf("graphops: reset vector has %d entries for %d vertices", len(reset), n)
+		return fmt.Errorf("graphops: reset vector has %d entries for %d vertices", len(reset), n)
 	}
 	var s float64
 	for i, v := range reset {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("graphops: reset[%d] = %v; entries must be finite and ≥ 0", i, v)
+			return fmt.Errorf("graphops: reset[%d] = %v; entries must be finite and ≥ 0", i, v)
 		}
 		s += v
 	}
 	if s == 0 {
-		return nil, errors.New("graphops: reset vector is all zeros")
+		return errors.New("graphops: reset vector is all zeros")
 	}
 	for i, v := range reset {
 		r[i] = v / s
 	}
-	return r, nil
+	return nil
 }
 
 // scaleByStrength sets t[u] = x[u]/strength(u) and returns the mass on

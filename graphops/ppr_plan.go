@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // PPRPlan solves personalized PageRank on one graph for many restart
@@ -31,6 +33,9 @@ type PPRPlan struct {
 	leaves   []int32   // leaf vertex ids
 	parent   []int32   // their core position
 	leafP    []float64 // w/s_parent
+	runs     []int32   // core positions where the row length changes, and Core()
+	inv      atomic.Pointer[dampedInv]
+	work     sync.Pool // *pprWork
 }
 
 // NewPPRPlan prepares a.
@@ -51,6 +56,8 @@ func NewPPRPlan(a *Adjacency) *PPRPlan {
 	pl.orderByDegree(a)
 	pl.buildCore(a)
 	pl.buildLeaves(a, only)
+	nc := len(pl.core)
+	pl.work.New = func() any { return &pprWork{x: make([]float64, nc), rc: make([]float64, nc)} }
 	return pl
 }
 
@@ -110,7 +117,11 @@ func (pl *PPRPlan) buildCore(a *Adjacency) {
 			}
 		}
 		pl.ptr[k+1] = int64(len(pl.idx))
+		if k == 0 || pl.ptr[k+1]-pl.ptr[k] != pl.ptr[k]-pl.ptr[k-1] {
+			pl.runs = append(pl.runs, int32(k))
+		}
 	}
+	pl.runs = append(pl.runs, int32(len(pl.core)))
 }
 
 // buildLeaves lists the leaves with their parents: all of a leaf's
@@ -140,35 +151,56 @@ func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]
 	if err := o.Validate(); err != nil {
 		return nil, 0, err
 	}
-	r, err := normalizedReset(pl.n, reset)
-	if err != nil {
+	pi := make([]float64, pl.n) // the normalized reset until expand makes it π
+	if err := normalizeReset(pi, reset); err != nil {
 		return nil, 0, err
 	}
 	d := o.Damping
-	nc := len(pl.core)
-	rc, inv := make([]float64, nc), make([]float64, nc)
+	inv := pl.invFor(d)
+	w := pl.work.Get().(*pprWork)
+	defer pl.work.Put(w)
+	x, rc := w.x, w.rc
 	for k, v := range pl.core {
-		rc[k] = r[v]
-		inv[k] = 1 / (1 - d*d*pl.ratio[k])
+		rc[k], x[k] = pi[v], pi[v]
 	}
 	for i, l := range pl.leaves {
-		rc[pl.parent[i]] += d * r[l]
+		rc[pl.parent[i]] += d * pi[l]
 	}
-	x := make([]float64, nc)
-	for k, v := range pl.core {
-		x[k] = r[v]
-	}
-	c := 1.0
 	for it := 1; it <= o.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, it, err
 		}
-		c = 1 - d + d*pl.danglingMass(x)
+		c := 1 - d + d*pl.danglingMass(x)
 		if diff := pl.sweep(x, rc, inv, d, c); diff < o.Tol {
-			return pl.expand(x, r, d, pl.danglingMass(x)), it, nil
+			return pl.expand(x, pi, d, pl.danglingMass(x)), it, nil
 		}
 	}
-	return pl.expand(x, r, d, pl.danglingMass(x)), o.MaxIter, ErrNoConvergence
+	return pl.expand(x, pi, d, pl.danglingMass(x)), o.MaxIter, ErrNoConvergence
+}
+
+// pprWork is one solve's core-sized scratch: the iterate and the core's
+// reset.
+type pprWork struct{ x, rc []float64 }
+
+// dampedInv is 1/(1 − d²·L_p/s_p) per core position for one damping d.
+type dampedInv struct {
+	d   float64
+	inv []float64
+}
+
+// invFor returns the plan's per-position factors for damping d, computed
+// once for the damping most recently asked for (the read-only slice is
+// shared by concurrent solves).
+func (pl *PPRPlan) invFor(d float64) []float64 {
+	if c := pl.inv.Load(); c != nil && c.d == d {
+		return c.inv
+	}
+	inv := make([]float64, len(pl.core))
+	for k := range inv {
+		inv[k] = 1 / (1 - d*d*pl.ratio[k])
+	}
+	pl.inv.Store(&dampedInv{d: d, inv: inv})
+	return inv
 }
 
 func (pl *PPRPlan) danglingMass(x []float64) float64 {
@@ -179,33 +211,73 @@ func (pl *PPRPlan) danglingMass(x []float64) float64 {
 	return m
 }
 
-// expand returns π over every vertex: the core as solved, each leaf from
-// its parent.
-func (pl *PPRPlan) expand(x, r []float64, d, dangling float64) []float64 {
-	pi := make([]float64, pl.n)
+// expand turns pi, the normalized reset on entry, into π over every
+// vertex: the core as solved, each leaf from its parent and its own
+// reset entry (read before it is written).
+func (pl *PPRPlan) expand(x, pi []float64, d, dangling float64) []float64 {
 	for k, v := range pl.core {
 		pi[v] = x[k]
 	}
 	c := 1 - d + d*dangling
 	for i, l := range pl.leaves {
-		pi[l] = d*pl.leafP[i]*x[pl.parent[i]] + c*r[l]
+		pi[l] = d*pl.leafP[i]*x[pl.parent[i]] + c*pi[l]
 	}
 	return pi
 }
 
 // sweep is one Gauss–Seidel sweep over the core, in place (prpack's
 // solver; it needs about two thirds of the Jacobi iterations on a
-// Tri-Graph); it returns the sweep's L1 change.
+// Tri-Graph); it returns the sweep's L1 change. Rows come in runs of one
+// length (orderByDegree); the short lengths have loops of their own, with
+// no branch per entry.
 func (pl *PPRPlan) sweep(x, rc, inv []float64, d, c float64) float64 {
 	var diff float64
-	for k := range pl.core {
-		var s float64
-		for q := pl.ptr[k]; q < pl.ptr[k+1]; q++ {
-			s += pl.pw[q] * x[pl.idx[q]]
+	for r := 0; r+1 < len(pl.runs); r++ {
+		lo, hi := int(pl.runs[r]), int(pl.runs[r+1])
+		q := pl.ptr[lo]
+		switch L := pl.ptr[lo+1] - q; L {
+		case 1:
+			for k := lo; k < hi; k++ {
+				s := pl.pw[q] * x[pl.idx[q]]
+				q++
+				diff += pl.update(x, rc, inv, d, c, k, s)
+			}
+		case 2:
+			for k := lo; k < hi; k++ {
+				s := pl.pw[q]*x[pl.idx[q]] + pl.pw[q+1]*x[pl.idx[q+1]]
+				q += 2
+				diff += pl.update(x, rc, inv, d, c, k, s)
+			}
+		case 3:
+			for k := lo; k < hi; k++ {
+				s := pl.pw[q]*x[pl.idx[q]] + pl.pw[q+1]*x[pl.idx[q+1]] + pl.pw[q+2]*x[pl.idx[q+2]]
+				q += 3
+				diff += pl.update(x, rc, inv, d, c, k, s)
+			}
+		case 4:
+			for k := lo; k < hi; k++ {
+				s := pl.pw[q]*x[pl.idx[q]] + pl.pw[q+1]*x[pl.idx[q+1]] + pl.pw[q+2]*x[pl.idx[q+2]] + pl.pw[q+3]*x[pl.idx[q+3]]
+				q += 4
+				diff += pl.update(x, rc, inv, d, c, k, s)
+			}
+		default:
+			for k := lo; k < hi; k++ {
+				var s float64
+				for end := q + L; q < end; q++ {
+					s += pl.pw[q] * x[pl.idx[q]]
+				}
+				diff += pl.update(x, rc, inv, d, c, k, s)
+			}
 		}
-		y := (d*s + c*rc[k]) * inv[k]
-		diff += math.Abs(y - x[k])
-		x[k] = y
 	}
+	return diff
+}
+
+// update sets core position k from its neighbours' sum s and returns its
+// change.
+func (pl *PPRPlan) update(x, rc, inv []float64, d, c float64, k int, s float64) float64 {
+	y := (d*s + c*rc[k]) * inv[k]
+	diff := math.Abs(y - x[k])
+	x[k] = y
 	return diff
 }

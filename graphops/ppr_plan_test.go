@@ -2,6 +2,7 @@ package graphops
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +13,7 @@ import (
 // self-loops and isolated (dangling) vertices.
 func TestPPRPlanMatchesPersonalizedPageRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
+	lengths := map[int64]bool{} // core row lengths met: each of sweep's loops runs
 	for trial := 0; trial < 30; trial++ {
 		n := 5 + rng.IntN(60)
 		var es []Edge
@@ -43,6 +45,9 @@ func TestPPRPlanMatchesPersonalizedPageRank(t *testing.T) {
 			t.Fatal(err)
 		}
 		pl := NewPPRPlan(a)
+		for k := range pl.core {
+			lengths[min(pl.ptr[k+1]-pl.ptr[k], 5)] = true
+		}
 		got, _, err := pl.Solve(context.Background(), reset, o)
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +62,9 @@ func TestPPRPlanMatchesPersonalizedPageRank(t *testing.T) {
 		if math.Abs(sum-1) > 1e-10 {
 			t.Fatalf("trial %d: π sums to %v", trial, sum)
 		}
+	}
+	if len(lengths) != 6 {
+		t.Fatalf("core rows of lengths %v (5: five or more); want 0 to 5", lengths)
 	}
 }
 
@@ -104,5 +112,56 @@ func TestPPRPlanOrdersCoreByDegree(t *testing.T) {
 	}
 	if pl.Core() < n/2 {
 		t.Fatalf("core %d of %d: the graph should be mostly core", pl.Core(), n)
+	}
+}
+
+// TestPPRPlanConcurrentDampings: one plan serves solves of several
+// dampings at once (its per-damping factors and scratch are shared), each
+// equal to power iteration's.
+func TestPPRPlanConcurrentDampings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	n := 300
+	var es []Edge
+	for i := 0; i < 500; i++ {
+		es = append(es, Edge{Src: int32(rng.IntN(n)), Dst: int32(rng.IntN(n / 3)), W: 0.5 + rng.Float32()})
+	}
+	g, err := Build(n, es, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Undirected(g, true, nil)
+	pl := NewPPRPlan(a)
+	dampings := []float64{0.5, 0.85, 0.3}
+	want := make([][]float64, len(dampings))
+	resets := make([][]float64, len(dampings))
+	for i, d := range dampings {
+		resets[i] = make([]float64, n)
+		for j := 0; j < 5; j++ {
+			resets[i][rng.IntN(n)] += rng.Float64() + 0.1
+		}
+		if want[i], _, err = PersonalizedPageRank(context.Background(), a, resets[i], PPROptions{Damping: d, Tol: 1e-13, MaxIter: 10000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 24)
+	for g := 0; g < 24; g++ {
+		go func() {
+			i := g % len(dampings)
+			got, _, err := pl.Solve(context.Background(), resets[i], PPROptions{Damping: dampings[i], Tol: 1e-13, MaxIter: 10000})
+			if err == nil {
+				for v := range got {
+					if math.Abs(got[v]-want[i][v]) > 1e-10 {
+						err = fmt.Errorf("damping %v, vertex %d: plan %v, power iteration %v", dampings[i], v, got[v], want[i][v])
+						break
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 24 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
