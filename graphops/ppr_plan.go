@@ -13,8 +13,9 @@ import (
 // other, non-leaf vertex: most entity vertices of a Tri-Graph) exactly, so
 // each iteration runs over the remaining core only, and precomputes the
 // transition weights. The fixed point is PersonalizedPageRank's (the
-// solvers differ by less than their tolerance); a plan is read-only and
-// safe for concurrent use.
+// solvers differ by less than their tolerance). Make one with NewPPRPlan;
+// it is safe for concurrent use (solves share its graph read-only, and
+// only its scratch pool and per-damping factors change).
 //
 // Elimination: a leaf ℓ hanging from p with weight w has
 // π_ℓ = d·(w/s_p)·π_p + c·r_ℓ (c = 1 − d + d·dangling mass), and sends all
@@ -56,8 +57,7 @@ func NewPPRPlan(a *Adjacency) *PPRPlan {
 	pl.orderByDegree(a)
 	pl.buildCore(a)
 	pl.buildLeaves(a, only)
-	nc := len(pl.core)
-	pl.work.New = func() any { return &pprWork{x: make([]float64, nc), rc: make([]float64, nc)} }
+
 	return pl
 }
 
@@ -157,7 +157,10 @@ func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]
 	}
 	d := o.Damping
 	inv := pl.invFor(d)
-	w := pl.work.Get().(*pprWork)
+	w, _ := pl.work.Get().(*pprWork)
+	if w == nil {
+		w = &pprWork{x: make([]float64, len(pl.core)), rc: make([]float64, len(pl.core))}
+	}
 	defer pl.work.Put(w)
 	x, rc := w.x, w.rc
 	for k, v := range pl.core {
