@@ -57,7 +57,6 @@ func NewPPRPlan(a *Adjacency) *PPRPlan {
 	pl.orderByDegree(a)
 	pl.buildCore(a)
 	pl.buildLeaves(a, only)
-
 	return pl
 }
 

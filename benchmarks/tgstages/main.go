@@ -68,7 +68,12 @@ func main() {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			log.Fatal(err)
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				log.Printf("tgstages: %s: %v", *cpuprofile, err)
+			}
+		}()
 	}
 	if *solves > 0 {
 		if err := timeSolves(ix, *solves); err != nil {
@@ -103,7 +108,11 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 	if err != nil {
 		return err
 	}
-	defer retrieve.CloseAll(context.Background(), m)
+	defer func() {
+		if err := retrieve.CloseAll(context.Background(), m); err != nil {
+			log.Printf("tgstages: closing %s: %v", spec, err)
+		}
+	}()
 	tm, ok := m.(*trigraph.Method)
 	if !ok {
 		return fmt.Errorf("tgstages: %s is not a Tri-Graph method", spec)
