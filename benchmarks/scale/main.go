@@ -43,6 +43,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/benchmarks/internal/methodspec"
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/corpus/synth"
@@ -203,22 +204,9 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend, knn
 // newMethod makes the method named by spec: a method name, or
 // name?setting=value&… ("vector?search=exact").
 func newMethod(ix *index.Index, be engine.Backend, spec string) (retrieve.Method, error) {
-	name, settings, _ := strings.Cut(strings.TrimSpace(spec), "?")
-	cfg, err := retrieve.NewConfig(name)
+	cfg, err := methodspec.Config(spec)
 	if err != nil {
 		return nil, err
-	}
-	for _, kv := range strings.Split(settings, "&") {
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("%s: %q is not setting=value", spec, kv)
-		}
-		if err := cfg.Set(k, v); err != nil {
-			return nil, fmt.Errorf("%s: %w", spec, err)
-		}
 	}
 	m, err := retrieve.New(ix, retrieve.Env{Backend: be}, cfg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gleaner-rag/gleaner/benchmarks/internal/methodspec"
 	"github.com/gleaner-rag/gleaner/corpus"
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
@@ -39,8 +40,8 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed queries to this file")
 	solves := flag.Int("solves", 0, "also time this many PageRank solves alone on the Tri-Graph's graph (a fixed dense restart), before the questions")
 	flag.Parse()
-	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 {
-		log.Fatal("tgstages: -index and -queries are required; -limit ≥ 1, -skip ≥ 0")
+	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 || *solves < 0 {
+		log.Fatal("tgstages: -index and -queries are required; -limit ≥ 1, -skip ≥ 0, -solves ≥ 0")
 	}
 	qs, err := corpus.ReadQueries(*qfile, nil, corpus.ReadOptions{})
 	if err != nil {
@@ -90,19 +91,9 @@ func main() {
 // timeMethod asks every question once, after one warm-up question, and
 // prints the stages' p50s and the whole query's p50 and p99.
 func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Query) error {
-	name, settings, _ := strings.Cut(spec, "?")
-	cfg, err := retrieve.NewConfig(name)
+	cfg, err := methodspec.Config(spec)
 	if err != nil {
 		return err
-	}
-	for _, kv := range strings.Split(settings, "&") {
-		if kv == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		if err := cfg.Set(k, v); err != nil {
-			return err
-		}
 	}
 	m, err := retrieve.New(ix, retrieve.Env{Backend: be}, cfg)
 	if err != nil {
