@@ -6,6 +6,7 @@ require (
 	github.com/advancedclimatesystems/gonnx v1.1.0
 	github.com/blevesearch/go-porterstemmer v1.0.3
 	github.com/jdkato/prose/v2 v2.0.0
+	github.com/mingrammer/commonregex v1.0.1
 	github.com/nats-io/jwt/v2 v2.8.3
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.56.0
@@ -71,7 +72,6 @@ require (
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/leesper/go_rng v0.0.0-20190531154944-a612b043e353 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
-	github.com/mingrammer/commonregex v1.0.1 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

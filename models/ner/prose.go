@@ -11,44 +11,55 @@ import (
 	"github.com/jdkato/prose/v2"
 )
 
-// Prose is the embedded NER: prose's averaged-perceptron tagger and entity
-// chunker (PERSON, GPE, ORG, …; labels are not used). The model is loaded
-// once per process (≈ 0.7 s) and shared; NexusRAG uses spans only.
+// Prose is the embedded NER: github.com/jdkato/prose/v2's tokenizer, then
+// its averaged-perceptron tagger (tagger.go), maxent entity classifier and
+// chunker (maxent.go; PERSON, GPE, ORG, …, labels not used), both read
+// from prose's embedded model and indexed for speed. The models are loaded
+// once per process (≈ 1 s) and shared; NexusRAG uses spans only.
 type Prose struct {
-	model *prose.Model
+	tagger *tagger
+	maxent *maxent
 }
 
 var (
-	proseOnce  sync.Once
-	proseModel *prose.Model
-	proseErr   error
+	proseOnce   sync.Once
+	proseTagger *tagger
+	proseMaxent *maxent
+	proseErr    error
 )
 
-// NewProse returns the prose extractor, loading its model on first use.
+// NewProse returns the prose extractor, loading its models on first use.
 func NewProse() (*Prose, error) {
 	proseOnce.Do(func() {
-		doc, err := newDocument("Load the model.", nil)
-		if err != nil {
-			proseErr = fmt.Errorf("ner: loading the prose model: %w", err)
-			return
+		if proseTagger, proseErr = loadTagger(); proseErr == nil {
+			proseMaxent, proseErr = loadMaxent()
 		}
-		proseModel = doc.Model
 	})
 	if proseErr != nil {
 		return nil, proseErr
 	}
-	return &Prose{model: proseModel}, nil
+	return &Prose{tagger: proseTagger, maxent: proseMaxent}, nil
 }
 
-// newDocument runs prose without its sentence segmenter (gleaner segments
-// once, with the Punkt model loaded once), recovering prose's panics.
-func newDocument(text string, m *prose.Model) (doc *prose.Document, err error) {
+// tokens runs prose's tokenizer alone.
+func tokens(text string) ([]prose.Token, error) {
+	doc, err := proseDocument(text, nil, prose.WithTagging(false), prose.WithExtraction(false))
+	if err != nil {
+		return nil, err
+	}
+	return doc.Tokens(), nil
+}
+
+// proseDocument runs prose without its sentence segmenter (gleaner
+// segments once, with the Punkt model loaded once), recovering prose's
+// panics. A nil model makes prose load the one opts need.
+func proseDocument(text string, m *prose.Model, opts ...prose.DocOpt) (doc *prose.Document, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			doc, err = nil, fmt.Errorf("prose panicked: %v", r)
 		}
 	}()
-	opts := []prose.DocOpt{prose.WithSegmentation(false)}
+	opts = append(opts, prose.WithSegmentation(false))
 	if m != nil {
 		opts = append(opts, prose.UsingModel(m))
 	}
@@ -65,19 +76,70 @@ func (p *Prose) Entities(ctx context.Context, sentence string) ([]string, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	doc, err := newDocument(sentence, p.model)
+	toks, err := tokens(sentence)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
 	}
+	last, ok := lastAliases(sentence, len(toks))
+	if !ok {
+		return p.proseOwn(sentence)
+	}
+	tags, err := p.tagger.tag(toks)
+	if err != nil {
+		return nil, fmt.Errorf("ner: on %q: %w", clip(sentence), err)
+	}
+	aliasLabels(tags, last)
+	for i := range toks {
+		toks[i].Tag = tags[i]
+	}
+	labels := p.maxent.classify(toks)
+	aliasLabels(labels, last)
+	return spans(sentence, chunk(toks, labels)), nil
+}
+
+var (
+	fullOnce  sync.Once
+	fullModel *prose.Model
+	fullErr   error
+)
+
+// proseOwn runs prose's own entity classifier, loading its model on first
+// use. It is exact where lastAliases cannot tell which tokens prose shared.
+func (p *Prose) proseOwn(sentence string) ([]string, error) {
+	fullOnce.Do(func() {
+		doc, err := proseDocument("Load the model.", nil)
+		if err != nil {
+			fullErr = fmt.Errorf("ner: loading the prose model: %w", err)
+			return
+		}
+		fullModel = doc.Model
+	})
+	if fullErr != nil {
+		return nil, fullErr
+	}
+	doc, err := proseDocument(sentence, fullModel)
+	if err != nil {
+		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
+	}
+	var chunks []string
+	for _, e := range doc.Entities() {
+		chunks = append(chunks, e.Text)
+	}
+	return spans(sentence, chunks), nil
+}
+
+// spans locates each chunk (tokens joined by spaces) in the sentence and
+// returns the distinct kept surface strings, in order.
+func spans(sentence string, chunks []string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, e := range doc.Entities() {
-		span, ok := locate(sentence, strings.Fields(e.Text))
+	for _, c := range chunks {
+		span, ok := locate(sentence, strings.Fields(c))
 		if span = trimSpan(span); ok && keep(span) {
 			out = appendDistinct(out, seen, span)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // trimSpan strips punctuation prose's tokenizer leaves on an entity's

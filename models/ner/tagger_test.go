@@ -1,0 +1,63 @@
+package ner
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/jdkato/prose/v2"
+)
+
+// TestTagFeaturesAsProse checks featurize's keys and normalize's classes
+// against values read off prose's code, where a token's first byte is
+// converted as a rune (É's first byte 0xC3 becomes "Ã").
+func TestTagFeaturesAsProse(t *testing.T) {
+	words := []string{"Émile", "met", "Ørsted-Hansen", "in", "1999"}
+	ctx := []string{"-START-", "-START2-"}
+	for _, w := range words {
+		ctx = append(ctx, normalize(w))
+	}
+	ctx = append(ctx, "-END-", "-END2-")
+	if want := []string{"-START-", "-START2-", "émile", "met", "!HYPHEN", "in", "!YEAR", "-END-", "-END2-"}; !slices.Equal(ctx, want) {
+		t.Fatalf("context %q, want %q", ctx, want)
+	}
+	var got []string
+	for _, k := range tagFeatures(ctx, 2, words[0], "-START-", "-START2-") {
+		got = append(got, string(k.appendKey(nil)))
+	}
+	want := []string{"bias", "i suffix ile", "i pref1 Ã", "i-1 tag -START-", "i-2 tag -START2-",
+		"i tag+i-2 tag -START- -START2-", "i word émile", "i-1 tag+i word -START- émile",
+		"i-1 word -START2-", "i-1 suffix T2-", "i-2 word -START-", "i+1 word met", "i+1 suffix met",
+		"i+2 word !HYPHEN"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("keys\n%q\nwant\n%q", got, want)
+	}
+	for w, want := range map[string]string{"12": "!DIGITS", "12345": "!DIGITS", "-12": "-12", "+123": "!YEAR",
+		"-123": "!YEAR", "x-y": "!HYPHEN", "-x": "-x", "ABC": "abc", "": ""} {
+		if got := normalize(w); got != want {
+			t.Errorf("normalize(%q) = %q, want %q", w, got, want)
+		}
+	}
+}
+
+// tagged runs prose's tokenizer and tagger, loading a tagger-only model.
+func tagged(s string) (*prose.Document, error) {
+	return proseDocument(s, nil, prose.WithExtraction(false))
+}
+
+// TestEmoticonsAreProses checks the copied list: prose keeps each one a
+// single token and tags it SYM.
+func TestEmoticonsAreProses(t *testing.T) {
+	model, err := tagged("Load the tagger.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range emoticons {
+		doc, err := proseDocument(e, model.Model, prose.WithExtraction(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toks := doc.Tokens(); len(toks) != 1 || toks[0].Tag != "SYM" {
+			t.Errorf("prose makes %q into %v, not one SYM token", e, toks)
+		}
+	}
+}
