@@ -2,6 +2,7 @@ package ner
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -47,7 +48,7 @@ func loadTagger() (*tagger, error) {
 	}
 	for feat, byClass := range weights {
 		start := int32(len(t.weight))
-		for _, c := range sortedKeys(byClass) {
+		for _, c := range slices.Sorted(maps.Keys(byClass)) {
 			i, ok := at[c]
 			if !ok { // a class only the weights name
 				i = int32(len(t.classes))
@@ -59,15 +60,6 @@ func loadTagger() (*tagger, error) {
 		t.keys[feat] = weightSpan{start, int32(len(t.weight))}
 	}
 	return t, nil
-}
-
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // prose's patterns for tokens tagged without the model.
