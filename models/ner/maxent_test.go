@@ -2,6 +2,7 @@ package ner
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -55,7 +56,7 @@ func randomSentences(n int) []string {
 	pieces := strings.Fields("John Smith Mary of the and in New York Bank Corp. Inc. U.S. Mr. Dr. " +
 		"1999 12 3.5 million , . ( ) \" ' 's said went to River Valley University company river " +
 		"IBM NASA X-ray well-known Jean-Luc Ünited señor O'Brien Paris France King Louis XIV on May 4 " +
-		"’ “Rome” &rsquo; 'sa $5 (Paris) Hilton's they'll don't :) :-) (-_-) ಠ_ಠ -LRB- * user@example.com https://x.org")
+		"’ “Rome” &rsquo; 'sa $5 (Paris) Hilton's they'll don't :) :-) (-_-) ಠ_ಠ -LRB- * user@example.com @gleaner https://x.org")
 	gaps := []string{" ", " ", " ", "  ", "\t", "\n", " \u00a0", "\u2003"}
 	rng := rand.New(rand.NewPCG(11, 13))
 	out := make([]string, n)
@@ -159,19 +160,24 @@ func TestMaxentLabelsAsProse(t *testing.T) {
 	t.Logf("%d sentences, %d tokens, %d entities as prose labels them", len(runs), tokens, entities)
 }
 
-// TestTaggerAsProse compares the tagger's tags, shared as prose shares
-// them, with prose's. prose breaks ties at random, so they may differ on a
-// few tokens; two runs of prose over these sentences differ on about 1 in
-// 50,000.
-func TestTaggerAsProse(t *testing.T) {
+// tieSentences compares the tagger's tags, shared as prose shares them,
+// with prose's on the test sentences, and fails on a difference unless
+// prose's tag ties the tagger's best score at that token (prose breaks ties
+// in map order) or follows such a tie in its sentence (a token's features
+// hold the tags before it). It returns the sentences with a tie.
+func tieSentences(t *testing.T) map[string]bool {
+	t.Helper()
 	tg, err := loadTagger()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, differ := 0, 0
+	out := map[string]bool{}
 	for _, run := range proseReference(t) {
 		s, toks := run.sentence, run.tokens
-		tags, err := tg.tag(toks)
+		tied := map[int][]string{} // position → the classes tied at the top
+		tags, err := tg.tagScored(toks, func(i int, scores []float64, touched []bool) {
+			tied[i] = tg.tiedClasses(scores, touched)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,43 +185,62 @@ func TestTaggerAsProse(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q: prose's spans do not add up to its %d tokens", s, len(toks))
 		}
-		aliasLabels(tags, last)
+		firstTie := len(toks)
 		for i, tok := range toks {
-			if tags[i] != tok.Tag {
-				differ++
-				t.Logf("%q token %d %q: %s, prose %s", s, i, tok.Text, tags[i], tok.Tag)
+			if p := last[i]; tags[p] != tok.Tag && slices.Contains(tied[p], tok.Tag) {
+				firstTie = min(firstTie, p)
 			}
 		}
-		tokens += len(toks)
+		for i, tok := range toks {
+			switch p := last[i]; {
+			case tags[p] == tok.Tag:
+			case p >= firstTie:
+				out[s] = true
+				t.Logf("%q token %d %q: %s, prose %s (a tie at token %d)", s, i, tok.Text, tags[p], tok.Tag, firstTie)
+			default:
+				t.Errorf("%q token %d %q: %s, prose %s, tied %q", s, i, tok.Text, tags[p], tok.Tag, tied[p])
+			}
+		}
 	}
-	if differ*10000 > tokens {
-		t.Fatalf("%d of %d tags differ from prose's", differ, tokens)
+	return out
+}
+
+// tiedClasses are the touched classes within 1e-9 (relative) of the best.
+func (t *tagger) tiedClasses(scores []float64, touched []bool) []string {
+	best := t.best(scores, touched)
+	top := scores[slices.Index(t.classes, best)]
+	var out []string
+	for c, s := range scores {
+		if touched[c] && math.Abs(s-top) <= 1e-9*max(1, math.Abs(top)) {
+			out = append(out, t.classes[c])
+		}
 	}
+	return out
+}
+
+// TestTaggerAsProse: tags differ from prose's only at its random ties.
+func TestTaggerAsProse(t *testing.T) {
+	ties := tieSentences(t)
+	t.Logf("%d sentences with a tie prose broke otherwise", len(ties))
 }
 
 // TestProseEntitiesAsBefore checks the whole extractor against prose's
-// pipeline with the same span post-processing. Where the tagger breaks a
-// tie prose broke otherwise, entities may differ: at most 1 sentence in
-// 1,000.
+// pipeline with the same span post-processing: entities differ only in a
+// sentence where the tagger broke a tie prose broke otherwise.
 func TestProseEntitiesAsBefore(t *testing.T) {
 	p, err := NewProse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := proseReference(t)
-	differ := 0
-	for _, run := range runs {
+	ties := tieSentences(t)
+	for _, run := range proseReference(t) {
 		got, err := p.Entities(context.Background(), run.sentence)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := spans(run.sentence, run.entities); !slices.Equal(got, want) {
-			differ++
-			t.Logf("%q: %q, prose %q", run.sentence, got, want)
+		if want := spans(run.sentence, run.entities); !slices.Equal(got, want) && !ties[run.sentence] {
+			t.Errorf("%q: %q, prose %q", run.sentence, got, want)
 		}
-	}
-	if differ*1000 > len(runs) {
-		t.Fatalf("%d of %d sentences' entities differ from prose's", differ, len(runs))
 	}
 }
 

@@ -68,7 +68,8 @@ var (
 	keepTag = regexp.MustCompile(`^\-[A-Z]{3}\-$`)
 )
 
-// emoticons is prose's list, tagged SYM.
+// emoticons is prose v2.0.0's list (tokenize.go), tagged SYM;
+// TestEmoticonsAreProses checks each entry against prose's tokenizer.
 var emoticons = map[string]bool{}
 
 func init() {
@@ -80,6 +81,12 @@ func init() {
 // tag returns prose's tag for each token, the rules of its tag() first and
 // the model for the rest; a token's features include the tags before it.
 func (t *tagger) tag(toks []prose.Token) ([]string, error) {
+	return t.tagScored(toks, nil)
+}
+
+// tagScored is tag, calling seen (if not nil) with the scores of each
+// token the model tags.
+func (t *tagger) tagScored(toks []prose.Token, seen func(i int, scores []float64, touched []bool)) ([]string, error) {
 	ctx := make([]string, len(toks)+4)
 	ctx[0], ctx[1] = "-START-", "-START2-"
 	for i, tok := range toks {
@@ -112,6 +119,9 @@ func (t *tagger) tag(toks []prose.Token) ([]string, error) {
 					}
 				}
 				tag = t.best(scores, touched)
+				if seen != nil {
+					seen(i, scores, touched)
+				}
 			}
 		}
 		tags[i] = tag

@@ -1,6 +1,7 @@
 package ner
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -59,5 +60,32 @@ func TestEmoticonsAreProses(t *testing.T) {
 		if toks := doc.Tokens(); len(toks) != 1 || toks[0].Tag != "SYM" {
 			t.Errorf("prose makes %q into %v, not one SYM token", e, toks)
 		}
+	}
+}
+
+// TestTiesGoToTheFirstClass: the tagger's and the classifier's argmax take
+// the first of equal scores, and the tagger only classes a feature weighed.
+func TestTiesGoToTheFirstClass(t *testing.T) {
+	tg := &tagger{classes: []string{"A", "B", "C"}}
+	all := []bool{true, true, true}
+	for _, c := range []struct {
+		scores  []float64
+		touched []bool
+		want    string
+	}{
+		{[]float64{1, 2, 2}, all, "B"},
+		{[]float64{1, 2, 2}, []bool{true, false, true}, "C"},
+		{[]float64{5, -1, -1}, []bool{false, true, true}, "B"},
+		{[]float64{0, 0, 0}, []bool{false, false, false}, ""},
+	} {
+		if got := tg.best(c.scores, c.touched); got != c.want {
+			t.Errorf("best(%v, %v) = %q, want %q", c.scores, c.touched, got, c.want)
+		}
+	}
+	if got := argmax([]float64{1, 3, 3, 2}); got != 1 {
+		t.Errorf("argmax = %d, want 1", got)
+	}
+	if got := argmax([]float64{math.Inf(-1), math.NaN()}); got != -1 {
+		t.Errorf("argmax of nothing above −Inf = %d, want -1", got)
 	}
 }
