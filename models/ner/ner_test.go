@@ -152,3 +152,34 @@ func TestEntitiesByOrigin(t *testing.T) {
 		t.Fatalf("another extractor: %v", only)
 	}
 }
+
+// TestLongRunsAreLeftOut: runs over maxRun bytes without white space are
+// not read, so prose's tokenizer, quadratic in a run of punctuation, stays
+// fast on a 1 MiB run (hours if it were read).
+func TestLongRunsAreLeftOut(t *testing.T) {
+	long := strings.Repeat(")", maxRun+1)
+	for in, want := range map[string]string{
+		"a b":                              "a b",
+		strings.Repeat("x", maxRun) + " y": strings.Repeat("x", maxRun) + " y",
+		"Paris " + long + " London":        "Paris   London",
+		long:                               " ",
+		long + "\t" + long + " z":          " \t  z",
+		"“" + strings.Repeat("é", maxRun) + "”": " ",
+	} {
+		if got := withoutLongRuns(in); got != want {
+			t.Errorf("withoutLongRuns(%.20q…) = %.40q, want %.40q", in, got, want)
+		}
+	}
+	p, err := NewProse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := "Margaret Holloway founded the Brightwater Company in " + strings.Repeat(")", 1<<20) + " Chicago."
+	got, err := p.Entities(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, "Margaret Holloway") || !slices.Contains(got, "Chicago") {
+		t.Errorf("entities %q", got)
+	}
+}

@@ -76,11 +76,12 @@ func (p *Prose) Entities(ctx context.Context, sentence string) ([]string, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	toks, err := tokens(sentence)
+	text := withoutLongRuns(sentence)
+	toks, err := tokens(text)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
 	}
-	last, ok := lastAliases(sentence, len(toks))
+	last, ok := lastAliases(text, len(toks))
 	if !ok {
 		return p.proseOwn(sentence)
 	}
@@ -117,7 +118,7 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 	if fullErr != nil {
 		return nil, fullErr
 	}
-	doc, err := proseDocument(sentence, fullModel)
+	doc, err := proseDocument(withoutLongRuns(sentence), fullModel)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
 	}
@@ -126,6 +127,43 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 		chunks = append(chunks, e.Text)
 	}
 	return spans(sentence, chunks), nil
+}
+
+// maxRun is the longest run without white space the NER reads. prose's
+// tokenizer strips a run's edge punctuation one character at a time,
+// rescanning the run each time: a run of n such characters costs O(n²),
+// and a 1 MiB question of ")" would take hours. No entity is that long (a
+// URL, a hash or a data URI is).
+const maxRun = 256
+
+// withoutLongRuns is s with every run of more than maxRun bytes without
+// white space replaced by a space (s itself if it has none).
+func withoutLongRuns(s string) string {
+	var b strings.Builder
+	kept, start := 0, -1 // s[:kept] is in b; the current run starts at start
+	cut := func(end int) {
+		if start >= 0 && end-start > maxRun {
+			b.WriteString(s[kept:start])
+			b.WriteByte(' ')
+			kept = end
+		}
+		start = -1
+	}
+	for i, r := range s {
+		if !unicode.IsSpace(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		cut(i)
+	}
+	cut(len(s))
+	if kept == 0 {
+		return s
+	}
+	b.WriteString(s[kept:])
+	return b.String()
 }
 
 // spans locates each chunk (tokens joined by spaces) in the sentence and
