@@ -89,3 +89,26 @@ func TestTiesGoToTheFirstClass(t *testing.T) {
 		t.Errorf("argmax of nothing above −Inf = %d, want -1", got)
 	}
 }
+
+// TestLastAliases: repeats of a span share tokens, pointing at the last
+// cached repeat; the sentence's final span is never shared; counts that do
+// not add up are refused.
+func TestLastAliases(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want []int
+	}{
+		{"a b a c", 4, []int{2, 1, 2, 3}},
+		{"x, y x, z x,", 8, []int{3, 4, 2, 3, 4, 5, 6, 7}}, // "x," is two tokens; the last "x," is the final span
+		{"a b a c ", 4, []int{2, 1, 2, 3}},
+		{"a b c", 3, []int{0, 1, 2}},
+		{"a b a c", 3, nil},
+		{"a b a c", 5, nil},
+	} {
+		got, ok := lastAliases(c.s, c.n)
+		if !slices.Equal(got, c.want) || ok != (c.want != nil) {
+			t.Errorf("lastAliases(%q, %d) = %v, %v; want %v", c.s, c.n, got, ok, c.want)
+		}
+	}
+}
