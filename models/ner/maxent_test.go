@@ -102,6 +102,9 @@ var (
 func proseReference(t *testing.T) []proseRun {
 	t.Helper()
 	sentences := testSentences(t)
+	if raceDetector {
+		sentences = sentences[:1000]
+	}
 	referenceOnce.Do(func() {
 		doc, err := prose.NewDocument("Load the model.", prose.WithSegmentation(false))
 		if referenceErr = err; err != nil {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ner
+
+const raceDetector = false
