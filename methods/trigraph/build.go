@@ -81,7 +81,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 	for i := range texts {
 		texts[i] = ix.NodeText(i)
 	}
-	pn, err := extractAll(ctx, texts, o)
+	pn, err := extractAll(ctx, texts, ix.NodeID, o)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 
 // extractAll runs segmentation and NER over the texts on o.Workers
 // goroutines, reporting progress.
-func extractAll(ctx context.Context, texts []string, o BuildOptions) ([]passageNER, error) {
+func extractAll(ctx context.Context, texts []string, id func(int) string, o BuildOptions) ([]passageNER, error) {
 	seg, err := ner.NewSegmenter()
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func extractAll(ctx context.Context, texts []string, o BuildOptions) ([]passageN
 	err = parallel.ForEach(ctx, len(texts), o.Workers, o.Progress, "ner ("+o.Extractor.Name()+")", func(ctx context.Context, i int) error {
 		p, err := passageEntities(ctx, seg, o.Extractor, texts[i])
 		if err != nil {
-			return fmt.Errorf("trigraph: NER on node %d: %w", i, err)
+			return fmt.Errorf("trigraph: NER on node %d (id %q): %w", i, id(i), err)
 		}
 		out[i] = p
 		return nil

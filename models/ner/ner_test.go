@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestKeepDropsNumbersAndFunctionWords(t *testing.T) {
@@ -181,5 +183,43 @@ func TestLongRunsAreLeftOut(t *testing.T) {
 	}
 	if !slices.Contains(got, "Margaret Holloway") || !slices.Contains(got, "Chicago") {
 		t.Errorf("entities %q", got)
+	}
+}
+
+// TestProseSafe: words whose lower case is longer (Ⱥ, an invalid byte)
+// made prose's tokenizer cut out of range, failing a whole Tri-Graph build;
+// they are replaced, and no rune is left whose lower case grows.
+func TestProseSafe(t *testing.T) {
+	if got := proseSafe("Plain text, é and İ."); got != "Plain text, é and İ." {
+		t.Errorf("proseSafe changed plain text: %q", got)
+	}
+	if got, want := proseSafe("aȺ\xffb"), "aⱥ\uFFFDb"; got != want {
+		t.Errorf("proseSafe = %q, want %q", got, want)
+	}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		if s := string(lowerIfLonger(r)); len(strings.ToLower(s)) > len(s) {
+			t.Fatalf("%U: lower case of %q is longer", r, s)
+		}
+	}
+	p, err := NewProse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string][]string{
+		"The ȺȺȺ's board met Alice Carter in Paris.":     {"Paris"},
+		"Who is \xc3\xc3n't here with Alice Carter now?": {"Alice Carter"},
+	} {
+		got, err := p.Entities(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%q: entities %q, missing %q", s, got, w)
+			}
+		}
 	}
 }

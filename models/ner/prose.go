@@ -76,7 +76,7 @@ func (p *Prose) Entities(ctx context.Context, sentence string) ([]string, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	text := withoutLongRuns(sentence)
+	text := proseSafe(withoutLongRuns(sentence))
 	toks, err := tokens(text)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
@@ -118,7 +118,7 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 	if fullErr != nil {
 		return nil, fullErr
 	}
-	doc, err := proseDocument(withoutLongRuns(sentence), fullModel)
+	doc, err := proseDocument(proseSafe(withoutLongRuns(sentence)), fullModel)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
 	}
@@ -164,6 +164,51 @@ func withoutLongRuns(s string) string {
 	}
 	b.WriteString(s[kept:])
 	return b.String()
+}
+
+// proseSafe is s with the runes prose's tokenizer cannot cut replaced:
+// it finds "'s", "n't", … in the lower-cased word and cuts the word itself
+// there, which is out of range where lower-casing lengthens the word (Ⱥ,
+// Ⱦ, and an invalid byte, which becomes U+FFFD). Such a rune becomes its
+// lower case, an invalid byte U+FFFD; a token holding one is then not
+// found in the sentence, so it gives no entity. s itself if it has none.
+func proseSafe(s string) string {
+	if !needsProseSafe(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteRune(lowerIfLonger(r))
+		}
+		i += max(n, 1)
+	}
+	return b.String()
+}
+
+func needsProseSafe(s string) bool {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 || lowerIfLonger(r) != r {
+			return true
+		}
+		i += max(n, 1)
+	}
+	return false
+}
+
+// lowerIfLonger is r's lower case if that takes more bytes, else r.
+func lowerIfLonger(r rune) rune {
+	if r < utf8.RuneSelf {
+		return r
+	}
+	if l := unicode.ToLower(r); utf8.RuneLen(l) > utf8.RuneLen(r) {
+		return l
+	}
+	return r
 }
 
 // spans locates each chunk (tokens joined by spaces) in the sentence and
