@@ -46,20 +46,32 @@ func loadTagger() (*tagger, error) {
 	for i, c := range classes {
 		at[c] = int32(i)
 	}
+	for _, c := range onlyInWeights(weights, at) { // sorted, so ties stay repeatable
+		at[c] = int32(len(t.classes))
+		t.classes = append(t.classes, c)
+	}
 	for feat, byClass := range weights {
 		start := int32(len(t.weight))
 		for _, c := range slices.Sorted(maps.Keys(byClass)) {
-			i, ok := at[c]
-			if !ok { // a class only the weights name
-				i = int32(len(t.classes))
-				t.classes = append(t.classes, c)
-				at[c] = i
-			}
-			t.weight = append(t.weight, labelWeight{i, byClass[c]})
+			t.weight = append(t.weight, labelWeight{at[c], byClass[c]})
 		}
 		t.keys[feat] = weightSpan{start, int32(len(t.weight))}
 	}
 	return t, nil
+}
+
+// onlyInWeights lists, sorted, the classes the weights name that known
+// does not hold.
+func onlyInWeights(weights map[string]map[string]float64, known map[string]int32) []string {
+	extra := map[string]bool{}
+	for _, byClass := range weights {
+		for c := range byClass {
+			if _, ok := known[c]; !ok {
+				extra[c] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(extra))
 }
 
 // prose's patterns for tokens tagged without the model.
