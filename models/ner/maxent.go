@@ -129,12 +129,10 @@ func (m *maxent) classify(toks []prose.Token) []string {
 				}
 			}
 		}
-		best := argmax(scores)
-		if best < 0 {
-			labels[i], prevTag = "", simplePOS("")
-			continue
+		labels[i], prevTag = "", "" // prose's label, and its simplePOS, when no score beats −Inf
+		if best := argmax(scores); best >= 0 {
+			labels[i], prevTag = m.labels[best], m.simple[best]
 		}
-		labels[i], prevTag = m.labels[best], m.simple[best]
 	}
 	return labels
 }

@@ -173,31 +173,23 @@ func withoutLongRuns(s string) string {
 // lower case, an invalid byte U+FFFD; a token holding one is then not
 // found in the sentence, so it gives no entity. s itself if it has none.
 func proseSafe(s string) string {
-	if !needsProseSafe(s) {
+	var b strings.Builder
+	kept := 0 // s[:kept] is in b
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		safe := lowerIfLonger(r) // an invalid byte decodes as U+FFFD, written in full
+		if safe != r || r == utf8.RuneError && n == 1 {
+			b.WriteString(s[kept:i])
+			b.WriteRune(safe)
+			kept = i + n
+		}
+		i += n
+	}
+	if kept == 0 {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n <= 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteRune(lowerIfLonger(r))
-		}
-		i += max(n, 1)
-	}
+	b.WriteString(s[kept:])
 	return b.String()
-}
-
-func needsProseSafe(s string) bool {
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n <= 1 || lowerIfLonger(r) != r {
-			return true
-		}
-		i += max(n, 1)
-	}
-	return false
 }
 
 // lowerIfLonger is r's lower case if that takes more bytes, else r.
