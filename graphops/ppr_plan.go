@@ -34,6 +34,7 @@ type PPRPlan struct {
 	leaves   []int32   // leaf vertex ids
 	parent   []int32   // their core position
 	leafP    []float64 // w/s_parent
+	leafAt   []int32   // vertex → its leaf number, −1 in the core
 	runs     []int32   // core positions where the row length changes, and Core()
 	inv      atomic.Pointer[dampedInv]
 	work     sync.Pool // *pprWork
@@ -128,10 +129,12 @@ func (pl *PPRPlan) buildCore(a *Adjacency) {
 // P(parent→leaf) = s_leaf/s_parent.
 func (pl *PPRPlan) buildLeaves(a *Adjacency, only []int32) {
 	pl.ratio = make([]float64, len(pl.core))
+	pl.leafAt = make([]int32, len(pl.coreOf))
 	for v, c := range pl.coreOf {
-		if c >= 0 {
+		if pl.leafAt[v] = -1; c >= 0 {
 			continue
 		}
+		pl.leafAt[v] = int32(len(pl.leaves))
 		p := pl.coreOf[only[v]]
 		share := a.Strength[v] / a.Strength[only[v]]
 		pl.leaves, pl.parent, pl.leafP = append(pl.leaves, int32(v)), append(pl.parent, p), append(pl.leafP, share)
@@ -156,18 +159,10 @@ func (pl *PPRPlan) Solve(ctx context.Context, reset []float64, o PPROptions) ([]
 	}
 	d := o.Damping
 	inv := pl.invFor(d)
-	w, _ := pl.work.Get().(*pprWork)
-	if w == nil {
-		w = &pprWork{x: make([]float64, len(pl.core)), rc: make([]float64, len(pl.core))}
-	}
+	w := pl.getWork()
 	defer pl.work.Put(w)
 	x, rc := w.x, w.rc
-	for k, v := range pl.core {
-		rc[k], x[k] = pi[v], pi[v]
-	}
-	for i, l := range pl.leaves {
-		rc[pl.parent[i]] += d * pi[l]
-	}
+	pl.startCore(x, rc, pi, d)
 	for it := 1; it <= o.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, it, err

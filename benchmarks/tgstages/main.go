@@ -113,7 +113,8 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 		return err
 	}
 	stages := map[string][]float64{}
-	var whole []float64
+	var whole, sweeps []float64
+	certified := 0
 	for _, q := range qs {
 		start := time.Now()
 		_, tr, err := tm.Trace(ctx, retrieve.Query{Text: q.Text}, 10)
@@ -121,6 +122,12 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 			return fmt.Errorf("%s: question %s: %w", spec, q.ID, err)
 		}
 		whole = append(whole, ms(time.Since(start)))
+		if tr.Sweeps > 0 {
+			sweeps = append(sweeps, float64(tr.Sweeps))
+		}
+		if tr.Certified {
+			certified++
+		}
 		for s, d := range tr.Stages {
 			stages[s] = append(stages[s], ms(d))
 		}
@@ -135,6 +142,9 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 		fmt.Printf(" %s %.2f (%d)", s, pct(stages[s], 0.5), len(stages[s]))
 	}
 	fmt.Println()
+	if len(sweeps) > 0 {
+		fmt.Printf("%s PageRank: %d solves, sweeps p50 %.0f, max %.0f; %d stopped when the top 10 were certain\n", spec, len(sweeps), pct(sweeps, 0.5), pct(sweeps, 1), certified)
+	}
 	return nil
 }
 

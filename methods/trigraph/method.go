@@ -29,11 +29,15 @@ import (
 // §2.1, §2.4–2.5). Start from Preset or DefaultOptions; every field
 // is used as given.
 type Options struct {
-	MaxIter       int     // maxT: propagation runs MaxIter−1 rounds (3 → 2)
-	Threshold     float64 // δ: pruning threshold and NexusRAG's floor
-	Sentences     int     // η: sentences an entity spreads through per round
-	Damping       float64 // PageRank's probability of following an edge, in (0, 1)
-	Tolerance     float64 // PageRank stops when a sweep changes π by less than this in L1 (1e-10, igraph's)
+	MaxIter   int     // maxT: propagation runs MaxIter−1 rounds (3 → 2)
+	Threshold float64 // δ: pruning threshold and NexusRAG's floor
+	Sentences int     // η: sentences an entity spreads through per round
+	Damping   float64 // PageRank's probability of following an edge, in (0, 1)
+	Tolerance float64 // PageRank stops when a sweep changes π by less than this in L1 (1e-10, igraph's)
+	// CertifiedStop lets PageRank stop before Tolerance once the top k
+	// passages, in order, are certain to be the exact π's (the scores are
+	// then within the certificate's bound of π: graphops.PPRPlan.SolveTop).
+	CertifiedStop bool
 	PassageWeight float64 // ω_p: the passages' share of the restart vector
 	PassageRatio  float64 // LinearRAG: weight of the dense score in a passage's restart mass
 	// PassageScores is the passage similarity of the restart vector: the
@@ -59,7 +63,7 @@ func Presets() []string { return []string{"2wiki", "hotpotqa", "musique", "medic
 // everywhere.
 func Preset(name string) (Options, error) {
 	o := Options{MaxIter: 3, Threshold: 0.4, Sentences: 1, Damping: 0.5, Tolerance: 1e-10, PassageWeight: 0.05, PassageRatio: 0.05, Adjacent: true,
-		PassageScores: retrieve.StageVector, Hybrid: retrieve.DefaultHybrid()}
+		CertifiedStop: true, PassageScores: retrieve.StageVector, Hybrid: retrieve.DefaultHybrid()}
 	switch name {
 	case "2wiki", "hotpotqa":
 	case "musique":
@@ -92,6 +96,7 @@ func (o *Options) Params(p *retrieve.Params) {
 	p.Int(&o.Sentences, "eta", "nexusrag/linearrag: η, sentences an entity spreads through per round", retrieve.AtLeast(1))
 	p.Float(&o.Damping, "tg-damping", "nexusrag/linearrag: PageRank's probability of following an edge, in (0,1)", retrieve.Between(0.0, 1.0))
 	p.Float(&o.Tolerance, "tg-tol", "nexusrag/linearrag: PageRank's L1 tolerance (igraph's 1e-10; larger is faster)", retrieve.Between(0.0, 1.0))
+	p.Bool(&o.CertifiedStop, "tg-certified-stop", "nexusrag/linearrag: stop PageRank once the top k passages are certain (false: solve to tg-tol)")
 	p.Float(&o.PassageWeight, "passage-weight", "nexusrag/linearrag: ω_p, the passages' weight in the restart vector", retrieve.Within(0.0, maxPassageScale))
 	p.Float(&o.PassageRatio, "passage-ratio", "linearrag: weight of the dense score in a passage's restart mass", retrieve.Within(0.0, maxPassageScale))
 	p.String(&o.PassageScores, "passage-scores", "nexusrag/linearrag: passage similarity of the restart vector: vector (the papers'), bm25 or hybrid", retrieve.OneOf(retrieve.Stages()...))
@@ -320,6 +325,8 @@ type Trace struct {
 	Rounds           int
 	Active           []graphops.Activation // every activated entity's last write
 	Fallback         bool                  // no seed: the dense ranking was returned
+	Sweeps           int                   // PageRank's Gauss–Seidel sweeps
+	Certified        bool                  // PageRank stopped once the top k were certain
 	Stages           map[string]time.Duration
 }
 
@@ -582,7 +589,7 @@ func (m *Method) walk(ctx context.Context, g *graph, qv, dpr []float32, signal b
 	if g.adjEr != nil {
 		return nil, g.adjEr
 	}
-	pi, _, err := g.plan.Solve(ctx, reset, graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: graphops.PPRIterations(m.o.Damping, m.o.Tolerance)})
+	pi, err := m.solve(ctx, g, reset, k, tr)
 	if errors.Is(err, graphops.ErrNoConvergence) {
 		return nil, fmt.Errorf("%s: %w (damping %v, tolerance %v: lower the damping or raise the tolerance, --tg-damping / --tg-tol)", m.Name(), err, m.o.Damping, m.o.Tolerance)
 	}
@@ -595,6 +602,20 @@ func (m *Method) walk(ctx context.Context, g *graph, qv, dpr []float32, signal b
 		top.Push(int32(p), float32(pi[p]))
 	}
 	return top.Results(), nil
+}
+
+// solve runs the walk's PageRank, stopped early when the top k are
+// certain if the options allow it.
+func (m *Method) solve(ctx context.Context, g *graph, reset []float64, k int, tr *Trace) ([]float64, error) {
+	o := graphops.PPROptions{Damping: m.o.Damping, Tol: m.o.Tolerance, MaxIter: graphops.PPRIterations(m.o.Damping, m.o.Tolerance)}
+	if !m.o.CertifiedStop {
+		pi, it, err := g.plan.Solve(ctx, reset, o)
+		tr.Sweeps = it
+		return pi, err
+	}
+	pi, st, err := g.plan.SolveTop(ctx, reset, o, g.tg.Passages, k)
+	tr.Sweeps, tr.Certified = st.Sweeps, st.Certified
+	return pi, err
 }
 
 // sentenceSims returns a memoised cosine of each sentence with the

@@ -132,12 +132,14 @@ func TestNexusRAGFindsTheSecondHop(t *testing.T) {
 
 // TestNexusRAGMatchesItsParts recomputes one query from the exported
 // operators (seed, propagation, bonus, reset, PageRank) and expects the
-// method's ranking and scores.
+// method's ranking and scores (PageRank solved to its tolerance), and
+// the same ranking from a PageRank stopped once the top k are certain.
 func TestNexusRAGMatchesItsParts(t *testing.T) {
 	ix := buildTriGraphIndex(t, twoHopCorpus(), "titles")
 	tg := tgOf(t, ix)
 	q := "Who is the mayor of the town where Harold Venn was born?"
 	to := trigraph.DefaultOptions()
+	to.CertifiedStop = false
 	m, err := trigraph.NewNexusRAG(ix, env(), to)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +147,21 @@ func TestNexusRAGMatchesItsParts(t *testing.T) {
 	got, err := m.Retrieve(context.Background(), retrieve.Query{Text: q}, 20)
 	if err != nil {
 		t.Fatal(err)
+	}
+	to.CertifiedStop = true
+	mc, err := trigraph.NewNexusRAG(ix, env(), to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 20} {
+		early, tr, err := mc.Trace(context.Background(), retrieve.Query{Text: q}, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("k %d: %d sweeps, certified %v", k, tr.Sweeps, tr.Certified)
+		if !slices.Equal(ids(ix, early), ids(ix, got)[:len(early)]) || len(early) != min(k, len(got)) {
+			t.Fatalf("k %d: stopped when certain %v; solved to the tolerance %v", k, ids(ix, early), ids(ix, got))
+		}
 	}
 	qv, _ := ix.EmbedQuery(context.Background(), q)
 	seed := int32(slices.Index(tg.Entities, "Harold Venn"))
