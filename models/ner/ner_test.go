@@ -34,10 +34,63 @@ func TestLocateReturnsTheSentencesOwnText(t *testing.T) {
 		{[]string{"York", "New"}, "", false},
 		{nil, "", false},
 	} {
-		got, ok := locate(s, tc.toks)
-		if got != tc.want || ok != tc.ok {
+		start, end, ok := locate(s, tc.toks)
+		if got := s[start:end]; got != tc.want || ok != tc.ok {
 			t.Errorf("locate(%q) = %q, %v; want %q, %v", tc.toks, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestProseKeepsCurlyQuotedEntities: prose spells curly quotes straight
+// (and "&rsquo;" too); the entity is its span of the sentence, as written.
+func TestProseKeepsCurlyQuotedEntities(t *testing.T) {
+	p, err := NewProse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ sentence, want string }{
+		{"Yesterday John O\u2019Brien visited Dublin.", "John O\u2019Brien"},
+		{"Yesterday John O&rsquo;Brien visited Dublin.", "John O&rsquo;Brien"},
+		{"Yesterday John O'Brien visited Dublin.", "John O'Brien"},
+		{"The \u201cNew York Times\u201d praised Mary O\u2018Neill.", "Mary O\u2018Neill"},
+		{"The \u023a\u023a\u023a\u2019s board met Mary O\u2019Neill in Paris.", "Mary O\u2019Neill"},
+	} {
+		got, err := p.Entities(context.Background(), tc.sentence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(got, tc.want) {
+			t.Errorf("%q: entities %q; want %q among them", tc.sentence, got, tc.want)
+		}
+	}
+}
+
+// TestProseViewMapsBack: each byte of the view maps to the sentence byte
+// it came from, and the view's bounds to the sentence's.
+func TestProseViewMapsBack(t *testing.T) {
+	s := "a\u2019b &rsquo;c \u201cd\u201d \u023ae \xffz"
+	view, at := proseView(s)
+	if want := "a'b 'c \"d\" \u2c65e \ufffdz"; view != want {
+		t.Fatalf("view %q; want %q", view, want)
+	}
+	if len(at) != len(view)+1 || at[0] != 0 || at[len(view)] != len(s) {
+		t.Fatalf("offsets %v for %d view bytes, %d sentence bytes", at, len(view), len(s))
+	}
+	for _, tok := range []string{"a'b", "'c", "\"d\"", "\u2c65e", "\ufffdz"} {
+		start, end, ok := locate(view, []string{tok})
+		if !ok {
+			t.Fatalf("%q not in the view", tok)
+		}
+		if got := s[at[start]:at[end]]; utf8.ValidString(tok) && got == "" {
+			t.Fatalf("%q maps to nothing", tok)
+		}
+	}
+	if v, at := proseView("plain text"); v != "plain text" || at != nil {
+		t.Fatalf("plain text: %q, %v", v, at)
+	}
+	start, end, _ := locate(view, []string{"'c"})
+	if got := s[at[start]:at[end]]; got != "&rsquo;c" {
+		t.Fatalf("'c maps to %q", got)
 	}
 }
 

@@ -170,8 +170,8 @@ func withoutLongRuns(s string) string {
 // it finds "'s", "n't", … in the lower-cased word and cuts the word itself
 // there, which is out of range where lower-casing lengthens the word (Ⱥ,
 // Ⱦ, and an invalid byte, which becomes U+FFFD). Such a rune becomes its
-// lower case, an invalid byte U+FFFD; a token holding one is then not
-// found in the sentence, so it gives no entity. s itself if it has none.
+// lower case, an invalid byte U+FFFD (spans maps a token holding one back
+// to the sentence's own text). s itself if it has none.
 func proseSafe(s string) string {
 	var b strings.Builder
 	kept := 0 // s[:kept] is in b
@@ -204,17 +204,75 @@ func lowerIfLonger(r rune) rune {
 }
 
 // spans locates each chunk (tokens joined by spaces) in the sentence and
-// returns the distinct kept surface strings, in order.
+// returns the distinct kept surface strings, in order. prose's tokens
+// spell curly quotes straight ("O’Brien" → "O'Brien") and carry
+// proseSafe's replacements, so they are located in that spelling of the
+// sentence and the sentence's own text is returned.
 func spans(sentence string, chunks []string) []string {
 	var out []string
 	seen := map[string]bool{}
+	view, at := proseView(sentence)
 	for _, c := range chunks {
-		span, ok := locate(sentence, strings.Fields(c))
-		if span = trimSpan(span); ok && keep(span) {
+		start, end, ok := locate(view, strings.Fields(c))
+		if !ok {
+			continue
+		}
+		if at != nil {
+			start, end = at[start], at[end]
+		}
+		if span := trimSpan(sentence[start:end]); keep(span) {
 			out = appendDistinct(out, seen, span)
 		}
 	}
 	return out
+}
+
+// proseQuotes are prose's tokenizer's replacements (its sanitizer).
+var proseQuotes = map[rune]byte{'\u201c': '"', '\u201d': '"', '\u2018': '\'', '\u2019': '\''}
+
+// proseView is s as prose's tokens spell it (proseSafe's replacements,
+// then prose's quotes, "&rsquo;" included) and, when that differs from
+// s, the offset in s of each of its bytes and of its end; nil when equal.
+func proseView(s string) (string, []int) {
+	var b strings.Builder
+	var at []int
+	kept := 0 // s[:kept] is in b
+	put := func(i, n int, text string) {
+		if at == nil {
+			at = make([]int, 0, len(s)+1)
+		}
+		for j := kept; j < i; j++ {
+			at = append(at, j)
+		}
+		b.WriteString(s[kept:i])
+		b.WriteString(text)
+		for range len(text) {
+			at = append(at, i)
+		}
+		kept = i + n
+	}
+	for i := 0; i < len(s); {
+		if s[i] == '&' && strings.HasPrefix(s[i:], "&rsquo;") {
+			put(i, len("&rsquo;"), "'")
+			i += len("&rsquo;")
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if q, ok := proseQuotes[r]; ok {
+			put(i, n, string(q))
+		} else if safe := lowerIfLonger(r); safe != r || r == utf8.RuneError && n == 1 {
+			put(i, n, string(safe))
+		}
+		i += n
+	}
+	if at == nil {
+		return s, nil
+	}
+	for j := kept; j <= len(s); j++ {
+		at = append(at, j)
+	}
+	b.WriteString(s[kept:])
+	return b.String(), at
 }
 
 // trimSpan strips punctuation prose's tokenizer leaves on an entity's
@@ -234,23 +292,23 @@ func trimSpan(s string) string {
 }
 
 // locate finds the tokens in s, in order, separated by nothing or by white
-// space, and returns the covering substring of s.
-func locate(s string, toks []string) (string, bool) {
+// space, and returns the covering substring's bounds.
+func locate(s string, toks []string) (int, int, bool) {
 	if len(toks) == 0 {
-		return "", false
+		return 0, 0, false
 	}
 	for from := 0; from < len(s); {
 		i := strings.Index(s[from:], toks[0])
 		if i < 0 {
-			return "", false
+			return 0, 0, false
 		}
 		start := from + i
 		if end, ok := matchRest(s, start+len(toks[0]), toks[1:]); ok {
-			return s[start:end], true
+			return start, end, true
 		}
 		from = start + 1
 	}
-	return "", false
+	return 0, 0, false
 }
 
 // matchRest matches toks at s[at:], each after optional white space, and
