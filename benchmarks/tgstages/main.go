@@ -7,10 +7,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -38,6 +40,7 @@ func main() {
 	skip := flag.Int("skip", 0, "questions left out first")
 	methods := flag.String("methods", "nexusrag,linearrag", "methods timed, comma-separated (name or name?setting=value&…)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed queries to this file")
+	showSlowest = flag.Int("slowest", 0, "also print the stages of this many slowest questions")
 	solves := flag.Int("solves", 0, "also time this many PageRank solves alone on the Tri-Graph's graph (a fixed dense restart), before the questions")
 	flag.Parse()
 	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 || *solves < 0 {
@@ -115,6 +118,13 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 	stages := map[string][]float64{}
 	var whole, sweeps []float64
 	certified := 0
+	type slow struct {
+		ms     float64
+		id     string
+		sweeps int
+		stages map[string]time.Duration
+	}
+	var slowest []slow
 	for _, q := range qs {
 		start := time.Now()
 		_, tr, err := tm.Trace(ctx, retrieve.Query{Text: q.Text}, 10)
@@ -122,6 +132,7 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 			return fmt.Errorf("%s: question %s: %w", spec, q.ID, err)
 		}
 		whole = append(whole, ms(time.Since(start)))
+		slowest = append(slowest, slow{whole[len(whole)-1], q.ID, tr.Sweeps, tr.Stages})
 		if tr.Sweeps > 0 {
 			sweeps = append(sweeps, float64(tr.Sweeps))
 		}
@@ -142,6 +153,14 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 		fmt.Printf(" %s %.2f (%d)", s, pct(stages[s], 0.5), len(stages[s]))
 	}
 	fmt.Println()
+	slices.SortFunc(slowest, func(a, b slow) int { return cmp.Compare(b.ms, a.ms) })
+	for _, s := range slowest[:min(*showSlowest, len(slowest))] {
+		fmt.Printf("  slow: question %s %.2f ms, %d sweeps:", s.id, s.ms, s.sweeps)
+		for _, n := range slices.Sorted(maps.Keys(s.stages)) {
+			fmt.Printf(" %s %.2f", n, ms(s.stages[n]))
+		}
+		fmt.Println()
+	}
 	if len(sweeps) > 0 {
 		fmt.Printf("%s PageRank: %d solves, sweeps p50 %.0f, max %.0f; %d stopped when the top 10 were certain\n", spec, len(sweeps), pct(sweeps, 0.5), pct(sweeps, 1), certified)
 	}
@@ -191,6 +210,8 @@ func timeSolves(ix *index.Index, n int) error {
 		adj.N(), plan.Core(), built.Round(time.Millisecond), sweeps, pct(times, 0.5), pct(times, 0), float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e6, float64(after.Mallocs-before.Mallocs)/float64(n))
 	return nil
 }
+
+var showSlowest *int
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
