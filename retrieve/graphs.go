@@ -90,7 +90,7 @@ hnsw, or with auto when the index has one and ≥ 100000 nodes; --ef), undirecte
 // knnEdges makes the knn graph of ix.
 func knnEdges(ctx context.Context, ix *index.Index, be engine.Backend, s KNNSettings) ([]graphops.Edge, error) {
 	o := s.KNNOptions
-	nearest, err := nearestOn(ix, be, s.Search, s.Ef)
+	nearest, err := NearestRows(ix, be, s.Search, s.Ef)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,12 @@ func refreshKNN(ctx context.Context, ix *index.Index, settings json.RawMessage, 
 // 10⁵ nodes the exact all-pairs scan (n²·d multiply-adds) takes minutes.
 const knnGraphFrom = 100_000
 
-// nearestOn is a node's nearest rows on the index's HNSW graph under
-// search (SearchAuto, SearchExact, SearchHNSW); nil for exact search.
-func nearestOn(ix *index.Index, be engine.Backend, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
+// NearestRows is a node's nearest rows on the index's HNSW graph under
+// search (SearchAuto, SearchExact, SearchHNSW) with ef candidates, for the
+// graph builders that need each node's neighbours (graphops.KNNOptions's
+// Nearest); nil for exact search. auto is the HNSW graph from 10⁵ nodes
+// when the index has one.
+func NearestRows(ix *index.Index, be engine.Backend, search string, ef int) (func(int32, int) ([]engine.Hit, error), error) {
 	if search == SearchAuto && ix.N() < knnGraphFrom {
 		return nil, nil
 	}

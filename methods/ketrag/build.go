@@ -14,6 +14,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/internal/parallel"
 	"github.com/gleaner-rag/gleaner/internal/progress"
@@ -21,6 +22,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/models/tiktoken"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // Core-chunk selections (docs/methods.md §4.2).
@@ -40,8 +42,14 @@ type BuildOptions struct {
 	Selection string
 	// Seed drives SelectUniform.
 	Seed int64
-	// KNN configures the chunk graph PageRank runs on.
+	// KNN configures the chunk graph PageRank runs on (its Nearest is set
+	// from Search and Ef).
 	KNN graphops.KNNOptions
+	// Search finds the chunk graph's semantic neighbours: retrieve.SearchAuto
+	// (the index's HNSW graph from 10⁵ nodes when built, else exact),
+	// SearchExact or SearchHNSW; Ef is the HNSW search's candidates.
+	Search string
+	Ef     int
 	// Damping is PageRank's α, in (0, 1).
 	Damping float64
 	// UnitTokens bounds the units consecutive core chunks merge into, each
@@ -67,7 +75,8 @@ type BuildOptions struct {
 // the one-lexical, one-semantic neighbour graph, 1,200-token units,
 // 300-token text units; three descriptions per entity, two workers.
 func DefaultBuildOptions() BuildOptions {
-	return BuildOptions{Beta: 0.8, Selection: SelectPageRank, Seed: 42, KNN: graphops.DefaultKNNOptions(), Damping: 0.85,
+	k := retrieve.DefaultKNNSettings()
+	return BuildOptions{Beta: 0.8, Selection: SelectPageRank, Seed: 42, KNN: k.KNNOptions, Search: k.Search, Ef: k.Ef, Damping: 0.85,
 		UnitTokens: 1200, PieceTokens: 300, MaxDescriptions: 3, Workers: 2}
 }
 
@@ -89,6 +98,10 @@ func (o *BuildOptions) validate() error {
 		return fmt.Errorf("ketrag: workers must be ≥ 1, got %d", o.Workers)
 	case o.Backend == nil:
 		return errors.New("ketrag: the build needs BuildOptions.Backend (engine.Open)")
+	case o.Search != retrieve.SearchAuto && o.Search != retrieve.SearchExact && o.Search != retrieve.SearchHNSW:
+		return fmt.Errorf("ketrag: chunk graph search %q: want %s, %s or %s", o.Search, retrieve.SearchAuto, retrieve.SearchExact, retrieve.SearchHNSW)
+	case o.Ef < 1 || o.Ef > hnsw.MaxEf:
+		return fmt.Errorf("ketrag: chunk graph ef must be in [1, %d], got %d", hnsw.MaxEf, o.Ef)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -151,7 +164,8 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*KETRAG, error
 		return nil, err
 	}
 	k.deriveEntityRels()
-	k.Meta = Meta{Tokenizer: tiktoken.Name, Beta: o.Beta, Selection: o.Selection, Seed: o.Seed, KNN: o.KNN, Damping: o.Damping,
+	k.Meta = Meta{Tokenizer: tiktoken.Name, Beta: o.Beta, Selection: o.Selection, Seed: o.Seed, KNN: o.KNN,
+		Search: o.Search, Ef: o.Ef, ChunkNeighbours: k.Meta.ChunkNeighbours, Damping: o.Damping,
 		UnitTokens: o.UnitTokens, PieceTokens: o.PieceTokens, MaxDescriptions: o.MaxDescriptions, Extractor: o.Extractor.Name(), Chunks: ix.N(), Chunked: k.Meta.Chunked,
 		ChunkGraphEdges: edges, Core: len(k.Core), Units: len(units), UnitTextTokens: k.Meta.UnitTextTokens, Pieces: k.Pieces.Len(),
 		Entities: k.EntityNames.Len(), Relationships: len(k.RelSrc), Keywords: k.Keywords.Len(), KeywordEdges: len(k.KeywordChunks.Idx),
@@ -172,8 +186,15 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *index.Index, o BuildOptions
 	o.Progress.Stage("chunk graph and pagerank", 0)
 	defer o.Progress.Finish()
 	var edges []graphops.Edge
-	var err error
 	if n > 1 {
+		nearest, err := retrieve.NearestRows(ix, o.Backend, o.Search, o.Ef)
+		if err != nil {
+			return 0, fmt.Errorf("ketrag: chunk graph: %w", err)
+		}
+		o.KNN.Nearest, k.Meta.ChunkNeighbours = nearest, retrieve.SearchExact
+		if nearest != nil {
+			k.Meta.ChunkNeighbours = retrieve.SearchHNSW
+		}
 		if edges, err = graphops.KNNEdges(ctx, o.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o.KNN); err != nil {
 			return 0, err
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gleaner-rag/gleaner/graphops"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/methods/trigraph"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/ner"
@@ -61,6 +62,8 @@ func (s *Settings) Params(p *retrieve.Params) {
 	p.Int(&o.KNN.Lexical, "k-lex", "lexical neighbours per node in the chunk graph (0: none)", retrieve.AtLeast(0))
 	p.Int(&o.KNN.Semantic, "k-sem", "semantic neighbours per node in the chunk graph (0: none)", retrieve.AtLeast(0))
 	p.Int64(&o.KNN.LexicalBudget, "lex-budget", graphops.LexicalBudgetUsage, retrieve.AtLeast(int64(0)))
+	p.String(&o.Search, "search", "ketrag: the chunk graph's semantic neighbours: auto (the index's HNSW graph when built and the index has ≥ 100000 nodes, else exact), exact or hnsw", retrieve.OneOf(retrieve.SearchAuto, retrieve.SearchExact, retrieve.SearchHNSW))
+	p.Int(&o.Ef, "ef", "ketrag: the chunk graph's semantic neighbours on the HNSW graph: candidates kept", retrieve.Within(1, hnsw.MaxEf))
 	p.Int(&o.UnitTokens, "unit-tokens", "ketrag: tokens per extraction unit (consecutive core chunks merged)", retrieve.AtLeast(1))
 	p.Int(&o.PieceTokens, "piece-tokens", "ketrag: tokens per text unit the skeleton channel quotes", retrieve.AtLeast(1))
 	p.Int(&o.MaxDescriptions, "max-descriptions", "ketrag: distinct descriptions a merged entity or relationship keeps", retrieve.AtLeast(1))

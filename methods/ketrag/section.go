@@ -13,6 +13,7 @@ import (
 	"github.com/gleaner-rag/gleaner/models"
 	"github.com/gleaner-rag/gleaner/models/kgextract"
 	"github.com/gleaner-rag/gleaner/models/ner"
+	"github.com/gleaner-rag/gleaner/retrieve"
 )
 
 // KET-RAG's section (docs/index-format.md).
@@ -48,17 +49,24 @@ func Of(ix *index.Index) (*KETRAG, error) {
 
 // Meta describes the KET-RAG structures in the manifest.
 type Meta struct {
-	Tokenizer       string              `json:"tokenizer"`
-	Beta            float64             `json:"beta"`
-	Selection       string              `json:"selection"`
-	Seed            int64               `json:"seed"`
-	KNN             graphops.KNNOptions `json:"knn"`
-	Damping         float64             `json:"damping"`
-	UnitTokens      int                 `json:"unit_tokens"`
-	PieceTokens     int                 `json:"piece_tokens"`
-	MaxDescriptions int                 `json:"max_descriptions"`
-	Extractor       string              `json:"extractor"`
-	Chunks          int                 `json:"chunks"`
+	Tokenizer string              `json:"tokenizer"`
+	Beta      float64             `json:"beta"`
+	Selection string              `json:"selection"`
+	Seed      int64               `json:"seed"`
+	KNN       graphops.KNNOptions `json:"knn"`
+	// Search and Ef are the chunk graph's search setting and HNSW
+	// candidates; ChunkNeighbours says how its semantic neighbours were
+	// found (exact, or hnsw on the index's graph). Builds before these
+	// were recorded searched exactly.
+	Search          string  `json:"search"`
+	Ef              int     `json:"ef"`
+	ChunkNeighbours string  `json:"chunk_neighbours"`
+	Damping         float64 `json:"damping"`
+	UnitTokens      int     `json:"unit_tokens"`
+	PieceTokens     int     `json:"piece_tokens"`
+	MaxDescriptions int     `json:"max_descriptions"`
+	Extractor       string  `json:"extractor"`
+	Chunks          int     `json:"chunks"`
 	// Chunked says every node is a token-chunk piece (gleaner chunk):
 	// pieces then concatenate into units as KET-RAG's do; passages join
 	// with a line break between them.
@@ -336,7 +344,7 @@ func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env
 		return nil, err
 	}
 	o := DefaultBuildOptions()
-	o.Beta, o.Selection, o.Seed, o.KNN, o.Damping = m.Beta, m.Selection, m.Seed, m.KNN, m.Damping
+	o.Beta, o.Selection, o.Seed, o.KNN, o.Search, o.Ef, o.Damping = m.Beta, m.Selection, m.Seed, m.KNN, m.Search, m.Ef, m.Damping
 	o.UnitTokens, o.PieceTokens, o.MaxDescriptions = m.UnitTokens, m.PieceTokens, m.MaxDescriptions
 	o.Extractor, o.Backend, o.Logger = ex, env.Backend, env.Logger
 	o.Workers = env.WorkersOr(o.Workers)
@@ -352,7 +360,7 @@ func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env
 // refresh cannot build them (index.ErrNotRefreshable).
 func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, string, error) {
 	d := DefaultBuildOptions()
-	m := Meta{Beta: d.Beta, Selection: d.Selection, Seed: d.Seed, KNN: d.KNN, Damping: d.Damping,
+	m := Meta{Beta: d.Beta, Selection: d.Selection, Seed: d.Seed, KNN: d.KNN, Search: retrieve.SearchExact, Ef: d.Ef, Damping: d.Damping,
 		UnitTokens: d.UnitTokens, PieceTokens: d.PieceTokens, MaxDescriptions: d.MaxDescriptions}
 	m.KNN.LexicalBudget = -1
 	if err := json.Unmarshal(settings, &m); err != nil {
