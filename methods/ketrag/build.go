@@ -159,7 +159,7 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*KETRAG, error
 	if err := k.embedSkeleton(ctx, ix, sk, o.Progress); err != nil {
 		return nil, err
 	}
-	parts, err := k.buildKeywords(ctx, ix, texts, o.Progress)
+	parts, err := k.buildKeywords(ctx, ix, texts, o.Workers, o.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -517,13 +517,13 @@ func (k *KETRAG) embedSkeleton(ctx context.Context, ix *index.Index, s *skeleton
 
 // buildKeywords builds the text–keyword graph over every node and the
 // keyword vectors; it returns the number of sentence parts.
-func (k *KETRAG) buildKeywords(ctx context.Context, ix *index.Index, texts []string, p progress.Reporter) (int, error) {
+func (k *KETRAG) buildKeywords(ctx context.Context, ix *index.Index, texts []string, workers int, p progress.Reporter) (int, error) {
 	seg, err := ner.NewSegmenter()
 	if err != nil {
 		return 0, err
 	}
 	p.Stage("keyword graph", 0)
-	g, err := graphops.BuildKeywordGraph(ctx, texts, graphops.KeywordText{Sentences: seg.Split, Words: lexical.TreebankWords, Keep: lexical.IsKeyword})
+	g, err := graphops.BuildKeywordGraph(ctx, texts, graphops.KeywordText{Sentences: seg.Split, Words: lexical.TreebankWords, Keep: lexical.IsKeyword, Workers: workers})
 	p.Finish()
 	if err != nil {
 		return 0, err
