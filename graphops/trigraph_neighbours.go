@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 )
 
 // NeighbourOptions configure NexusRAG's entity neighbour matrix W
@@ -19,11 +22,18 @@ type NeighbourOptions struct {
 	Kappa     int     // κ: candidates taken from each channel, and the row cap (5)
 	Alpha     float64 // α: co-occurrence share of the fused weight (0.5)
 	Threshold float64 // τ: a neighbour needs w ≥ τ (0.5)
+	// ANNFrom is the entity count from which the cosine neighbours come
+	// from an HNSW graph over the entity vectors, as the reference's do
+	// (M 16, efConstruction 100), instead of an exact all-pairs GEMM
+	// (0: always exact). Ef is that search's candidates (the
+	// reference's efSearch 128).
+	ANNFrom int `json:"ann_from"`
+	Ef      int `json:"ef"`
 }
 
 // DefaultNeighbourOptions are NexusRAG's (Table 6).
 func DefaultNeighbourOptions() NeighbourOptions {
-	return NeighbourOptions{CoShare: 0.1, CoCap: 200, SimTopK: 10, Kappa: 5, Alpha: 0.5, Threshold: 0.5}
+	return NeighbourOptions{CoShare: 0.1, CoCap: 200, SimTopK: 10, Kappa: 5, Alpha: 0.5, Threshold: 0.5, ANNFrom: 100_000, Ef: 128}
 }
 
 // Validate reports a setting W cannot be built with.
@@ -37,6 +47,8 @@ func (o NeighbourOptions) Validate() error {
 		return fmt.Errorf("graphops: neighbour matrix α %v: want 0 ≤ α ≤ 1", o.Alpha)
 	case !(o.Threshold >= 0 && o.Threshold <= 1):
 		return fmt.Errorf("graphops: neighbour matrix τ %v: want 0 ≤ τ ≤ 1", o.Threshold)
+	case o.ANNFrom < 0 || o.ANNFrom > 0 && (o.Ef < 1 || o.Ef > hnsw.MaxEf):
+		return fmt.Errorf("graphops: neighbour matrix needs an HNSW threshold ≥ 0 (0: exact) and, with one, ef in [1, %d]; got %d, %d", hnsw.MaxEf, o.ANNFrom, o.Ef)
 	}
 	return nil
 }
@@ -52,9 +64,10 @@ type cand struct {
 
 // BuildNeighbours computes W from the sentence co-occurrences and the
 // entity vectors (vecs: len(Entities)×dims, unit length or zero), setting
-// t.W. The cosine neighbours come from exact top-k (the reference uses an
-// HNSW index with efSearch 128, which is close to exact at this size); an
-// entity whose vector is zero (nothing the embedder knows) has none.
+// t.W. The cosine neighbours come from exact top-k, or from an HNSW graph
+// from o.ANNFrom entities (the reference uses an HNSW index with efSearch
+// 128); an entity whose vector is zero (nothing the embedder knows) has
+// none.
 func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs []float32, dims int, o NeighbourOptions) error {
 	ne := len(t.Entities)
 	if err := o.Validate(); err != nil {
@@ -63,7 +76,13 @@ func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs 
 	if len(vecs) != ne*dims {
 		return fmt.Errorf("graphops: neighbour matrix: %d vector values for %d entities × %d", len(vecs), ne, dims)
 	}
-	sims, err := cosineNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1))
+	var sims [][]cand
+	var err error
+	if o.ANNFrom > 0 && ne >= o.ANNFrom {
+		sims, err = annNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), o.Ef)
+	} else {
+		sims, err = cosineNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1))
+	}
 	if err != nil {
 		return err
 	}
@@ -85,10 +104,11 @@ func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs 
 const NeighbourBlock = 128
 
 // NeighbourRows computes the rows of W of the entities in block b
-// (b·NeighbourBlock up to NeighbourBlock of them) as BuildNeighbours does,
-// by the same GEMM of the same shape, so with the same rounding: for a
-// view of the Tri-Graph (WRows), whose rows are asked as a query reaches
-// them. vecs are the entity vectors (len(Entities)×dims).
+// (b·NeighbourBlock up to NeighbourBlock of them) as an exact
+// BuildNeighbours does, by the same GEMM of the same shape, so with the
+// same rounding: for a view of the Tri-Graph (WRows), whose rows are asked
+// as a query reaches them. The rows are exact whatever o.ANNFrom says (a
+// block is one GEMM). vecs are the entity vectors (len(Entities)×dims).
 func (t *TriGraph) NeighbourRows(ctx context.Context, be engine.Backend, vecs []float32, dims, b int, o NeighbourOptions) (CSR, error) {
 	ne := len(t.Entities)
 	lo, hi := b*NeighbourBlock, min((b+1)*NeighbourBlock, ne)
@@ -251,6 +271,119 @@ func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims,
 		}
 	}
 	return out, nil
+}
+
+// annNeighbours is cosineNeighbours from an HNSW graph over the distinct
+// nonzero vectors, scored by the backend's dot (as its exact search): an
+// entity's top k among the entities holding its vector or one of the
+// nearest others found with ef candidates, ranked as the exact search
+// ranks (score, then the lower entity). Identical vectors are one graph
+// node: LSA gives many entities the same vector, and a graph of copies
+// walks badly.
+func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, ef int) ([][]cand, error) {
+	out := make([][]cand, n)
+	if k < 1 {
+		return out, nil
+	}
+	u := distinctRows(vecs, n, dims)
+	o := hnsw.DefaultOptions()
+	o.Dot = engine.DotRowsOf(be)
+	g, err := hnsw.Build(ctx, u.rows, len(u.members), dims, o, nil)
+	if err != nil {
+		return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
+	}
+	dot := o.Dot
+	if dot == nil {
+		dot = hnsw.GoDot
+	}
+	var failed error
+	var mu sync.Mutex
+	parallelChunks(len(u.members), min(o.Workers, max(1, len(u.members)/1024)), func(_, lo, hi int) {
+		self := make([]float32, 1)
+		for r := lo; r < hi && ctx.Err() == nil; r++ {
+			q := u.rows[r*dims : (r+1)*dims]
+			hits, err := g.Search(u.rows, q, k+1, ef, dot)
+			if err != nil {
+				mu.Lock()
+				failed = err
+				mu.Unlock()
+				return
+			}
+			dot(u.rows, dims, []int32{int32(r)}, q, self)
+			for _, e := range u.members[r] {
+				out[e] = u.expand(e, r, self[0], hits, k)
+			}
+		}
+	})
+	if failed != nil {
+		return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", failed)
+	}
+	return out, ctx.Err()
+}
+
+// distinct is the distinct nonzero rows of a matrix, each with the rows
+// (entities) holding it, ascending.
+type distinct struct {
+	rows    []float32
+	members [][]int32
+}
+
+// distinctRows groups the nonzero rows of vecs by value.
+func distinctRows(vecs []float32, n, dims int) distinct {
+	var u distinct
+	byHash := map[uint64][]int32{} // hash → distinct rows
+	for i := range n {
+		v := vecs[i*dims : (i+1)*dims]
+		if isZero(v) {
+			continue
+		}
+		h := hashRow(v)
+		found := -1
+		for _, r := range byHash[h] {
+			if slices.Equal(u.rows[int(r)*dims:(int(r)+1)*dims], v) {
+				found = int(r)
+				break
+			}
+		}
+		if found < 0 {
+			found = len(u.members)
+			byHash[h] = append(byHash[h], int32(found))
+			u.rows, u.members = append(u.rows, v...), append(u.members, nil)
+		}
+		u.members[found] = append(u.members[found], int32(i))
+	}
+	return u
+}
+
+// hashRow is FNV-1a over a row's bits.
+func hashRow(v []float32) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range v {
+		h = (h ^ uint64(math.Float32bits(x))) * 1099511628211
+	}
+	return h
+}
+
+// expand lists entity e's top k others as the exact search ranks them
+// (score, then the lower entity): the first k+1 members of its own row
+// (score self) and of each hit's.
+func (u distinct) expand(e int32, r int, self float32, hits []engine.Hit, k int) []cand {
+	var row []cand
+	add := func(r int, score float32) {
+		for _, j := range u.members[r][:min(k+1, len(u.members[r]))] {
+			if j != e {
+				row = append(row, cand{j: j, v: float64(score)})
+			}
+		}
+	}
+	add(r, self)
+	for _, h := range hits {
+		if int(h.Index) != r {
+			add(int(h.Index), h.Score)
+		}
+	}
+	sortCands(row, func(c cand) float64 { return c.v })
+	return row[:min(k, len(row))]
 }
 
 func isZero(v []float32) bool {

@@ -295,3 +295,56 @@ func TestNeighbourRowEqualsBuild(t *testing.T) {
 		t.Fatalf("only %d non-empty rows compared", filled)
 	}
 }
+
+// TestNeighbourMatrixOnHNSW: from ANNFrom entities the cosine neighbours
+// come from an HNSW graph over the nonzero vectors; at an ef as large as
+// the graph W is the exact build's (integer vectors: exact dot products,
+// many ties, copies, zero vectors left out), and a tiny ef changes it (the
+// walk ran).
+func TestNeighbourMatrixOnHNSW(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 5))
+	const ne, dims = 1200, 48
+	var sents [][]int32
+	for range 900 {
+		sents = append(sents, []int32{int32(rng.IntN(ne)), int32(rng.IntN(ne)), int32(rng.IntN(ne))})
+	}
+	vecs := make([]float32, ne*dims) // 8 entries ±1 each: one norm, so a copy is an entity's best
+	for e := range ne {
+		for _, j := range rng.Perm(dims)[:8] {
+			vecs[e*dims+j] = float32(2*rng.IntN(2) - 1)
+		}
+	}
+	for e := 5; e < ne; e += 13 { // copies of other entities' vectors, some of copies
+		copy(vecs[e*dims:(e+1)*dims], vecs[(e-1-e%3)*dims:])
+	}
+	for e := 0; e < ne; e += 37 { // some zero vectors
+		clear(vecs[e*dims : (e+1)*dims])
+	}
+	build := func(annFrom, ef int) CSR {
+		tg := tinyTriGraph(ne, sents, nil)
+		o := DefaultNeighbourOptions()
+		o.ANNFrom, o.Ef = annFrom, ef
+		if err := tg.BuildNeighbours(context.Background(), cpu.New(), vecs, dims, o); err != nil {
+			t.Fatal(err)
+		}
+		return tg.W
+	}
+	same := func(a, b CSR) bool {
+		return slices.Equal(a.Ptr, b.Ptr) && slices.Equal(a.Idx, b.Idx) && slices.Equal(a.W, b.W)
+	}
+	exact := build(0, 1)
+	if !same(exact, build(ne+1, 128)) {
+		t.Fatal("below ANNFrom entities W is not the exact build's")
+	}
+	if !same(exact, build(ne, ne)) {
+		t.Fatal("W on the HNSW graph at ef ≥ N is not the exact build's")
+	}
+	if same(exact, build(ne, 1)) {
+		t.Fatal("W on the HNSW graph at ef 1 is the exact build's: the walk did not run")
+	}
+	o := DefaultNeighbourOptions()
+	o.Ef = 0
+	if err := o.Validate(); err == nil {
+		t.Fatal("ef 0 with an HNSW threshold was accepted")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/index"
 	"github.com/gleaner-rag/gleaner/models/ner"
 	"github.com/gleaner-rag/gleaner/retrieve"
@@ -30,7 +31,9 @@ func (s *Settings) Params(p *retrieve.Params) {
 	n := &s.Build.Neighbours
 	p.Float(&n.CoShare, "co-share", "trigraph W: keep the top max(1, share·nnz) co-occurrence counts per entity", retrieve.OpenClosed(0.0, 1.0))
 	p.Int(&n.CoCap, "co-cap", "trigraph W: at most this many co-occurrence counts per entity", retrieve.AtLeast(1))
-	p.Int(&n.SimTopK, "sim-topk", "trigraph W: cosine neighbours per entity (exact top-k)", retrieve.AtLeast(0))
+	p.Int(&n.SimTopK, "sim-topk", "trigraph W: cosine neighbours per entity", retrieve.AtLeast(0))
+	p.Int(&n.ANNFrom, "w-ann-from", "trigraph W: from this many entities the cosine neighbours come from an HNSW graph over the entity vectors (0: always exact)", retrieve.AtLeast(0))
+	p.Int(&n.Ef, "w-ef", "trigraph W: the HNSW search's candidates (the reference's efSearch 128)", retrieve.Within(1, hnsw.MaxEf))
 	p.Int(&n.Kappa, "kappa", "trigraph W: κ, candidates per channel and neighbours kept per entity", retrieve.AtLeast(1))
 	p.Float(&n.Alpha, "w-alpha", "trigraph W: α, co-occurrence share of the fused weight", retrieve.Within(0.0, 1.0))
 	p.Float(&n.Threshold, "tau", "trigraph W: τ, a neighbour's least fused weight", retrieve.Within(0.0, 1.0))

@@ -280,6 +280,7 @@ func refresh(ctx context.Context, ix *index.Index, settings json.RawMessage, env
 // why a refresh cannot build it (index.ErrNotRefreshable).
 func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, error) {
 	m := Meta{Neighbours: graphops.DefaultNeighbourOptions()}
+	m.Neighbours.ANNFrom = 0 // builds before the threshold was recorded were exact
 	if err := json.Unmarshal(settings, &m); err != nil {
 		return m, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
