@@ -99,7 +99,8 @@ var (
 	referenceErr  error
 )
 
-// proseReference runs prose on the test sentences, once per test binary.
+// proseReference runs prose on the test sentences as the extractor gives
+// them to prose's tokenizer (proseSafe), once per test binary.
 func proseReference(t *testing.T) []proseRun {
 	t.Helper()
 	referenceOnce.Do(func() {
@@ -114,7 +115,7 @@ func proseReference(t *testing.T) []proseRun {
 			return
 		}
 		for _, s := range sentences {
-			d, err := prose.NewDocument(s, prose.WithSegmentation(false), prose.UsingModel(doc.Model))
+			d, err := prose.NewDocument(proseSafe(s), prose.WithSegmentation(false), prose.UsingModel(doc.Model))
 			if referenceErr = err; err != nil {
 				return
 			}

@@ -239,22 +239,23 @@ func TestLongRunsAreLeftOut(t *testing.T) {
 	}
 }
 
-// TestProseSafe: words whose lower case is longer (Ⱥ, an invalid byte)
-// made prose's tokenizer cut out of range, failing a whole Tri-Graph build;
-// they are replaced, and no rune is left whose lower case grows.
+// TestProseSafe: words whose lower case is longer or shorter (Ⱥ, an
+// invalid byte; İ, ẞ) made prose's tokenizer cut out of range or inside a
+// rune, failing a whole Tri-Graph build or cutting an entity in half; they
+// are replaced, and no rune is left whose lower case changes its length.
 func TestProseSafe(t *testing.T) {
-	if got := proseSafe("Plain text, é and İ."); got != "Plain text, é and İ." {
+	if got := proseSafe("Plain text, é and I."); got != "Plain text, é and I." {
 		t.Errorf("proseSafe changed plain text: %q", got)
 	}
-	if got, want := proseSafe("aȺ\xffb"), "aⱥ\uFFFDb"; got != want {
+	if got, want := proseSafe("aȺ\xffbİẞ"), "aⱥ\uFFFDbXX"; got != want {
 		t.Errorf("proseSafe = %q, want %q", got, want)
 	}
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		if !utf8.ValidRune(r) {
 			continue
 		}
-		if s := string(lowerIfLonger(r)); len(strings.ToLower(s)) > len(s) {
-			t.Fatalf("%U: lower case of %q is longer", r, s)
+		if s := string(proseRune(r)); len(strings.ToLower(s)) != len(s) {
+			t.Fatalf("%U: lower case of %q is %d bytes, not %d", r, s, len(strings.ToLower(s)), len(s))
 		}
 	}
 	p, err := NewProse()
@@ -264,6 +265,8 @@ func TestProseSafe(t *testing.T) {
 	for s, want := range map[string][]string{
 		"The ȺȺȺ's board met Alice Carter in Paris.":     {"Paris"},
 		"Who is \xc3\xc3n't here with Alice Carter now?": {"Alice Carter"},
+		"Yesterday İİ😀's board met John Smith in Paris.": {"John Smith", "Paris"},
+		"He studied İsmet İnönü's government in Ankara.": {"Ankara"},
 	} {
 		got, err := p.Entities(context.Background(), s)
 		if err != nil {

@@ -168,16 +168,17 @@ func withoutLongRuns(s string) string {
 
 // proseSafe is s with the runes prose's tokenizer cannot cut replaced:
 // it finds "'s", "n't", … in the lower-cased word and cuts the word itself
-// there, which is out of range where lower-casing lengthens the word (Ⱥ,
-// Ⱦ, and an invalid byte, which becomes U+FFFD). Such a rune becomes its
-// lower case, an invalid byte U+FFFD (spans maps a token holding one back
-// to the sentence's own text). s itself if it has none.
+// there, which is out of range, or inside a rune, where lower-casing
+// changes the word's length (Ⱥ, an invalid byte, which becomes U+FFFD;
+// İ, ẞ). Such a rune becomes proseRune's, an invalid byte U+FFFD (spans
+// maps a token holding one back to the sentence's own text). s itself if
+// it has none.
 func proseSafe(s string) string {
 	var b strings.Builder
 	kept := 0 // s[:kept] is in b
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		safe := lowerIfLonger(r) // an invalid byte decodes as U+FFFD, written in full
+		safe := proseRune(r) // an invalid byte decodes as U+FFFD, written in full
 		if safe != r || r == utf8.RuneError && n == 1 {
 			b.WriteString(s[kept:i])
 			b.WriteRune(safe)
@@ -192,13 +193,21 @@ func proseSafe(s string) string {
 	return b.String()
 }
 
-// lowerIfLonger is r's lower case if that takes more bytes, else r.
-func lowerIfLonger(r rune) rune {
+// proseRune is r as prose's tokenizer can cut it: a rune whose lower
+// case takes more bytes becomes that lower case (Ⱥ → ⱥ), and one whose
+// lower case takes fewer (İ, ẞ, K, Ω, Å) becomes X, or x if not upper
+// case, so the word keeps its shape for the tagger; others are r.
+func proseRune(r rune) rune {
 	if r < utf8.RuneSelf {
 		return r
 	}
-	if l := unicode.ToLower(r); utf8.RuneLen(l) > utf8.RuneLen(r) {
+	switch l := unicode.ToLower(r); {
+	case utf8.RuneLen(l) > utf8.RuneLen(r):
 		return l
+	case utf8.RuneLen(l) < utf8.RuneLen(r) && unicode.IsUpper(r):
+		return 'X'
+	case utf8.RuneLen(l) < utf8.RuneLen(r):
+		return 'x'
 	}
 	return r
 }
@@ -260,7 +269,7 @@ func proseView(s string) (string, []int) {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if q, ok := proseQuotes[r]; ok {
 			put(i, n, string(q))
-		} else if safe := lowerIfLonger(r); safe != r || r == utf8.RuneError && n == 1 {
+		} else if safe := proseRune(r); safe != r || r == utf8.RuneError && n == 1 {
 			put(i, n, string(safe))
 		}
 		i += n
