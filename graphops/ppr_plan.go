@@ -36,6 +36,7 @@ type PPRPlan struct {
 	leafP    []float64 // w/s_parent
 	leafAt   []int32   // vertex → its leaf number, −1 in the core
 	runs     []int32   // core positions where the row length changes, and Core()
+	maxRow   int       // the longest core row
 	inv      atomic.Pointer[dampedInv]
 	work     sync.Pool // *pprWork
 }
@@ -62,10 +63,11 @@ func NewPPRPlan(a *Adjacency) *PPRPlan {
 }
 
 // singleNeighbour returns v's only neighbour when all its entries name the
-// same other vertex, else −1.
+// same other vertex, else −1 (also when they weigh nothing: v is then
+// dangling, and restarts by the reset).
 func singleNeighbour(a *Adjacency, v int) int32 {
 	lo, hi := a.Ptr[v], a.Ptr[v+1]
-	if lo == hi || a.Idx[lo] == int32(v) {
+	if lo == hi || a.Idx[lo] == int32(v) || a.Strength[v] == 0 {
 		return -1
 	}
 	for q := lo + 1; q < hi; q++ {
@@ -111,12 +113,13 @@ func (pl *PPRPlan) buildCore(a *Adjacency) {
 			pl.dangling = append(pl.dangling, int32(k))
 		}
 		for q := a.Ptr[v]; q < a.Ptr[v+1]; q++ {
-			if c := pl.coreOf[a.Idx[q]]; c >= 0 {
+			if c := pl.coreOf[a.Idx[q]]; c >= 0 && a.Weight(q) != 0 { // a weightless entry moves nothing (and its source may be dangling: 0/0)
 				pl.idx = append(pl.idx, c)
 				pl.pw = append(pl.pw, a.Weight(q)/a.Strength[a.Idx[q]])
 			}
 		}
 		pl.ptr[k+1] = int64(len(pl.idx))
+		pl.maxRow = max(pl.maxRow, int(pl.ptr[k+1]-pl.ptr[k]))
 		if k == 0 || pl.ptr[k+1]-pl.ptr[k] != pl.ptr[k]-pl.ptr[k-1] {
 			pl.runs = append(pl.runs, int32(k))
 		}

@@ -170,3 +170,34 @@ func TestPPRPlanConcurrentDampings(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRPlanZeroWeightLeaf: a vertex joined only by edges of weight 0 is
+// dangling, not a leaf (it restarts by the reset, as PersonalizedPageRank
+// has it), so the plan and SolveTop agree with power iteration.
+func TestPPRPlanZeroWeightLeaf(t *testing.T) {
+	g, err := Build(4, []Edge{{Src: 0, Dst: 1, W: 1}, {Src: 1, Dst: 2, W: 1}, {Src: 2, Dst: 3, W: 0}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Undirected(g, true, nil)
+	reset := []float64{0.1, 0.1, 0.1, 1}
+	o := PPROptions{Damping: 0.5, Tol: 1e-13, MaxIter: 10000}
+	want, _, err := PersonalizedPageRank(context.Background(), a, reset, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := NewPPRPlan(a)
+	got, _, err := pl.Solve(context.Background(), reset, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, _, err := pl.SolveTop(context.Background(), reset, o, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range want {
+		if math.Abs(got[v]-want[v]) > 1e-10 || math.Abs(top[v]-want[v]) > 1e-10 {
+			t.Fatalf("vertex %d: plan %v, SolveTop %v, power iteration %v", v, got[v], top[v], want[v])
+		}
+	}
+}

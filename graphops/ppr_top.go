@@ -9,7 +9,7 @@ import (
 type PPRTop struct {
 	Sweeps    int     // Gauss–Seidel sweeps run
 	Certified bool    // stopped before Tol: the top k were certain
-	Bound     float64 // then: every entry is within Bound of the exact π (the L1 error's bound)
+	Bound     float64 // then: every entry is within Bound of the exact π
 }
 
 // SolveTop is Solve for a caller that keeps only the k largest of π's
@@ -54,8 +54,13 @@ func (pl *PPRPlan) SolveTop(ctx context.Context, reset []float64, o PPROptions, 
 		if diff < o.Tol {
 			return pl.expand(x, pi, d, 0), PPRTop{Sweeps: it}, nil
 		}
-		// 64 ulps of slack for the sums' rounding (π sums to 1).
-		if e := d*diff/(1-d) + 64*epsilon; e <= tops.need && tops.certain(pl, x, pi, c, d, e) {
+		// The sums' rounding adds at most (row length + 4) ulps of π's
+		// total, 1, to the residual.
+		e := (d*diff + float64(pl.maxRow+4)*epsilon) / (1 - d)
+		if e > tops.need && it-tops.last < 3 {
+			continue
+		}
+		if tops.last = it; tops.certain(pl, x, pi, c, d, e) {
 			return pl.expand(x, pi, d, 0), PPRTop{Sweeps: it, Certified: true, Bound: e}, nil
 		}
 	}
@@ -84,11 +89,13 @@ func (pl *PPRPlan) startCore(x, rc, pi []float64, d float64) {
 }
 
 // topCheck certifies the ranking of the k largest of a solve's first n
-// entries; need is the bound below which the next check can pass (half
-// the smallest gap the last failed check saw).
+// entries. need is half the smallest gap the last failed check saw: the
+// next check runs once the bound is below it, or three sweeps after the
+// last (the gaps move as the solve converges); last is that sweep.
 type topCheck struct {
 	n, k int
 	need float64
+	last int
 	top  []scoredVertex // descending
 }
 

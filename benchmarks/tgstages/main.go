@@ -43,8 +43,8 @@ func main() {
 	showSlowest = flag.Int("slowest", 0, "also print the stages of this many slowest questions")
 	solves := flag.Int("solves", 0, "also time this many PageRank solves alone on the Tri-Graph's graph (a fixed dense restart), before the questions")
 	flag.Parse()
-	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 || *solves < 0 {
-		log.Fatal("tgstages: -index and -queries are required; -limit ≥ 1, -skip ≥ 0, -solves ≥ 0")
+	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 || *solves < 0 || *showSlowest < 0 {
+		log.Fatal("tgstages: -index and -queries are required; -limit ≥ 1, -skip ≥ 0, -solves ≥ 0, -slowest ≥ 0")
 	}
 	qs, err := corpus.ReadQueries(*qfile, nil, corpus.ReadOptions{})
 	if err != nil {

@@ -63,7 +63,8 @@ type BuildOptions struct {
 	MaxDescriptions int
 	// Extractor extracts each unit's entities and relationships.
 	Extractor kgextract.Extractor
-	// Workers run extraction calls in parallel, ≥ 1.
+	// Workers run extraction calls, and the keyword graph's reading, in
+	// parallel, ≥ 1.
 	Workers int
 	// Backend runs the chunk graph's semantic neighbours; required.
 	Backend  engine.Backend
@@ -186,14 +187,11 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *index.Index, o BuildOptions
 	o.Progress.Stage("chunk graph and pagerank", 0)
 	defer o.Progress.Finish()
 	var edges []graphops.Edge
+	k.Meta.ChunkNeighbours = "none"
 	if n > 1 {
-		nearest, err := retrieve.NearestRows(ix, o.Backend, o.Search, o.Ef)
+		err := k.chunkNeighbours(ix, &o)
 		if err != nil {
-			return 0, fmt.Errorf("ketrag: chunk graph: %w", err)
-		}
-		o.KNN.Nearest, k.Meta.ChunkNeighbours = nearest, retrieve.SearchExact
-		if nearest != nil {
-			k.Meta.ChunkNeighbours = retrieve.SearchHNSW
+			return 0, err
 		}
 		if edges, err = graphops.KNNEdges(ctx, o.Backend, ix.TermDocs(), ix.Vectors, ix.Meta.Dims, o.KNN); err != nil {
 			return 0, err
@@ -210,6 +208,24 @@ func (k *KETRAG) selectCore(ctx context.Context, ix *index.Index, o BuildOptions
 	k.RankOrder = rankOrder(pr)
 	k.Core = coreOf(k.RankOrder, o.Beta, o.Selection, o.Seed)
 	return len(edges), nil
+}
+
+// chunkNeighbours sets how the chunk graph's semantic neighbours are
+// found (o.KNN.Nearest: nil for exact search) and records it: exact,
+// hnsw, or none without semantic neighbours.
+func (k *KETRAG) chunkNeighbours(ix *index.Index, o *BuildOptions) error {
+	if o.KNN.Semantic == 0 {
+		return nil
+	}
+	nearest, err := retrieve.NearestRows(ix, o.Backend, o.Search, o.Ef)
+	if err != nil {
+		return fmt.Errorf("ketrag: chunk graph: %w", err)
+	}
+	o.KNN.Nearest, k.Meta.ChunkNeighbours = nearest, retrieve.SearchExact
+	if nearest != nil {
+		k.Meta.ChunkNeighbours = retrieve.SearchHNSW
+	}
+	return nil
 }
 
 // rankOrder sorts the nodes by PageRank, best first, ties to the lower id.
