@@ -2,6 +2,7 @@ package ketrag
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -78,5 +79,20 @@ func TestRefreshRefusesLLMExtraction(t *testing.T) {
 	}
 	if _, err := refresh(context.Background(), nil, []byte(`{}`), index.RefreshEnv{}); err == nil {
 		t.Fatal("no recorded settings: refreshed anyway")
+	}
+}
+
+// TestRefreshRefusesABadRecordedSearch: a manifest's chunk graph search
+// that no build can run makes the structures unrefreshable, with the way
+// to build them, rather than failing inside the build.
+func TestRefreshRefusesABadRecordedSearch(t *testing.T) {
+	for _, settings := range []string{
+		`{"extractor":"local:prose","search":""}`,
+		`{"extractor":"local:prose","search":"fast"}`,
+		`{"extractor":"local:prose","search":"hnsw","ef":0}`,
+	} {
+		if _, _, err := refreshSettings(nil, []byte(settings)); !errors.Is(err, index.ErrNotRefreshable) {
+			t.Errorf("%s: %v; want ErrNotRefreshable", settings, err)
+		}
 	}
 }

@@ -369,6 +369,8 @@ func refreshSettings(ix *index.Index, settings json.RawMessage) (Meta, string, e
 	m.KNN.LexicalBudget = graphops.RecordedBudget(m.KNN.LexicalBudget)
 	nerName, local := strings.CutPrefix(m.Extractor, "local:")
 	switch {
+	case !slices.Contains([]string{retrieve.SearchAuto, retrieve.SearchExact, retrieve.SearchHNSW}, m.Search) || m.Ef < 1:
+		return m, "", fmt.Errorf("%w: its recorded chunk graph search %q (ef %d) is not one it can run; %s", index.ErrNotRefreshable, m.Search, m.Ef, buildHint)
 	case m.Extractor == "":
 		return m, "", fmt.Errorf("%w: its recorded settings name no extractor; %s", index.ErrNotRefreshable, buildHint)
 	case !local:
