@@ -17,14 +17,18 @@ type PPRTop struct {
 // once that ranking is certain. After a sweep that changed x by δ in L1,
 // the residual of the (leaf-eliminated, exact) system is at most d·δ (each
 // row's neighbours moved by at most what the sweep moved them, and the
-// transition's columns sum to at most 1), so ‖x − π‖₁ ≤ d·δ/(1 − d) =: E,
-// since ‖(I − dP)⁻¹‖₁ ≤ 1/(1 − d). When, down the first k+1 of x's
+// transition's columns sum to at most 1), so ‖x − π‖₁ ≤ (d·δ + r)/(1 − d)
+// =: E, r the sums' rounding, since ‖(I − dP)⁻¹‖₁ ≤ 1/(1 − d) (on the
+// core, the eliminated leaves' columns keep that bound; a leaf's error is
+// d·share times its parent's). When, down the first k+1 of x's
 // ranking, float32(x_a − E) > float32(x_b + E) for each neighbouring pair,
 // the exact π's float32 ranking of those k, and the set, are the same as
 // x's (rounding to float32 is monotone): the solve stops and returns x,
 // each entry within E of π. Otherwise (ties, or a gap under the bound) it
 // runs to Tol like Solve. Plans with dangling vertices, whose restart
-// weight depends on x, always run to Tol.
+// weight depends on x, always run Solve. A check costs a pass over the
+// first n entries, so one runs when E falls below half the smallest gap
+// the last one failed on, or three sweeps after it.
 func (pl *PPRPlan) SolveTop(ctx context.Context, reset []float64, o PPROptions, n, k int) ([]float64, PPRTop, error) {
 	if len(pl.dangling) > 0 || n < 1 || k < 1 {
 		pi, it, err := pl.Solve(ctx, reset, o)

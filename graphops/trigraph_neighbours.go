@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
+	"github.com/gleaner-rag/gleaner/internal/progress"
 )
 
 // NeighbourOptions configure NexusRAG's entity neighbour matrix W
@@ -27,8 +29,11 @@ type NeighbourOptions struct {
 	// (M 16, efConstruction 100), instead of an exact all-pairs GEMM
 	// (0: always exact). Ef is that search's candidates (the
 	// reference's efSearch 128).
-	ANNFrom int `json:"ann_from"`
-	Ef      int `json:"ef"`
+	ANNFrom int
+	Ef      int
+	// Progress shows the build's stages (exact: the rows scored; on the
+	// HNSW graph: the vectors inserted, then searched); nil: none.
+	Progress progress.Reporter `json:"-"`
 }
 
 // DefaultNeighbourOptions are NexusRAG's (Table 6).
@@ -78,11 +83,14 @@ func (t *TriGraph) BuildNeighbours(ctx context.Context, be engine.Backend, vecs 
 	}
 	var sims [][]cand
 	var err error
+	p := reporter(o.Progress)
 	if o.ANNFrom > 0 && ne >= o.ANNFrom {
-		sims, err = annNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), o.Ef)
+		sims, err = annNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), o.Ef, p)
 	} else {
-		sims, err = cosineNeighbours(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1))
+		p.Stage("neighbour matrix", ne)
+		sims, err = cosineRows(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), 0, ne, p)
 	}
+	p.Finish()
 	if err != nil {
 		return err
 	}
@@ -118,7 +126,7 @@ func (t *TriGraph) NeighbourRows(ctx context.Context, be engine.Backend, vecs []
 	if len(vecs) != ne*dims || b < 0 || lo >= ne {
 		return CSR{}, fmt.Errorf("graphops: neighbour block %d: %d vector values for %d entities × %d", b, len(vecs), ne, dims)
 	}
-	sims, err := cosineRows(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), lo, hi)
+	sims, err := cosineRows(ctx, be, vecs, ne, dims, min(o.SimTopK, ne-1), lo, hi, progress.Nop{})
 	if err != nil {
 		return CSR{}, err
 	}
@@ -215,19 +223,14 @@ func sortCands(cs []cand, key func(cand) float64) {
 	})
 }
 
-// cosineNeighbours returns each entity's top-k others by inner product of
-// the (unit) vectors, best first (ties: lower entity); a zero vector gets
-// none. Blocks of queries are scored by one GEMM each (all pairs are
-// needed, so BLAS beats the streaming top-k kernel here) and their rows
-// cut to the top k+1.
-func cosineNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k int) ([][]cand, error) {
-	return cosineRows(ctx, be, vecs, n, dims, k, 0, n)
-}
-
-// cosineRows is rows from..to−1 of cosineNeighbours, computed alike: a
-// row asked alone (NeighbourRow) gets the scores, so the neighbours, of
-// the whole matrix's build.
-func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, from, to int) ([][]cand, error) {
+// cosineRows returns rows from..to−1 of each entity's top-k others by
+// inner product of the (unit) vectors, best first (ties: lower entity); a
+// zero vector gets none. Blocks of queries are scored by one GEMM each
+// (all pairs are needed, so BLAS beats the streaming top-k kernel here)
+// and their rows cut to the top k+1; a row asked alone (NeighbourRows)
+// gets the scores, so the neighbours, of the whole matrix's build. p is
+// told the rows done.
+func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, from, to int, p progress.Reporter) ([][]cand, error) {
 	out := make([][]cand, n)
 	if k < 1 {
 		return out, nil
@@ -259,6 +262,7 @@ func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims,
 		if err != nil {
 			return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
 		}
+		p.Set(hi - from)
 		for i, hits := range rows {
 			if isZero(vecs[(lo+i)*dims : (lo+i+1)*dims]) {
 				continue
@@ -280,7 +284,7 @@ func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims,
 // ranks (score, then the lower entity). Identical vectors are one graph
 // node: LSA gives many entities the same vector, and a graph of copies
 // walks badly.
-func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, ef int) ([][]cand, error) {
+func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, dims, k, ef int, p progress.Reporter) ([][]cand, error) {
 	out := make([][]cand, n)
 	if k < 1 {
 		return out, nil
@@ -288,7 +292,8 @@ func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, di
 	u := distinctRows(vecs, n, dims)
 	o := hnsw.DefaultOptions()
 	o.Dot = engine.DotRowsOf(be)
-	g, err := hnsw.Build(ctx, u.rows, len(u.members), dims, o, nil)
+	p.Stage("neighbour matrix: hnsw graph", len(u.members))
+	g, err := hnsw.Build(ctx, u.rows, len(u.members), dims, o, p.Set)
 	if err != nil {
 		return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
 	}
@@ -296,11 +301,17 @@ func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, di
 	if dot == nil {
 		dot = hnsw.GoDot
 	}
+	p.Finish()
+	p.Stage("neighbour matrix: search", len(u.members))
 	var failed error
 	var mu sync.Mutex
+	var done atomic.Int64
 	parallelChunks(len(u.members), min(o.Workers, max(1, len(u.members)/1024)), func(_, lo, hi int) {
 		self := make([]float32, 1)
 		for r := lo; r < hi && ctx.Err() == nil; r++ {
+			if r%1024 == 0 {
+				p.Set(int(done.Add(1024)))
+			}
 			q := u.rows[r*dims : (r+1)*dims]
 			hits, err := g.Search(u.rows, q, k+1, ef, dot)
 			if err != nil {

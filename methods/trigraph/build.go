@@ -96,10 +96,9 @@ func Build(ctx context.Context, ix *index.Index, o BuildOptions) (*TriGraph, err
 	if out.SentenceVecs, err = ix.EmbedTexts(ctx, "sentences", tg.sentText, o.Progress); err != nil {
 		return nil, err
 	}
-	o.Progress.Stage("neighbour matrix", 0)
-	err = out.BuildNeighbours(ctx, o.Backend, out.EntityVecs, ix.Meta.Dims, o.Neighbours)
-	o.Progress.Finish()
-	if err != nil {
+	no := o.Neighbours
+	no.Progress = o.Progress
+	if err = out.BuildNeighbours(ctx, o.Backend, out.EntityVecs, ix.Meta.Dims, no); err != nil {
 		return nil, err
 	}
 	out.Meta = out.describe(o)
