@@ -56,7 +56,7 @@ type Meta struct {
 	KNN       graphops.KNNOptions `json:"knn"`
 	// Search and Ef are the chunk graph's search setting and HNSW
 	// candidates; ChunkNeighbours says how its semantic neighbours were
-	// found (exact, or hnsw on the index's graph). Builds before these
+	// found (exact, hnsw on the index's graph, or none). Builds before these
 	// were recorded searched exactly.
 	Search          string  `json:"search"`
 	Ef              int     `json:"ef"`
