@@ -1,8 +1,11 @@
 package graphops
 
 import (
+	"cmp"
+	"container/heap"
 	"context"
 	"math"
+	"slices"
 )
 
 // PPRTop is how a SolveTop ended.
@@ -128,24 +131,37 @@ func (t *topCheck) certain(pl *PPRPlan, x, pi []float64, c, d, e float64) bool {
 }
 
 // collect keeps the k+1 largest of the first n entries in t.top, largest
-// first (an insertion into a short sorted list: k is a page of results).
+// first: a min-heap of them while scanning (O(n log k); k may be as large
+// as n), then sorted.
 func (t *topCheck) collect(pl *PPRPlan, x, pi []float64, c, d float64) {
-	t.top = t.top[:0]
-	m := min(t.k+1, t.n)
+	h := vertexHeap(t.top[:0])
+	m := min(t.k, t.n-1) + 1 // k+1 without overflow
 	for v := 0; v < t.n; v++ {
 		y := pl.entry(x, pi, c, d, v)
-		if len(t.top) == m && y <= t.top[m-1].x {
-			continue
+		switch {
+		case len(h) < m:
+			heap.Push(&h, scoredVertex{v: int32(v), x: y})
+		case y > h[0].x:
+			h[0] = scoredVertex{v: int32(v), x: y}
+			heap.Fix(&h, 0)
 		}
-		if len(t.top) < m {
-			t.top = append(t.top, scoredVertex{})
-		}
-		i := len(t.top) - 1
-		for ; i > 0 && t.top[i-1].x < y; i-- {
-			t.top[i] = t.top[i-1]
-		}
-		t.top[i] = scoredVertex{v: int32(v), x: y}
 	}
+	slices.SortFunc(h, func(a, b scoredVertex) int { return cmp.Compare(b.x, a.x) })
+	t.top = h
+}
+
+// vertexHeap is a min-heap of scored vertices.
+type vertexHeap []scoredVertex
+
+func (h vertexHeap) Len() int           { return len(h) }
+func (h vertexHeap) Less(i, j int) bool { return h[i].x < h[j].x }
+func (h vertexHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *vertexHeap) Push(x any)        { *h = append(*h, x.(scoredVertex)) }
+func (h *vertexHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // entry is vertex v's value for the core iterate x: its core value, or a

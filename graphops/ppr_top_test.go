@@ -138,3 +138,22 @@ func TestSolveTopRunsToTolOnTies(t *testing.T) {
 		}
 	}
 }
+
+// TestSolveTopWithHugeK: a k past the passages (a user's largest int)
+// ranks them all, as the exact solve does, without overflowing k+1.
+func TestSolveTopWithHugeK(t *testing.T) {
+	a, reset := randomTriGraph(rand.New(rand.NewPCG(9, 9)), 300, 100)
+	pl := NewPPRPlan(a)
+	o := PPROptions{Damping: 0.5, Tol: 1e-10, MaxIter: 1000}
+	exact, _, err := pl.Solve(context.Background(), reset, PPROptions{Damping: 0.5, Tol: 1e-14, MaxIter: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := pl.SolveTop(context.Background(), reset, o, 300, math.MaxInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ranked(got, 300, 300), ranked(exact, 300, 300)) {
+		t.Fatal("the full ranking differs from the exact solve's")
+	}
+}
