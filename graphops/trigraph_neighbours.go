@@ -291,15 +291,14 @@ func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, di
 	}
 	u := distinctRows(vecs, n, dims)
 	o := hnsw.DefaultOptions()
-	o.Dot = engine.DotRowsOf(be)
+	if o.Dot = engine.DotRowsOf(be); o.Dot == nil {
+		o.Dot = hnsw.GoDot // also scores each row against itself below
+	}
+	dot := o.Dot
 	p.Stage("neighbour matrix: hnsw graph", len(u.members))
 	g, err := hnsw.Build(ctx, u.rows, len(u.members), dims, o, p.Set)
 	if err != nil {
 		return nil, fmt.Errorf("graphops: entity cosine neighbours: %w", err)
-	}
-	dot := o.Dot
-	if dot == nil {
-		dot = hnsw.GoDot
 	}
 	p.Finish()
 	p.Stage("neighbour matrix: search", len(u.members))

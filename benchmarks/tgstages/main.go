@@ -40,7 +40,7 @@ func main() {
 	skip := flag.Int("skip", 0, "questions left out first")
 	methods := flag.String("methods", "nexusrag,linearrag", "methods timed, comma-separated (name or name?setting=value&…)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed queries to this file")
-	showSlowest = flag.Int("slowest", 0, "also print the stages of this many slowest questions")
+	showSlowest := flag.Int("slowest", 0, "also print the stages of this many slowest questions")
 	solves := flag.Int("solves", 0, "also time this many PageRank solves alone on the Tri-Graph's graph (a fixed dense restart), before the questions")
 	flag.Parse()
 	if *dir == "" || *qfile == "" || *limit < 1 || *skip < 0 || *solves < 0 || *showSlowest < 0 {
@@ -85,7 +85,7 @@ func main() {
 		}
 	}
 	for _, spec := range strings.Split(*methods, ",") {
-		if err := timeMethod(ix, be, spec, qs); err != nil {
+		if err := timeMethod(ix, be, spec, qs, *showSlowest); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -93,7 +93,7 @@ func main() {
 
 // timeMethod asks every question once, after one warm-up question, and
 // prints the stages' p50s and the whole query's p50 and p99.
-func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Query) error {
+func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Query, showSlowest int) error {
 	cfg, err := methodspec.Config(spec)
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func timeMethod(ix *index.Index, be engine.Backend, spec string, qs []corpus.Que
 	}
 	fmt.Println()
 	slices.SortFunc(slowest, func(a, b slow) int { return cmp.Compare(b.ms, a.ms) })
-	for _, s := range slowest[:min(*showSlowest, len(slowest))] {
+	for _, s := range slowest[:min(showSlowest, len(slowest))] {
 		fmt.Printf("  slow: question %s %.2f ms, %d sweeps:", s.id, s.ms, s.sweeps)
 		for _, n := range slices.Sorted(maps.Keys(s.stages)) {
 			fmt.Printf(" %s %.2f", n, ms(s.stages[n]))
@@ -210,8 +210,6 @@ func timeSolves(ix *index.Index, n int) error {
 		adj.N(), plan.Core(), built.Round(time.Millisecond), sweeps, pct(times, 0.5), pct(times, 0), float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/1e6, float64(after.Mallocs-before.Mallocs)/float64(n))
 	return nil
 }
-
-var showSlowest *int
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
