@@ -154,6 +154,15 @@ type FlatIPOp struct {
 	OutIdx, OutScore Buffer
 }
 
+// ScoreRowsOp is every row's dot product with one query: Out[i] =
+// Σ_j X[i·D+j]·Q[j] for the N rows of X (N×D), Out holding N values. It is
+// the optional RowScorer op; ScoreRows runs it as a one-row Gemm on a
+// backend without it. Reference loop: each dot product in float64.
+type ScoreRowsOp struct {
+	X, Q, Out Buffer
+	N, D      int
+}
+
 // SmoothOp is GRanker's smoothing over an induced subgraph of M nodes: see
 // kernels.SmoothArgs. The subgraph (AdjPtr, AdjIdx, Deg) is small and
 // built on the host, so it is passed as host slices; H and Out are device

@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Host-side drivers of the search ops, for callers that hold their queries
 // or scores on the host: they run the op on b (a queue view of it where
@@ -28,6 +32,31 @@ func SearchFlat(ctx context.Context, b Backend, x Buffer, n, d int, q []float32,
 	return withHitBuffers(ctx, v, nq, k, func(idx, sc Buffer) error {
 		return v.FlatIP(FlatIPOp{X: x, Q: qb, N: n, D: d, B: nq, K: k, OutIdx: idx, OutScore: sc})
 	})
+}
+
+// RowScorer is an optional op of a backend whose search kernel scores
+// rows faster than its Gemm does by one query (the host: a one-row GEMM
+// is a matrix-vector product a BLAS runs on one core). A backend that
+// has it scores each row with FlatIP's arithmetic, so a row's score is
+// the same bit for bit in a ScoreRows and in a FlatIP on that backend
+// (kerneltest checks both). It returns ErrNotImplemented before any work
+// where it cannot run op.
+type RowScorer interface {
+	ScoreRows(op ScoreRowsOp) error
+}
+
+// ScoreRows writes every row's dot product with the query into op.Out:
+// by b's RowScorer where it has one, else as the one-row product Q·Xᵀ.
+func ScoreRows(b Backend, op ScoreRowsOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if rs, ok := b.(RowScorer); ok {
+		if err := rs.ScoreRows(op); !errors.Is(err, ErrNotImplemented) {
+			return err
+		}
+	}
+	return b.Gemm(GemmOp{TransB: true, M: 1, N: op.N, K: op.D, Alpha: 1, A: op.Q, B: op.X, C: op.Out})
 }
 
 // TopKRows runs TopK over a rows × cols score buffer of b and returns each

@@ -389,6 +389,16 @@ func (op FlatIPOp) Check() error {
 	return s.err
 }
 
+// Check is ScoreRows' shape rule.
+func (op ScoreRowsOp) Check() error {
+	s := newShapes("scorerows")
+	s.dims(op.N >= 0 && op.D > 0, "bad shape N=%d D=%d", op.N, op.D)
+	s.need("X", op.X, F32, 0, mul(op.N, op.D))
+	s.need("Q", op.Q, F32, 0, op.D)
+	s.need("Out", op.Out, F32, 0, op.N)
+	return s.err
+}
+
 // Check is Smooth's shape rule, the host subgraph's included (a CSR of M
 // nodes, positive degrees where there are neighbours).
 func (op SmoothOp) Check() error {

@@ -35,7 +35,9 @@ func DenseTopK(ctx context.Context, be engine.Backend, ix *index.Index, q []floa
 }
 
 // DenseScores is every node's dot product with q, computed on the backend
-// (one GEMM against the index's matrix).
+// (engine.ScoreRows: on the host, FlatIP's kernel on every core, so a node
+// scores here as in DenseTopK; elsewhere one GEMM against the index's
+// matrix).
 func DenseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []float32) ([]float32, error) {
 	r, err := startDense(be, ix, q)
 	if err != nil {
@@ -47,8 +49,8 @@ func DenseScores(ctx context.Context, be engine.Backend, ix *index.Index, q []fl
 		return nil, err
 	}
 	defer r.v.Free(out)
-	op := engine.GemmOp{TransB: true, M: 1, N: ix.N(), K: ix.Meta.Dims, Alpha: 1, A: r.qb, B: r.x, C: out}
-	if err := r.v.Gemm(op); err != nil {
+	op := engine.ScoreRowsOp{X: r.x, Q: r.qb, Out: out, N: ix.N(), D: ix.Meta.Dims}
+	if err := engine.ScoreRows(r.v, op); err != nil {
 		return nil, err
 	}
 	if err := r.v.Sync(ctx); err != nil {

@@ -333,6 +333,22 @@ func (*Backend) FlatIP(op engine.FlatIPOp) error {
 	return nil
 }
 
+// ScoreRows implements engine.RowScorer with FlatIP's dot kernel over
+// row blocks on every core: a one-row GEMM through the BLAS runs on one
+// core (2× slower over 10⁵ × 256 vectors, measured), and this way a row
+// scores as it does in FlatIP.
+func (*Backend) ScoreRows(op engine.ScoreRowsOp) error {
+	if err := op.Check(); err != nil {
+		return fmt.Errorf("cpu: %w", err)
+	}
+	var u unwrap
+	x, q, out := u.f(op.X, 0), u.f(op.Q, 0), u.w(op.Out, 0)
+	if u.err != nil {
+		return u.err
+	}
+	return kernels.ScoreAll(x[:op.N*op.D], op.N, op.D, q[:op.D], out[:op.N])
+}
+
 // Smooth implements engine.Smoother.
 func (*Backend) Smooth(op engine.SmoothOp) error {
 	if err := op.Check(); err != nil {

@@ -76,3 +76,47 @@ func checkFlatRow(h *H, n, d, k int, x, q []float32, gotI []int32, gotS []float3
 		}
 	}
 }
+
+// testScoreRows checks engine.ScoreRows (the backend's RowScorer, or the
+// one-row Gemm) against float64 dot products. A backend with a RowScorer
+// must also give each row FlatIP's score bit for bit: a method mixing the
+// two (hybrid's scores, vector's hits) then ranks one row the same way.
+func testScoreRows(h *H) {
+	_, own := h.B.(engine.RowScorer)
+	for _, n := range append(Sizes, 1000) {
+		for _, d := range []int{1, 3, 17, 256} {
+			x, q := h.Rand(n*d), h.Rand(d)
+			out := h.Poisoned(n)
+			xb, qb := h.Up(x), h.Up(q)
+			h.Must(engine.ScoreRows(h.B, engine.ScoreRowsOp{X: xb, Q: qb, Out: out, N: n, D: d}))
+			got := h.Down(out)
+			want, tol := make([]float64, n), make([]float64, n)
+			for i := range want {
+				var mag float64
+				for j := 0; j < d; j++ {
+					want[i] += float64(x[i*d+j]) * float64(q[j])
+					mag += math.Abs(float64(x[i*d+j]) * float64(q[j]))
+				}
+				tol[i] = Tol(d, mag)
+			}
+			h.Close(name("scorerows n=", n, " d=", d), got, want, tol...)
+			if own {
+				checkScoresAreFlatIPs(h, xb, qb, n, d, got)
+			}
+		}
+	}
+}
+
+// checkScoresAreFlatIPs compares scores with FlatIP's over every row.
+func checkScoresAreFlatIPs(h *H, xb, qb engine.Buffer, n, d int, scores []float32) {
+	h.Helper()
+	idx, sc := h.UpI32(make([]int32, n)), h.Poisoned(n)
+	h.Must(h.B.FlatIP(engine.FlatIPOp{X: xb, Q: qb, N: n, D: d, B: 1, K: n, OutIdx: idx, OutScore: sc}))
+	ids, err := engine.Download[int32](h.B, idx)
+	h.Must(err)
+	for r, s := range h.Down(sc) {
+		if i := ids[r]; i < 0 || int(i) >= n || math.Float32bits(scores[i]) != math.Float32bits(s) {
+			h.Fatalf("scorerows n=%d d=%d: row %d scores %v, FlatIP gave it %v", n, d, i, scores[max(0, min(int(i), n-1))], s)
+		}
+	}
+}

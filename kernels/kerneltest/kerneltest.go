@@ -40,7 +40,7 @@ func RunAll(t *testing.T, b engine.Backend) (skipped []string) {
 		{"Gemm", testGemm}, {"GemmPrecision", testGemmPrecision}, {"GemmEpilogue", testGemmEpilogue}, {"GemmBoundB", testGemmBoundB}, {"BatchedGemm", testBatchedGemm}, {"BiasAct", testBiasAct},
 		{"LayerNorm", testLayerNorm}, {"Activate", testActivate}, {"Softmax", testSoftmax},
 		{"Attention", testAttention}, {"SpMM", testSpMM}, {"Axpby", testAxpby},
-		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP},
+		{"EdgeAttention", testEdgeAttention}, {"TopK", testTopK}, {"FlatIP", testFlatIP}, {"ScoreRows", testScoreRows},
 		{"Smooth", testSmooth}, {"LowRankProject", testLowRank}, {"JointAttention", testJointAttention}, {"GAT", testGAT},
 		{"RMSNorm", testRMSNorm}, {"RoPE", testRoPE}, {"SwiGLU", testSwiGLU},
 		{"Mul", testMul}, {"CopyRows", testCopyRows}, {"EdgeMessage", testEdgeMessage},
