@@ -208,9 +208,10 @@ func TestEntitiesByOrigin(t *testing.T) {
 	}
 }
 
-// TestLongRunsAreLeftOut: runs over maxRun bytes without white space are
-// not read, so prose's tokenizer, quadratic in a run of punctuation, stays
-// fast on a 1 MiB run (hours if it were read).
+// TestLongRunsAreLeftOut: runs over maxRun bytes without white space, or
+// with over maxEdge characters of edge punctuation, are not read, so
+// prose's tokenizer, quadratic in a run of punctuation, stays fast on a
+// 1 MiB run (hours if it were read).
 func TestLongRunsAreLeftOut(t *testing.T) {
 	long := strings.Repeat(")", maxRun+1)
 	for in, want := range map[string]string{
@@ -220,9 +221,17 @@ func TestLongRunsAreLeftOut(t *testing.T) {
 		long:                               " ",
 		long + "\t" + long + " z":          " \t  z",
 		"“" + strings.Repeat("é", maxRun) + "”": " ",
+		// edge punctuation: up to maxEdge on a side is read, one more is not
+		"(" + strings.Repeat("$", maxEdge-1) + "x" + strings.Repeat(")", maxEdge):              "(" + strings.Repeat("$", maxEdge-1) + "x" + strings.Repeat(")", maxEdge),
+		"a " + strings.Repeat("[", maxEdge+1) + "x b":                                          "a   b",
+		"a x" + strings.Repeat(".", maxEdge+1) + " b":                                          "a   b",
+		"a x" + strings.Repeat("&rsquo;", maxEdge/2) + strings.Repeat("’", maxEdge/2+1) + " b": "a   b",
+		"a x" + strings.Repeat("&rsquo;", maxEdge) + " b":                                      "a x" + strings.Repeat("&rsquo;", maxEdge) + " b",
+		"a " + strings.Repeat("“", maxEdge+1) + "x b":                                          "a   b",
+		"a x" + strings.Repeat(")x", 40) + " b":                                                "a x" + strings.Repeat(")x", 40) + " b", // inside, not on the edge
 	} {
-		if got := withoutLongRuns(in); got != want {
-			t.Errorf("withoutLongRuns(%.20q…) = %.40q, want %.40q", in, got, want)
+		if got := withoutCostlyRuns(in); got != want {
+			t.Errorf("withoutCostlyRuns(%.20q…) = %.40q, want %.40q", in, got, want)
 		}
 	}
 	p, err := NewProse()

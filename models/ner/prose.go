@@ -76,7 +76,7 @@ func (p *Prose) Entities(ctx context.Context, sentence string) ([]string, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	text := proseSafe(withoutLongRuns(sentence))
+	text := proseSafe(withoutCostlyRuns(sentence))
 	toks, err := tokens(text)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
@@ -118,7 +118,7 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 	if fullErr != nil {
 		return nil, fullErr
 	}
-	doc, err := proseDocument(proseSafe(withoutLongRuns(sentence)), fullModel)
+	doc, err := proseDocument(proseSafe(withoutCostlyRuns(sentence)), fullModel)
 	if err != nil {
 		return nil, fmt.Errorf("ner: prose on %q: %w", clip(sentence), err)
 	}
@@ -129,20 +129,28 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 	return spans(sentence, chunks), nil
 }
 
-// maxRun is the longest run without white space the NER reads. prose's
+// maxRun is the longest run without white space the NER reads, and
+// maxEdge the most punctuation it reads on either edge of a run. prose's
 // tokenizer strips a run's edge punctuation one character at a time,
 // rescanning the run each time: a run of n such characters costs O(n²),
-// and a 1 MiB question of ")" would take hours. No entity is that long (a
-// URL, a hash or a data URI is).
-const maxRun = 256
+// a 1 MiB question of ")" would take hours, and 64 KiB of distinct
+// 256-byte runs of ")" took 0.3 s. No entity is that long (a URL, a hash
+// or a data URI is), and no passage of 2Wiki or the scale corpus has a
+// run with more than 6 edge characters.
+const (
+	maxRun  = 256
+	maxEdge = 16
+)
 
-// withoutLongRuns is s with every run of more than maxRun bytes without
-// white space replaced by a space (s itself if it has none).
-func withoutLongRuns(s string) string {
+// withoutCostlyRuns is s with every run without white space that is
+// longer than maxRun bytes, or has more than maxEdge characters prose
+// strips from one of its edges, replaced by a space (s itself if it has
+// none).
+func withoutCostlyRuns(s string) string {
 	var b strings.Builder
 	kept, start := 0, -1 // s[:kept] is in b; the current run starts at start
 	cut := func(end int) {
-		if start >= 0 && end-start > maxRun {
+		if start >= 0 && (end-start > maxRun || edgeHeavy(s[start:end])) {
 			b.WriteString(s[kept:start])
 			b.WriteByte(' ')
 			kept = end
@@ -164,6 +172,34 @@ func withoutLongRuns(s string) string {
 	}
 	b.WriteString(s[kept:])
 	return b.String()
+}
+
+// edgeHeavy reports whether prose's tokenizer would strip more than
+// maxEdge characters from the start or the end of run: its prefixes
+// ($ ( " [) and suffixes (, ) " ] ! ; . ? : '), in the spelling its
+// sanitizer gives curly quotes and "&rsquo;".
+func edgeHeavy(run string) bool {
+	lead := 0
+	for rest := run; lead <= maxEdge; lead++ {
+		r, n := utf8.DecodeRuneInString(rest)
+		if n == 0 || !strings.ContainsRune(`$("[“”`, r) {
+			break
+		}
+		rest = rest[n:]
+	}
+	trail := 0
+	for rest := run; trail <= maxEdge; trail++ {
+		if strings.HasSuffix(rest, "&rsquo;") {
+			rest = rest[:len(rest)-len("&rsquo;")]
+			continue
+		}
+		r, n := utf8.DecodeLastRuneInString(rest)
+		if n == 0 || !strings.ContainsRune(`,)"]!;.?:'“”‘’`, r) {
+			break
+		}
+		rest = rest[:len(rest)-n]
+	}
+	return lead > maxEdge || trail > maxEdge
 }
 
 // proseSafe is s with the runes prose's tokenizer cannot cut replaced:
