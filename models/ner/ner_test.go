@@ -221,14 +221,17 @@ func TestLongRunsAreLeftOut(t *testing.T) {
 		long:                               " ",
 		long + "\t" + long + " z":          " \t  z",
 		"“" + strings.Repeat("é", maxRun) + "”": " ",
-		// edge punctuation: up to maxEdge on a side is read, one more is not
+		// edge punctuation: up to maxEdge characters on a side are read, one more is not
 		"(" + strings.Repeat("$", maxEdge-1) + "x" + strings.Repeat(")", maxEdge):              "(" + strings.Repeat("$", maxEdge-1) + "x" + strings.Repeat(")", maxEdge),
 		"a " + strings.Repeat("[", maxEdge+1) + "x b":                                          "a   b",
 		"a x" + strings.Repeat(".", maxEdge+1) + " b":                                          "a   b",
 		"a x" + strings.Repeat("&rsquo;", maxEdge/2) + strings.Repeat("’", maxEdge/2+1) + " b": "a   b",
 		"a x" + strings.Repeat("&rsquo;", maxEdge) + " b":                                      "a x" + strings.Repeat("&rsquo;", maxEdge) + " b",
 		"a " + strings.Repeat("“", maxEdge+1) + "x b":                                          "a   b",
-		"a x" + strings.Repeat(")x", 40) + " b":                                                "a x" + strings.Repeat(")x", 40) + " b", // inside, not on the edge
+		// prose splits once at a contraction and keeps the suffixes
+		"a Smith’S" + strings.Repeat(".", 40) + " b": "a Smith’S" + strings.Repeat(".", 40) + " b",
+		"a don't" + strings.Repeat("!", 40) + " b":   "a don't" + strings.Repeat("!", 40) + " b",
+		"a x" + strings.Repeat(")x", 40) + " b":      "a x" + strings.Repeat(")x", 40) + " b", // inside, not on the edge
 	} {
 		if got := withoutCostlyRuns(in); got != want {
 			t.Errorf("withoutCostlyRuns(%.20q…) = %.40q, want %.40q", in, got, want)

@@ -130,10 +130,10 @@ func (p *Prose) proseOwn(sentence string) ([]string, error) {
 }
 
 // maxRun is the longest run without white space the NER reads, and
-// maxEdge the most punctuation it reads on either edge of a run. prose's
-// tokenizer strips a run's edge punctuation one character at a time,
-// rescanning the run each time: a run of n such characters costs O(n²),
-// a 1 MiB question of ")" would take hours, and 64 KiB of distinct
+// maxEdge the most characters it lets prose strip from either edge of a
+// run. prose's tokenizer strips a run's edge punctuation one character at
+// a time, rescanning the run each time: a run of n such characters costs
+// O(n²), a 1 MiB question of ")" would take hours, and 64 KiB of distinct
 // 256-byte runs of ")" took 0.3 s. No entity is that long (a URL, a hash
 // or a data URI is), and no passage of 2Wiki or the scale corpus has a
 // run with more than 6 edge characters.
@@ -143,9 +143,9 @@ const (
 )
 
 // withoutCostlyRuns is s with every run without white space that is
-// longer than maxRun bytes, or has more than maxEdge characters prose
-// strips from one of its edges, replaced by a space (s itself if it has
-// none).
+// longer than maxRun bytes, or from which prose would strip more than
+// maxEdge characters on one edge (edgeHeavy), replaced by a space (s
+// itself if it has none).
 func withoutCostlyRuns(s string) string {
 	var b strings.Builder
 	kept, start := 0, -1 // s[:kept] is in b; the current run starts at start
@@ -175,31 +175,51 @@ func withoutCostlyRuns(s string) string {
 }
 
 // edgeHeavy reports whether prose's tokenizer would strip more than
-// maxEdge characters from the start or the end of run: its prefixes
-// ($ ( " [) and suffixes (, ) " ] ! ; . ? : '), in the spelling its
-// sanitizer gives curly quotes and "&rsquo;".
+// maxEdge characters from the start of run (its prefixes $ ( " [) or from
+// its end (its suffixes , ) " ] ! ; . ? : '), in the spelling its
+// sanitizer gives curly quotes and "&rsquo;". prose strips the prefixes
+// first, then splits once at a contraction ('s, 'll, 're, 'm, n't)
+// anywhere in what is left and stops there, so such a run keeps its
+// suffixes. It may report a run prose would stop on sooner (an emoticon,
+// an abbreviation, the last character), which is then not read.
 func edgeHeavy(run string) bool {
-	lead := 0
-	for rest := run; lead <= maxEdge; lead++ {
+	lead, rest := 0, run
+	for ; lead <= maxEdge; lead++ {
 		r, n := utf8.DecodeRuneInString(rest)
 		if n == 0 || !strings.ContainsRune(`$("[“”`, r) {
 			break
 		}
 		rest = rest[n:]
 	}
+	if lead > maxEdge {
+		return true
+	}
 	trail := 0
-	for rest := run; trail <= maxEdge; trail++ {
-		if strings.HasSuffix(rest, "&rsquo;") {
-			rest = rest[:len(rest)-len("&rsquo;")]
+	for end := rest; trail <= maxEdge; trail++ {
+		if strings.HasSuffix(end, "&rsquo;") {
+			end = end[:len(end)-len("&rsquo;")]
 			continue
 		}
-		r, n := utf8.DecodeLastRuneInString(rest)
+		r, n := utf8.DecodeLastRuneInString(end)
 		if n == 0 || !strings.ContainsRune(`,)"]!;.?:'“”‘’`, r) {
 			break
 		}
-		rest = rest[:len(rest)-n]
+		end = end[:len(end)-n]
 	}
-	return lead > maxEdge || trail > maxEdge
+	return trail > maxEdge && !hasContraction(rest)
+}
+
+// hasContraction reports whether prose would split rest at a contraction
+// (its hasAnyIndex on the lowercased word, which must be longer than the
+// contraction).
+func hasContraction(rest string) bool {
+	low := strings.ToLower(proseSanitizer.Replace(rest))
+	for _, c := range []string{"'ll", "'s", "'re", "'m", "n't"} {
+		if len(low) > len(c) && strings.Contains(low, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // proseSafe is s with the runes prose's tokenizer cannot cut replaced:
