@@ -277,8 +277,8 @@ func cosineRows(ctx context.Context, be engine.Backend, vecs []float32, n, dims,
 	return out, nil
 }
 
-// annNeighbours is cosineNeighbours from an HNSW graph over the distinct
-// nonzero vectors, scored by the backend's dot (as its exact search): an
+// annNeighbours is cosineRows over every row, from an HNSW graph over the
+// distinct nonzero vectors, scored by the backend's dot (as its exact search): an
 // entity's top k among the entities holding its vector or one of the
 // nearest others found with ef candidates, ranked as the exact search
 // ranks (score, then the lower entity). Identical vectors are one graph
@@ -308,8 +308,8 @@ func annNeighbours(ctx context.Context, be engine.Backend, vecs []float32, n, di
 	parallelChunks(len(u.members), min(o.Workers, max(1, len(u.members)/1024)), func(_, lo, hi int) {
 		self := make([]float32, 1)
 		for r := lo; r < hi && ctx.Err() == nil; r++ {
-			if r%1024 == 0 {
-				p.Set(int(done.Add(1024)))
+			if r%1024 == 0 { // the last block counts in full: cap at the total
+				p.Set(int(min(done.Add(1024), int64(len(u.members)))))
 			}
 			q := u.rows[r*dims : (r+1)*dims]
 			hits, err := g.Search(u.rows, q, k+1, ef, dot)
