@@ -166,12 +166,12 @@ func loadHNSW(ix *index.Index, r *index.SectionReader) (any, error) {
 	return g, nil
 }
 
-// graphFor is the graph a search mode uses: nil under SearchExact and
-// SearchQuantized, and under SearchAuto when the index has none; an index
-// without one is an error under SearchHNSW, and a graph that failed its
-// check under both.
+// graphFor is the graph a search mode uses: nil under SearchExact,
+// SearchIVF and SearchQuantized, and under SearchAuto when the index has
+// none; an index without one is an error under SearchHNSW, and a graph
+// that failed its check under both.
 func graphFor(ix *index.Index, search string) (*hnsw.Graph, error) {
-	if search == SearchExact || search == SearchQuantized {
+	if search == SearchExact || search == SearchIVF || search == SearchQuantized {
 		return nil, nil
 	}
 	g, err := HNSWOf(ix)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
@@ -402,4 +403,133 @@ func TestHybridRRFTiesAtTheCut(t *testing.T) {
 // across the cut after depth.
 func tieAtCut(hits []engine.Hit, depth int) bool {
 	return len(hits) > depth && hits[depth].Score > 0 && hits[depth-1].Score/hits[0].Score == hits[depth].Score/hits[0].Score
+}
+
+// ivfIndex is annIndex with an inverted file of the given lists built by
+// the build step (`gleaner graph build --kind ivf`), opened for the test.
+func ivfIndex(t *testing.T, lists string) (string, *index.Index, []retrieve.Query) {
+	t.Helper()
+	dir, qs := annIndex(t)
+	cfg, err := retrieve.NewBuildConfig(retrieve.SectionIVF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Set("lists", lists); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: env().Backend}, dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return dir, ix, qs
+}
+
+// TestVectorOnIVF: search ivf probing every list gives the exact hits and
+// scores; probing four of 16 finds most of them and not all; search auto
+// does not probe where the lists are too few to pay (nprobe 3), and
+// probes them where they do (nprobe 2, an eighth).
+func TestVectorOnIVF(t *testing.T) {
+	_, ix, qs := ivfIndex(t, "16")
+	f, err := retrieve.IVFOf(ix)
+	if err != nil || f.Lists != 16 {
+		t.Fatalf("the inverted file: %v", err)
+	}
+	exact := vectorWith(t, ix, "search", "exact")
+	full := vectorWith(t, ix, "search", "ivf", "nprobe", "16")
+	few := vectorWith(t, ix, "search", "ivf", "nprobe", "4", "search-workers", "2")
+	auto := vectorWith(t, ix, "nprobe", "3")
+	found, total := 0, 0
+	for _, q := range qs {
+		want, err := exact.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := full.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("query %s: every list gives %v (%v), exact %v", q.ID, got, err, want)
+		}
+		if got, err := auto.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("query %s: auto with nprobe 3 of 16 gives %v (%v), exact %v", q.ID, got, err, want)
+		}
+		approx, err := few.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range approx {
+			total++
+			if slices.Contains(want, h) {
+				found++
+			}
+		}
+	}
+	r := float64(found) / float64(total)
+	t.Logf("nprobe 4 of 16 finds %.3f of the exact top 10", r)
+	if r < 0.6 || r == 1 {
+		t.Fatalf("nprobe 4 of 16 finds %.3f of the exact top 10, want [0.6, 1)", r)
+	}
+	probing := vectorWith(t, ix, "nprobe", "2")
+	two := vectorWith(t, ix, "search", "ivf", "nprobe", "2")
+	differ := 0
+	for _, q := range qs {
+		want, err := two.Retrieve(context.Background(), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := probing.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("query %s: auto with nprobe 2 of 16 gives %v (%v), search ivf %v", q.ID, got, err, want)
+		}
+		if ex, _ := exact.Retrieve(context.Background(), q, 10); !slices.Equal(ex, want) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("nprobe 2 of 16 found the exact hits for every query: auto's probe is not tested")
+	}
+}
+
+// TestVectorWithoutIVF: search ivf says how to build the file; a damaged
+// one is refused at open, never passed over.
+func TestVectorWithoutIVF(t *testing.T) {
+	ix, _ := openIndex(t)
+	cfg, _ := retrieve.NewConfig("vector")
+	if err := cfg.Set("search", "ivf"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := retrieve.New(ix, env(), cfg); !errors.Is(err, index.ErrNotBuilt) || !strings.Contains(err.Error(), "--kind ivf") {
+		t.Fatalf("ivf without the file: %v", err)
+	}
+	for _, bad := range [][2]string{{"nprobe", "0"}, {"search-workers", "0"}, {"search-workers", "100000"}} {
+		c, _ := retrieve.NewConfig("vector")
+		if err := c.Set(bad[0], bad[1]); err == nil {
+			if err := c.Validate(); err == nil {
+				t.Errorf("%s %s accepted", bad[0], bad[1])
+			}
+		}
+	}
+	dir, ix2, _ := ivfIndex(t, "8")
+	f, err := retrieve.IVFOf(ix2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := slices.Clone(f.IDs)
+	ids[1] = ids[0] // a row filed twice, stored with a valid checksum
+	meta := map[string]any{"lists": 8, "sample": 64, "iterations": 10, "seed": 1, "built_lists": f.Lists, "nodes": f.N, "dims": f.Dims}
+	err = index.SetSection(context.Background(), dir, retrieve.SectionIVF, meta, func(w *index.SectionWriter) error {
+		return errors.Join(w.F32("centroids.f32", slices.Clone(f.Centroids)), w.I64("offsets.i64", slices.Clone(f.Offsets)), w.I32("ids.i32", ids))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix3, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix3.Close()
+	c, _ := retrieve.NewConfig("vector")
+	if _, err := retrieve.New(ix3, env(), c); err == nil || errors.Is(err, index.ErrNotBuilt) || !strings.Contains(err.Error(), "filed twice") {
+		t.Fatalf("auto over a damaged inverted file: %v", err)
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
+	"github.com/gleaner-rag/gleaner/graphops/ivf"
 	"github.com/gleaner-rag/gleaner/index"
 )
 
@@ -20,9 +22,10 @@ func (*NoOptions) Params(*Params) {}
 
 // The dense searches of method vector (VectorOptions.Search).
 const (
-	SearchAuto  = "auto"  // the HNSW graph when the index has one and is large enough for it to pay, else exact
+	SearchAuto  = "auto"  // the inverted file or HNSW graph when the index has one and is large enough for it to pay, else exact
 	SearchExact = "exact" // every vector scored (on the backend)
 	SearchHNSW  = "hnsw"  // the HNSW graph; an index without one is an error
+	SearchIVF   = "ivf"   // the inverted file; an index without one is an error
 	// SearchQuantized scans the index's quantized vectors and rescores the
 	// best candidates exactly; an index without them is an error.
 	SearchQuantized = "quantized"
@@ -30,8 +33,14 @@ const (
 
 // VectorOptions configure method vector.
 type VectorOptions struct {
-	Search string // search: SearchAuto, SearchExact, SearchHNSW or SearchQuantized
+	Search string // search: SearchAuto, SearchExact, SearchHNSW, SearchIVF or SearchQuantized
 	Ef     int    // ef: candidates an HNSW search keeps (raised to k)
+	// Nprobe: an inverted-file search scores the rows of the Nprobe lists
+	// whose centroids score best.
+	Nprobe int
+	// SearchWorkers share an inverted-file search's lists (the hits do
+	// not depend on them).
+	SearchWorkers int
 	// Rescore: a quantized scan keeps Rescore·k candidates per query and
 	// scores them again over the float32 vectors.
 	Rescore int
@@ -43,20 +52,29 @@ type VectorOptions struct {
 // (benchmarks/ann); LSA question vectors are far from every passage,
 // which makes the graph walk long.
 //
+// An inverted file probes 96 lists, on every CPU: the smallest nprobe
+// (of 64, 72, 80, 88, 96) whose recall@10 against exact search reaches
+// 0.95 on the scale benchmark's dev questions at 10⁶ passages in 4,096
+// lists (benchmarks/ann).
+//
 // A quantized scan rescores 4·k candidates: recall@10 against exact search
 // was 1.000 at int8 and bf16 on the peer benchmark's 10⁶ seeded vectors
 // (benchmarks/peers) and on the scale benchmark's dev questions.
-func DefaultVector() VectorOptions { return VectorOptions{Search: SearchAuto, Ef: 1536, Rescore: 4} }
+func DefaultVector() VectorOptions {
+	return VectorOptions{Search: SearchAuto, Ef: 1536, Nprobe: 96, SearchWorkers: min(runtime.GOMAXPROCS(0), ivf.MaxWorkers), Rescore: 4}
+}
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchQuantized))
+	p.String(&o.Search, "search", "dense search: auto (the index's inverted file when built and nprobe is at most an eighth of its lists, else its HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
+	p.Int(&o.Nprobe, "nprobe", "ivf search: lists scored, best centroids first; more finds more of the exact top k, slower", Within(1, ivf.MaxProbe))
+	p.Int(&o.SearchWorkers, "search-workers", "ivf search: goroutines sharing one question's lists", Within(1, ivf.MaxWorkers))
 	p.Int(&o.Rescore, "rescore", "quantized search: candidates per hit scored again over the float32 vectors (rescore·k in all); more finds more of the exact top k, slower", Within(1, maxRescore))
 }
 
 func init() {
-	Must(Register(Def[VectorOptions]{Name: "vector", Summary: "dense search over the index's vectors: exact on the backend, or on its HNSW graph",
+	Must(Register(Def[VectorOptions]{Name: "vector", Summary: "dense search over the index's vectors: exact on the backend, or on its inverted file or HNSW graph",
 		Defaults: DefaultVector, Params: (*VectorOptions).Params, Tune: &Tuning{}, Filters: true,
 		New: func(ix *index.Index, env Env, o VectorOptions) (Method, error) { return NewVector(ix, env.Backend, o) }}))
 }
@@ -75,15 +93,20 @@ type Vector struct {
 	be engine.Backend
 	g  *hnsw.Graph // nil: exact
 	ef int
+	// f, when not nil, is searched instead of the graph (search ivf, or
+	// auto where it pays) over nprobe lists by workers goroutines.
+	f               *ivf.Index
+	nprobe, workers int
 	// quant, with qs, scans the quantized vectors where the graph is not
 	// walked; nil: exact.
 	quant   *engine.QuantRows
 	qs      engine.QuantSearcher
 	rescore int
 	dot     hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
-	// always walks the graph, or scans the quantized vectors, whatever the
-	// index's size (search hnsw, quantized); search auto uses them only
-	// where that pays (graphPays, quantPays).
+	// always searches the inverted file, walks the graph, or scans the
+	// quantized vectors, whatever the index's size (search ivf, hnsw,
+	// quantized); search auto uses them only where that pays (ivfPays,
+	// graphPays, quantPays).
 	always bool
 }
 
@@ -107,12 +130,41 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search == SearchHNSW || o.Search == SearchQuantized, rescore: o.Rescore}
+	f, err := ivfFor(ix, o.Search)
+	if err != nil {
+		return nil, err
+	}
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, f: f, nprobe: o.Nprobe, workers: o.SearchWorkers,
+		always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore}
 	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
+
+// ivfFor is the inverted file a search mode uses: the index's under
+// SearchIVF (an error without one), under SearchAuto when built, else
+// none.
+func ivfFor(ix *index.Index, search string) (*ivf.Index, error) {
+	if search != SearchIVF && search != SearchAuto {
+		return nil, nil
+	}
+	f, err := IVFOf(ix)
+	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ivfPays says whether an inverted-file search over nprobe of f's lists
+// beats the exact scan: when it scores at most an eighth of the rows (and
+// the centroids besides). A device backend's exact scan is a GEMM, and the
+// lists would be scored on the host, so search auto uses the file only on
+// a backend with engine.RowDotter.
+func ivfPays(f *ivf.Index, nprobe int) bool { return 8*nprobe <= f.Lists }
 
 // quantizedFor is the quantized scan a search mode uses: under
 // SearchQuantized the index's quantized vectors (an error without them or
@@ -235,6 +287,8 @@ func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k in
 	var hits [][]Hit
 	var err error
 	switch {
+	case m.f != nil && (m.always || m.dot != nil && ivfPays(m.f, m.nprobe)):
+		hits, err = m.searchIVF(ctx, batch, empty, k)
 	case m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))):
 		hits, err = m.searchGraph(ctx, batch, empty, k)
 	case m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))):
@@ -299,6 +353,27 @@ func (m *Vector) candidates(k int) int {
 		return n
 	}
 	return m.rescore * k
+}
+
+// searchIVF answers each embedded query (row-major in batch) on the
+// inverted file; an empty one gets no hits.
+func (m *Vector) searchIVF(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
+	d := m.ix.Meta.Dims
+	out := make([][]Hit, len(empty))
+	for i := range out {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if empty[i] {
+			continue
+		}
+		hits, err := m.f.Search(m.ix.Vectors, batch[i*d:(i+1)*d], k, m.nprobe, m.workers, m.dot)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = hits
+	}
+	return out, nil
 }
 
 // searchGraph answers each embedded query (row-major in batch) on the

@@ -1,0 +1,207 @@
+package retrieve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gleaner-rag/gleaner/corpus/store"
+	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops/ivf"
+	"github.com/gleaner-rag/gleaner/index"
+)
+
+// SectionIVF is the index section holding an inverted file over the
+// index's vectors: approximate dense search for method vector (search auto
+// or ivf) that scores every centroid, so questions far from every passage
+// still reach their best rows. It is rebuilt with the vectors.
+const SectionIVF = "ivf"
+
+const ivfVersion = 1
+
+var errNoIVF = &index.MissingError{What: "inverted file", Hint: "gleaner graph build --kind ivf --index <dir>"}
+
+// ivfMeta is the section's description: the build's settings (Lists as
+// asked, 0 for the size's default; Built as made) and the shape.
+type ivfMeta struct {
+	Lists      int    `json:"lists"`
+	Sample     int    `json:"sample"`
+	Iterations int    `json:"iterations"`
+	Seed       uint64 `json:"seed"`
+	Built      int    `json:"built_lists"`
+	Nodes      int    `json:"nodes"`
+	Dims       int    `json:"dims"`
+}
+
+func init() {
+	index.MustRegisterSection(index.SectionType{Name: SectionIVF, Version: ivfVersion, Update: index.Rebuild,
+		Summary: errNoIVF.What, Hint: errNoIVF.Hint, Load: loadIVF, Refresh: refreshIVF, FromVectors: true,
+		CanRefresh: func(_ *index.Index, settings json.RawMessage) error {
+			_, err := ivfRefreshSettings(settings)
+			return err
+		}})
+	Must(RegisterBuild(BuildDef[IVFSettings]{Name: SectionIVF, Group: BuildGraph, Section: SectionIVF,
+		Summary: "an inverted file over the index's vectors: approximate dense search for method vector",
+		Long: `an inverted file over the index's vectors: k-means (--iterations, on --sample vectors per
+list drawn with --seed) places --lists centroids (0: 4·√N rounded to a power of two), every vector
+joins its nearest centroid's list, and method vector (its --search and --nprobe) scores a question
+against every centroid and then only the vectors of the nprobe best lists; the lists are the same
+whatever the number of CPUs`,
+		Defaults: DefaultIVFSettings, Params: (*IVFSettings).Params, Build: buildIVF,
+		Host: "the centroids are trained on the backend; the lists are searched on the host"}))
+}
+
+// IVFSettings configure the inverted-file build step. Lists 0 is the
+// size's default (ivf.ListsFor); the other fields are ivf.Options'.
+type IVFSettings struct {
+	Lists, Sample, Iterations int
+	Seed                      uint64
+}
+
+// DefaultIVFSettings are 4·√N lists trained on 64 vectors each for 10
+// iterations (FAISS's defaults but the sample, which FAISS takes at up to
+// 256 per list: 64 trains 4× faster and lost no recall on the scale
+// benchmark's dev questions).
+func DefaultIVFSettings() IVFSettings {
+	o := ivf.DefaultOptions(0)
+	return IVFSettings{Lists: 0, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed}
+}
+
+// Params binds the inverted-file settings.
+func (s *IVFSettings) Params(p *Params) {
+	p.Int(&s.Lists, "lists", "ivf: centroids (0: 4·√N rounded to a power of two; at most one per vector)", Within(0, ivf.MaxLists))
+	p.Int(&s.Sample, "sample", "ivf: vectors per list k-means trains on", Within(1, ivf.MaxSample))
+	p.Int(&s.Iterations, "iterations", "ivf: k-means iterations", Within(1, ivf.MaxIterations))
+	p.Uint64(&s.Seed, "seed", "ivf: seed of the training sample")
+}
+
+// options are s as ivf.Options for n vectors on be.
+func (s IVFSettings) options(n int, be engine.Backend) ivf.Options {
+	o := ivf.Options{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Nearest: nearestOn(be)}
+	if o.Lists == 0 {
+		o.Lists = ivf.ListsFor(n)
+	}
+	return o
+}
+
+// nearestOn assigns rows to centroids with be's flat top-1 search; nil
+// (ivf.GoNearest) without a backend, as the HNSW build scores with
+// hnsw.GoDot without one.
+func nearestOn(be engine.Backend) ivf.Nearest {
+	if be == nil {
+		return nil
+	}
+	return func(ctx context.Context, C []float32, nc, d int, X []float32, nx int, out []int32) error {
+		cb, err := engine.Upload(be, C[:nc*d]) // on the backend, as the index's vectors are bound for SearchFlat
+		if err != nil {
+			return err
+		}
+		defer be.Free(cb)
+		hits, err := engine.SearchFlat(ctx, be, cb, nc, d, X, nx, 1)
+		if err != nil {
+			return err
+		}
+		for i, h := range hits {
+			if len(h) != 1 {
+				return fmt.Errorf("ivf: the %s backend found %d centroids for row %d", be.Name(), len(h), i)
+			}
+			out[i] = h[0].Index
+		}
+		return nil
+	}
+}
+
+// buildIVF builds the inverted file over the vectors of the index at dir
+// and stores it as the section.
+func buildIVF(ctx context.Context, env BuildEnv, dir string, s IVFSettings) (string, error) {
+	ix, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer ix.Close()
+	var report func(int)
+	if env.Progress != nil {
+		env.Progress.Stage("ivf: k-means, then filing", s.Iterations+1)
+		defer env.Progress.Finish()
+		report = env.Progress.Set
+	}
+	b, f, err := builtIVF(ctx, ix, s, env.Backend, report)
+	if err != nil {
+		return "", err
+	}
+	if err := ix.StoreSection(ctx, dir, SectionIVF, b.Meta, b.Write); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("inverted file: %d vectors in %d lists (longest %d)", f.N, f.Lists, f.Longest()), nil
+}
+
+// builtIVF builds the inverted file over ix's vectors, as its section.
+func builtIVF(ctx context.Context, ix *index.Index, s IVFSettings, be engine.Backend, report func(int)) (*index.BuiltSection, *ivf.Index, error) {
+	f, err := ivf.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, s.options(ix.N(), be), report)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := ivfMeta{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Built: f.Lists, Nodes: f.N, Dims: f.Dims}
+	write := func(w *index.SectionWriter) error {
+		return errors.Join(w.F32("centroids.f32", f.Centroids), w.I64("offsets.i64", f.Offsets), w.I32("ids.i32", f.IDs))
+	}
+	return &index.BuiltSection{Name: SectionIVF, Meta: meta, Write: write}, f, nil
+}
+
+// refreshIVF builds the inverted file again over ix's vectors with the
+// settings its description recorded (a live writer's stale one): Lists 0
+// is again the new size's default.
+func refreshIVF(ctx context.Context, ix *index.Index, settings json.RawMessage, env index.RefreshEnv) (*index.BuiltSection, error) {
+	s, err := ivfRefreshSettings(settings)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := builtIVF(ctx, ix, s, env.Backend, nil)
+	return b, err
+}
+
+// ivfRefreshSettings reads the settings a stale inverted file was built
+// with, or says why a refresh cannot build it (index.ErrNotRefreshable).
+func ivfRefreshSettings(settings json.RawMessage) (IVFSettings, error) {
+	var m ivfMeta
+	if err := json.Unmarshal(settings, &m); err != nil {
+		return IVFSettings{}, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
+	}
+	s := IVFSettings{Lists: m.Lists, Sample: m.Sample, Iterations: m.Iterations, Seed: m.Seed}
+	if err := Validate(&s, (*IVFSettings).Params); err != nil {
+		return s, fmt.Errorf("%w: its recorded settings: %v", index.ErrNotRefreshable, err)
+	}
+	return s, nil
+}
+
+// loadIVF reads the inverted file and checks it against the index's
+// vectors.
+func loadIVF(ix *index.Index, r *index.SectionReader) (any, error) {
+	var m ivfMeta
+	if err := r.Meta(&m); err != nil {
+		return nil, err
+	}
+	f := &ivf.Index{N: m.Nodes, Dims: m.Dims, Lists: m.Built}
+	var e1, e2, e3 error
+	f.Centroids, e1 = r.F32("centroids.f32")
+	f.Offsets, e2 = r.I64("offsets.i64")
+	f.IDs, e3 = r.I32("ids.i32")
+	if err := errors.Join(e1, e2, e3); err != nil {
+		return nil, err
+	}
+	if err := f.Check(ix.N(), ix.Meta.Dims); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// IVFOf returns the index's inverted file, or an index.ErrNotBuilt error
+// saying how to build it.
+func IVFOf(ix *index.Index) (*ivf.Index, error) {
+	v, err := ix.Section(SectionIVF)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*ivf.Index), nil
+}
