@@ -14,8 +14,8 @@ import (
 
 // SectionIVF is the index section holding an inverted file over the
 // index's vectors: approximate dense search for method vector (search auto
-// or ivf) that scores every centroid, so questions far from every passage
-// still reach their best rows. It is rebuilt with the vectors.
+// or ivf) that scores every centroid, so no row is out of reach as a
+// seldom-linked row of the HNSW graph is. It is rebuilt with the vectors.
 const SectionIVF = "ivf"
 
 const ivfVersion = 1

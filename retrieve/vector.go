@@ -22,7 +22,7 @@ func (*NoOptions) Params(*Params) {}
 
 // The dense searches of method vector (VectorOptions.Search).
 const (
-	SearchAuto  = "auto"  // the inverted file or HNSW graph when the index has one and is large enough for it to pay, else exact
+	SearchAuto  = "auto"  // the HNSW graph or inverted file when the index has one and is large enough for it to pay, else exact
 	SearchExact = "exact" // every vector scored (on the backend)
 	SearchHNSW  = "hnsw"  // the HNSW graph; an index without one is an error
 	SearchIVF   = "ivf"   // the inverted file; an index without one is an error
@@ -66,7 +66,7 @@ func DefaultVector() VectorOptions {
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (the index's inverted file when built and nprobe is at most an eighth of its lists, else its HNSW graph when built and the index has at least 32·ef nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
+	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its inverted file when built and nprobe is at most an eighth of its lists, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "nprobe", "ivf search: lists scored, best centroids first; more finds more of the exact top k, slower", Within(1, ivf.MaxProbe))
 	p.Int(&o.SearchWorkers, "search-workers", "ivf search: goroutines sharing one question's lists", Within(1, ivf.MaxWorkers))
@@ -282,15 +282,16 @@ func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, 
 }
 
 // search finds each embedded query's top k (an empty query: none) on the
-// HNSW graph where it pays, else by a (quantized) scan.
+// HNSW graph or else the inverted file where it pays, else by a
+// (quantized) scan.
 func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	var hits [][]Hit
 	var err error
 	switch {
-	case m.f != nil && (m.always || m.dot != nil && ivfPays(m.f, m.nprobe)):
-		hits, err = m.searchIVF(ctx, batch, empty, k)
 	case m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))):
 		hits, err = m.searchGraph(ctx, batch, empty, k)
+	case m.f != nil && (m.always || m.dot != nil && ivfPays(m.f, m.nprobe)):
+		hits, err = m.searchIVF(ctx, batch, empty, k)
 	case m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))):
 		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(empty), k, m.candidates(k))
 	default:
