@@ -1,7 +1,8 @@
 // Command ann compares gleaner's HNSW (graphops/hnsw) with FAISS's
 // IndexHNSWFlat (Debian python3-faiss) in one run, on the same vectors and
 // questions at the same M, efConstruction and efSearch (issue: scale,
-// item 3).
+// item 3); with -kind ivf, gleaner's inverted file (graphops/ivf) with
+// FAISS's IndexIVFFlat at the same lists, training and nprobe.
 //
 // The vectors are LSA vectors of the scale corpus (corpus/synth,
 // GenerateScale): the -index folder's own when -n equals its size, else
@@ -11,8 +12,8 @@
 // corpus's: the dev questions choose efSearch (the smallest reaching the
 // target recall), the test questions are reported.
 //
-// For each efSearch both sides answer every question one at a time on one
-// thread; recall@10 is against exact search (kernels.FlatIP) over the same
+// For each efSearch (nprobe) both sides answer every question one at a
+// time on one thread (for ivf also on two sharing a question's lists); recall@10 is against exact search (kernels.FlatIP) over the same
 // vectors; q/s is questions over wall time; both builds use 2 threads.
 //
 //	bash benchmarks/ann/run.sh INDEX N   # see run.sh
@@ -50,8 +51,13 @@ type side struct {
 	Build  float64     `json:"build_s"`
 	Recall []float64   `json:"-"`
 	QPS    []float64   `json:"qps"`
-	IDs    [][][]int64 `json:"ids"` // per ef, per question: the top 10 (FAISS)
+	IDs    [][][]int64 `json:"ids"`  // per ef, per question: the top 10 (FAISS)
+	QPS2   []float64   `json:"qps2"` // ivf: two threads per question
 }
+
+// shape is what -reuse reads back: how many of q.f32's questions are dev
+// questions (they come first) and the width.
+type shape struct{ Dims, Dev, Test int }
 
 func main() {
 	dir := flag.String("index", "", "a scale index (bash benchmarks/scale/run.sh builds them)")
@@ -64,27 +70,32 @@ func main() {
 	work := flag.String("work", "/tmp/gleaner-ann", "folder for the vectors the peer reads")
 	peer := flag.String("peer", "benchmarks/ann/faiss_peer.py", "the FAISS side (empty: gleaner alone)")
 	out := flag.String("out", "", "file for the markdown table (default: stdout only)")
+	kind := flag.String("kind", "hnsw", "hnsw or ivf")
+	lists := flag.Int("lists", 0, "ivf: lists (0: 4·√N rounded to a power of two, gleaner's default)")
+	probes := flag.String("nprobe", "32,48,64,80,96,128", "ivf: nprobe values")
+	reuse := flag.Bool("reuse", false, "read the vectors and questions an earlier run wrote to -work instead of making them")
 	flag.Parse()
 	ef, err := parseInts(*efs)
-	if err != nil || *dir == "" {
-		log.Fatalf("want -index and -ef a list of integers: %v", err)
+	if *kind == "ivf" {
+		ef, err = parseInts(*probes)
+	}
+	if err != nil || (*dir == "" && !*reuse) || (*kind != "hnsw" && *kind != "ivf") {
+		log.Fatalf("want -index (or -reuse), -kind hnsw or ivf, and -ef / -nprobe a list of integers: %v", err)
 	}
 	ctx := context.Background()
-	X, d, test, dev := vectors(ctx, *dir, *n)
+	X, Q, sh := load(ctx, *dir, *n, *work, *reuse)
+	d, ndev := sh.Dims, sh.Dev
 	rows := len(X) / d
-	log.Printf("%d vectors of %d dims, %d test and %d dev questions", rows, d, len(test)/d, len(dev)/d)
-	if err := os.MkdirAll(*work, 0o755); err != nil {
-		log.Fatal(err)
-	}
-	Q := append(slices.Clone(dev), test...)
-	writeF32(filepath.Join(*work, "x.f32"), X)
-	writeF32(filepath.Join(*work, "q.f32"), Q)
+	log.Printf("%d vectors of %d dims, %d test and %d dev questions", rows, d, sh.Test, sh.Dev)
 	nq := len(Q) / d
 	exact, err := kernels.FlatIP(ctx, X, rows, d, Q, nq, k, 2)
 	if err != nil {
 		log.Fatal(err)
 	}
-	ndev := len(dev) / d
+	if *kind == "ivf" {
+		runIVF(ctx, X, rows, Q, sh, exact, *lists, ef, *target, *peer, *work, *out)
+		return
+	}
 	g := gleaner(ctx, X, rows, d, Q, exact, ndev, *m, *efc, ef)
 	if *keep {
 		k := gleanerWith(ctx, X, rows, d, Q, exact, ndev, *m, *efc, ef, true)
@@ -102,7 +113,39 @@ func main() {
 		return
 	}
 	f := faiss(*peer, *work, d, *m, *efc, ef, exact, ndev)
-	report(*out, rows, d, *m, *efc, ef, *target, len(test)/d, ndev, g, f)
+	report(*out, rows, d, *m, *efc, ef, *target, sh.Test, ndev, g, f)
+}
+
+// load makes the vectors and questions (dev first) and writes them to work
+// for the peer, or with reuse reads what an earlier run wrote there.
+func load(ctx context.Context, dir string, n int, work string, reuse bool) (X, Q []float32, sh shape) {
+	if reuse {
+		raw, err := os.ReadFile(filepath.Join(work, "shape.json"))
+		if err == nil {
+			err = json.Unmarshal(raw, &sh)
+		}
+		if err != nil || sh.Dims <= 0 {
+			log.Fatalf("-reuse: %s/shape.json: %v (dims %d)", work, err, sh.Dims)
+		}
+		X, Q = readF32(filepath.Join(work, "x.f32")), readF32(filepath.Join(work, "q.f32"))
+		if len(X)%sh.Dims != 0 || len(Q) != (sh.Dev+sh.Test)*sh.Dims {
+			log.Fatalf("-reuse: %d vector and %d question values for %d dims and %d questions", len(X), len(Q), sh.Dims, sh.Dev+sh.Test)
+		}
+		return X, Q, sh
+	}
+	X, d, test, dev := vectors(ctx, dir, n)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	Q = append(slices.Clone(dev), test...)
+	sh = shape{Dims: d, Dev: len(dev) / d, Test: len(test) / d}
+	writeF32(filepath.Join(work, "x.f32"), X)
+	writeF32(filepath.Join(work, "q.f32"), Q)
+	raw, _ := json.Marshal(sh) // a struct of ints: cannot fail
+	if err := os.WriteFile(filepath.Join(work, "shape.json"), raw, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	return X, Q, sh
 }
 
 // vectors returns the matrix, its width and the test and dev questions
@@ -278,6 +321,21 @@ func writeF32(path string, v []float32) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func readF32(path string) []float32 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if len(b)%4 != 0 {
+		log.Fatalf("%s: %d bytes, not float32s", path, len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
 }
 
 func parseInts(s string) ([]int, error) {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gleaner-rag/gleaner/graphops/ivf"
+	"github.com/gleaner-rag/gleaner/kernels"
+)
+
+// runIVF builds gleaner's inverted file and FAISS's IndexIVFFlat with the
+// same lists and training, answers every question at each nprobe on one
+// thread and on two, and reports recall@10 against exact and q/s.
+func runIVF(ctx context.Context, X []float32, n int, Q []float32, sh shape, exact [][]kernels.Hit, lists int, probes []int, target float64, peer, work, out string) {
+	if lists == 0 {
+		lists = ivf.ListsFor(n)
+	}
+	g := gleanerIVF(ctx, X, n, sh.Dims, Q, lists, probes)
+	g.Recall = recalls(g.IDs, exact, sh.Dev)
+	var f *side
+	if peer != "" {
+		f = faissIVF(peer, work, sh.Dims, lists, probes, exact, sh.Dev)
+	}
+	reportIVF(out, n, sh, lists, probes, target, g, f)
+}
+
+// gleanerIVF builds the inverted file (k-means assigning with FlatIP on 2
+// threads, the cpu backend's search) and answers the questions at every
+// nprobe on one worker and on two; the two must find the same hits.
+func gleanerIVF(ctx context.Context, X []float32, n, d int, Q []float32, lists int, probes []int) side {
+	o := ivf.DefaultOptions(lists)
+	o.Nearest = func(ctx context.Context, C []float32, nc, d int, X []float32, nx int, out []int32) error {
+		hits, err := kernels.FlatIP(ctx, C, nc, d, X, nx, 1, 2)
+		for i := range hits {
+			out[i] = hits[i][0].Index
+		}
+		return err
+	}
+	t0 := time.Now()
+	f, err := ivf.Build(ctx, X, n, d, o, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := side{Build: time.Since(t0).Seconds()}
+	log.Printf("gleaner: inverted file of %d lists (longest %d) built in %.1fs", f.Lists, f.Longest(), s.Build)
+	for _, nprobe := range probes {
+		ids, qps := answerIVF(f, X, Q, d, nprobe, 1)
+		ids2, qps2 := answerIVF(f, X, Q, d, nprobe, 2)
+		if !slices.EqualFunc(ids, ids2, slices.Equal) {
+			log.Fatalf("nprobe %d: two workers found other hits than one", nprobe)
+		}
+		s.IDs, s.QPS, s.QPS2 = append(s.IDs, ids), append(s.QPS, qps), append(s.QPS2, qps2)
+	}
+	return s
+}
+
+// answerIVF answers every question one at a time: the hits and q/s.
+func answerIVF(f *ivf.Index, X, Q []float32, d, nprobe, workers int) ([][]int64, float64) {
+	nq := len(Q) / d
+	ids := make([][]int64, nq)
+	t0 := time.Now()
+	for i := range nq {
+		hits, err := f.Search(X, Q[i*d:(i+1)*d], k, nprobe, workers, kernels.DotRows)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, h := range hits {
+			ids[i] = append(ids[i], int64(h.Index))
+		}
+	}
+	return ids, float64(nq) / time.Since(t0).Seconds()
+}
+
+// faissIVF runs the peer script on the vectors in work.
+func faissIVF(script, work string, d, lists int, probes []int, exact [][]kernels.Hit, ndev int) *side {
+	args := []string{script, work, strconv.Itoa(d), strconv.Itoa(lists)}
+	for _, p := range probes {
+		args = append(args, strconv.Itoa(p))
+	}
+	cmd := exec.Command("/usr/bin/python3", args...)
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=passive")
+	raw, err := cmd.Output()
+	if err != nil {
+		log.Fatalf("the FAISS side: %v", err)
+	}
+	var s side
+	if err := json.Unmarshal(raw, &s); err != nil {
+		log.Fatalf("the FAISS side's output: %v", err)
+	}
+	s.Recall = recalls(s.IDs, exact, ndev)
+	log.Printf("faiss: built in %.1fs", s.Build)
+	return &s
+}
+
+// reportIVF prints (and with path writes) the table: per nprobe each
+// side's recall@10 and q/s on one thread and on two.
+func reportIVF(path string, n int, sh shape, lists int, probes []int, target float64, g side, f *side) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Inverted file at %d vectors × %d dims, %d lists (10 k-means iterations on 64 vectors per list); %d test questions (%d dev choose nprobe)\n\n",
+		n, sh.Dims, lists, sh.Test, sh.Dev)
+	if f == nil {
+		fmt.Fprintf(&b, "Build (2 threads): gleaner %.1f s\n\n", g.Build)
+		b.WriteString("| nprobe | gleaner recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads |\n|---:|---|---:|---:|\n")
+		for i, p := range probes {
+			fmt.Fprintf(&b, "| %d | %.3f / %.3f | %.0f | %.0f |\n", p, g.Recall[2*i], g.Recall[2*i+1], g.QPS[i], g.QPS2[i])
+		}
+	} else {
+		fmt.Fprintf(&b, "Build (2 threads): gleaner %.1f s, FAISS %s %.1f s (%.2f×)\n\n", g.Build, "IndexIVFFlat", f.Build, f.Build/g.Build)
+		b.WriteString("| nprobe | gleaner recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads | FAISS recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads | ratio, 1 / 2 threads |\n")
+		b.WriteString("|---:|---|---:|---:|---|---:|---:|---|\n")
+		for i, p := range probes {
+			fmt.Fprintf(&b, "| %d | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.0f | %.2f× / %.2f× |\n", p,
+				g.Recall[2*i], g.Recall[2*i+1], g.QPS[i], g.QPS2[i], f.Recall[2*i], f.Recall[2*i+1], f.QPS[i], f.QPS2[i],
+				g.QPS[i]/f.QPS[i], g.QPS2[i]/f.QPS2[i])
+		}
+	}
+	sides := map[string]side{"gleaner": g}
+	if f != nil {
+		sides["FAISS"] = *f
+	}
+	for _, name := range []string{"gleaner", "FAISS"} {
+		s, ok := sides[name]
+		if !ok {
+			continue
+		}
+		chosen := slices.IndexFunc(probes, func(p int) bool { return s.Recall[2*slices.Index(probes, p)] >= target })
+		if chosen < 0 {
+			fmt.Fprintf(&b, "\n%s: no nprobe tried reaches recall@10 %.2f on the dev questions.\n", name, target)
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: nprobe %d is the smallest reaching %.2f on the dev questions: test recall@10 %.3f, %.3f ms per question on one thread, %.3f on two.\n",
+			name, probes[chosen], target, s.Recall[2*chosen+1], 1000/s.QPS[chosen], 1000/s.QPS2[chosen])
+	}
+	fmt.Print(b.String())
+	if path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
