@@ -150,13 +150,14 @@ func (ix *Index) Search(X, q []float32, k, nprobe, workers int, dot Dot) ([]engi
 		return w.parts[0].top.sorted(), nil
 	}
 	var wg sync.WaitGroup
-	for p := range workers {
+	for p := 1; p < workers; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ix.scan(X, q, lists, p, workers, k, dot, &w.parts[p])
 		}()
 	}
+	ix.scan(X, q, lists, 0, workers, k, dot, &w.parts[0]) // the caller takes a share
 	wg.Wait()
 	all := &w.parts[0].top
 	for p := 1; p < workers; p++ {
