@@ -359,27 +359,22 @@ func (m *Vector) candidates(k int) int {
 // searchIVF answers each embedded query (row-major in batch) on the
 // inverted file; an empty one gets no hits.
 func (m *Vector) searchIVF(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
-	d := m.ix.Meta.Dims
-	out := make([][]Hit, len(empty))
-	for i := range out {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if empty[i] {
-			continue
-		}
-		hits, err := m.f.Search(m.ix.Vectors, batch[i*d:(i+1)*d], k, m.nprobe, m.workers, m.dot)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = hits
-	}
-	return out, nil
+	return m.eachQuery(ctx, batch, empty, func(q []float32) ([]Hit, error) {
+		return m.f.Search(m.ix.Vectors, q, k, m.nprobe, m.workers, m.dot)
+	})
 }
 
 // searchGraph answers each embedded query (row-major in batch) on the
 // HNSW graph; an empty one gets no hits.
 func (m *Vector) searchGraph(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
+	return m.eachQuery(ctx, batch, empty, func(q []float32) ([]Hit, error) {
+		return m.g.Search(m.ix.Vectors, q, k, m.ef, m.dot)
+	})
+}
+
+// eachQuery answers the embedded queries one at a time with search,
+// checking ctx between them; an empty one gets no hits.
+func (m *Vector) eachQuery(ctx context.Context, batch []float32, empty []bool, search func(q []float32) ([]Hit, error)) ([][]Hit, error) {
 	d := m.ix.Meta.Dims
 	out := make([][]Hit, len(empty))
 	for i := range out {
@@ -389,7 +384,7 @@ func (m *Vector) searchGraph(ctx context.Context, batch []float32, empty []bool,
 		if empty[i] {
 			continue
 		}
-		hits, err := m.g.Search(m.ix.Vectors, batch[i*d:(i+1)*d], k, m.ef, m.dot)
+		hits, err := search(batch[i*d : (i+1)*d])
 		if err != nil {
 			return nil, err
 		}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,25 +77,9 @@ func answerIVF(f *ivf.Index, X, Q []float32, d, nprobe, workers int) ([][]int64,
 	return ids, float64(nq) / time.Since(t0).Seconds()
 }
 
-// faissIVF runs the peer script on the vectors in work.
+// faissIVF runs the IndexIVFFlat peer script on the vectors in work.
 func faissIVF(script, work string, d, lists int, probes []int, exact [][]kernels.Hit, ndev int) *side {
-	args := []string{script, work, strconv.Itoa(d), strconv.Itoa(lists)}
-	for _, p := range probes {
-		args = append(args, strconv.Itoa(p))
-	}
-	cmd := exec.Command("/usr/bin/python3", args...)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=passive")
-	raw, err := cmd.Output()
-	if err != nil {
-		log.Fatalf("the FAISS side: %v", err)
-	}
-	var s side
-	if err := json.Unmarshal(raw, &s); err != nil {
-		log.Fatalf("the FAISS side's output: %v", err)
-	}
-	s.Recall = recalls(s.IDs, exact, ndev)
-	log.Printf("faiss: built in %.1fs", s.Build)
+	s := runPeer(exact, ndev, append([]string{script, work, strconv.Itoa(d), strconv.Itoa(lists)}, itoas(probes)...)...)
 	return &s
 }
 

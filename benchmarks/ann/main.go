@@ -236,10 +236,12 @@ func gleanerWith(ctx context.Context, X []float32, n, d int, Q []float32, exact 
 
 // faiss runs the peer script on the vectors in work.
 func faiss(script, work string, d, m, efc int, efs []int, exact [][]kernels.Hit, ndev int) side {
-	args := []string{script, work, strconv.Itoa(d), strconv.Itoa(m), strconv.Itoa(efc)}
-	for _, ef := range efs {
-		args = append(args, strconv.Itoa(ef))
-	}
+	return runPeer(exact, ndev, append([]string{script, work, strconv.Itoa(d), strconv.Itoa(m), strconv.Itoa(efc)}, itoas(efs)...)...)
+}
+
+// runPeer runs a peer script (its path and arguments) and reads the side
+// it prints, its recall against exact.
+func runPeer(exact [][]kernels.Hit, ndev int, args ...string) side {
 	cmd := exec.Command("/usr/bin/python3", args...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=passive")
@@ -254,6 +256,14 @@ func faiss(script, work string, d, m, efc int, efs []int, exact [][]kernels.Hit,
 	s.Recall = recalls(s.IDs, exact, ndev)
 	log.Printf("faiss: built in %.1fs", s.Build)
 	return s
+}
+
+func itoas(v []int) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = strconv.Itoa(x)
+	}
+	return out
 }
 
 // recalls is, per ef, the recall@10 against exact of the dev questions
