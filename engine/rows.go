@@ -17,3 +17,20 @@ func DotRowsOf(be Backend) func(X []float32, d int, ids []int32, q, out []float3
 	}
 	return nil
 }
+
+// CodeScorer is implemented by a backend whose kernels run on the host and
+// can score int8 codes in place: out[r] = scale[r] · Σⱼ codes[r·d+j]·q[j]
+// for the len(scale) contiguous rows of codes (an inverted file's lists
+// stored quantized). A backend without it leaves such lists unread, and
+// the search scores their float32 rows.
+type CodeScorer interface {
+	ScoreCodes(codes []int8, scale []float32, d int, q, out []float32)
+}
+
+// CodeScorerOf returns be's int8 code scorer, or nil when it has none.
+func CodeScorerOf(be Backend) func(codes []int8, scale []float32, d int, q, out []float32) {
+	if s, ok := be.(CodeScorer); ok {
+		return s.ScoreCodes
+	}
+	return nil
+}

@@ -133,3 +133,18 @@ func SearchQuantized(ctx context.Context, m *QuantRows, X, Q []float32, nq, k, c
 	}
 	return out, nil
 }
+
+// ScoreCodes scores the len(scale) contiguous int8 rows of codes (width d)
+// against q: out[r] = scale[r] · (codes row r · q), with the quantized
+// scan's kernel and arithmetic (dotBlockI8, then the scale).
+func ScoreCodes(codes []int8, scale []float32, d int, q, out []float32) {
+	rows := len(scale)
+	if d <= 0 || len(q) != d || len(codes) != rows*d || len(out) < rows {
+		panic(fmt.Sprintf("kernels: ScoreCodes: d %d, query %d, %d codes for %d rows, out %d", d, len(q), len(codes), rows, len(out)))
+	}
+	if rows == 0 {
+		return
+	}
+	dotBlockI8(codes, rows, d, q, 1, out[:rows])
+	scaleRows(out[:rows], scale, 1)
+}

@@ -42,6 +42,11 @@ func (*Backend) DotRows(X []float32, d int, ids []int32, q, out []float32) {
 	kernels.DotRows(X, d, ids, q, out)
 }
 
+// ScoreCodes implements engine.CodeScorer with kernels.ScoreCodes.
+func (*Backend) ScoreCodes(codes []int8, scale []float32, d int, q, out []float32) {
+	kernels.ScoreCodes(codes, scale, d, q, out)
+}
+
 // SearchQuantized implements engine.QuantSearcher with
 // kernels.SearchQuantized: its rescoring is FlatIP's arithmetic, so the
 // scores equal this backend's exact search.
