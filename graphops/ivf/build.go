@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 )
 
@@ -59,6 +60,12 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 	}
 	ix := &Index{N: n, Dims: d, Lists: lists, Centroids: C}
 	ix.Offsets, ix.IDs = file(all, lists)
+	if o.Codes {
+		var err error
+		if ix.Codes, ix.Scales, err = codes(X, d, ix.IDs); err != nil {
+			return nil, err
+		}
+	}
 	ix.prepare()
 	if progress != nil {
 		progress(o.Iterations + 1)
@@ -196,6 +203,21 @@ func file(assign []int32, lists int) ([]int64, []int32) {
 		next[c]++
 	}
 	return off, ids
+}
+
+// codes quantizes the rows of X to int8 (engine.Quantize) in the order of
+// ids.
+func codes(X []float32, d int, ids []int32) ([]int8, []float32, error) {
+	m, err := engine.Quantize(X, len(ids), d, engine.QuantInt8)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ivf: codes: %w", err)
+	}
+	c, s := make([]int8, len(m.I8)), make([]float32, len(ids))
+	for i, v := range ids {
+		copy(c[i*d:(i+1)*d], m.I8[int(v)*d:int(v+1)*d])
+		s[i] = m.Scale[v]
+	}
+	return c, s, nil
 }
 
 // GoNearest is the portable Nearest: each row against every centroid with

@@ -23,6 +23,11 @@ type Index struct {
 	Offsets []int64
 	// IDs holds every row once, list by list, ascending within a list.
 	IDs []int32
+	// Codes and Scales, when built (Options.Codes), hold the rows of IDs
+	// in its order as int8 codes, Dims per row, and one scale per row
+	// (engine.Quantize's int8): SearchCodes reads them.
+	Codes  []int8
+	Scales []float32
 
 	all     []int32 // 0..Lists−1: the centroids' ids for Dot
 	longest int     // the most rows in one list
@@ -59,6 +64,14 @@ func (ix *Index) Check(n, dims int) error {
 			return fmt.Errorf("ivf: centroid %d value %d is %v", i/dims, i%dims, x)
 		}
 	}
+	for l := range ix.Lists {
+		if lo, hi := ix.Offsets[l], ix.Offsets[l+1]; lo > hi || hi > int64(n) {
+			return fmt.Errorf("ivf: list %d: offsets %d to %d, of %d rows", l, lo, hi, n)
+		}
+	}
+	if err := ix.checkCodes(); err != nil {
+		return err
+	}
 	seen := make([]bool, n)
 	for l := range ix.Lists {
 		if err := ix.checkList(l, seen); err != nil {
@@ -69,12 +82,26 @@ func (ix *Index) Check(n, dims int) error {
 	return nil
 }
 
+// checkCodes checks the codes' shape and that every scale is finite and
+// not negative; an index may hold none.
+func (ix *Index) checkCodes() error {
+	if ix.Codes == nil && ix.Scales == nil {
+		return nil
+	}
+	if len(ix.Codes) != ix.N*ix.Dims || len(ix.Scales) != ix.N {
+		return fmt.Errorf("ivf: %d codes and %d scales for %d rows of %d", len(ix.Codes), len(ix.Scales), ix.N, ix.Dims)
+	}
+	for i, s := range ix.Scales {
+		if !(s >= 0 && s <= math.MaxFloat32) {
+			return fmt.Errorf("ivf: the codes of position %d have scale %v", i, s)
+		}
+	}
+	return nil
+}
+
 // checkList checks list l's rows: in range, ascending, not seen before.
 func (ix *Index) checkList(l int, seen []bool) error {
-	lo, hi := ix.Offsets[l], ix.Offsets[l+1]
-	if lo > hi {
-		return fmt.Errorf("ivf: list %d: offsets %d > %d", l, lo, hi)
-	}
+	lo, hi := ix.Offsets[l], ix.Offsets[l+1] // checked: lo ≤ hi ≤ n
 	for i := lo; i < hi; i++ {
 		v := ix.IDs[i]
 		switch {
@@ -114,50 +141,123 @@ func (ix *Index) workspace(workers int) *workspace {
 	return w
 }
 
-// MaxWorkers bounds a search's goroutines.
-const MaxWorkers = 256
+// MaxWorkers bounds a search's goroutines; MaxRescore a code search's
+// candidates per hit.
+const (
+	MaxWorkers = 256
+	MaxRescore = 1 << 12
+)
+
+// ScoreCodes scores contiguous int8 rows with their scales, as
+// engine.CodeScorer does; nil in SearchCodes: GoScoreCodes.
+type ScoreCodes func(codes []int8, scale []float32, d int, q, out []float32)
+
+// GoScoreCodes is the portable ScoreCodes: four float32 accumulators, then
+// the scale.
+func GoScoreCodes(codes []int8, scale []float32, d int, q, out []float32) {
+	for r, s := range scale {
+		row := codes[r*d : (r+1)*d]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= d; j += 4 {
+			s0 += float32(row[j]) * q[j]
+			s1 += float32(row[j+1]) * q[j+1]
+			s2 += float32(row[j+2]) * q[j+2]
+			s3 += float32(row[j+3]) * q[j+3]
+		}
+		for ; j < d; j++ {
+			s0 += float32(row[j]) * q[j]
+		}
+		out[r] = ((s0 + s1) + (s2 + s3)) * s
+	}
+}
 
 // Search returns q's best k rows of X (the matrix the index was built
 // over) among the rows of its nprobe best lists, best first (the lower
 // row on a tie), scored by dot (nil: hnsw.GoDot). At nprobe ≥ Lists it
 // scores every row: the exact top k. workers goroutines share the lists
-// (one runs inline); the hits do not depend on their number.
+// (the caller is one); the hits do not depend on their number.
 func (ix *Index) Search(X, q []float32, k, nprobe, workers int, dot Dot) ([]engine.Hit, error) {
-	switch {
-	case len(q) != ix.Dims:
-		return nil, fmt.Errorf("ivf: query of %d values, index of %d", len(q), ix.Dims)
-	case len(X) != ix.N*ix.Dims:
-		return nil, fmt.Errorf("ivf: matrix of %d values, index over %d×%d", len(X), ix.N, ix.Dims)
-	case nprobe < 1 || nprobe > MaxProbe:
-		return nil, fmt.Errorf("ivf: nprobe must be in [1, %d], got %d", MaxProbe, nprobe)
-	case workers < 1 || workers > MaxWorkers:
-		return nil, fmt.Errorf("ivf: workers must be in [1, %d], got %d", MaxWorkers, workers)
+	if err := ix.checkSearch(X, q, nprobe, workers); err != nil || ix.N == 0 || k <= 0 {
+		return nil, err
 	}
-	if ix.N == 0 || k <= 0 {
+	if dot == nil {
+		dot = hnsw.GoDot
+	}
+	return ix.search(X, q, min(k, ix.N), nprobe, workers, dot, nil), nil
+}
+
+// SearchCodes is Search reading the lists' int8 codes (a quarter of
+// float32's bytes) instead of their rows: it keeps the rescore·k rows whose
+// codes score best, scores those again over X with dot, and returns the
+// best k, so every score is Search's; a row of Search's top k is missed
+// only when its code score falls outside the candidates. An index built
+// without codes is an error.
+func (ix *Index) SearchCodes(X, q []float32, k, nprobe, workers, rescore int, dot Dot, score ScoreCodes) ([]engine.Hit, error) {
+	switch err := ix.checkSearch(X, q, nprobe, workers); {
+	case err != nil:
+		return nil, err
+	case ix.Codes == nil:
+		return nil, fmt.Errorf("ivf: the index holds no codes (build it with Codes)")
+	case rescore < 1 || rescore > MaxRescore:
+		return nil, fmt.Errorf("ivf: rescore must be in [1, %d], got %d", MaxRescore, rescore)
+	case ix.N == 0 || k <= 0:
 		return nil, nil
 	}
 	if dot == nil {
 		dot = hnsw.GoDot
 	}
+	if score == nil {
+		score = GoScoreCodes
+	}
+	k = min(k, ix.N)
+	cands := ix.search(X, q, min(rescore*k, ix.N), nprobe, workers, dot, score)
+	ids := make([]int32, len(cands))
+	for i, h := range cands {
+		ids[i] = h.Index
+	}
+	sc := make([]float32, len(ids))
+	dot(X, ix.Dims, ids, q, sc)
+	var top topK
+	top.reset(k)
+	for i, v := range ids {
+		top.offer(v, sc[i])
+	}
+	return top.sorted(), nil
+}
+
+// checkSearch rejects a search's arguments out of range.
+func (ix *Index) checkSearch(X, q []float32, nprobe, workers int) error {
+	switch {
+	case len(q) != ix.Dims:
+		return fmt.Errorf("ivf: query of %d values, index of %d", len(q), ix.Dims)
+	case len(X) != ix.N*ix.Dims:
+		return fmt.Errorf("ivf: matrix of %d values, index over %d×%d", len(X), ix.N, ix.Dims)
+	case nprobe < 1 || nprobe > MaxProbe:
+		return fmt.Errorf("ivf: nprobe must be in [1, %d], got %d", MaxProbe, nprobe)
+	case workers < 1 || workers > MaxWorkers:
+		return fmt.Errorf("ivf: workers must be in [1, %d], got %d", MaxWorkers, workers)
+	}
+	return nil
+}
+
+// search keeps the best keep rows of q's nprobe best lists, scored by dot
+// over X, or with codes (when not nil) over the lists' codes.
+func (ix *Index) search(X, q []float32, keep, nprobe, workers int, dot Dot, codes ScoreCodes) []engine.Hit {
 	nprobe = min(nprobe, ix.Lists)
-	workers = min(workers, nprobe)
 	w := ix.workspace(workers)
 	defer ix.pool.Put(w)
-	lists := ix.probe(q, nprobe, dot, w)
-	k = min(k, ix.N)
-	if workers == 1 {
-		ix.scan(X, q, lists, 0, 1, k, dot, &w.parts[0])
-		return w.parts[0].top.sorted(), nil
-	}
+	lists := ix.probe(q, nprobe, keep, dot, w)
+	workers = min(workers, len(lists))
 	var wg sync.WaitGroup
 	for p := 1; p < workers; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ix.scan(X, q, lists, p, workers, k, dot, &w.parts[p])
+			ix.scan(X, q, lists, p, workers, keep, dot, codes, &w.parts[p])
 		}()
 	}
-	ix.scan(X, q, lists, 0, workers, k, dot, &w.parts[0]) // the caller takes a share
+	ix.scan(X, q, lists, 0, workers, keep, dot, codes, &w.parts[0]) // the caller takes a share
 	wg.Wait()
 	all := &w.parts[0].top
 	for p := 1; p < workers; p++ {
@@ -165,40 +265,74 @@ func (ix *Index) Search(X, q []float32, k, nprobe, workers int, dot Dot) ([]engi
 			all.offer(h.Index, h.Score)
 		}
 	}
-	return all.sorted(), nil
+	return all.sorted()
 }
 
-// scan keeps in pt the best k rows of every step-th list from the
-// from-th: workers take turns down the probe order, so each gets lists of
-// every rank.
-func (ix *Index) scan(X, q []float32, lists []int32, from, step, k int, dot Dot, pt *part) {
-	pt.top.reset(k)
+// scan keeps in pt the best keep rows of every step-th list from the
+// from-th (workers take turns down the probe order, so each gets lists of
+// every rank), scored by dot, or by codes when not nil.
+func (ix *Index) scan(X, q []float32, lists []int32, from, step, keep int, dot Dot, codes ScoreCodes, pt *part) {
+	pt.top.reset(keep)
+	d := ix.Dims
 	for i := from; i < len(lists); i += step {
-		l := lists[i]
-		ids := ix.IDs[ix.Offsets[l]:ix.Offsets[l+1]]
-		dot(X, ix.Dims, ids, q, pt.sc)
+		lo, hi := ix.Offsets[lists[i]], ix.Offsets[lists[i]+1]
+		ids := ix.IDs[lo:hi]
+		if codes != nil {
+			codes(ix.Codes[lo*int64(d):hi*int64(d)], ix.Scales[lo:hi], d, q, pt.sc)
+		} else {
+			dot(X, d, ids, q, pt.sc)
+		}
 		for j, v := range ids {
 			pt.top.offer(v, pt.sc[j])
 		}
 	}
 }
 
-// probe is the nprobe lists whose centroids score best against q (the
-// lower list on a tie), in that order.
-func (ix *Index) probe(q []float32, nprobe int, dot Dot, w *workspace) []int32 {
+// probe is the nprobe nonempty lists whose centroids score best against
+// q (the lower list on a tie), in that order, and after them as many more
+// as it takes for the lists to hold keep rows: a search never returns
+// fewer than the k asked for because its lists were empty or short.
+func (ix *Index) probe(q []float32, nprobe, keep int, dot Dot, w *workspace) []int32 {
 	dot(ix.Centroids, ix.Dims, ix.all, q, w.cs)
+	order := ix.best(w, nprobe)
+	rows := 0
+	for _, l := range order {
+		rows += ix.size(l)
+	}
+	if rows < keep { // rare: rank every list and go on down
+		first := len(order)
+		order = ix.best(w, ix.Lists) // the same lists first, in the same order
+		for i, l := range order[first:] {
+			if rows >= keep {
+				order = order[:first+i]
+				break
+			}
+			rows += ix.size(l)
+		}
+	}
+	w.order = order
+	return order
+}
+
+// best is the n nonempty lists whose centroids score best in w.cs, best
+// first.
+func (ix *Index) best(w *workspace, n int) []int32 {
 	t := &w.parts[0].top
-	t.reset(nprobe)
+	t.reset(n)
 	for l, s := range w.cs {
-		t.offer(int32(l), s)
+		if ix.size(int32(l)) > 0 {
+			t.offer(int32(l), s)
+		}
 	}
 	order := w.order[:0]
 	for _, h := range t.sorted() {
 		order = append(order, h.Index)
 	}
-	w.order = order
 	return order
 }
+
+// size is how many rows list l holds.
+func (ix *Index) size(l int32) int { return int(ix.Offsets[l+1] - ix.Offsets[l]) }
 
 // topK keeps the best k of the (id, score) pairs offered: a binary heap
 // whose root is the worst kept.

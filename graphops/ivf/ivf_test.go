@@ -190,6 +190,8 @@ func TestCheckRejects(t *testing.T) {
 		"lists for":     func(ix *Index) { ix.Lists = n + 1 },
 		"matrix 300×9":  func(ix *Index) { ix.Dims = 9 },
 		"negative list": func(ix *Index) { ix.Lists = -1 },
+		"past the end":  func(ix *Index) { ix.Offsets[1] = int64(n + 1) },
+		"far past":      func(ix *Index) { ix.Offsets[1] = 1 << 62 },
 	}
 	for want, hurt := range damage {
 		ix := &Index{N: good.N, Dims: good.Dims, Lists: good.Lists, Centroids: slices.Clone(good.Centroids),
@@ -247,6 +249,111 @@ func TestListsFor(t *testing.T) {
 	for n, want := range map[int]int{0: 1, 1: 4, 10_000: 512, 100_000: 1024, 1_000_000: 4096, 1_000_000_000: 131072} {
 		if got := ListsFor(n); got != want {
 			t.Errorf("ListsFor(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestSearchCodes: reading the lists' int8 codes and rescoring 4·k
+// candidates finds almost all of Search's hits at the same nprobe, with
+// Search's exact scores; with every row a candidate it is the exact
+// search; the hits do not depend on the workers.
+func TestSearchCodes(t *testing.T) {
+	const n, d = 3000, 24
+	X := clustered(n, d, 40, 9)
+	o := DefaultOptions(32)
+	o.Codes = true
+	ix := build(t, X, n, d, o)
+	for i, v := range ix.IDs { // position i codes row v, within half a step
+		for j := range d {
+			if e := math.Abs(float64(ix.Codes[i*d+j])*float64(ix.Scales[i]) - float64(X[int(v)*d+j])); e > 0.5001*float64(ix.Scales[i]) {
+				t.Fatalf("position %d (row %d) value %d: code %d × %v, row %v", i, v, j, ix.Codes[i*d+j], ix.Scales[i], X[int(v)*d+j])
+			}
+		}
+	}
+	Q := clustered(50, d, 40, 10)
+	same, total := 0, 0
+	for i := range 50 {
+		q := Q[i*d : (i+1)*d]
+		want, err := ix.Search(X, q, 10, 4, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ix.SearchCodes(X, q, 10, 4, 1, 4, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if par, err := ix.SearchCodes(X, q, 10, 4, 3, 4, nil, nil); err != nil || !slices.Equal(par, got) {
+			t.Fatalf("query %d: 3 workers give %v (%v), 1 gives %v", i, par, err, got)
+		}
+		for _, h := range got {
+			total++
+			if slices.Contains(want, h) { // the same row with the same score
+				same++
+			}
+		}
+		all, err := ix.SearchCodes(X, q, 10, 32, 2, n, nil, nil)
+		if err != nil || !slices.Equal(all, exact(X, n, d, q, 10)) {
+			t.Fatalf("query %d: every row rescored gives %v (%v), exact %v", i, all, err, exact(X, n, d, q, 10))
+		}
+	}
+	r := float64(same) / float64(total)
+	t.Logf("codes with 4·k candidates find %.3f of Search's hits", r)
+	if r < 0.98 {
+		t.Fatalf("codes with 4·k candidates find %.3f of Search's hits, want ≥ 0.98", r)
+	}
+	plain := build(t, X, n, d, DefaultOptions(32))
+	if _, err := plain.SearchCodes(X, Q[:d], 10, 4, 1, 4, nil, nil); err == nil {
+		t.Fatal("SearchCodes on an index without codes")
+	}
+	if _, err := ix.SearchCodes(X, Q[:d], 10, 4, 1, 0, nil, nil); err == nil {
+		t.Fatal("rescore 0 accepted")
+	}
+	for name, hurt := range map[string]func(c *Index){
+		"short codes": func(c *Index) { c.Codes = c.Codes[:len(c.Codes)-1] },
+		"NaN scale":   func(c *Index) { c.Scales[5] = float32(math.NaN()) },
+		"no scales":   func(c *Index) { c.Scales = nil },
+	} {
+		c := &Index{N: ix.N, Dims: ix.Dims, Lists: ix.Lists, Centroids: ix.Centroids, Offsets: ix.Offsets, IDs: ix.IDs,
+			Codes: slices.Clone(ix.Codes), Scales: slices.Clone(ix.Scales)}
+		hurt(c)
+		if err := c.Check(n, d); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestNeverShort: lists left empty (duplicate rows: the split copies of a
+// centroid keep no row) and lists too short for k are passed over, so a
+// search returns k hits whatever nprobe, with codes too.
+func TestNeverShort(t *testing.T) {
+	const n, d = 300, 8
+	base := clustered(3, d, 3, 11)
+	X := make([]float32, 0, n*d)
+	for i := range n {
+		X = append(X, base[(i%3)*d:(i%3+1)*d]...)
+	}
+	o := DefaultOptions(16)
+	o.Codes = true
+	ix := build(t, X, n, d, o)
+	empty := 0
+	for l := range ix.Lists {
+		if ix.size(int32(l)) == 0 {
+			empty++
+		}
+	}
+	if empty == 0 {
+		t.Fatal("no empty list: the test does not test what it says")
+	}
+	for _, k := range []int{10, 150} {
+		for nprobe := 1; nprobe <= 16; nprobe++ {
+			got, err := ix.Search(X, X[:d], k, nprobe, 2, nil)
+			if err != nil || len(got) != k {
+				t.Fatalf("k %d nprobe %d (%d lists empty): %d hits, %v", k, nprobe, empty, len(got), err)
+			}
+			got, err = ix.SearchCodes(X, X[:d], k, nprobe, 2, 1, nil, nil)
+			if err != nil || len(got) != k {
+				t.Fatalf("codes, k %d nprobe %d: %d hits, %v", k, nprobe, len(got), err)
+			}
 		}
 	}
 }

@@ -45,6 +45,9 @@ type Options struct {
 	Seed uint64
 	// Nearest assigns rows to centroids; nil: GoNearest.
 	Nearest Nearest
+	// Codes also stores every row as int8 codes in list order (a quarter
+	// of its float32 bytes more), for SearchCodes.
+	Codes bool
 }
 
 // Nearest writes into out[i] the index of the centroid (a row of C, nc
