@@ -68,7 +68,7 @@ func DefaultHNSWSettings() HNSWSettings {
 func (s *HNSWSettings) Params(p *Params) {
 	p.Int(&s.M, "m", "hnsw: links per node on the upper layers (2m on layer 0)", Within(2, hnsw.MaxM))
 	p.Int(&s.EfConstruction, "ef-construction", "hnsw: candidates kept per insertion", Within(1, hnsw.MaxEfConstruction))
-	p.Uint64(&s.Seed, "seed", "hnsw: seed of the layer draws")
+	p.Uint64(&s.Seed, "seed", "hnsw: seed of the layer draws", Within[uint64](0, maxSeed))
 	p.Int(&s.Workers, "workers", "hnsw: build threads (the graph does not depend on them)", Within(1, hnsw.MaxWorkers))
 	p.Bool(&s.KeepPruned, "keep-pruned", "hnsw: fill each node's free link slots with the closest candidates the heuristic dropped (slower build, higher recall per ef)")
 }

@@ -439,7 +439,7 @@ func TestVectorOnIVF(t *testing.T) {
 		t.Fatalf("the inverted file: %v", err)
 	}
 	exact := vectorWith(t, ix, "search", "exact")
-	full := vectorWith(t, ix, "search", "ivf", "nprobe", "16")
+	full := vectorWith(t, ix, "search", "ivf", "nprobe", "16", "rescore", "100") // every row rescored
 	few := vectorWith(t, ix, "search", "ivf", "nprobe", "4", "search-workers", "2")
 	auto := vectorWith(t, ix, "nprobe", "3")
 	found, total := 0, 0
@@ -516,7 +516,7 @@ func TestVectorWithoutIVF(t *testing.T) {
 	}
 	ids := slices.Clone(f.IDs)
 	ids[1] = ids[0] // a row filed twice, stored with a valid checksum
-	meta := map[string]any{"lists": 8, "sample": 64, "iterations": 10, "seed": 1, "built_lists": f.Lists, "nodes": f.N, "dims": f.Dims}
+	meta := map[string]any{"lists": 8, "sample": 64, "iterations": 10, "seed": 1, "codes": "none", "built_lists": f.Lists, "nodes": f.N, "dims": f.Dims}
 	err = index.SetSection(context.Background(), dir, retrieve.SectionIVF, meta, func(w *index.SectionWriter) error {
 		return errors.Join(w.F32("centroids.f32", slices.Clone(f.Centroids)), w.I64("offsets.i64", slices.Clone(f.Offsets)), w.I32("ids.i32", ids))
 	})

@@ -29,6 +29,7 @@ type ivfMeta struct {
 	Sample     int    `json:"sample"`
 	Iterations int    `json:"iterations"`
 	Seed       uint64 `json:"seed"`
+	Codes      string `json:"codes"`
 	Built      int    `json:"built_lists"`
 	Nodes      int    `json:"nodes"`
 	Dims       int    `json:"dims"`
@@ -53,19 +54,30 @@ whatever the number of CPUs`,
 }
 
 // IVFSettings configure the inverted-file build step. Lists 0 is the
-// size's default (ivf.ListsFor); the other fields are ivf.Options'.
+// size's default (ivf.ListsFor); Codes is CodesInt8 (ivf.Options.Codes)
+// or CodesNone; the other fields are ivf.Options'.
 type IVFSettings struct {
 	Lists, Sample, Iterations int
 	Seed                      uint64
+	Codes                     string
 }
+
+// The inverted file's codes (IVFSettings.Codes).
+const (
+	CodesInt8 = "int8" // every vector also as int8 codes in list order: searches read a quarter of the bytes
+	CodesNone = "none" // the lists name rows only; searches read the float32 vectors
+)
+
+// maxSeed bounds seeds that an index section records: its description is
+// JSON read back as float64, exact only to 2⁵³.
+const maxSeed = 1 << 53
 
 // DefaultIVFSettings are 4·√N lists trained on 64 vectors each for 10
 // iterations (FAISS's defaults but the sample, which FAISS takes at up to
-// 256 per list: 64 trains 4× faster and lost no recall on the scale
-// benchmark's dev questions).
+// 256 per list and which trains 4× faster at 64), with int8 codes.
 func DefaultIVFSettings() IVFSettings {
 	o := ivf.DefaultOptions(0)
-	return IVFSettings{Lists: 0, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed}
+	return IVFSettings{Lists: 0, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed, Codes: CodesInt8}
 }
 
 // Params binds the inverted-file settings.
@@ -73,12 +85,13 @@ func (s *IVFSettings) Params(p *Params) {
 	p.Int(&s.Lists, "lists", "ivf: centroids (0: 4·√N rounded to a power of two; at most one per vector)", Within(0, ivf.MaxLists))
 	p.Int(&s.Sample, "sample", "ivf: vectors per list k-means trains on", Within(1, ivf.MaxSample))
 	p.Int(&s.Iterations, "iterations", "ivf: k-means iterations", Within(1, ivf.MaxIterations))
-	p.Uint64(&s.Seed, "seed", "ivf: seed of the training sample")
+	p.Uint64(&s.Seed, "seed", "ivf: seed of the training sample", Within[uint64](0, maxSeed))
+	p.String(&s.Codes, "codes", "ivf: int8 (every vector also stored as int8 codes in list order, a quarter of its bytes, which searches read before rescoring the best exactly) or none", OneOf(CodesInt8, CodesNone))
 }
 
 // options are s as ivf.Options for n vectors on be.
 func (s IVFSettings) options(n int, be engine.Backend) ivf.Options {
-	o := ivf.Options{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Nearest: nearestOn(be)}
+	o := ivf.Options{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Nearest: nearestOn(be), Codes: s.Codes == CodesInt8}
 	if o.Lists == 0 {
 		o.Lists = ivf.ListsFor(n)
 	}
@@ -142,9 +155,13 @@ func builtIVF(ctx context.Context, ix *index.Index, s IVFSettings, be engine.Bac
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := ivfMeta{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Built: f.Lists, Nodes: f.N, Dims: f.Dims}
+	meta := ivfMeta{Lists: s.Lists, Sample: s.Sample, Iterations: s.Iterations, Seed: s.Seed, Codes: s.Codes, Built: f.Lists, Nodes: f.N, Dims: f.Dims}
 	write := func(w *index.SectionWriter) error {
-		return errors.Join(w.F32("centroids.f32", f.Centroids), w.I64("offsets.i64", f.Offsets), w.I32("ids.i32", f.IDs))
+		err := errors.Join(w.F32("centroids.f32", f.Centroids), w.I64("offsets.i64", f.Offsets), w.I32("ids.i32", f.IDs))
+		if err == nil && f.Codes != nil {
+			err = errors.Join(w.Bytes("codes.i8", asBytes(f.Codes)), w.F32("scales.f32", f.Scales))
+		}
+		return err
 	}
 	return &index.BuiltSection{Name: SectionIVF, Meta: meta, Write: write}, f, nil
 }
@@ -168,7 +185,7 @@ func ivfRefreshSettings(settings json.RawMessage) (IVFSettings, error) {
 	if err := json.Unmarshal(settings, &m); err != nil {
 		return IVFSettings{}, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
-	s := IVFSettings{Lists: m.Lists, Sample: m.Sample, Iterations: m.Iterations, Seed: m.Seed}
+	s := IVFSettings{Lists: m.Lists, Sample: m.Sample, Iterations: m.Iterations, Seed: m.Seed, Codes: m.Codes}
 	if err := Validate(&s, (*IVFSettings).Params); err != nil {
 		return s, fmt.Errorf("%w: its recorded settings: %v", index.ErrNotRefreshable, err)
 	}
@@ -189,6 +206,20 @@ func loadIVF(ix *index.Index, r *index.SectionReader) (any, error) {
 	f.IDs, e3 = r.I32("ids.i32")
 	if err := errors.Join(e1, e2, e3); err != nil {
 		return nil, err
+	}
+	switch m.Codes {
+	case CodesInt8:
+		b, err := r.Bytes("codes.i8")
+		if err != nil {
+			return nil, err
+		}
+		f.Codes = fromBytes[int8](b)
+		if f.Scales, err = r.F32("scales.f32"); err != nil {
+			return nil, err
+		}
+	case CodesNone:
+	default:
+		return nil, fmt.Errorf("inverted file: codes %q, want %s or %s", m.Codes, CodesInt8, CodesNone)
 	}
 	if err := f.Check(ix.N(), ix.Meta.Dims); err != nil {
 		return nil, err

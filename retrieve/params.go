@@ -139,7 +139,9 @@ func (p *Param) Check() error { return p.check() }
 type Rule[T any] func(T) error
 
 // Number is what the numeric rules compare.
-type Number interface{ ~int | ~int64 | ~float64 }
+type Number interface {
+	~int | ~int64 | ~uint64 | ~float64
+}
 
 // AtLeast wants x ≥ lo (NaN fails).
 func AtLeast[T Number](lo T) Rule[T] {

@@ -69,8 +69,8 @@ func (o *VectorOptions) Params(p *Params) {
 	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its inverted file when built and nprobe is at most an eighth of its lists, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "nprobe", "ivf search: lists scored, best centroids first; more finds more of the exact top k, slower", Within(1, ivf.MaxProbe))
-	p.Int(&o.SearchWorkers, "search-workers", "ivf search: goroutines sharing one question's lists", Within(1, ivf.MaxWorkers))
-	p.Int(&o.Rescore, "rescore", "quantized search: candidates per hit scored again over the float32 vectors (rescore·k in all); more finds more of the exact top k, slower", Within(1, maxRescore))
+	p.Int(&o.SearchWorkers, "search-workers", "ivf search: goroutines sharing one question's lists", Within(1, maxSearchWorkers))
+	p.Int(&o.Rescore, "rescore", "quantized search, and ivf search over int8 codes: candidates per hit scored again over the float32 vectors (rescore·k in all); more finds more of the exact top k, slower", Within(1, maxRescore))
 }
 
 func init() {
@@ -82,6 +82,10 @@ func init() {
 // maxRescore bounds Rescore: past it a quantized scan is slower than the
 // exact one it stands for.
 const maxRescore = 1024
+
+// maxSearchWorkers bounds SearchWorkers: each is a goroutine per question
+// (and a request may set it), and past the cores they only wait.
+const maxSearchWorkers = 64
 
 // Vector is dense search (O_vs) over the index's vector matrix: exact on
 // the backend (engine.FlatIPOp), or approximate on the index's HNSW graph
@@ -97,6 +101,7 @@ type Vector struct {
 	// auto where it pays) over nprobe lists by workers goroutines.
 	f               *ivf.Index
 	nprobe, workers int
+	codes           ivf.ScoreCodes // the backend's int8 scorer; nil: the file's float32 rows are read
 	// quant, with qs, scans the quantized vectors where the graph is not
 	// walked; nil: exact.
 	quant   *engine.QuantRows
@@ -134,7 +139,7 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, f: f, nprobe: o.Nprobe, workers: o.SearchWorkers,
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, f: f, nprobe: o.Nprobe, workers: o.SearchWorkers, codes: engine.CodeScorerOf(be),
 		always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore}
 	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
 		return nil, err
@@ -251,8 +256,8 @@ func (m *Vector) RetrieveBatch(ctx context.Context, qs []Query, k int) ([][]Hit,
 // the first k live nodes of the top depth of every node are the top k
 // live ones once depth holds k of them, as it does at k + Deleted().
 // Deleted nodes are few (a share the writer bounds), so a depth a little
-// over k mostly does. (The HNSW graph and the quantized vectors are
-// stale, so not loaded, while any node is deleted in place.)
+// over k mostly does. (The HNSW graph, the inverted file and the quantized
+// vectors are stale, so not loaded, while any node is deleted in place.)
 func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	k = min(k, m.ix.Live())
 	bound := min(m.ix.N(), k+m.ix.Deleted()) // holds k live nodes
@@ -360,6 +365,9 @@ func (m *Vector) candidates(k int) int {
 // inverted file; an empty one gets no hits.
 func (m *Vector) searchIVF(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	return m.eachQuery(ctx, batch, empty, func(q []float32) ([]Hit, error) {
+		if m.f.Codes != nil && m.codes != nil {
+			return m.f.SearchCodes(m.ix.Vectors, q, k, m.nprobe, m.workers, m.rescore, m.dot, m.codes)
+		}
 		return m.f.Search(m.ix.Vectors, q, k, m.nprobe, m.workers, m.dot)
 	})
 }
