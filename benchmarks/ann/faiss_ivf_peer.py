@@ -4,8 +4,9 @@ the x.f32 / q.f32 the Go side wrote, trained as gleaner trains (LISTS
 centroids, 10 k-means iterations on 64 sampled vectors per list, 2 threads;
 spherical, as gleaner's centroids are unit vectors). Answers every question
 one at a time at each nprobe, on one thread and then on two sharing the
-lists (parallel_mode 1). Usage: faiss_ivf_peer.py WORK DIMS LISTS NPROBE...
-Prints one JSON object."""
+lists (parallel_mode 1). Then the same with IndexIVFScalarQuantizer (SQ8,
+per-dimension ranges, no rescoring), the peer of gleaner's int8 codes.
+Usage: faiss_ivf_peer.py WORK DIMS LISTS NPROBE... Prints one JSON object."""
 import json, sys, time
 import numpy as np
 import faiss
@@ -24,19 +25,31 @@ def answer(idx, Q, nprobes, threads):
         ids.append(got)
     return qps, ids
 
-def main(work, d, lists, nprobes):
-    X = np.fromfile(f"{work}/x.f32", dtype=np.float32).reshape(-1, d)
-    Q = np.fromfile(f"{work}/q.f32", dtype=np.float32).reshape(-1, d)
+def built(X, d, lists, sq8):
     faiss.omp_set_num_threads(2)
     quant = faiss.IndexFlatIP(d)
-    idx = faiss.IndexIVFFlat(quant, d, lists, faiss.METRIC_INNER_PRODUCT)
+    if sq8:
+        idx = faiss.IndexIVFScalarQuantizer(quant, d, lists, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+    else:
+        idx = faiss.IndexIVFFlat(quant, d, lists, faiss.METRIC_INNER_PRODUCT)
     idx.cp.niter, idx.cp.max_points_per_centroid, idx.cp.spherical, idx.cp.seed = 10, 64, True, 1
     t = time.perf_counter()
     idx.train(X)
     idx.add(X)
-    out = {"build_s": time.perf_counter() - t, "faiss": faiss.__version__}
+    return idx, time.perf_counter() - t
+
+def main(work, d, lists, nprobes):
+    X = np.fromfile(f"{work}/x.f32", dtype=np.float32).reshape(-1, d)
+    Q = np.fromfile(f"{work}/q.f32", dtype=np.float32).reshape(-1, d)
+    idx, build = built(X, d, lists, False)
+    out = {"build_s": build, "faiss": faiss.__version__}
     out["qps"], out["ids"] = answer(idx, Q, nprobes, 1)
     out["qps2"], _ = answer(idx, Q, nprobes, 2)
+    del idx
+    sq, build = built(X, d, lists, True)
+    out["sq8"] = {"build_s": build}
+    out["sq8"]["qps"], out["sq8"]["ids"] = answer(sq, Q, nprobes, 1)
+    out["sq8"]["qps2"], _ = answer(sq, Q, nprobes, 2)
     json.dump(out, sys.stdout)
 
 if __name__ == "__main__":

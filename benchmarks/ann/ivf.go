@@ -104,10 +104,22 @@ func reportIVF(path string, n int, sh shape, lists int, probes []int, target flo
 	var b strings.Builder
 	fmt.Fprintf(&b, "Inverted file at %d vectors × %d dims, %d lists (10 k-means iterations on 64 vectors per list); %d test questions (%d dev choose nprobe)\n\n",
 		n, sh.Dims, lists, sh.Test, sh.Dev)
-	fmt.Fprintf(&b, "gleaner over its int8 codes (4·k candidates rescored over float32):\n\n")
-	b.WriteString("| nprobe | recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads |\n|---:|---|---:|---:|\n")
-	for i, p := range probes {
-		fmt.Fprintf(&b, "| %d | %.3f / %.3f | %.0f | %.0f |\n", p, c.Recall[2*i], c.Recall[2*i+1], c.QPS[i], c.QPS2[i])
+	if f == nil || f.SQ8 == nil {
+		fmt.Fprintf(&b, "gleaner over its int8 codes (4·k candidates rescored over float32):\n\n")
+		b.WriteString("| nprobe | recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads |\n|---:|---|---:|---:|\n")
+		for i, p := range probes {
+			fmt.Fprintf(&b, "| %d | %.3f / %.3f | %.0f | %.0f |\n", p, c.Recall[2*i], c.Recall[2*i+1], c.QPS[i], c.QPS2[i])
+		}
+	} else {
+		q := f.SQ8
+		fmt.Fprintf(&b, "gleaner over its int8 codes (4·k candidates rescored over float32) and FAISS IndexIVFScalarQuantizer (SQ8, built in %.1f s):\n\n", q.Build)
+		b.WriteString("| nprobe | gleaner recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads | FAISS SQ8 recall@10 (dev / test) | q/s, 1 thread | q/s, 2 threads | ratio, 1 / 2 threads |\n")
+		b.WriteString("|---:|---|---:|---:|---|---:|---:|---|\n")
+		for i, p := range probes {
+			fmt.Fprintf(&b, "| %d | %.3f / %.3f | %.0f | %.0f | %.3f / %.3f | %.0f | %.0f | %.2f× / %.2f× |\n", p,
+				c.Recall[2*i], c.Recall[2*i+1], c.QPS[i], c.QPS2[i], q.Recall[2*i], q.Recall[2*i+1], q.QPS[i], q.QPS2[i],
+				c.QPS[i]/q.QPS[i], c.QPS2[i]/q.QPS2[i])
+		}
 	}
 	b.WriteString("\nOver the float32 rows:\n\n")
 	if f == nil {
@@ -129,8 +141,11 @@ func reportIVF(path string, n int, sh shape, lists int, probes []int, target flo
 	sides := map[string]side{"gleaner, codes": c, "gleaner, rows": g}
 	if f != nil {
 		sides["FAISS"] = *f
+		if f.SQ8 != nil {
+			sides["FAISS SQ8"] = *f.SQ8
+		}
 	}
-	for _, name := range []string{"gleaner, codes", "gleaner, rows", "FAISS"} {
+	for _, name := range []string{"gleaner, codes", "FAISS SQ8", "gleaner, rows", "FAISS"} {
 		s, ok := sides[name]
 		if !ok {
 			continue

@@ -53,6 +53,7 @@ type side struct {
 	QPS    []float64   `json:"qps"`
 	IDs    [][][]int64 `json:"ids"`  // per ef, per question: the top 10 (FAISS)
 	QPS2   []float64   `json:"qps2"` // ivf: two threads per question
+	SQ8    *side       `json:"sq8"`  // ivf: FAISS's IndexIVFScalarQuantizer
 }
 
 // shape is what -reuse reads back: how many of q.f32's questions are dev
@@ -254,6 +255,9 @@ func runPeer(exact [][]kernels.Hit, ndev int, args ...string) side {
 		log.Fatalf("the FAISS side's output: %v", err)
 	}
 	s.Recall = recalls(s.IDs, exact, ndev)
+	if s.SQ8 != nil {
+		s.SQ8.Recall = recalls(s.SQ8.IDs, exact, ndev)
+	}
 	log.Printf("faiss: built in %.1fs", s.Build)
 	return s
 }
