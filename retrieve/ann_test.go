@@ -533,3 +533,44 @@ func TestVectorWithoutIVF(t *testing.T) {
 		t.Fatalf("auto over a damaged inverted file: %v", err)
 	}
 }
+
+// TestVectorReadsIVFCodes: over a file built with codes, method vector
+// answers as the file's SearchCodes does with the backend's scorers (4·k
+// candidates); over one built without, as its Search does.
+func TestVectorReadsIVFCodes(t *testing.T) {
+	_, ix, qs := ivfIndex(t, "16")
+	f, err := retrieve.IVFOf(ix)
+	if err != nil || f.Codes == nil {
+		t.Fatalf("the default build has no codes: %v", err)
+	}
+	be := env().Backend
+	dot, codes := engine.DotRowsOf(be), engine.CodeScorerOf(be)
+	if codes == nil {
+		t.Fatal("the cpu backend scores no codes")
+	}
+	// One candidate per hit, so that the codes' ranking shows in the hits.
+	m := vectorWith(t, ix, "search", "ivf", "nprobe", "3", "search-workers", "1", "rescore", "1")
+	differ := 0
+	for _, q := range qs {
+		v, err := retrieve.EmbedQuery(context.Background(), ix, q)
+		if errors.Is(err, index.ErrEmptyEmbedding) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := f.SearchCodes(ix.Vectors, v, 10, 3, 1, 1, dot, codes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("query %s: %v (%v), SearchCodes %v", q.ID, got, err, want)
+		}
+		if rows, _ := f.Search(ix.Vectors, v, 10, 3, 1, dot); !slices.Equal(rows, want) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("the codes found what the rows did for every query: the test cannot tell which was read")
+	}
+}

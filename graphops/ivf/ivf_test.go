@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -356,4 +357,11 @@ func TestNeverShort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMain lets every search of the tests' small indexes be shared among
+// its workers, so the parallel scan and merge are what is tested.
+func TestMain(m *testing.M) {
+	minShare = 16
+	os.Exit(m.Run())
 }
