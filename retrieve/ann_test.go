@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -572,5 +573,18 @@ func TestVectorReadsIVFCodes(t *testing.T) {
 	}
 	if differ == 0 {
 		t.Fatal("the codes found what the rows did for every query: the test cannot tell which was read")
+	}
+}
+
+// TestVectorDefaultsOnManyCPUs: the default search workers stay within
+// their own bound on a machine with more CPUs than it.
+func TestVectorDefaultsOnManyCPUs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(96))
+	cfg, err := retrieve.NewConfig("vector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the defaults on 96 CPUs: %v", err)
 	}
 }

@@ -146,7 +146,11 @@ func buildIVF(ctx context.Context, env BuildEnv, dir string, s IVFSettings) (str
 	if err := ix.StoreSection(ctx, dir, SectionIVF, b.Meta, b.Write); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("inverted file: %d vectors in %d lists (longest %d)", f.N, f.Lists, f.Longest()), nil
+	codes := "no codes"
+	if f.Codes != nil {
+		codes = "int8 codes"
+	}
+	return fmt.Sprintf("inverted file: %d vectors in %d lists (longest %d), %s", f.N, f.Lists, f.Longest(), codes), nil
 }
 
 // builtIVF builds the inverted file over ix's vectors, as its section.
@@ -186,6 +190,9 @@ func ivfRefreshSettings(settings json.RawMessage) (IVFSettings, error) {
 		return IVFSettings{}, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
 	s := IVFSettings{Lists: m.Lists, Sample: m.Sample, Iterations: m.Iterations, Seed: m.Seed, Codes: m.Codes}
+	if s.Codes == "" { // a file built before codes existed
+		s.Codes = CodesNone
+	}
 	if err := Validate(&s, (*IVFSettings).Params); err != nil {
 		return s, fmt.Errorf("%w: its recorded settings: %v", index.ErrNotRefreshable, err)
 	}
@@ -217,7 +224,7 @@ func loadIVF(ix *index.Index, r *index.SectionReader) (any, error) {
 		if f.Scales, err = r.F32("scales.f32"); err != nil {
 			return nil, err
 		}
-	case CodesNone:
+	case CodesNone, "": // "": a file of this stop's first commits, before codes
 	default:
 		return nil, fmt.Errorf("inverted file: codes %q, want %s or %s", m.Codes, CodesInt8, CodesNone)
 	}

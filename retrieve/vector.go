@@ -52,16 +52,16 @@ type VectorOptions struct {
 // (benchmarks/ann); LSA question vectors are far from every passage,
 // which makes the graph walk long.
 //
-// An inverted file probes 96 lists, on every CPU: the smallest nprobe
-// (of 64, 72, 80, 88, 96) whose recall@10 against exact search reaches
-// 0.95 on the scale benchmark's dev questions at 10⁶ passages in 4,096
-// lists (benchmarks/ann).
+// An inverted file probes 96 lists, on every CPU (at most 64): the
+// smallest nprobe (of 32, 48, 64, 80, 96, 128) whose recall@10 against
+// exact search reaches 0.95 on the scale benchmark's dev questions at 10⁶
+// passages in 4,096 lists (benchmarks/ann).
 //
 // A quantized scan rescores 4·k candidates: recall@10 against exact search
 // was 1.000 at int8 and bf16 on the peer benchmark's 10⁶ seeded vectors
 // (benchmarks/peers) and on the scale benchmark's dev questions.
 func DefaultVector() VectorOptions {
-	return VectorOptions{Search: SearchAuto, Ef: 1536, Nprobe: 96, SearchWorkers: min(runtime.GOMAXPROCS(0), ivf.MaxWorkers), Rescore: 4}
+	return VectorOptions{Search: SearchAuto, Ef: 1536, Nprobe: 96, SearchWorkers: min(runtime.GOMAXPROCS(0), maxSearchWorkers), Rescore: 4}
 }
 
 // Params binds the vector settings.

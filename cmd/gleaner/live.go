@@ -411,7 +411,7 @@ func newRefresh(g *globals) *cobra.Command {
 	var f liveFlags
 	cmd := &cobra.Command{
 		Use:   "refresh --index <dir>",
-		Short: "Build again what live changes left stale (Tri-Graph, HNSW, KET-RAG, knn edges)",
+		Short: "Build again what live changes left stale (Tri-Graph, HNSW, inverted file, quantized vectors, KET-RAG, knn edges)",
 		Long: `Build again, with the settings they were built with, the sections that adds and deletes
 left stale and that can be built from the index in memory (the Tri-Graph, the HNSW graph,
 KET-RAG's structures when extracted locally, knn edges), and write the index with them; passages

@@ -38,7 +38,11 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 	}
 	lists := min(o.Lists, n)
 	if n == 0 {
-		return &Index{Dims: d, Offsets: []int64{0}}, nil
+		ix := &Index{Dims: d, Offsets: []int64{0}}
+		if o.Codes {
+			ix.Codes, ix.Scales = []int8{}, []float32{}
+		}
+		return ix, nil
 	}
 	S, m := sample(X, n, d, lists*o.Sample, o.Seed)
 	C := make([]float32, lists*d)

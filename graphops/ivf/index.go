@@ -141,11 +141,12 @@ func (ix *Index) workspace(workers int) *workspace {
 	return w
 }
 
-// minShare is the fewest rows a search gives a worker: waking a goroutine
-// on the other core of an idle 2-core VM cost more than it saved below it
-// (scale benchmark: two workers slower than one over 9,400 rows of codes
-// at 10⁵, faster over 23,000 at 10⁶).
-var minShare = 8192 // a variable so that the tests can share small lists
+// minShare is the fewest bytes a search has a worker read: a second
+// worker for a short scan costs about what it saves (on the 2-core VM,
+// 10⁵ × 256 vectors: no gain over the 0.8 MB of codes at nprobe 32, and
+// a gain over 2.4 MB of codes and 3.2 MB of float32 rows, measured by a
+// reviewing helper).
+var minShare = 1 << 20 // a variable so that the tests can share small lists
 
 // MaxWorkers bounds a search's goroutines; MaxRescore a code search's
 // candidates per hit.
@@ -182,8 +183,8 @@ func GoScoreCodes(codes []int8, scale []float32, d int, q, out []float32) {
 // over) among the rows of its nprobe best lists, best first (the lower
 // row on a tie), scored by dot (nil: hnsw.GoDot). At nprobe ≥ Lists it
 // scores every row: the exact top k. Up to workers goroutines share the
-// lists (the caller is one; each gets at least 8,192 rows); the hits do
-// not depend on their number.
+// lists (the caller is one; on average each reads at least a MiB); the
+// hits do not depend on their number.
 func (ix *Index) Search(X, q []float32, k, nprobe, workers int, dot Dot) ([]engine.Hit, error) {
 	if err := ix.checkSearch(X, q, nprobe, workers); err != nil || ix.N == 0 || k <= 0 {
 		return nil, err
@@ -204,12 +205,12 @@ func (ix *Index) SearchCodes(X, q []float32, k, nprobe, workers, rescore int, do
 	switch err := ix.checkSearch(X, q, nprobe, workers); {
 	case err != nil:
 		return nil, err
-	case ix.Codes == nil:
-		return nil, fmt.Errorf("ivf: the index holds no codes (build it with Codes)")
 	case rescore < 1 || rescore > MaxRescore:
 		return nil, fmt.Errorf("ivf: rescore must be in [1, %d], got %d", MaxRescore, rescore)
 	case ix.N == 0 || k <= 0:
 		return nil, nil
+	case ix.Codes == nil:
+		return nil, fmt.Errorf("ivf: the index holds no codes (build it with Codes)")
 	}
 	if dot == nil {
 		dot = hnsw.GoDot
@@ -218,7 +219,11 @@ func (ix *Index) SearchCodes(X, q []float32, k, nprobe, workers, rescore int, do
 		score = GoScoreCodes
 	}
 	k = min(k, ix.N)
-	cands := ix.search(X, q, min(rescore*k, ix.N), nprobe, workers, dot, score)
+	keep := ix.N
+	if k < ix.N/rescore { // rescore·k < N, without overflow
+		keep = rescore * k
+	}
+	cands := ix.search(X, q, keep, nprobe, workers, dot, score)
 	ids := make([]int32, len(cands))
 	for i, h := range cands {
 		ids[i] = h.Index
@@ -255,7 +260,11 @@ func (ix *Index) search(X, q []float32, keep, nprobe, workers int, dot Dot, code
 	w := ix.workspace(workers)
 	defer ix.pool.Put(w)
 	lists, rows := ix.probe(q, nprobe, keep, dot, w)
-	workers = min(workers, len(lists), max(1, rows/minShare))
+	perRow := 4 * ix.Dims // float32 rows
+	if codes != nil {
+		perRow = ix.Dims
+	}
+	workers = min(workers, len(lists), max(1, rows*perRow/minShare))
 	var wg sync.WaitGroup
 	for p := 1; p < workers; p++ {
 		wg.Add(1)

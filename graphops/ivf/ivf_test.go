@@ -172,6 +172,15 @@ func TestFewerRowsThanLists(t *testing.T) {
 	if hits, err := empty.Search(nil, X[:d], 10, 1, 1, nil); err != nil || hits != nil {
 		t.Fatalf("search of an empty index: %v, %v", hits, err)
 	}
+	o := DefaultOptions(16)
+	o.Codes = true
+	coded, err := Build(context.Background(), nil, 0, d, o, nil)
+	if err != nil || coded.Check(0, d) != nil || coded.Codes == nil {
+		t.Fatalf("empty build with codes: %v, codes %v", err, coded.Codes)
+	}
+	if hits, err := coded.SearchCodes(nil, X[:d], 10, 1, 1, 4, nil, nil); err != nil || hits != nil {
+		t.Fatalf("code search of an empty index: %v, %v", hits, err)
+	}
 }
 
 // TestCheckRejects: every kind of damage a stored index can carry is
@@ -362,6 +371,6 @@ func TestNeverShort(t *testing.T) {
 // TestMain lets every search of the tests' small indexes be shared among
 // its workers, so the parallel scan and merge are what is tested.
 func TestMain(m *testing.M) {
-	minShare = 16
+	minShare = 64 // bytes: a few rows per worker
 	os.Exit(m.Run())
 }
