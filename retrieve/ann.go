@@ -166,19 +166,28 @@ func loadHNSW(ix *index.Index, r *index.SectionReader) (any, error) {
 	return g, nil
 }
 
-// graphFor is the graph a search mode uses: nil under SearchExact,
-// SearchIVF and SearchQuantized, and under SearchAuto when the index has
-// none; an index without one is an error under SearchHNSW, and a graph
-// that failed its check under both.
+// graphFor is the graph a search mode uses (sectionFor with SearchHNSW).
 func graphFor(ix *index.Index, search string) (*hnsw.Graph, error) {
-	if search == SearchExact || search == SearchIVF || search == SearchQuantized {
-		return nil, nil
+	return sectionFor(ix, search, SearchHNSW, HNSWOf)
+}
+
+// sectionFor is the search structure a search mode uses, read by of: the
+// index's under mode (an error without one), under SearchAuto when built
+// (a structure that failed its check is an error there too), and none
+// under any other mode.
+func sectionFor[T any](ix *index.Index, search, mode string, of func(*index.Index) (T, error)) (T, error) {
+	var none T
+	if search != mode && search != SearchAuto {
+		return none, nil
 	}
-	g, err := HNSWOf(ix)
-	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
-		return nil, nil
+	v, err := of(ix)
+	switch {
+	case errors.Is(err, index.ErrNotBuilt) && search == SearchAuto:
+		return none, nil
+	case err != nil:
+		return none, err
 	}
-	return g, err
+	return v, nil
 }
 
 // HNSWOf returns the index's HNSW graph, or an index.ErrNotBuilt error

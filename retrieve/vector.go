@@ -135,7 +135,7 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	f, err := ivfFor(ix, o.Search)
+	f, err := sectionFor(ix, o.Search, SearchIVF, IVFOf)
 	if err != nil {
 		return nil, err
 	}
@@ -145,23 +145,6 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 		return nil, err
 	}
 	return m, nil
-}
-
-// ivfFor is the inverted file a search mode uses: the index's under
-// SearchIVF (an error without one), under SearchAuto when built, else
-// none.
-func ivfFor(ix *index.Index, search string) (*ivf.Index, error) {
-	if search != SearchIVF && search != SearchAuto {
-		return nil, nil
-	}
-	f, err := IVFOf(ix)
-	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 // ivfPays says whether an inverted-file search over nprobe of f's lists
@@ -186,11 +169,8 @@ func quantizedFor(ix *index.Index, be engine.Backend, search string) (*engine.Qu
 		}
 		return nil, nil, nil
 	}
-	m, err := QuantizedOf(ix)
-	if errors.Is(err, index.ErrNotBuilt) && search == SearchAuto {
-		return nil, nil, nil
-	}
-	if err != nil {
+	m, err := sectionFor(ix, search, SearchQuantized, QuantizedOf)
+	if m == nil || err != nil {
 		return nil, nil, err
 	}
 	return m, qs, nil

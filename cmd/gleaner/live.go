@@ -413,8 +413,8 @@ func newRefresh(g *globals) *cobra.Command {
 		Use:   "refresh --index <dir>",
 		Short: "Build again what live changes left stale (Tri-Graph, HNSW, inverted file, quantized vectors, KET-RAG, knn edges)",
 		Long: `Build again, with the settings they were built with, the sections that adds and deletes
-left stale and that can be built from the index in memory (the Tri-Graph, the HNSW graph,
-KET-RAG's structures when extracted locally, knn edges), and write the index with them; passages
+left stale and that can be built from the index in memory (the Tri-Graph, the HNSW graph, the
+inverted file, the quantized vectors, KET-RAG's structures when extracted locally, knn edges), and write the index with them; passages
 that deletes left in place are renumbered away first. A server started with --writes does this by
 itself once the writes pause (--refresh-after). Others
 (KET-RAG extracted by an LLM, a trained SeedER encoder) are built with their own commands;
