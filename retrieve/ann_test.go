@@ -222,6 +222,20 @@ func hybridStage(t *testing.T, ix *index.Index, fusion, search string, ef int, w
 	if len(weight) > 0 {
 		o.Hybrid.Weight = weight[0]
 	}
+	return newStage(t, ix, o)
+}
+
+// hybridOnIVF is the hybrid stage over the inverted file (search ivf, or
+// auto) with a dense list of ef and nprobe lists probed.
+func hybridOnIVF(t *testing.T, ix *index.Index, fusion, search string, ef, nprobe int) *retrieve.Stage {
+	t.Helper()
+	o := retrieve.DefaultStage()
+	o.Kind, o.Hybrid.Fusion, o.Hybrid.Search, o.Hybrid.Ef, o.Hybrid.Nprobe = retrieve.StageHybrid, fusion, search, ef, nprobe
+	return newStage(t, ix, o)
+}
+
+func newStage(t *testing.T, ix *index.Index, o retrieve.StageOptions) *retrieve.Stage {
+	t.Helper()
 	st, err := retrieve.NewStage(ix, env().Backend, o)
 	if err != nil {
 		t.Fatal(err)
@@ -408,15 +422,18 @@ func tieAtCut(hits []engine.Hit, depth int) bool {
 
 // ivfIndex is annIndex with an inverted file of the given lists built by
 // the build step (`gleaner graph build --kind ivf`), opened for the test.
-func ivfIndex(t *testing.T, lists string) (string, *index.Index, []retrieve.Query) {
+func ivfIndex(t *testing.T, lists string, settings ...string) (string, *index.Index, []retrieve.Query) {
 	t.Helper()
 	dir, qs := annIndex(t)
 	cfg, err := retrieve.NewBuildConfig(retrieve.SectionIVF)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Set("lists", lists); err != nil {
-		t.Fatal(err)
+	settings = append([]string{"lists", lists}, settings...)
+	for i := 0; i+1 < len(settings); i += 2 {
+		if err := cfg.Set(settings[i], settings[i+1]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := retrieve.Build(context.Background(), retrieve.BuildEnv{Backend: env().Backend}, dir, cfg); err != nil {
 		t.Fatal(err)
@@ -573,6 +590,79 @@ func TestVectorReadsIVFCodes(t *testing.T) {
 	}
 	if differ == 0 {
 		t.Fatal("the codes found what the rows did for every query: the test cannot tell which was read")
+	}
+}
+
+// TestHybridOnIVF: over the inverted file, the hybrid stage's Run fuses
+// BM25's top list with the probe's. Probing every list (the short search
+// for the range's end too, an eighth of nprobe) gives exactly the scan's
+// ranking under both fusions, with a dense list as long as the index and
+// with one of 24, where BM25's list must grow until the bound on what the
+// lists leave out is beaten. Search auto probes only where it pays
+// (hybrid-nprobe at most an eighth of the lists), and search ivf on an
+// index without the file says how to build it.
+func TestHybridOnIVF(t *testing.T) {
+	_, ix, qs := ivfIndex(t, "16", "codes", "none") // rows, so that every list probed is exact
+	ctx := context.Background()
+	qs = append(qs, retrieve.Query{Text: "no such words zzqx"})
+	for _, fusion := range []string{retrieve.FusionConvex, retrieve.FusionRRF} {
+		scan := hybridStage(t, ix, fusion, retrieve.SearchExact, 24)
+		for _, ef := range []int{800, 24} {
+			every := hybridOnIVF(t, ix, fusion, retrieve.SearchIVF, ef, 128)
+			for _, q := range qs {
+				sc, err := scan.Scores(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, depth := range []int{1, 10, 30} {
+					want := scan.Ranking(sc, depth)
+					if got, err := every.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
+						t.Fatalf("%s, %q, depth %d: a list of %d from every list gives %v (%v), the scan %v", fusion, q.Text, depth, ef, got, err, want)
+					}
+				}
+			}
+		}
+	}
+	checkHybridAutoProbes(t, ix, qs)
+	bare, _ := openIndex(t)
+	o := retrieve.DefaultStage()
+	o.Kind, o.Hybrid.Search = retrieve.StageHybrid, retrieve.SearchIVF
+	if _, err := retrieve.NewStage(bare, env().Backend, o); !errors.Is(err, index.ErrNotBuilt) || !strings.Contains(err.Error(), "--kind ivf") {
+		t.Fatalf("hybrid-search ivf without the file: %v", err)
+	}
+}
+
+// checkHybridAutoProbes: search auto over 16 lists ranks as search ivf at
+// hybrid-nprobe 2 (an eighth) and as the scan at 3, and the two differ
+// for some question, so that the test tells them apart.
+func checkHybridAutoProbes(t *testing.T, ix *index.Index, qs []retrieve.Query) {
+	t.Helper()
+	ctx := context.Background()
+	scan := hybridStage(t, ix, retrieve.FusionConvex, retrieve.SearchExact, 24)
+	// A list of 256: the index's HNSW graph would pay for a walk of 24.
+	probes, two := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 256, 2), hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchIVF, 256, 2)
+	scans := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 256, 3)
+	differ := 0
+	for _, q := range qs {
+		sc, err := scan.Scores(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := scan.Ranking(sc, 10)
+		if got, err := scans.Run(ctx, q, 10); err != nil || !sameRanking(got, want) {
+			t.Fatalf("%q: auto with nprobe 3 of 16 gives %v (%v), the scan %v", q.Text, got, err, want)
+		}
+		approx, err1 := two.Run(ctx, q, 10)
+		got, err2 := probes.Run(ctx, q, 10)
+		if err := errors.Join(err1, err2); err != nil || !slices.Equal(got, approx) {
+			t.Fatalf("%q: auto with nprobe 2 of 16 gives %v (%v), search ivf %v", q.Text, got, err, approx)
+		}
+		if !sameRanking(approx, want) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Fatal("2 of 16 lists gave the scan's ranking for every question: auto's probe is not tested")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
+	"github.com/gleaner-rag/gleaner/graphops/ivf"
 	"github.com/gleaner-rag/gleaner/index"
 )
 
@@ -37,14 +38,16 @@ type HybridOptions struct {
 	Weight float64 // hybrid-weight: convex: BM25's weight in [0, 1]; vector search gets 1 − Weight
 	RRFK   int     // rrf-k: rrf: the constant k of 1/(k + rank), ≥ 1
 	Depth  int     // rrf-depth: rrf: how many results of each ranking count, ≥ 1
-	Search string  // hybrid-search: SearchAuto, SearchExact or SearchHNSW (hybridgraph.go)
-	Ef     int     // hybrid-ef: candidates the HNSW walk keeps
+	Search string  // hybrid-search: SearchAuto, SearchExact, SearchHNSW or SearchIVF (hybridgraph.go)
+	Ef     int     // hybrid-ef: the dense list's length: candidates the HNSW walk keeps, hits the inverted file returns
+	Nprobe int     // hybrid-nprobe: lists the inverted file's probe scores
 }
 
 // DefaultHybrid is convex fusion with BM25 at 0.8 (chosen on the declared
-// dev questions, benchmarks/RESULTS.md).
+// dev questions, benchmarks/RESULTS.md); an inverted file probes as many
+// lists as method vector's (DefaultVector).
 func DefaultHybrid() HybridOptions {
-	return HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000, Search: SearchAuto, Ef: 256}
+	return HybridOptions{Fusion: FusionConvex, Weight: 0.8, RRFK: 60, Depth: 1000, Search: SearchAuto, Ef: 256, Nprobe: DefaultVector().Nprobe}
 }
 
 // Params binds the hybrid settings.
@@ -53,8 +56,9 @@ func (o *HybridOptions) Params(p *Params) {
 	p.Float(&o.Weight, "hybrid-weight", "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight", Within(0.0, 1.0))
 	p.Int(&o.RRFK, "rrf-k", "rrf hybrid: k in 1/(k + rank)", AtLeast(1))
 	p.Int(&o.Depth, "rrf-depth", "rrf hybrid: results of each ranking that count", AtLeast(1))
-	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else every vector scored), exact or hnsw", OneOf(SearchAuto, SearchExact, SearchHNSW))
-	p.Int(&o.Ef, "hybrid-ef", "hybrid over hnsw: candidates the walk keeps (raised to rrf-depth under rrf)", Within(1, hnsw.MaxEf))
+	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else with its inverted file's probe when built and hybrid-nprobe is at most an eighth of its lists, else every vector scored), exact, hnsw or ivf", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF))
+	p.Int(&o.Ef, "hybrid-ef", "hybrid over hnsw or ivf: the dense list's length, candidates the walk keeps (raised to the depth asked, and to rrf-depth under rrf)", Within(1, hnsw.MaxEf))
+	p.Int(&o.Nprobe, "hybrid-nprobe", "hybrid over ivf: lists the probe scores, best centroids first", Within(1, ivf.MaxProbe))
 }
 
 // StageOptions choose and configure a method's first stage.
@@ -89,6 +93,7 @@ type Stage struct {
 	kind string
 	h    HybridOptions
 	g    *hnsw.Graph // hybrid: the index's HNSW graph, nil when exact (hybridgraph.go)
+	file fileSearch  // hybrid: the index's inverted file (its f nil when exact)
 	dot  hnsw.Dot
 }
 
@@ -106,7 +111,12 @@ func NewStage(ix *index.Index, be engine.Backend, o StageOptions) (*Stage, error
 		if err != nil {
 			return nil, err
 		}
-		st.g, st.dot = g, engine.DotRowsOf(be)
+		f, err := sectionFor(ix, o.Hybrid.Search, SearchIVF, IVFOf)
+		if err != nil {
+			return nil, err
+		}
+		d := DefaultVector() // the probe's workers and rescoring are method vector's defaults
+		st.g, st.dot, st.file = g, engine.DotRowsOf(be), newFileSearch(f, be, o.Hybrid.Nprobe, d.SearchWorkers, d.Rescore)
 	}
 	return st, nil
 }
@@ -299,13 +309,14 @@ func topPositive(sc []float32, depth int, positiveOnly bool) []Hit {
 // Run returns q's top depth: the first stage as a ranking, equal to
 // Ranking(Scores(q), depth). A bm25 stage takes it from the postings
 // (lexical.BM25.Search, MaxScore where it pays) instead of scoring every
-// node; a hybrid stage over an HNSW graph fuses BM25's top list with the
-// graph walk's (hybridgraph.go), approximating Ranking(Scores(q)).
+// node; a hybrid stage over an HNSW graph or an inverted file fuses BM25's
+// top list with the walk's or the probe's (hybridgraph.go), approximating
+// Ranking(Scores(q)).
 func (s *Stage) Run(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
 	q = Visible(s.ix, q) // deleted nodes stay out
 
-	if s.walks(q, depth) {
-		return s.runGraphHybrid(ctx, q, depth)
+	if how := s.approximate(q, depth); how != "" {
+		return s.runApproxHybrid(ctx, q, depth, how)
 	}
 	if s.kind != StageBM25 || strings.TrimSpace(q.Text) == "" || depth <= 0 {
 		sc, err := s.Scores(ctx, q)

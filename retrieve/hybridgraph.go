@@ -13,40 +13,52 @@ import (
 	"github.com/gleaner-rag/gleaner/models/lexical"
 )
 
-// The hybrid first stage over an HNSW graph. Scores fuses BM25 with the
-// cosine of every node: at 10⁶ passages that scan is 100 ms a query. Run
-// instead fuses BM25's top list with the graph walk's, the way a search
-// engine merges two top lists:
+// The hybrid first stage over an HNSW graph or an inverted file. Scores
+// fuses BM25 with the cosine of every node: at 10⁶ passages that scan is
+// 100 ms a query. Run instead fuses BM25's top list with an approximate
+// dense top list (the graph walk's, or the inverted file's probe), the way
+// a search engine merges two top lists:
 //
 //   - convex: the min–max normalisation needs the cosine's range over
-//     every node; its top is the walk's best, its bottom the best of a
-//     walk for −q. Candidates are the union of the two lists, each scored
-//     exactly (BM25 from the postings, the cosine by a dot product). A node
-//     in neither list scores at most w·b_K/max + (1−w)·norm(c_K), b_K and
-//     c_K the lists' last scores; BM25's list grows until the depth-th
-//     candidate beats that bound (or holds every match), so that no node
-//     outside the lists outranks them unless the walk missed it (or the
-//     list reached maxHybridList).
-//   - rrf: the fusion of BM25's and the walk's top rrf-depth.
+//     every node; its top is the dense list's best, its bottom the best of
+//     a short search for −q. Candidates are the union of the two lists,
+//     each scored exactly (BM25 from the postings, the cosine by a dot
+//     product). A node in neither list scores at most w·b_K/max +
+//     (1−w)·norm(c_K), b_K and c_K the lists' last scores; BM25's list
+//     grows until the depth-th candidate beats that bound (or holds every
+//     match), so that no node outside the lists outranks them unless the
+//     dense search missed it (or the list reached maxHybridList).
+//   - rrf: the fusion of BM25's and the dense list's top rrf-depth.
 //
-// What is approximate is the walk: a node it misses is ranked on BM25
-// alone, and the range is the walks' (benchmarks/scale measures the top-10
-// overlap with the exact fusion). A filtered query scans, as method vector.
+// What is approximate is the dense search: a node it misses is ranked on
+// BM25 alone, and the range is the searches' (benchmarks/scale measures
+// the top-10 overlap with the exact fusion). A filtered query scans, as
+// method vector.
 
 // maxHybridList bounds BM25's list (or 4·depth when that is longer), so
 // that a query's work is bounded: past it the lists' fusion is returned
 // as it stands, though a node outside them could still reach the bound.
 const maxHybridList = 1 << 16
 
-// walks says whether Run takes q from the graph.
-func (s *Stage) walks(q Query, depth int) bool {
-	if s.g == nil || q.Allow != nil || strings.TrimSpace(q.Text) == "" || depth <= 0 || depth > hnsw.MaxEf {
-		return false
+// approximate says which structure Run ranks q's dense side on:
+// SearchHNSW (the graph walk), SearchIVF (the inverted file's probe), or
+// "" (every vector scored). Search auto takes the graph where its walk
+// pays, else the file where its probe does.
+func (s *Stage) approximate(q Query, depth int) string {
+	if q.Allow != nil || strings.TrimSpace(q.Text) == "" || depth <= 0 || depth > hnsw.MaxEf {
+		return ""
 	}
-	return s.h.Search == SearchHNSW || s.dot != nil && graphPays(s.ix.N(), s.walkEf(depth))
+	switch {
+	case s.g != nil && (s.h.Search == SearchHNSW || s.dot != nil && graphPays(s.ix.N(), s.walkEf(depth))):
+		return SearchHNSW
+	case s.file.f != nil && (s.h.Search == SearchIVF || s.dot != nil && s.file.pays()):
+		return SearchIVF
+	}
+	return ""
 }
 
-// walkEf is the walk's ef for a ranking of depth.
+// walkEf is the dense list's length for a ranking of depth: the walk's
+// ef, or the file's hits.
 func (s *Stage) walkEf(depth int) int {
 	if s.h.Fusion == FusionRRF {
 		return min(max(s.h.Ef, s.h.Depth, depth), hnsw.MaxEf)
@@ -54,9 +66,10 @@ func (s *Stage) walkEf(depth int) int {
 	return max(s.h.Ef, depth)
 }
 
-// runGraphHybrid is Run over the graph.
-func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit, err error) {
-	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.Bool("gleaner.hnsw", true))
+// runApproxHybrid is Run with the dense side on the structure how names
+// (approximate).
+func (s *Stage) runApproxHybrid(ctx context.Context, q Query, depth int, how string) (_ []Hit, err error) {
+	ctx, end := StartSpan(ctx, "first stage", attribute.String("gleaner.stage", s.kind), attribute.String("gleaner.dense", how))
 	defer func() { end(err) }()
 	qv, err := EmbedQuery(ctx, s.ix, q)
 	var vec []Hit
@@ -70,18 +83,36 @@ func (s *Stage) runGraphHybrid(ctx context.Context, q Query, depth int) (_ []Hit
 		if s.h.Fusion == FusionConvex {
 			lexList = s.lexicalListAside(q, k)
 		}
-		ef := s.walkEf(depth)
-		if vec, err = s.g.Search(s.ix.Vectors, qv, ef, ef, s.dot); err != nil {
+		if vec, err = s.denseTop(how, qv, s.walkEf(depth), false); err != nil {
 			return nil, err
 		}
 		if lexList != nil && vec != nil {
-			return s.fuseConvex(ctx, q, qv, vec, <-lexList, k, depth)
+			return s.fuseConvex(ctx, q, qv, vec, <-lexList, k, depth, how)
 		}
 	}
 	if s.h.Fusion == FusionRRF {
 		return s.rrfLists(ctx, q, vec, depth)
 	}
 	return s.lexicalOnly(ctx, q, depth)
+}
+
+// denseTop is q's approximate best n rows on the structure how names. A
+// short search, for the far end of the cosine's range (only its best
+// counts), keeps an eighth of the walk's candidates or probes an eighth of
+// the lists.
+func (s *Stage) denseTop(how string, q []float32, n int, short bool) ([]Hit, error) {
+	if how == SearchIVF {
+		nprobe := s.file.nprobe
+		if short {
+			nprobe = max(nprobe/8, 1)
+		}
+		return s.file.top(s.ix.Vectors, q, n, nprobe)
+	}
+	ef := n
+	if short {
+		ef = max(s.h.Ef/8, 1)
+	}
+	return s.g.Search(s.ix.Vectors, q, n, ef, s.dot)
 }
 
 // lexicalListAside starts BM25's top k for q on another goroutine, so
@@ -93,14 +124,15 @@ func (s *Stage) lexicalListAside(q Query, k int) <-chan []Hit {
 	return ch
 }
 
-// fuseConvex is the convex fusion of BM25's top k (lex) with the walk's
-// list (vec), growing BM25's list until the fusion is decided.
-func (s *Stage) fuseConvex(ctx context.Context, q Query, qv []float32, vec, lex []Hit, k, depth int) ([]Hit, error) {
+// fuseConvex is the convex fusion of BM25's top k (lex) with the dense
+// list (vec, from the structure how names), growing BM25's list until the
+// fusion is decided.
+func (s *Stage) fuseConvex(ctx context.Context, q Query, qv []float32, vec, lex []Hit, k, depth int, how string) ([]Hit, error) {
 	neg := make([]float32, len(qv))
 	for i, x := range qv {
 		neg[i] = -x
 	}
-	low, err := s.g.Search(s.ix.Vectors, neg, 1, max(s.h.Ef/8, 1), s.dot) // only the end of the range: a short walk
+	low, err := s.denseTop(how, neg, 1, true) // only the end of the range: a short search
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +203,7 @@ func (s *Stage) scanRanking(ctx context.Context, q Query, depth int) ([]Hit, err
 	return s.Ranking(sc, depth), nil
 }
 
-// rrfLists is rrf over BM25's top Depth and the walk's.
+// rrfLists is rrf over BM25's top Depth and the dense list's.
 func (s *Stage) rrfLists(ctx context.Context, q Query, vec []Hit, depth int) ([]Hit, error) {
 	lex, err := s.lexicalRanking(ctx, q, s.h.Depth)
 	if err != nil {
@@ -190,16 +222,16 @@ func (s *Stage) rrfLists(ctx context.Context, q Query, vec []Hit, depth int) ([]
 	return top.Results(), nil
 }
 
-// convexLists fuses BM25's list with the walk's under convex fusion.
+// convexLists fuses BM25's list with the dense list under convex fusion.
 type convexLists struct {
 	s       *Stage
 	terms   []int
 	qv      []float32
 	vec     []Hit
 	w, wv   float32 // BM25's weight, the cosine's
-	lo, hi  float32 // the cosine's range: the walks' ends, widened by any candidate's
+	lo, hi  float32 // the cosine's range: the dense searches' ends, widened by any candidate's
 	cos     map[int32]float32
-	lexical map[int32]float32 // raw BM25 of the walk's nodes
+	lexical map[int32]float32 // raw BM25 of the dense list's nodes
 }
 
 func newConvexLists(s *Stage, q Query, qv []float32, vec, low []Hit) *convexLists {
@@ -235,7 +267,7 @@ func (f *convexLists) cosine(v int32) float32 {
 	return out[0]
 }
 
-// fuse scores the union of BM25's top k (lex) and the walk's list, and
+// fuse scores the union of BM25's top k (lex) and the dense list, and
 // returns its top depth when no node outside can beat it.
 func (f *convexLists) fuse(lex []Hit, k, depth int) ([]Hit, bool) {
 	var best float32
@@ -261,7 +293,7 @@ func (f *convexLists) fuse(lex []Hit, k, depth int) ([]Hit, bool) {
 	if len(lex) == k {
 		bK = lex[k-1].Score
 	}
-	cK := f.lo // the walk's last: with the range's bottom, a node below it normalises to at most this
+	cK := f.lo // the dense list's last: with the range's bottom, a node below it normalises to at most this
 	if len(f.vec) > 0 {
 		cK = f.vec[len(f.vec)-1].Score
 	}

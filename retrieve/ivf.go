@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/corpus/store"
 	"github.com/gleaner-rag/gleaner/engine"
+	"github.com/gleaner-rag/gleaner/graphops/hnsw"
 	"github.com/gleaner-rag/gleaner/graphops/ivf"
 	"github.com/gleaner-rag/gleaner/index"
 )
@@ -243,3 +244,34 @@ func IVFOf(ix *index.Index) (*ivf.Index, error) {
 	}
 	return v.(*ivf.Index), nil
 }
+
+// fileSearch is an inverted-file search: over the file's int8 codes where
+// it holds them and the backend scores codes (rescoring rescore·k rows
+// exactly), else over its float32 rows; workers goroutines share the
+// lists. Its scores are dot's, so the scan's.
+type fileSearch struct {
+	f                        *ivf.Index // nil: no file
+	nprobe, workers, rescore int
+	dot                      hnsw.Dot
+	codes                    ivf.ScoreCodes // the backend's int8 scorer; nil: the float32 rows are read
+}
+
+func newFileSearch(f *ivf.Index, be engine.Backend, nprobe, workers, rescore int) fileSearch {
+	return fileSearch{f: f, nprobe: nprobe, workers: workers, rescore: rescore, dot: engine.DotRowsOf(be), codes: engine.CodeScorerOf(be)}
+}
+
+// top is q's best k rows of X among those of the nprobe lists whose
+// centroids score best.
+func (s fileSearch) top(X, q []float32, k, nprobe int) ([]Hit, error) {
+	if s.f.Codes != nil && s.codes != nil {
+		return s.f.SearchCodes(X, q, k, nprobe, s.workers, s.rescore, s.dot, s.codes)
+	}
+	return s.f.Search(X, q, k, nprobe, s.workers, s.dot)
+}
+
+// pays says whether the search beats the exact scan: when it scores at
+// most an eighth of the rows (and the centroids besides). A device
+// backend's exact scan is a GEMM, and the lists would be scored on the
+// host, so search auto uses the file only on a backend with
+// engine.RowDotter (a non-nil dot, which the callers check).
+func (s fileSearch) pays() bool { return 8*s.nprobe <= s.f.Lists }

@@ -97,11 +97,9 @@ type Vector struct {
 	be engine.Backend
 	g  *hnsw.Graph // nil: exact
 	ef int
-	// f, when not nil, is searched instead of the graph (search ivf, or
-	// auto where it pays) over nprobe lists by workers goroutines.
-	f               *ivf.Index
-	nprobe, workers int
-	codes           ivf.ScoreCodes // the backend's int8 scorer; nil: the file's float32 rows are read
+	// file, when its index is not nil, is searched instead of the graph
+	// (search ivf, or auto where it pays).
+	file fileSearch
 	// quant, with qs, scans the quantized vectors where the graph is not
 	// walked; nil: exact.
 	quant   *engine.QuantRows
@@ -110,7 +108,7 @@ type Vector struct {
 	dot     hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
 	// always searches the inverted file, walks the graph, or scans the
 	// quantized vectors, whatever the index's size (search ivf, hnsw,
-	// quantized); search auto uses them only where that pays (ivfPays,
+	// quantized); search auto uses them only where that pays (fileSearch.pays,
 	// graphPays, quantPays).
 	always bool
 }
@@ -139,20 +137,14 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, f: f, nprobe: o.Nprobe, workers: o.SearchWorkers, codes: engine.CodeScorerOf(be),
-		always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore}
+	dot := engine.DotRowsOf(be)
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: dot, g: g, always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore,
+		file: newFileSearch(f, be, o.Nprobe, o.SearchWorkers, o.Rescore)}
 	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
-
-// ivfPays says whether an inverted-file search over nprobe of f's lists
-// beats the exact scan: when it scores at most an eighth of the rows (and
-// the centroids besides). A device backend's exact scan is a GEMM, and the
-// lists would be scored on the host, so search auto uses the file only on
-// a backend with engine.RowDotter.
-func ivfPays(f *ivf.Index, nprobe int) bool { return 8*nprobe <= f.Lists }
 
 // quantizedFor is the quantized scan a search mode uses: under
 // SearchQuantized the index's quantized vectors (an error without them or
@@ -275,7 +267,7 @@ func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k in
 	switch {
 	case m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))):
 		hits, err = m.searchGraph(ctx, batch, empty, k)
-	case m.f != nil && (m.always || m.dot != nil && ivfPays(m.f, m.nprobe)):
+	case m.file.f != nil && (m.always || m.dot != nil && m.file.pays()):
 		hits, err = m.searchIVF(ctx, batch, empty, k)
 	case m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))):
 		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(empty), k, m.candidates(k))
@@ -345,10 +337,7 @@ func (m *Vector) candidates(k int) int {
 // inverted file; an empty one gets no hits.
 func (m *Vector) searchIVF(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	return m.eachQuery(ctx, batch, empty, func(q []float32) ([]Hit, error) {
-		if m.f.Codes != nil && m.codes != nil {
-			return m.f.SearchCodes(m.ix.Vectors, q, k, m.nprobe, m.workers, m.rescore, m.dot, m.codes)
-		}
-		return m.f.Search(m.ix.Vectors, q, k, m.nprobe, m.workers, m.dot)
+		return m.file.top(m.ix.Vectors, q, k, m.file.nprobe)
 	})
 }
 
