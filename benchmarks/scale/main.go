@@ -2,12 +2,14 @@
 // For each size it generates the seeded scale corpus (corpus/synth,
 // GenerateScale: 100-word entity passages with mentions edges and
 // three-hop questions), indexes it with the gleaner binary in a child
-// process (wall time and the child's peak RSS), builds its HNSW graph the
-// same way (gleaner graph build --kind hnsw), weighs the index on disk,
-// opens it in this process (the open time), and asks each method every
-// test question once (p50, p99, Recall@10): vector and hybrid on the
-// graph, and vector?search=exact and hybrid?hybrid-search=exact scanning
-// every vector, with the top-10 overlap of each walk with its scan. Last,
+// process (wall time and the child's peak RSS), builds its HNSW graph and
+// its inverted file the same way (gleaner graph build --kind hnsw, --kind
+// ivf), weighs the index on disk, opens it in this process (the open
+// time), and asks each method every test question once (p50, p99,
+// Recall@10): vector and hybrid on the graph, vector?search=ivf and
+// hybrid?hybrid-search=ivf on the file, and vector?search=exact and
+// hybrid?hybrid-search=exact scanning every vector, with the top-10
+// overlap of each walk or probe with its scan. Last,
 // with the methods measured, it times the mentions graph build (gleaner
 // graph build --kind mentions), and up to -knn-upto passages the kNN
 // graph's (--kind knn, with its default --lex-budget: about 7 minutes of
@@ -59,7 +61,7 @@ import (
 func main() {
 	sizes := flag.String("n", "10000,100000", "corpus sizes in passages, comma-separated")
 	bin := flag.String("gleaner", "bin/gleaner", "the gleaner binary that builds the indexes")
-	methods := flag.String("methods", "bm25,vector,vector?search=exact,hybrid,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
+	methods := flag.String("methods", "bm25,vector,vector?search=ivf,vector?search=exact,hybrid,hybrid?hybrid-search=ivf,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
 	knnUpTo := flag.Int("knn-upto", 1_000_000, "time the kNN graph build up to this many passages")
@@ -119,6 +121,8 @@ type sizeRow struct {
 	n                int
 	gen, build, open time.Duration
 	graph            time.Duration // gleaner graph build --kind hnsw
+	file             time.Duration // gleaner graph build --kind ivf
+	fileRSS          int64
 	mentions, knn    time.Duration // gleaner graph build --kind mentions, --kind knn
 	mentionsRSS      int64
 	knnRSS           int64
@@ -163,6 +167,9 @@ func measureSize(work, bin string, n int, names []string, be engine.Backend, knn
 		return r, err
 	}
 	if r.graph, r.graphRSS, err = run(bin, "graph", "build", "--kind", "hnsw", "--index", idir, "--log-level", "warn"); err != nil {
+		return r, err
+	}
+	if r.file, r.fileRSS, err = run(bin, "graph", "build", "--kind", "ivf", "--index", idir, "--log-level", "warn"); err != nil {
 		return r, err
 	}
 	if r.disk, err = folderSize(idir); err != nil {
@@ -326,14 +333,16 @@ func timeBoth(ix *index.Index, name string, qs [][]string) pruning {
 	return pruning{queries: name, search: pct(a, 0.5), exhaustive: pct(b, 0.5)}
 }
 
-// exactTwins pairs a method on the HNSW graph with its scan.
-var exactTwins = map[string]string{"vector": "vector?search=exact", "hybrid": "hybrid?hybrid-search=exact"}
+// exactTwins pairs a method on the HNSW graph or the inverted file with
+// its scan.
+var exactTwins = map[string]string{"vector": "vector?search=exact", "hybrid": "hybrid?hybrid-search=exact",
+	"vector?search=ivf": "vector?search=exact", "hybrid?hybrid-search=ivf": "hybrid?hybrid-search=exact"}
 
 // writeOverlaps tables, per size, the mean share of each scan's top 10
-// that its walk also returns.
+// that its walk or probe also returns.
 func writeOverlaps(w io.Writer, rows []sizeRow) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| N passages | method (walk) | top-10 overlap with its scan |")
+	fmt.Fprintln(w, "| N passages | method (walk or probe) | top-10 overlap with its scan |")
 	fmt.Fprintln(w, "|---|---|---|")
 	for _, r := range rows {
 		byName := map[string]methodRow{}
@@ -387,15 +396,15 @@ func slope(xs, ys []float64) float64 {
 }
 
 func writeTables(w io.Writer, rows []sizeRow) {
-	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | mentions graph | its peak RSS | kNN graph | its peak RSS | on disk | open |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| N passages | edges | generate | index (BM25 + LSA + head) | peak RSS | HNSW graph | its peak RSS | inverted file | its peak RSS | mentions graph | its peak RSS | kNN graph | its peak RSS | on disk | open |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		knn := "— | —" // not timed (-knn-upto)
 		if r.knn > 0 {
 			knn = fmt.Sprintf("%.1f s | %.0f MiB", r.knn.Seconds(), mib(r.knnRSS))
 		}
-		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %s | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
-			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), r.mentions.Seconds(), mib(r.mentionsRSS), knn,
+		fmt.Fprintf(w, "| %d | %d | %.1f s | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %.1f s | %.0f MiB | %s | %.0f MiB | %.0f ms |\n", r.n, r.edges, r.gen.Seconds(), r.build.Seconds(),
+			mib(r.buildRSS), r.graph.Seconds(), mib(r.graphRSS), r.file.Seconds(), mib(r.fileRSS), r.mentions.Seconds(), mib(r.mentionsRSS), knn,
 			mib(r.disk), float64(r.open.Microseconds())/1000)
 	}
 	fmt.Fprintln(w)
@@ -419,15 +428,16 @@ func writeTables(w io.Writer, rows []sizeRow) {
 		return
 	}
 	xs := make([]float64, len(rows))
-	builds, graphs := make([]float64, len(rows)), make([]float64, len(rows))
+	builds, graphs, files := make([]float64, len(rows)), make([]float64, len(rows)), make([]float64, len(rows))
 	for i, r := range rows {
-		xs[i], builds[i], graphs[i] = float64(r.n), r.build.Seconds(), r.graph.Seconds()
+		xs[i], builds[i], graphs[i], files[i] = float64(r.n), r.build.Seconds(), r.graph.Seconds(), r.file.Seconds()
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| growth exponent (slope of log time over log N) | value |")
 	fmt.Fprintln(w, "|---|---|")
 	fmt.Fprintf(w, "| index build | %.2f |\n", slope(xs, builds))
 	fmt.Fprintf(w, "| HNSW graph build | %.2f |\n", slope(xs, graphs))
+	fmt.Fprintf(w, "| inverted file build | %.2f |\n", slope(xs, files))
 	mentions := make([]float64, len(rows))
 	for i, r := range rows {
 		mentions[i] = r.mentions.Seconds()
