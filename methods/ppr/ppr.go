@@ -93,7 +93,7 @@ func init() {
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
-			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth", "hybrid-search", "hybrid-ef",
+			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth", "hybrid-search", "hybrid-ef", "hybrid-nprobe",
 				"ppr-solver", "ppr-push-eps", "ppr-push-from") // the dense reset restarts everywhere: nothing to push locally
 		},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
