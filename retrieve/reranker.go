@@ -164,12 +164,14 @@ func ScoreNodes(ctx context.Context, sess *models.Session, h *models.Head, nodes
 
 // BMax binds the reranking budget every reranking method reads from one
 // setting, bmax: FastInsight's b_max, GAR's budget c and re2's rerank
-// depth, so one flag compares them at equal cost.
+// depth, so one flag compares them at equal cost. The CLI's help joins
+// each method's usage.
 func BMax(p *Params, v *int, usage string) {
-	p.Int(v, "bmax", usage+" (bmax: FastInsight's b_max, GAR's budget, re2's rerank depth)", AtLeast(1))
+	p.Int(v, "bmax", usage, AtLeast(1))
 }
 
-// Batch binds the per-round batch FastInsight and GAR share.
+// Batch binds the per-round batch FastInsight and GAR share
+// (FastInsight's BATCH, GAR's b).
 func Batch(p *Params, v *int, usage string) {
-	p.Int(v, "batch", usage+" (batch: FastInsight's BATCH, GAR's b)", AtLeast(1))
+	p.Int(v, "batch", usage, AtLeast(1))
 }

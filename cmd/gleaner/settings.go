@@ -35,6 +35,7 @@ func addSettingFlags(fl *pflag.FlagSet, infos []retrieve.Info, what string) *set
 	type flag struct {
 		p        *retrieve.Param
 		defaults map[string]bool
+		usages   []string // each distinct usage, in the components' order
 	}
 	flags := map[string]*flag{}
 	for _, in := range infos {
@@ -46,6 +47,7 @@ func addSettingFlags(fl *pflag.FlagSet, infos []retrieve.Info, what string) *set
 				s.names = append(s.names, p.Name())
 			}
 			f.defaults[p.Default()] = true
+			f.usages = addUsage(f.usages, p.Usage())
 			s.readers[p.Name()] = append(s.readers[p.Name()], in.Name)
 		}
 	}
@@ -53,7 +55,7 @@ func addSettingFlags(fl *pflag.FlagSet, infos []retrieve.Info, what string) *set
 	for _, n := range s.names {
 		f := flags[n]
 		v := &textValue{kind: f.p.Kind()}
-		usage := f.p.Usage()
+		usage := strings.Join(f.usages, "; ") // components that share a name may read it differently
 		if len(s.readers[n]) < len(infos) {
 			usage += " [" + shortList(s.readers[n]) + "]"
 		}
@@ -68,6 +70,21 @@ func addSettingFlags(fl *pflag.FlagSet, infos []retrieve.Info, what string) *set
 		}
 	}
 	return s
+}
+
+// addUsage adds u to a shared flag's usages unless one of them already
+// says it (contains it); one that u says in turn gives way to u.
+func addUsage(usages []string, u string) []string {
+	for i, have := range usages {
+		switch {
+		case strings.Contains(have, u):
+			return usages
+		case strings.Contains(u, have):
+			usages[i] = u
+			return usages
+		}
+	}
+	return append(usages, u)
 }
 
 // shortList names at most four components.

@@ -77,3 +77,27 @@ func TestFirstHour(t *testing.T) {
 		t.Errorf("gleaner's own run scores differently from the method:\n%s\n%s", rows[1], rows[2])
 	}
 }
+
+// TestSharedFlagHelp: a flag that several components read says what each
+// reads it as, and a usage another already says is not repeated.
+func TestSharedFlagHelp(t *testing.T) {
+	out, err := run(t, "graph", "build", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "--seed ") {
+			seed = l
+		}
+	}
+	for _, want := range []string{"hnsw: seed of the layer draws", "ivf: seed of the training sample", "(default: each one's own)"} {
+		if !strings.Contains(seed, want) {
+			t.Errorf("--seed's help %q does not say %q", seed, want)
+		}
+	}
+	got := addUsage(addUsage(addUsage(nil, "workers"), "a: workers (b: default 2)"), "a: workers")
+	if len(got) != 1 || got[0] != "a: workers (b: default 2)" {
+		t.Errorf("usages %q, want the one that says the others", got)
+	}
+}

@@ -36,8 +36,8 @@ func (o *Options) Params(p *retrieve.Params) {
 	o.Stage.Params(p)
 	o.Encoder.Params(p)
 	retrieve.GraphKinds(p, &o.GraphKinds)
-	retrieve.BMax(p, &o.Budget, "GAR: documents scored")
-	retrieve.Batch(p, &o.Batch, "GAR: documents per scoring batch")
+	retrieve.BMax(p, &o.Budget, "GAR: documents scored (its budget c)")
+	retrieve.Batch(p, &o.Batch, "GAR: documents per scoring batch (its b)")
 	p.Bool(&o.NoBackfill, "no-backfill", "GAR: do not append the unscored initial documents below the scored ones")
 }
 

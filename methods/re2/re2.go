@@ -26,7 +26,7 @@ func DefaultOptions() Options { return Options{Stage: retrieve.DefaultStage(), D
 func (o *Options) Params(p *retrieve.Params) {
 	o.Stage.Params(p)
 	o.Encoder.Params(p)
-	retrieve.BMax(p, &o.Depth, "re2: first-stage results rescored")
+	retrieve.BMax(p, &o.Depth, "re2: first-stage results rescored (its rerank depth)")
 }
 
 // Validate checks every setting.
