@@ -170,3 +170,28 @@ func TestGraphMethodsNeedEdges(t *testing.T) {
 		t.Errorf("an unknown graph kind: %v", err)
 	}
 }
+
+// TestFixedStagesRefuseStageSettings: ppr-bm25 (BM25 everywhere) and
+// re2-vector (vector search's top list) fix their first stage, so none of
+// the stage's settings may be set on them: one they kept would be
+// accepted and then ignored. The hybrid settings come from the stage
+// itself, so a new one is covered.
+func TestFixedStagesRefuseStageSettings(t *testing.T) {
+	stage := append([]string{"first-stage"}, retrieve.HybridSettings()...)
+	if len(stage) < 8 {
+		t.Fatalf("the hybrid stage's settings: %v", stage)
+	}
+	for _, name := range []string{"ppr-bm25", "re2-vector"} {
+		cfg, err := retrieve.NewConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range cfg.Params() {
+			for _, s := range stage {
+				if p.Name() == s {
+					t.Errorf("%s takes --%s, which its fixed first stage ignores", name, s)
+				}
+			}
+		}
+	}
+}

@@ -594,12 +594,11 @@ func TestVectorReadsIVFCodes(t *testing.T) {
 }
 
 // TestHybridOnIVF: over the inverted file, the hybrid stage's Run fuses
-// BM25's top list with the probe's. Probing every list (the short search
-// for the range's end too, an eighth of nprobe) gives exactly the scan's
-// ranking under both fusions, with a dense list as long as the index and
-// with one of 24, where BM25's list must grow until the bound on what the
-// lists leave out is beaten. Search auto probes only where it pays
-// (hybrid-nprobe at most an eighth of the lists), and search ivf on an
+// BM25's top list with the probe's. Probing every list (the search for
+// the range's end too) gives exactly the scan's ranking under both
+// fusions, with a dense list as long as the index and with one of 24,
+// where BM25's list must grow until the bound on what the lists leave out
+// is beaten. Search auto probes only where it pays, and search ivf on an
 // index without the file says how to build it.
 func TestHybridOnIVF(t *testing.T) {
 	_, ix, qs := ivfIndex(t, "16", "codes", "none") // rows, so that every list probed is exact
@@ -608,7 +607,7 @@ func TestHybridOnIVF(t *testing.T) {
 	for _, fusion := range []string{retrieve.FusionConvex, retrieve.FusionRRF} {
 		scan := hybridStage(t, ix, fusion, retrieve.SearchExact, 24)
 		for _, ef := range []int{800, 24} {
-			every := hybridOnIVF(t, ix, fusion, retrieve.SearchIVF, ef, 128)
+			every := hybridOnIVF(t, ix, fusion, retrieve.SearchIVF, ef, 16)
 			for _, q := range qs {
 				sc, err := scan.Scores(ctx, q)
 				if err != nil {
@@ -632,16 +631,18 @@ func TestHybridOnIVF(t *testing.T) {
 	}
 }
 
-// checkHybridAutoProbes: search auto over 16 lists ranks as search ivf at
-// hybrid-nprobe 2 (an eighth) and as the scan at 3, and the two differ
-// for some question, so that the test tells them apart.
+// checkHybridAutoProbes: search auto over 16 lists of 800 rows ranks as
+// search ivf at hybrid-nprobe 2 (an eighth) and a dense list of 32 (4 %
+// of the rows), and as the scan at nprobe 3 or a list of 128 (an eighth
+// of the rows would not hold it); the probe and the scan differ for some
+// question, so that the test tells them apart.
 func checkHybridAutoProbes(t *testing.T, ix *index.Index, qs []retrieve.Query) {
 	t.Helper()
 	ctx := context.Background()
 	scan := hybridStage(t, ix, retrieve.FusionConvex, retrieve.SearchExact, 24)
-	// A list of 256: the index's HNSW graph would pay for a walk of 24.
-	probes, two := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 256, 2), hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchIVF, 256, 2)
-	scans := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 256, 3)
+	// A list of 32: the index's HNSW graph would pay for a walk of 24.
+	probes, two := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 32, 2), hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchIVF, 32, 2)
+	scans, long := hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 32, 3), hybridOnIVF(t, ix, retrieve.FusionConvex, retrieve.SearchAuto, 128, 2)
 	differ := 0
 	for _, q := range qs {
 		sc, err := scan.Scores(ctx, q)
@@ -651,6 +652,9 @@ func checkHybridAutoProbes(t *testing.T, ix *index.Index, qs []retrieve.Query) {
 		want := scan.Ranking(sc, 10)
 		if got, err := scans.Run(ctx, q, 10); err != nil || !sameRanking(got, want) {
 			t.Fatalf("%q: auto with nprobe 3 of 16 gives %v (%v), the scan %v", q.Text, got, err, want)
+		}
+		if got, err := long.Run(ctx, q, 10); err != nil || !sameRanking(got, want) {
+			t.Fatalf("%q: auto with a list of 128 of 800 rows gives %v (%v), the scan %v", q.Text, got, err, want)
 		}
 		approx, err1 := two.Run(ctx, q, 10)
 		got, err2 := probes.Run(ctx, q, 10)

@@ -56,9 +56,23 @@ func (o *HybridOptions) Params(p *Params) {
 	p.Float(&o.Weight, "hybrid-weight", "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight", Within(0.0, 1.0))
 	p.Int(&o.RRFK, "rrf-k", "rrf hybrid: k in 1/(k + rank)", AtLeast(1))
 	p.Int(&o.Depth, "rrf-depth", "rrf hybrid: results of each ranking that count", AtLeast(1))
-	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else with its inverted file's probe when built and hybrid-nprobe is at most an eighth of its lists, else every vector scored), exact, hnsw or ivf", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF))
+	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else with its inverted file's probe when built, hybrid-nprobe is at most an eighth of its lists and the rows kept (hybrid-ef, or 4·hybrid-ef over codes) an eighth of the nodes, else every vector scored), exact, hnsw or ivf", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF))
 	p.Int(&o.Ef, "hybrid-ef", "hybrid over hnsw or ivf: the dense list's length, candidates the walk keeps (raised to the depth asked, and to rrf-depth under rrf)", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "hybrid-nprobe", "hybrid over ivf: lists the probe scores, best centroids first", Within(1, ivf.MaxProbe))
+}
+
+// HybridSettings names the hybrid stage's settings, for a method that
+// fixes its first stage to drop them (Params.Drop): one it kept would be
+// accepted and then ignored.
+func HybridSettings() []string {
+	var ps Params
+	o := DefaultHybrid()
+	o.Params(&ps)
+	names := make([]string, len(ps.list))
+	for i, p := range ps.list {
+		names[i] = p.name
+	}
+	return names
 }
 
 // StageOptions choose and configure a method's first stage.

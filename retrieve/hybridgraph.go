@@ -21,9 +21,9 @@ import (
 //
 //   - convex: the min–max normalisation needs the cosine's range over
 //     every node; its top is the dense list's best, its bottom the best of
-//     a short search for −q. Candidates are the union of the two lists,
-//     each scored exactly (BM25 from the postings, the cosine by a dot
-//     product). A node in neither list scores at most w·b_K/max +
+//     a search for −q (a short walk, or a probe of as many lists).
+//     Candidates are the union of the two lists, each scored exactly (BM25
+//     from the postings, the cosine by a dot product). A node in neither list scores at most w·b_K/max +
 //     (1−w)·norm(c_K), b_K and c_K the lists' last scores; BM25's list
 //     grows until the depth-th candidate beats that bound (or holds every
 //     match), so that no node outside the lists outranks them unless the
@@ -51,7 +51,7 @@ func (s *Stage) approximate(q Query, depth int) string {
 	switch {
 	case s.g != nil && (s.h.Search == SearchHNSW || s.dot != nil && graphPays(s.ix.N(), s.walkEf(depth))):
 		return SearchHNSW
-	case s.file.f != nil && (s.h.Search == SearchIVF || s.dot != nil && s.file.pays()):
+	case s.file.f != nil && (s.h.Search == SearchIVF || s.dot != nil && s.file.pays(s.walkEf(depth))):
 		return SearchIVF
 	}
 	return ""
@@ -83,11 +83,15 @@ func (s *Stage) runApproxHybrid(ctx context.Context, q Query, depth int, how str
 		if s.h.Fusion == FusionConvex {
 			lexList = s.lexicalListAside(q, k)
 		}
-		if vec, err = s.denseTop(how, qv, s.walkEf(depth), false); err != nil {
+		if vec, err = s.denseTop(how, qv, s.walkEf(depth)); err != nil {
 			return nil, err
 		}
 		if lexList != nil && vec != nil {
-			return s.fuseConvex(ctx, q, qv, vec, <-lexList, k, depth, how)
+			low, err := s.rangeBottom(how, qv) // before BM25's list is awaited: another core may still be on it
+			if err != nil {
+				return nil, err
+			}
+			return s.fuseConvex(ctx, q, qv, vec, low, <-lexList, k, depth)
 		}
 	}
 	if s.h.Fusion == FusionRRF {
@@ -96,23 +100,27 @@ func (s *Stage) runApproxHybrid(ctx context.Context, q Query, depth int, how str
 	return s.lexicalOnly(ctx, q, depth)
 }
 
-// denseTop is q's approximate best n rows on the structure how names. A
-// short search, for the far end of the cosine's range (only its best
-// counts), keeps an eighth of the walk's candidates or probes an eighth of
-// the lists.
-func (s *Stage) denseTop(how string, q []float32, n int, short bool) ([]Hit, error) {
+// denseTop is q's approximate best n rows on the structure how names.
+func (s *Stage) denseTop(how string, q []float32, n int) ([]Hit, error) {
 	if how == SearchIVF {
-		nprobe := s.file.nprobe
-		if short {
-			nprobe = max(nprobe/8, 1)
-		}
-		return s.file.top(s.ix.Vectors, q, n, nprobe)
+		return s.file.top(s.ix.Vectors, q, n, s.file.nprobe)
 	}
-	ef := n
-	if short {
-		ef = max(s.h.Ef/8, 1)
+	return s.g.Search(s.ix.Vectors, q, n, n, s.dot)
+}
+
+// rangeBottom is the approximate best of −q on the structure how names:
+// the bottom of the cosine's range. Only its best counts, so the walk
+// keeps an eighth of the candidates; the probe scores as many lists as the
+// top's, so that probing every list gives the scan's range exactly.
+func (s *Stage) rangeBottom(how string, q []float32) ([]Hit, error) {
+	neg := make([]float32, len(q))
+	for i, x := range q {
+		neg[i] = -x
 	}
-	return s.g.Search(s.ix.Vectors, q, n, ef, s.dot)
+	if how == SearchIVF {
+		return s.file.top(s.ix.Vectors, neg, 1, s.file.nprobe)
+	}
+	return s.g.Search(s.ix.Vectors, neg, 1, max(s.h.Ef/8, 1), s.dot)
 }
 
 // lexicalListAside starts BM25's top k for q on another goroutine, so
@@ -125,17 +133,9 @@ func (s *Stage) lexicalListAside(q Query, k int) <-chan []Hit {
 }
 
 // fuseConvex is the convex fusion of BM25's top k (lex) with the dense
-// list (vec, from the structure how names), growing BM25's list until the
-// fusion is decided.
-func (s *Stage) fuseConvex(ctx context.Context, q Query, qv []float32, vec, lex []Hit, k, depth int, how string) ([]Hit, error) {
-	neg := make([]float32, len(qv))
-	for i, x := range qv {
-		neg[i] = -x
-	}
-	low, err := s.denseTop(how, neg, 1, true) // only the end of the range: a short search
-	if err != nil {
-		return nil, err
-	}
+// list (vec; low, the best of −q), growing BM25's list until the fusion
+// is decided.
+func (s *Stage) fuseConvex(ctx context.Context, q Query, qv []float32, vec, low, lex []Hit, k, depth int) ([]Hit, error) {
 	f := newConvexLists(s, q, qv, vec, low)
 	top, ok := f.fuse(lex, k, depth) // most queries stop here
 	if ok || len(lex) < k || k >= maxHybridList {

@@ -263,15 +263,26 @@ func newFileSearch(f *ivf.Index, be engine.Backend, nprobe, workers, rescore int
 // top is q's best k rows of X among those of the nprobe lists whose
 // centroids score best.
 func (s fileSearch) top(X, q []float32, k, nprobe int) ([]Hit, error) {
-	if s.f.Codes != nil && s.codes != nil {
+	if s.readsCodes() {
 		return s.f.SearchCodes(X, q, k, nprobe, s.workers, s.rescore, s.dot, s.codes)
 	}
 	return s.f.Search(X, q, k, nprobe, s.workers, s.dot)
 }
 
-// pays says whether the search beats the exact scan: when it scores at
-// most an eighth of the rows (and the centroids besides). A device
-// backend's exact scan is a GEMM, and the lists would be scored on the
-// host, so search auto uses the file only on a backend with
-// engine.RowDotter (a non-nil dot, which the callers check).
-func (s fileSearch) pays() bool { return 8*s.nprobe <= s.f.Lists }
+// pays says whether a search for k hits beats the exact scan: when its
+// lists hold about an eighth of the rows at most (nprobe of the lists, and
+// the centroids besides) and so do the rows it keeps (k, or rescore·k over
+// codes), which it probes on down the lists to find. A device backend's
+// exact scan is a GEMM, and the lists would be scored on the host, so
+// search auto uses the file only on a backend with engine.RowDotter (a
+// non-nil dot, which the callers check).
+func (s fileSearch) pays(k int) bool {
+	per := 1
+	if s.readsCodes() {
+		per = s.rescore
+	}
+	return 8*s.nprobe <= s.f.Lists && k <= s.f.N/(8*per)
+}
+
+// readsCodes says whether the search reads the file's int8 codes.
+func (s fileSearch) readsCodes() bool { return s.f.Codes != nil && s.codes != nil }

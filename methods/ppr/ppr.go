@@ -93,8 +93,9 @@ func init() {
 		Tune: &retrieve.Tuning{Axes: []retrieve.TuneAxis{{Setting: "damping", Values: []string{"0.5", "0.85"}}}},
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
-			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight", "hybrid-fusion", "hybrid-weight", "rrf-k", "rrf-depth", "hybrid-search", "hybrid-ef", "hybrid-nprobe",
+			p.Drop("first-stage", "ppr-reset", "ppr-seeds", "ppr-seed-weight",
 				"ppr-solver", "ppr-push-eps", "ppr-push-from") // the dense reset restarts everywhere: nothing to push locally
+			p.Drop(retrieve.HybridSettings()...)
 		},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			o.Stage.Kind, o.Reset = retrieve.StageBM25, ResetDense

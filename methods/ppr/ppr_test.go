@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gleaner-rag/gleaner/eval"
@@ -157,19 +156,4 @@ func evens(n int) []int32 {
 		out = append(out, int32(v))
 	}
 	return out
-}
-
-// TestPPRBM25FixesTheStage: ppr-bm25 restarts from every passage's BM25
-// score, so none of the first stage's settings may be set on it: one it
-// kept would be accepted and then ignored.
-func TestPPRBM25FixesTheStage(t *testing.T) {
-	cfg, err := retrieve.NewConfig("ppr-bm25")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range cfg.Params() {
-		if n := p.Name(); n == "first-stage" || strings.HasPrefix(n, "hybrid") || strings.HasPrefix(n, "rrf") {
-			t.Errorf("ppr-bm25 takes --%s, which its BM25 reset ignores", n)
-		}
-	}
 }

@@ -45,6 +45,7 @@ func init() {
 		Params: func(o *Options, p *retrieve.Params) {
 			o.Params(p)
 			p.Drop("first-stage")
+			p.Drop(retrieve.HybridSettings()...)
 		},
 		New: func(ix *index.Index, env retrieve.Env, o Options) (retrieve.Method, error) {
 			o.Stage.Kind = retrieve.StageVector
