@@ -73,18 +73,23 @@ func addSettingFlags(fl *pflag.FlagSet, infos []retrieve.Info, what string) *set
 }
 
 // addUsage adds u to a shared flag's usages unless one of them already
-// says it (contains it); one that u says in turn gives way to u.
+// says it (contains it); those that u says in turn give way to it, in the
+// first one's place.
 func addUsage(usages []string, u string) []string {
+	at := -1
 	for i, have := range usages {
 		switch {
 		case strings.Contains(have, u):
 			return usages
-		case strings.Contains(u, have):
-			usages[i] = u
-			return usages
+		case strings.Contains(u, have) && at < 0:
+			at = i
 		}
 	}
-	return append(usages, u)
+	if at < 0 {
+		return append(usages, u)
+	}
+	usages[at] = u
+	return slices.DeleteFunc(usages, func(have string) bool { return have != u && strings.Contains(u, have) })
 }
 
 // shortList names at most four components.

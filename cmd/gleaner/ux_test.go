@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,5 +100,9 @@ func TestSharedFlagHelp(t *testing.T) {
 	got := addUsage(addUsage(addUsage(nil, "workers"), "a: workers (b: default 2)"), "a: workers")
 	if len(got) != 1 || got[0] != "a: workers (b: default 2)" {
 		t.Errorf("usages %q, want the one that says the others", got)
+	}
+	got = addUsage([]string{"x", "seed", "y", "lists"}, "seed and lists")
+	if !slices.Equal(got, []string{"x", "seed and lists", "y"}) {
+		t.Errorf("usages %q, want both that the new one says replaced by it", got)
 	}
 }
