@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -251,38 +252,48 @@ func newStage(t *testing.T, ix *index.Index, o retrieve.StageOptions) *retrieve.
 // leave out is bounded, and BM25's list grows until that bound is beaten.
 func TestHybridOnHNSW(t *testing.T) {
 	ix, qs := openANNIndex(t)
-	ctx := context.Background()
 	exactVec := vectorWith(t, ix, "search", "exact")
 	walk, lowWalk := vectorWith(t, ix, "search", "hnsw", "ef", "24"), vectorWith(t, ix, "search", "hnsw", "ef", "3") // the range's end: ef/8
 	qs = append(qs, retrieve.Query{Text: "no such words zzqx"})
 	for _, fusion := range []string{retrieve.FusionConvex, retrieve.FusionRRF} {
 		scan, full := hybridStage(t, ix, fusion, retrieve.SearchExact, 24), hybridStage(t, ix, fusion, retrieve.SearchHNSW, 800)
+		checkRunsAsScan(t, scan, full, qs, fusion+", a walk over every node")
+		if fusion == retrieve.FusionRRF {
+			continue
+		}
 		short := hybridStage(t, ix, fusion, retrieve.SearchHNSW, 24)
 		checked := 0
 		for _, q := range qs {
-			sc, err := scan.Scores(ctx, q)
-			if err != nil {
-				t.Fatal(err)
+			if !walkIsExact(t, ix, exactVec, walk, lowWalk, q) {
+				continue
 			}
-			for _, depth := range []int{1, 10, 30} {
-				want := scan.Ranking(sc, depth)
-				if got, err := full.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
-					t.Fatalf("%s, %q, depth %d: a walk over every node gives %v (%v), the scan %v", fusion, q.Text, depth, got, err, want)
-				}
-				if fusion == retrieve.FusionRRF || !walkIsExact(t, ix, exactVec, walk, lowWalk, q) {
-					continue
-				}
-				checked++
-				if got, err := short.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
-					t.Fatalf("%q, depth %d: exact walks of 24 give %v (%v), the scan %v", q.Text, depth, got, err, want)
-				}
-			}
+			checked += 3
+			checkRunsAsScan(t, scan, short, []retrieve.Query{q}, "exact walks of 24")
 		}
-		if fusion == retrieve.FusionConvex && checked < 30 {
+		if checked < 30 {
 			t.Fatalf("the walk of 24 was exact for %d of %d (query, depth) pairs: too few to test the bound", checked, 3*len(qs))
 		}
 	}
 	checkHybridWeights(t, ix, append(qs, retrieve.Query{Text: unembeddableTerm(t, ix)}))
+}
+
+// checkRunsAsScan: st.Run gives the scan's ranking for every question at
+// depths 1, 10 and 30.
+func checkRunsAsScan(t *testing.T, scan, st *retrieve.Stage, qs []retrieve.Query, what string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range qs {
+		sc, err := scan.Scores(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, depth := range []int{1, 10, 30} {
+			want := scan.Ranking(sc, depth)
+			if got, err := st.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
+				t.Fatalf("%s, %q, depth %d: %v (%v), the scan %v", what, q.Text, depth, got, err, want)
+			}
+		}
+	}
 }
 
 // checkHybridWeights: at BM25 weights 0 and 1, and for a question whose
@@ -602,24 +613,12 @@ func TestVectorReadsIVFCodes(t *testing.T) {
 // index without the file says how to build it.
 func TestHybridOnIVF(t *testing.T) {
 	_, ix, qs := ivfIndex(t, "16", "codes", "none") // rows, so that every list probed is exact
-	ctx := context.Background()
 	qs = append(qs, retrieve.Query{Text: "no such words zzqx"})
 	for _, fusion := range []string{retrieve.FusionConvex, retrieve.FusionRRF} {
 		scan := hybridStage(t, ix, fusion, retrieve.SearchExact, 24)
 		for _, ef := range []int{800, 24} {
 			every := hybridOnIVF(t, ix, fusion, retrieve.SearchIVF, ef, 16)
-			for _, q := range qs {
-				sc, err := scan.Scores(ctx, q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, depth := range []int{1, 10, 30} {
-					want := scan.Ranking(sc, depth)
-					if got, err := every.Run(ctx, q, depth); err != nil || !sameRanking(got, want) {
-						t.Fatalf("%s, %q, depth %d: a list of %d from every list gives %v (%v), the scan %v", fusion, q.Text, depth, ef, got, err, want)
-					}
-				}
-			}
+			checkRunsAsScan(t, scan, every, qs, fmt.Sprintf("%s, a list of %d from every list", fusion, ef))
 		}
 	}
 	checkHybridAutoProbes(t, ix, qs)
