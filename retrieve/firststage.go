@@ -56,7 +56,7 @@ func (o *HybridOptions) Params(p *Params) {
 	p.Float(&o.Weight, "hybrid-weight", "convex hybrid: BM25's weight in [0,1]; vector search gets 1 − weight", Within(0.0, 1.0))
 	p.Int(&o.RRFK, "rrf-k", "rrf hybrid: k in 1/(k + rank)", AtLeast(1))
 	p.Int(&o.Depth, "rrf-depth", "rrf hybrid: results of each ranking that count", AtLeast(1))
-	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else with its inverted file's probe when built, hybrid-nprobe is at most an eighth of its lists and the rows kept (hybrid-ef, or 4·hybrid-ef over codes) an eighth of the nodes, else every vector scored), exact, hnsw or ivf", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF))
+	p.String(&o.Search, "hybrid-search", "hybrid ranking: auto (BM25's top list fused with the index's HNSW graph walk when built and the index has at least 32·hybrid-ef nodes, else with its inverted file's probe when built, hybrid-nprobe is at most an eighth of its lists and the rows kept at most an eighth of the nodes (the dense list: hybrid-ef raised to the depth and, under rrf, to rrf-depth; 4× that over codes), else every vector scored), exact, hnsw or ivf", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF))
 	p.Int(&o.Ef, "hybrid-ef", "hybrid over hnsw or ivf: the dense list's length, candidates the walk keeps (raised to the depth asked, and to rrf-depth under rrf)", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "hybrid-nprobe", "hybrid over ivf: lists the probe scores, best centroids first", Within(1, ivf.MaxProbe))
 }

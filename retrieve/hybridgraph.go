@@ -45,7 +45,8 @@ const maxHybridList = 1 << 16
 // "" (every vector scored). Search auto takes the graph where its walk
 // pays, else the file where its probe does.
 func (s *Stage) approximate(q Query, depth int) string {
-	if q.Allow != nil || strings.TrimSpace(q.Text) == "" || depth <= 0 || depth > hnsw.MaxEf {
+	if q.Allow != nil || strings.TrimSpace(q.Text) == "" || depth <= 0 || depth > hnsw.MaxEf ||
+		s.h.Fusion == FusionRRF && s.h.Depth > hnsw.MaxEf { // a dense list that long is a scan's
 		return ""
 	}
 	switch {
