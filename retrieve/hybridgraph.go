@@ -23,11 +23,12 @@ import (
 //     every node; its top is the dense list's best, its bottom the best of
 //     a search for −q (a short walk, or a probe of as many lists).
 //     Candidates are the union of the two lists, each scored exactly (BM25
-//     from the postings, the cosine by a dot product). A node in neither list scores at most w·b_K/max +
-//     (1−w)·norm(c_K), b_K and c_K the lists' last scores; BM25's list
-//     grows until the depth-th candidate beats that bound (or holds every
-//     match), so that no node outside the lists outranks them unless the
-//     dense search missed it (or the list reached maxHybridList).
+//     from the postings, the cosine by a dot product). A node in neither
+//     list scores at most w·b_K/max + (1−w)·norm(c_K), b_K and c_K the
+//     lists' last scores; BM25's list grows until the depth-th candidate
+//     beats that bound (or holds every match), so that no node outside the
+//     lists outranks them unless the dense search missed it (or the list
+//     reached maxHybridList).
 //   - rrf: the fusion of BM25's and the dense list's top rrf-depth.
 //
 // What is approximate is the dense search: a node it misses is ranked on

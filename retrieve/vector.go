@@ -66,7 +66,7 @@ func DefaultVector() VectorOptions {
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its inverted file when built, nprobe is at most an eighth of its lists and the rows kept (k, or rescore·k over codes) an eighth of the nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
+	p.String(&o.Search, "search", "dense search: auto (the index's HNSW graph when built and the index has at least 32·ef nodes, else its inverted file when built, nprobe is at most an eighth of its lists and the rows kept (k, or rescore·k over codes) at most an eighth of the nodes, else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes, else exact), exact, hnsw, ivf or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "nprobe", "ivf search: lists scored, best centroids first; more finds more of the exact top k, slower", Within(1, ivf.MaxProbe))
 	p.Int(&o.SearchWorkers, "search-workers", "ivf search: goroutines sharing one question's lists", Within(1, maxSearchWorkers))
