@@ -60,10 +60,11 @@ func (s *Stage) approximate(q Query, depth int) string {
 }
 
 // walkEf is the dense list's length for a ranking of depth: the walk's
-// ef, or the file's hits.
+// ef, or the file's hits. approximate has kept depth and rrf-depth within
+// hnsw.MaxEf, so the length is too.
 func (s *Stage) walkEf(depth int) int {
 	if s.h.Fusion == FusionRRF {
-		return min(max(s.h.Ef, s.h.Depth, depth), hnsw.MaxEf)
+		return max(s.h.Ef, s.h.Depth, depth)
 	}
 	return max(s.h.Ef, depth)
 }

@@ -137,8 +137,7 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	dot := engine.DotRowsOf(be)
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: dot, g: g, always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore,
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore,
 		file: newFileSearch(f, be, o.Nprobe, o.SearchWorkers, o.Rescore)}
 	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
 		return nil, err
