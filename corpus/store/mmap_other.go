@@ -4,6 +4,9 @@ package store
 
 import "os"
 
+// mapsFiles says that mapOpened copies the file into memory.
+const mapsFiles = false
+
 // mapReadOnly reads the file into memory where mmap is unavailable.
 func mapReadOnly(path string, _ int64) ([]byte, error) { return os.ReadFile(path) }
 

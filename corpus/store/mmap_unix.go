@@ -8,6 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// mapsFiles says that mapOpened maps the file (its pages are the page
+// cache's, so the file can be read beside the mapping).
+const mapsFiles = true
+
 // mapReadOnly maps a whole file read-only; empty files map to nil.
 func mapReadOnly(path string, size int64) ([]byte, error) {
 	if size == 0 {

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -79,14 +77,22 @@ func open(dir string, opt OpenOptions, attempt int) (*Reader, error) {
 		return nil, err
 	}
 	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}, copied: opt.Copy}
+	files := map[string]*os.File{}
+	defer closeAll(files)
 	for name, fi := range m.Files {
-		if err := r.mapFile(root, name, fi); err != nil {
+		f, err := r.mapFile(root, name, fi)
+		if err != nil {
 			r.Close()
 			return nil, err
 		}
+		if mapsFiles && !r.copied {
+			files[name] = f
+		} else {
+			f.Close()
+		}
 	}
 	if !opt.SkipChecksums {
-		if err := r.verify("checksum %08x, manifest says %08x"); err != nil {
+		if err := r.verify("checksum %08x, manifest says %08x", files); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -94,35 +100,42 @@ func open(dir string, opt OpenOptions, attempt int) (*Reader, error) {
 	return r, nil
 }
 
-// verify compares every file's CRC-32C with the manifest's, files on all
-// cores at once (a 10⁶-passage index holds 2.6 GB: 0.7 s on one core), and
-// names the first mismatching file in name order. format gets the checksum
-// found and the manifest's.
-func (r *Reader) verify(format string) error {
+func closeAll(files map[string]*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// verify compares every file's CRC-32C with the manifest's, on all cores
+// in spans of a file (checksumFiles), and names the first mismatching
+// file in name order; format gets the checksum found and the manifest's.
+// A mapped store's files are checksummed through their descriptors in
+// files: reading the page cache ran at 9–10 GB/s a core here, first
+// touches of the mapping at 3.4 (the pages a query never reads then
+// never fault). Without a descriptor (a copied store, and Scrub, which
+// checks the bytes the reader serves) the memory is checksummed.
+func (r *Reader) verify(format string, files map[string]*os.File) error {
 	names := make([]string, 0, len(r.maps))
 	for name := range r.maps {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	errs := make([]error, len(names))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(names)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
-				want := r.Manifest.Files[names[i]].CRC32C
-				if got := crc32.Checksum(r.maps[names[i]], castagnoli); got != want {
-					errs[i] = corrupt(r.Dir, names[i], format, got, want)
-				}
-			}
-		}()
+	sizes := make([]int64, len(names))
+	for i, name := range names {
+		sizes[i] = int64(len(r.maps[name]))
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	sums, errs := checksumFiles(sizes, spanBytes, runtime.GOMAXPROCS(0), func(s span, buf []byte) (uint32, error) {
+		if f := files[names[s.file]]; f != nil {
+			return crcAt(f, s.off, s.n, buf)
+		}
+		return crc32.Checksum(r.maps[names[s.file]][s.off:s.off+s.n], castagnoli), nil
+	})
+	for i, name := range names {
+		if errs[i] != nil {
+			return fmt.Errorf("store: reading %s: %w", filepath.Join(r.Dir, name), errs[i])
+		}
+		if want := r.Manifest.Files[name].CRC32C; sums[i] != want {
+			return corrupt(r.Dir, name, format, sums[i], want)
 		}
 	}
 	return nil
@@ -158,15 +171,25 @@ func parseManifest(b []byte, dir string) (Manifest, error) {
 	return m, nil
 }
 
-func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo) error {
+// mapFile maps (or copies) one file after checking its name, kind and
+// size, and returns it still open; the caller closes it.
+func (r *Reader) mapFile(root *os.Root, name string, fi FileInfo) (*os.File, error) {
 	if filepath.Base(name) != name {
-		return corrupt(r.Dir, ManifestFile, "file name %q escapes the index folder", name)
+		return nil, corrupt(r.Dir, ManifestFile, "file name %q escapes the index folder", name)
 	}
 	f, err := root.Open(name)
 	if err != nil {
-		return corrupt(r.Dir, name, "%v", err)
+		return nil, corrupt(r.Dir, name, "%v", err)
 	}
-	defer f.Close()
+	if err := r.mapChecked(f, name, fi); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// mapChecked maps (or copies) the open file f after checking its size.
+func (r *Reader) mapChecked(f *os.File, name string, fi FileInfo) error {
 	st, err := f.Stat() // what was opened, not what the name points at now
 	switch {
 	case err != nil:
@@ -210,7 +233,7 @@ func readAligned(f *os.File, size int64) ([]byte, error) {
 // since Open is reported (ErrCorrupt, naming it) instead of being served
 // as valid data. Copied stores cannot change; Scrub checks them too.
 func (r *Reader) Scrub() error {
-	return r.verify("changed in place since it was opened: checksum %08x, manifest says %08x")
+	return r.verify("changed in place since it was opened: checksum %08x, manifest says %08x", nil)
 }
 
 // Has reports whether the store holds name.

@@ -125,12 +125,16 @@ func TestOpenDuringASwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	rr := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
+	files := map[string]*os.File{}
+	defer closeAll(files)
 	for name, fi := range m.Files {
-		if err := rr.mapFile(root, name, fi); err != nil {
+		f, err := rr.mapFile(root, name, fi)
+		if err != nil {
 			t.Fatalf("reading through the root after the swap: %v", err)
 		}
+		files[name] = f
 	}
-	if err := rr.verify("checksum %08x, manifest says %08x"); err != nil {
+	if err := rr.verify("checksum %08x, manifest says %08x", files); err != nil {
 		t.Fatalf("verifying through the root after the swap: %v", err)
 	}
 	a, _ = rr.F32("a.f32")
