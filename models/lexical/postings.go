@@ -35,13 +35,31 @@ func (p *Postings) Validate() error {
 	case p.Ptr[0] != 0 || p.Ptr[v] != int64(len(p.Doc)) || len(p.Doc) != len(p.TF):
 		return fmt.Errorf("postings: pointer range [%d,%d] does not match %d entries", p.Ptr[0], p.Ptr[v], len(p.Doc))
 	}
-	n := uint32(len(p.DocLen))
 	for t := 0; t < v; t++ {
 		if p.Ptr[t] > p.Ptr[t+1] {
 			return fmt.Errorf("postings: term %d pointers decrease", t)
 		}
 	}
-	for t := 0; t < v; t++ { // searches gallop and merge: each list strictly ascends
+	// The document lists are the most open checks (0.28 GB at 10⁶ passages):
+	// checked on all cores, and the error of the first bad term reported.
+	errs := make([]error, (v+validateTerms-1)/validateTerms)
+	forChunks(v, validateTerms, func(lo, hi int) { errs[lo/validateTerms] = p.validateLists(lo, hi) })
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateTerms is how many terms' lists one task of Validate checks.
+const validateTerms = 1024
+
+// validateLists checks that the lists of terms [lo, hi) name documents of
+// the index in strictly ascending order (searches gallop and merge).
+func (p *Postings) validateLists(lo, hi int) error {
+	n := uint32(len(p.DocLen))
+	for t := lo; t < hi; t++ {
 		for i := p.Ptr[t]; i < p.Ptr[t+1]; i++ {
 			if d := p.Doc[i]; d >= n {
 				return fmt.Errorf("postings: entry %d names document %d of %d", i, d, n)

@@ -2,6 +2,7 @@ package lexical
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,34 @@ func TestPostingsValidateRefusesDisorder(t *testing.T) {
 		c.edit(apple(p))
 		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
+		}
+	}
+}
+
+// With lists over several of Validate's tasks, the error names the first
+// bad term, however the tasks ran.
+func TestPostingsValidateNamesTheFirstBadTerm(t *testing.T) {
+	words := make([]string, 3*validateTerms)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx", i)
+	}
+	doc := strings.Join(words, " ")
+	p, err := BuildPostings(context.Background(), 2, func(int) string { return doc }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := p.Terms.Len()
+	if v <= 2*validateTerms {
+		t.Fatalf("%d terms, want more than two tasks' worth", v)
+	}
+	for _, term := range []int{v - 3, 5} {
+		l := p.Doc[p.Ptr[term]:p.Ptr[term+1]]
+		l[0], l[1] = l[1], l[0]
+	}
+	want := "term 5's documents do not ascend"
+	for range 20 {
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v, want an error with %q", err, want)
 		}
 	}
 }
