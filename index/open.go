@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,12 +112,39 @@ func Open(dir string, opt store.OpenOptions) (ix *Index, err error) {
 	if err := ix.readMeta(); err != nil {
 		return nil, err
 	}
-	for _, load := range []func() error{ix.loadNodes, ix.loadProvenance, ix.loadGraph, ix.loadPostings, ix.loadVectors, ix.loadSections} {
-		if err := load(); err != nil {
-			return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
-		}
+	if err := ix.loadArrays(); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", store.ErrCorrupt, dir, err)
 	}
 	return ix, nil
+}
+
+// loadArrays reads and checks the index's arrays, then its sections
+// (which may read any of them). The node store and the graph are checked
+// beside the postings, whose lists are checked on every core; the vectors
+// need the postings' terms. The first error in that order is returned.
+func (ix *Index) loadArrays() error {
+	var graphErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		graphErr = firstError(ix.loadNodes, ix.loadProvenance, ix.loadGraph)
+	}()
+	lexErr := firstError(ix.loadPostings, ix.loadVectors)
+	<-done
+	if err := cmp.Or(graphErr, lexErr); err != nil {
+		return err
+	}
+	return ix.loadSections()
+}
+
+// firstError runs the steps in order and stops at the first error.
+func firstError(steps ...func() error) error {
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (ix *Index) readMeta() error {
