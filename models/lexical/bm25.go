@@ -56,10 +56,12 @@ type BM25 struct {
 	maxNorm float32
 }
 
-// boundCache is a term-indexed array made when first needed.
+// boundCache is a term-indexed array made when first needed, and the
+// terms' block bounds made so far (term → *termStats).
 type boundCache struct {
-	once sync.Once
-	b    []uint32
+	once  sync.Once
+	b     []uint32
+	stats sync.Map
 }
 
 // plainLength is a document length the norm table takes unchecked (4 MB).

@@ -116,3 +116,81 @@ func TestMaxScoreEmpty(t *testing.T) {
 		}
 	}
 }
+
+// MaxScore's block windows give exactly the exhaustive hits when a term's
+// postings span many blocks and several lists: a base list that ends
+// inside a block, then segments appended by Update, on a small vocabulary
+// (every term in hundreds of documents), and on a Zipfian one over 20,000
+// documents. Every base document holds "qq" once in 100–200 words and the
+// appended ones hold it one to four times in at most six, so qq's blocks
+// in the segments bound far higher than in the base: a block misplaced
+// across lists loses hits.
+func TestMaxScoreBlocksAcrossListsAndSegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	words := func(n int) []string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = fmt.Sprintf("v%dx", rng.IntN(10))
+		}
+		return w
+	}
+	ctx := context.Background()
+	texts := make([]string, 2000)
+	for d := range texts {
+		texts[d] = strings.Join(append(words(99+rng.IntN(101)), "qq"), " ")
+	}
+	p, err := BuildPostings(ctx, len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{100, 60, 40} { // under an eighth: not flattened
+		remap := make([]int32, len(texts))
+		for d := range remap {
+			remap[d] = int32(d) // keep every document: the append path
+		}
+		added := make([]string, n)
+		for d := range added {
+			added[d] = strings.Join(words(rng.IntN(3)), " ") + strings.Repeat(" qq", 1+rng.IntN(4))
+		}
+		if p, err = p.Update(ctx, remap, added); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, added...)
+	}
+	if p.Segments() < 2 {
+		t.Fatal("fewer than two segments: the test needs lists that continue in segments")
+	}
+	checkMaxScore(t, p, func() []string { return append(words(rng.IntN(3)), "qq") }, 300)
+	big := zipfTexts(rng, 20000, 5000)
+	pb, err := BuildPostings(ctx, len(big), func(i int) string { return big[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := rand.NewZipf(rng, 1.05, 1, 6000)
+	checkMaxScore(t, pb, func() []string {
+		terms := make([]string, 1+rng.IntN(12))
+		for i := range terms {
+			terms[i] = fmt.Sprintf("w%d", z.Uint64())
+		}
+		return terms
+	}, 150)
+}
+
+// checkMaxScore compares MaxScore with exhaustive scoring on queries from
+// query, at k from 1 to past the documents.
+func checkMaxScore(t *testing.T, p *Postings, query func() []string, queries int) {
+	t.Helper()
+	bm, err := NewBM25(p, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range queries {
+		terms := query()
+		for _, k := range []int{1, 5, 64, 1000, p.NumDocs() + 1} {
+			want := bm.SearchExhaustive(terms, k)
+			if got := bm.maxScore(bm.lookup(terms), k); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%v, k %d:\nmaxscore   %v\nexhaustive %v", terms, k, got, want)
+			}
+		}
+	}
+}
