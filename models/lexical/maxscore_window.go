@@ -10,31 +10,29 @@ import (
 
 // maxScore is SearchTerms's top k by MaxScore over looked-up term ids in
 // query order (repeats kept, unknown terms dropped), run over windows of
-// documents that end where the first of the terms' current blocks ends
-// (block-max MaxScore, after Lucene's MaxScoreBulkScorer). Within a window
-// each term adds at most its block's bound, far tighter than its bound
-// over the whole index: a window whose bounds sum to at most the k-th
-// score is skipped whole, and the terms are split into essential and not
-// by their window bounds.
+// documents (block-max MaxScore, after Lucene's MaxScoreBulkScorer).
+// Within a window each term adds at most the largest bound of its blocks
+// there, far tighter than its bound over the whole index: the terms are
+// split into essential and not by their window bounds, and a window whose
+// bounds sum to at most the k-th score is passed over whole. A window
+// ends where the first of the last window's essential terms' blocks ends:
+// those are the rare terms, whose blocks span many documents, so the
+// common terms' many blocks do not make many small windows.
 func (s *BM25) maxScore(ids []int, k int) []engine.Hit {
 	q := s.newMaxQuery(ids)
 	top := engine.NewTopK(k)
-	for {
-		start := uint32(math.MaxUint32)
-		for i := range q.curs {
-			start = min(start, q.curs[i].doc())
-		}
-		if start == math.MaxUint32 {
-			break
-		}
-		end := q.window(start)
-		q.scoreWindow(s, top, end)
+	start := uint32(math.MaxUint32)
+	for i := range q.curs {
+		start = min(start, q.curs[i].doc())
+	}
+	for essential := 0; start != math.MaxUint32; {
+		theta, full := top.Threshold()
+		end := q.window(start, essential, theta, full)
+		essential = q.scoreWindow(s, top, start, end)
 		if end == math.MaxUint32 {
 			break
 		}
-		for i := range q.curs {
-			q.curs[i].seek(end + 1)
-		}
+		start = end + 1
 	}
 	return top.Results()
 }
@@ -85,21 +83,42 @@ func (s *BM25) newMaxQuery(ids []int) *maxQuery {
 	return q
 }
 
-// window ends the window that starts at the cursors' first document
-// where the first of their current blocks ends (never before start: each
-// window moves the search on), sets each cursor's bound within it (0 for
-// a term with no posting in it), orders the cursors by it and sums the
-// bounds from the lowest up.
-func (q *maxQuery) window(start uint32) (end uint32) {
+// window ends the window from start where the first block of the terms
+// order[lead:] ends (lead: the last window's first essential term, at most
+// the last term), never before start; sets each cursor's bound within the
+// window; orders the cursors by it and sums the bounds from the lowest up.
+// Where a term that the bounds make essential has a block ending sooner,
+// the window ends there instead and the bounds are made again: an
+// essential term is bounded by one block, and a rare term's block (which
+// may span the index) does not loosen the common terms' bounds to their
+// maxima over the index.
+func (q *maxQuery) window(start uint32, lead int, theta float32, full bool) (end uint32) {
 	end = math.MaxUint32
-	for i := range q.curs {
-		if b, ok := q.curs[i].block(); ok {
+	for _, i := range q.order[min(lead, len(q.order)-1):] {
+		if b, ok := q.curs[i].blockAt(start); ok {
 			end = min(end, b.last)
 		}
 	}
-	end = max(end, start)
+	for end = max(end, start); ; {
+		q.bound(start, end)
+		shorter := end
+		for _, i := range q.order[q.essentialFrom(0, theta, full):] {
+			if b, ok := q.curs[i].blockAt(start); ok {
+				shorter = min(shorter, b.last)
+			}
+		}
+		if shorter == end {
+			return end
+		}
+		end = shorter
+	}
+}
+
+// bound sets each cursor's bound within [start, end], orders the cursors
+// by it and sums the bounds from the lowest up.
+func (q *maxQuery) bound(start, end uint32) {
 	for i := range q.curs {
-		q.curs[i].window = q.curs[i].boundUpTo(end)
+		q.curs[i].window = q.curs[i].boundIn(start, end)
 	}
 	slices.SortStableFunc(q.order, func(a, b int) int { return cmp.Compare(q.curs[a].window, q.curs[b].window) })
 	var sum float64
@@ -107,30 +126,26 @@ func (q *maxQuery) window(start uint32) (end uint32) {
 		sum += q.curs[c].window
 		q.below[i] = sum
 	}
-	return end
 }
 
-// scoreWindow scores the candidates up to end that the essential terms
-// propose: order[essential:], the fewest highest-bound terms whose
-// window bounds could lift a document past the k-th score.
-func (q *maxQuery) scoreWindow(s *BM25, top *engine.TopK, end uint32) {
-	essential := 0
-	for {
-		theta, full := top.Threshold()
-		if full {
-			for essential < len(q.order) && !q.canBeat(0, q.below[essential], theta) {
-				essential++
-			}
-			if essential == len(q.order) {
-				return // no document left in the window can beat the k-th
-			}
-		}
+// scoreWindow scores the documents of [start, end] that the essential
+// terms propose: order[essential:], the fewest highest-bound terms whose
+// window bounds could lift a document past the k-th score. It returns the
+// first essential term at the end. The essential terms are first sought
+// to start (a term not essential before may lag behind).
+func (q *maxQuery) scoreWindow(s *BM25, top *engine.TopK, start, end uint32) int {
+	theta, full := top.Threshold()
+	essential := q.essentialFrom(0, theta, full)
+	for _, i := range q.order[essential:] {
+		q.curs[i].seek(start)
+	}
+	for essential < len(q.order) {
 		d := uint32(math.MaxUint32)
 		for _, i := range q.order[essential:] {
 			d = min(d, q.curs[i].doc())
 		}
 		if d == math.MaxUint32 || d > end {
-			return
+			break
 		}
 		if sc, ok := q.score(s, essential, d, theta, full); ok {
 			top.Push(int32(d), sc)
@@ -140,7 +155,20 @@ func (q *maxQuery) scoreWindow(s *BM25, top *engine.TopK, end uint32) {
 				q.curs[i].next()
 			}
 		}
+		theta, full = top.Threshold()
+		essential = q.essentialFrom(essential, theta, full)
 	}
+	return essential
+}
+
+// essentialFrom is the first of order's cursors, from from on, that must
+// propose candidates: those below it cannot, all together, lift a document
+// past the k-th score theta. len(order) means no document can.
+func (q *maxQuery) essentialFrom(from int, theta float32, full bool) int {
+	for full && from < len(q.order) && !q.canBeat(0, q.below[from], theta) {
+		from++
+	}
+	return from
 }
 
 // canBeat reports whether a document with known score contributions
