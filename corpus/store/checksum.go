@@ -26,9 +26,11 @@ type span struct {
 type sumSpan func(s span, buf []byte) (uint32, error)
 
 // checksumFiles computes the CRC-32C of files of the given sizes on
-// workers goroutines, spanLen bytes at a time, and folds each file's spans into its
-// checksum in order. errs[i] is the first error met in file i.
-func checksumFiles(sizes []int64, spanLen int64, workers int, sum sumSpan) (sums []uint32, errs []error) {
+// workers goroutines, spanLen bytes at a time, and folds each file's
+// spans into its checksum in order; each worker's buffer holds bufLen
+// bytes (0 where sum reads memory). errs[i] is the first error met in
+// file i.
+func checksumFiles(sizes []int64, spanLen int64, workers, bufLen int, sum sumSpan) (sums []uint32, errs []error) {
 	spans := splitSpans(sizes, spanLen)
 	got := make([]uint32, len(spans))
 	spanErrs := make([]error, len(spans))
@@ -38,7 +40,7 @@ func checksumFiles(sizes []int64, spanLen int64, workers int, sum sumSpan) (sums
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, readBytes)
+			buf := make([]byte, bufLen)
 			for i := int(next.Add(1) - 1); i < len(spans); i = int(next.Add(1) - 1) {
 				got[i], spanErrs[i] = sum(spans[i], buf)
 			}
@@ -76,8 +78,8 @@ func crcAt(r io.ReaderAt, off, n int64, buf []byte) (uint32, error) {
 	var sum uint32
 	for n > 0 {
 		b := buf[:min(int64(len(buf)), n)]
-		if _, err := r.ReadAt(b, off); err != nil {
-			return 0, fmt.Errorf("reading %d bytes at %d: %w", len(b), off, err)
+		if got, err := r.ReadAt(b, off); got < len(b) { // a full read may come with io.EOF
+			return 0, fmt.Errorf("%d bytes at %d: read %d: %v (truncated since opened?)", len(b), off, got, err)
 		}
 		sum = crc32.Update(sum, castagnoli, b)
 		off, n = off+int64(len(b)), n-int64(len(b))

@@ -48,7 +48,7 @@ func TestChecksumFilesInSpans(t *testing.T) {
 	}
 	for _, spanLen := range []int64{1, 7, 64, readBytes, 3 * readBytes} {
 		for _, workers := range []int{1, 2, 5} {
-			sums, errs := checksumFiles(sizes, spanLen, workers, func(s span, buf []byte) (uint32, error) {
+			sums, errs := checksumFiles(sizes, spanLen, workers, readBytes, func(s span, buf []byte) (uint32, error) {
 				return crcAt(bytes.NewReader(files[s.file]), s.off, s.n, buf[:min(len(buf), 5)])
 			})
 			for i, b := range files {
@@ -59,7 +59,7 @@ func TestChecksumFilesInSpans(t *testing.T) {
 		}
 	}
 	boom := errors.New("boom")
-	_, errs := checksumFiles(sizes, 7, 2, func(s span, buf []byte) (uint32, error) {
+	_, errs := checksumFiles(sizes, 7, 2, 0, func(s span, buf []byte) (uint32, error) {
 		if s.file == 4 && s.off > 0 {
 			return 0, boom
 		}
@@ -118,5 +118,47 @@ func TestOpenChecksumsLargeFilesInSpans(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "big.bytes: checksum") {
 			t.Fatalf("copy %v: %v", copied, err)
 		}
+	}
+}
+
+// A file that shrinks after it was mapped and before its checksum is
+// reported as a damaged index file (ErrCorrupt), naming it, and its
+// mapping is never read past the new end.
+func TestVerifyReportsAFileTruncatedSinceMapped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(w.Bytes("big.bytes", make([]byte, 3*readBytes)), w.F32("a.f32", []float32{1})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	m, err := readManifest(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
+	defer r.Close()
+	files := map[string]*os.File{}
+	defer closeAll(files)
+	for name, fi := range m.Files {
+		if files[name], err = r.mapFile(root, name, fi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(filepath.Join(dir, "big.bytes"), readBytes); err != nil {
+		t.Fatal(err)
+	}
+	err = r.verify("checksum %08x, manifest says %08x", files)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "big.bytes") || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("got %v, want ErrCorrupt naming big.bytes as truncated", err)
 	}
 }

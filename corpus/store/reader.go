@@ -124,7 +124,11 @@ func (r *Reader) verify(format string, files map[string]*os.File) error {
 	for i, name := range names {
 		sizes[i] = int64(len(r.maps[name]))
 	}
-	sums, errs := checksumFiles(sizes, spanBytes, runtime.GOMAXPROCS(0), func(s span, buf []byte) (uint32, error) {
+	bufLen := 0
+	if len(files) > 0 {
+		bufLen = readBytes
+	}
+	sums, errs := checksumFiles(sizes, spanBytes, runtime.GOMAXPROCS(0), bufLen, func(s span, buf []byte) (uint32, error) {
 		if f := files[names[s.file]]; f != nil {
 			return crcAt(f, s.off, s.n, buf)
 		}
@@ -132,7 +136,7 @@ func (r *Reader) verify(format string, files map[string]*os.File) error {
 	})
 	for i, name := range names {
 		if errs[i] != nil {
-			return fmt.Errorf("store: reading %s: %w", filepath.Join(r.Dir, name), errs[i])
+			return corrupt(r.Dir, name, "reading %v", errs[i])
 		}
 		if want := r.Manifest.Files[name].CRC32C; sums[i] != want {
 			return corrupt(r.Dir, name, format, sums[i], want)

@@ -64,11 +64,24 @@ type termStats struct {
 }
 
 // termStats is made on first use and cached (12 bytes per 128 postings
-// of the terms queried).
+// of the terms queried), except for a term of one block: it is made
+// again each time from at most blockPostings postings, since caching
+// every rare term queried pinned about 200 bytes per term of the
+// vocabulary. Concurrent first uses may each make it; one is kept.
 func (s *BM25) termStats(t int) *termStats {
 	if v, ok := s.bounds.stats.Load(t); ok {
 		return v.(*termStats)
 	}
+	st := s.makeTermStats(t)
+	if len(st.blocks) <= 1 {
+		return st
+	}
+	v, _ := s.bounds.stats.LoadOrStore(t, st)
+	return v.(*termStats)
+}
+
+// makeTermStats cuts term t's postings into blocks and bounds them.
+func (s *BM25) makeTermStats(t int) *termStats {
 	idf := s.idf[t]
 	st := &termStats{blocks: make([]termBlock, 0, (s.p.DocFreq(t)+blockPostings-1)/blockPostings)}
 	at := 0
@@ -88,7 +101,6 @@ func (s *BM25) termStats(t int) *termStats {
 		st.top[i] = b.max
 	}
 	slices.SortFunc(st.top, func(a, b float32) int { return cmp.Compare(b, a) })
-	s.bounds.stats.Store(t, st)
 	return st
 }
 
@@ -98,44 +110,62 @@ func (s *BM25) termStats(t int) *termStats {
 const candidateCost = 4
 
 // postingsPerHit is how many postings a query must read for each of the
-// k hits it keeps for MaxScore to run whatever its terms' bounds: once
-// the k-th score is set, its block windows pass over most of a long list.
-// Chosen on the scale corpus's dev questions and dev keyword queries
-// (10⁴–10⁶ passages, k 10–256), where this rule came within 4 % of always
-// picking the faster search; without it, within 6 %.
+// k hits it keeps for prunable to expect the k-th score to reach the
+// highest bound among its terms (a rare term's): once it is set, the block
+// windows pass over most of the common terms' lists. Chosen on the scale
+// corpus's dev questions and dev keyword queries (10⁴–10⁶ passages, k
+// 10–256), where the rule came within 4 % of always picking the faster
+// search; without it, within 6 %.
 const postingsPerHit = 1024
 
+// maxScoreTerms is the most distinct terms a query may have for MaxScore
+// to run: its work per window and per candidate grows with the terms,
+// and with hundreds of terms of like bounds it skips nothing (a 500-term
+// query took 100 times exhaustive scoring's time).
+const maxScoreTerms = 32
+
 // prunable reports whether MaxScore is likely to be faster than scoring
-// every match. The query's postings may be long enough for it
-// (postingsPerHit); otherwise the k-th score must be known to exceed the
-// bounds of terms holding most postings. A term held by at least k
-// documents gives each of them at least idf/(1 + the largest length norm),
-// and one with k blocks gives k documents at least its k-th block bound,
-// so the k-th score cannot fall below the largest such floor; the
-// lowest-bound terms whose bounds sum under it never propose candidates,
-// and they must hold more than candidateCost times the postings of the
-// rest. It decides speed only: both searches return the same hits.
+// every match. A query of more than maxScoreTerms distinct terms is
+// scored in full. Otherwise the k-th score must be expected to exceed the
+// bounds of the terms holding most postings: the lowest-bound terms whose
+// bounds sum under that floor never propose candidates, and they must
+// hold more than candidateCost times the postings of the rest. A term
+// held by at least k documents gives each at least idf/(1 + the largest
+// length norm), and one of k blocks gives k documents at least its k-th
+// block bound, so the k-th score cannot fall below the largest of those;
+// a query reading postingsPerHit postings per hit is expected to reach
+// its highest term bound. Terms of like bounds then still skip nothing.
+// It decides speed only: both searches return the same hits.
 func (s *BM25) prunable(ids []int, k int) bool {
+	if len(ids) > maxScoreTerms && len(slices.Compact(slices.Sorted(slices.Values(ids)))) > maxScoreTerms {
+		return false
+	}
 	type term struct {
 		bound float32
 		n     int64
 	}
 	ts := make([]term, 0, len(ids))
-	var floor float32
+	var floor, strongest float32
 	var total int64
 	for _, t := range ids {
-		n := s.p.DocFreq(t)
-		ts = append(ts, term{s.termBound(t), n})
+		n, bound := s.p.DocFreq(t), s.termBound(t)
+		ts = append(ts, term{bound, n})
 		total += n
-		if n >= int64(k) {
-			floor = max(floor, s.idf[t]/(1+s.maxNorm))
+		strongest = max(strongest, bound)
+		if n < int64(k) {
+			continue
 		}
-		if top := s.termStats(t).top; len(top) >= k {
-			floor = max(floor, top[k-1])
+		floor = max(floor, s.idf[t]/(1+s.maxNorm))
+		if k == 1 {
+			floor = max(floor, bound)
+		} else if n > int64(blockPostings*(k-1)) { // k blocks at least
+			if top := s.termStats(t).top; len(top) >= k {
+				floor = max(floor, top[k-1])
+			}
 		}
 	}
 	if int64(k) <= total/postingsPerHit {
-		return true
+		floor = max(floor, strongest)
 	}
 	slices.SortFunc(ts, func(a, b term) int { return cmp.Compare(a.bound, b.bound) })
 	var below float32

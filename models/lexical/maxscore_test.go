@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -191,6 +192,93 @@ func checkMaxScore(t *testing.T, p *Postings, query func() []string, queries int
 			if got := bm.maxScore(bm.lookup(terms), k); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%v, k %d:\nmaxscore   %v\nexhaustive %v", terms, k, got, want)
 			}
+		}
+	}
+}
+
+// A query of more than maxScoreTerms distinct terms is scored in full,
+// however long its postings (MaxScore's work per window and candidate
+// grows with the terms); repeats of fewer terms do not count.
+func TestPrunableRefusesManyTerms(t *testing.T) {
+	texts := make([]string, 3000)
+	for d := range texts {
+		texts[d] = fmt.Sprintf("common u%d u%d", d%50, (d*7)%50)
+	}
+	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := NewBM25(p, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := []string{"common"}
+	for i := range maxScoreTerms {
+		many = append(many, fmt.Sprintf("u%d", i))
+	}
+	if ids := bm.lookup(many); len(ids) != maxScoreTerms+1 || bm.prunable(ids, 1) {
+		t.Fatalf("%d distinct terms: prunable", len(ids))
+	}
+	few := slices.Repeat([]string{"common", "u1"}, maxScoreTerms)
+	if ids := bm.lookup(few); !bm.prunable(ids, 1) {
+		t.Fatalf("two terms repeated %d times: not prunable", maxScoreTerms)
+	}
+}
+
+// Only a term of more than one block keeps its block bounds cached: a
+// rare term's are made again from its few postings, so querying the
+// vocabulary does not pin memory per term.
+func TestTermStatsCachesOnlyLongLists(t *testing.T) {
+	texts := make([]string, 1000)
+	for d := range texts {
+		texts[d] = fmt.Sprintf("common rare%d", d)
+	}
+	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := NewBM25(p, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range 200 {
+		bm.SearchTerms([]string{fmt.Sprintf("rare%d", d), "common"}, 10)
+	}
+	cached := 0
+	bm.bounds.stats.Range(func(_, _ any) bool { cached++; return true })
+	if cached != 1 {
+		t.Fatalf("%d terms' block bounds cached, want 1 (common's)", cached)
+	}
+}
+
+// Long postings alone do not pick MaxScore: terms of like bounds (a
+// uniform vocabulary) leave it nothing to skip, and it took 5–36 times
+// exhaustive scoring's time there.
+func TestPrunableNeedsTermsOfUnlikeBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	texts := make([]string, 20000)
+	for d := range texts {
+		w := make([]string, 10)
+		for i := range w {
+			w[i] = fmt.Sprintf("u%d", rng.IntN(64))
+		}
+		texts[d] = strings.Join(w, " ")
+	}
+	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := NewBM25(p, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{8, 16, 32} {
+		terms := make([]string, n)
+		for i := range terms {
+			terms[i] = fmt.Sprintf("u%d", i)
+		}
+		if ids := bm.lookup(terms); bm.prunable(ids, 10) {
+			t.Errorf("%d uniform terms (%d postings): prunable", n, len(ids))
 		}
 	}
 }

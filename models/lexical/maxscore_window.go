@@ -99,7 +99,8 @@ func (q *maxQuery) window(start uint32, lead int, theta float32, full bool) (end
 			end = min(end, b.last)
 		}
 	}
-	for end = max(end, start); ; {
+	end = max(end, start)
+	for range windowShrinks {
 		q.bound(start, end)
 		shorter := end
 		for _, i := range q.order[q.essentialFrom(0, theta, full):] {
@@ -112,7 +113,13 @@ func (q *maxQuery) window(start uint32, lead int, theta float32, full bool) (end
 		}
 		end = shorter
 	}
+	q.bound(start, end)
+	return end
 }
+
+// windowShrinks bounds how often window ends a window sooner (each time
+// bounds every term anew); any end is correct, a sooner one only tighter.
+const windowShrinks = 4
 
 // bound sets each cursor's bound within [start, end], orders the cursors
 // by it and sums the bounds from the lowest up.
