@@ -11,14 +11,7 @@ import (
 // allocated a fresh one.
 func TestSmallAccumulatorsLeaveThePool(t *testing.T) {
 	texts := []string{"memphis city", "memphis blues", "detroit city music", "a river city"}
-	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := NewBM25(p, DefaultBM25())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := bm25Over(t, texts)
 	small := &accum{score: make([]float32, 1)}
 	putAccum(small)
 	a := bm.getAccum()

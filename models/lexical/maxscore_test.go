@@ -204,14 +204,7 @@ func TestPrunableRefusesManyTerms(t *testing.T) {
 	for d := range texts {
 		texts[d] = fmt.Sprintf("common u%d u%d", d%50, (d*7)%50)
 	}
-	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := NewBM25(p, DefaultBM25())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := bm25Over(t, texts)
 	many := []string{"common"}
 	for i := range maxScoreTerms {
 		many = append(many, fmt.Sprintf("u%d", i))
@@ -233,14 +226,7 @@ func TestTermStatsCachesOnlyLongLists(t *testing.T) {
 	for d := range texts {
 		texts[d] = fmt.Sprintf("common rare%d", d)
 	}
-	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := NewBM25(p, DefaultBM25())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := bm25Over(t, texts)
 	for d := range 200 {
 		bm.SearchTerms([]string{fmt.Sprintf("rare%d", d), "common"}, 10)
 	}
@@ -264,14 +250,7 @@ func TestPrunableNeedsTermsOfUnlikeBounds(t *testing.T) {
 		}
 		texts[d] = strings.Join(w, " ")
 	}
-	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := NewBM25(p, DefaultBM25())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bm := bm25Over(t, texts)
 	for _, n := range []int{8, 16, 32} {
 		terms := make([]string, n)
 		for i := range terms {
@@ -281,4 +260,18 @@ func TestPrunableNeedsTermsOfUnlikeBounds(t *testing.T) {
 			t.Errorf("%d uniform terms (%d postings): prunable", n, len(ids))
 		}
 	}
+}
+
+// bm25Over is BM25 with the default parameters over texts.
+func bm25Over(t *testing.T, texts []string) *BM25 {
+	t.Helper()
+	p, err := BuildPostings(context.Background(), len(texts), func(i int) string { return texts[i] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := NewBM25(p, DefaultBM25())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bm
 }
