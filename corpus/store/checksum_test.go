@@ -75,21 +75,11 @@ func TestChecksumFilesInSpans(t *testing.T) {
 // A byte flipped past the first span of a file larger than one span is
 // found, mapped and copied, at open and by Scrub.
 func TestOpenChecksumsLargeFilesInSpans(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ix")
-	w, err := NewWriter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	big := make([]byte, spanBytes+spanBytes/2+3)
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	if err := firstErr(w.Bytes("big.bytes", big), w.F32("a.f32", []float32{1})); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(nil); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeBigStore(t, big)
 	for _, copied := range []bool{false, true} {
 		r, err := Open(dir, OpenOptions{Copy: copied})
 		if err != nil {
@@ -125,35 +115,15 @@ func TestOpenChecksumsLargeFilesInSpans(t *testing.T) {
 // reported as a damaged index file (ErrCorrupt), naming it, and its
 // mapping is never read past the new end.
 func TestVerifyReportsAFileTruncatedSinceMapped(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ix")
-	w, err := NewWriter(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := firstErr(w.Bytes("big.bytes", make([]byte, 3*readBytes)), w.F32("a.f32", []float32{1})); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Commit(nil); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeBigStore(t, make([]byte, 3*readBytes))
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	m, err := readManifest(root, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
+	r, files := mapThrough(t, root, dir)
 	defer r.Close()
-	files := map[string]*os.File{}
 	defer closeAll(files)
-	for name, fi := range m.Files {
-		if files[name], err = r.mapFile(root, name, fi); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := os.Truncate(filepath.Join(dir, "big.bytes"), readBytes); err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +131,22 @@ func TestVerifyReportsAFileTruncatedSinceMapped(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "big.bytes") || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("got %v, want ErrCorrupt naming big.bytes as truncated", err)
 	}
+}
+
+// writeBigStore writes a store of big (big.bytes) and a one-float file,
+// and returns its folder.
+func writeBigStore(t *testing.T, big []byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ix")
+	w, err := NewWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(w.Bytes("big.bytes", big), w.F32("a.f32", []float32{1})); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -120,20 +120,8 @@ func TestOpenDuringASwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeStore(t, dir) // a different store now sits at the path
-	m, err := readManifest(root, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
-	files := map[string]*os.File{}
+	rr, files := mapThrough(t, root, dir)
 	defer closeAll(files)
-	for name, fi := range m.Files {
-		f, err := rr.mapFile(root, name, fi)
-		if err != nil {
-			t.Fatalf("reading through the root after the swap: %v", err)
-		}
-		files[name] = f
-	}
 	if err := rr.verify("checksum %08x, manifest says %08x", files); err != nil {
 		t.Fatalf("verifying through the root after the swap: %v", err)
 	}
@@ -142,4 +130,25 @@ func TestOpenDuringASwap(t *testing.T) {
 		t.Fatalf("read %v through the root, want the store it opened", a)
 	}
 	rr.Close()
+}
+
+// mapThrough maps every file of the store opened as root (named dir) as
+// Open does, returning the reader and the files, still open, unverified.
+func mapThrough(t *testing.T, root *os.Root, dir string) (*Reader, map[string]*os.File) {
+	t.Helper()
+	m, err := readManifest(root, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reader{Dir: dir, Manifest: m, maps: map[string][]byte{}}
+	files := map[string]*os.File{}
+	for name, fi := range m.Files {
+		f, err := r.mapFile(root, name, fi)
+		if err != nil {
+			closeAll(files)
+			t.Fatalf("mapping %s through the root: %v", name, err)
+		}
+		files[name] = f
+	}
+	return r, files
 }
