@@ -23,6 +23,7 @@ import (
 	"github.com/gleaner-rag/gleaner/kernels/cpu"
 	"github.com/gleaner-rag/gleaner/retrieve"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // testLog keeps a test's log lines, safe for concurrent writers.
@@ -88,7 +89,14 @@ func copyIndex(t *testing.T, src string) string {
 
 func connect(t *testing.T, urls string, replicas int, extra ...nats.Option) *Conn {
 	t.Helper()
-	log, _ := newLogger()
+	log, tl := newLogger()
+	// The connection's log says why a snapshot was refused or a write
+	// retried: shown when the test fails.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the connection's log:\n%s", tl)
+		}
+	})
 	cfg := DefaultConfig(urls, log)
 	cfg.Replicas = replicas
 	cfg.Timeout = 3 * time.Second
@@ -560,6 +568,63 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 		t.Errorf("a refused restore left %s behind: %v", dir2, err)
 	}
 }
+
+// TestRestoreWaitsForALaggingNode: a node that has not caught up with a
+// snapshot just stored answers that it is missing, then that its bytes
+// do not match its digest; Restore reads it again rather than refusing
+// it for an older one.
+func TestRestoreWaitsForALaggingNode(t *testing.T) {
+	cl := fleettest.Start(t, 1)
+	base := baseIndex(t)
+	conn := connect(t, cl.URLs(), 1)
+	l := openLog(t, conn)
+	a := follow(t, l, copyIndex(t, base))
+	p := &published{bySeq: map[uint64][]change{}}
+	for i, want := range []uint64{10, 20} {
+		p.publish(t, l, 71+uint64(i), 10)
+		waitApplied(t, want, a)
+		if _, err := l.PutSnapshot(context.Background(), a.w, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lag := &laggingStore{ObjectStore: l.objs, fail: []error{jetstream.ErrObjectNotFound, jetstream.ErrDigestMismatch}}
+	l.objs = lag
+	got, err := l.Restore(context.Background(), filepath.Join(t.TempDir(), "restored"))
+	if err != nil || got.Seq != 20 {
+		t.Fatalf("restore from a lagging node: %+v, %v; want the newest, at 20", got, err)
+	}
+	if len(lag.fail) != 0 {
+		t.Errorf("%d of the lagging answers were never given", len(lag.fail))
+	}
+}
+
+// laggingStore answers its first reads with fail's errors in turn: a
+// missing object at Get, a digest mismatch at the first Read.
+type laggingStore struct {
+	jetstream.ObjectStore
+	fail []error
+}
+
+func (s *laggingStore) Get(ctx context.Context, name string, opts ...jetstream.GetObjectOpt) (jetstream.ObjectResult, error) {
+	res, err := s.ObjectStore.Get(ctx, name, opts...)
+	if err != nil || len(s.fail) == 0 {
+		return res, err
+	}
+	fail := s.fail[0]
+	s.fail = s.fail[1:]
+	if errors.Is(fail, jetstream.ErrObjectNotFound) {
+		res.Close()
+		return nil, fail
+	}
+	return &failingResult{ObjectResult: res, err: fail}, nil
+}
+
+type failingResult struct {
+	jetstream.ObjectResult
+	err error
+}
+
+func (r *failingResult) Read([]byte) (int, error) { return 0, r.err }
 
 // corruptObject replaces the first chunk of a stored object with bytes
 // of the same length, one flipped: what a disk or a hand could do.

@@ -82,41 +82,45 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 // store gave it back whole.
 func (l *Log) readBack(ctx context.Context, name string, bytes int64) error {
 	return l.c.retryTransfer(ctx, "reading back "+name, bytes, func(ctx context.Context) error {
-		// A follower's copy may lag the object it names for a moment
-		// too: it then reads back whole shortly.
-		err := l.readWhole(ctx, name)
-		for wait := 100 * time.Millisecond; errors.Is(err, jetstream.ErrDigestMismatch) && wait < 5*time.Second; wait *= 2 {
-			l.c.log.Warn("fleet: a snapshot read back corrupt; reading it again", "name", name, "err", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait):
-			}
-			err = l.readWhole(ctx, name)
-		}
-		return err
+		return l.readObject(ctx, name, func(io.Reader) error { return nil })
 	})
 }
 
-// readWhole reads a stored object to its end.
-func (l *Log) readWhole(ctx context.Context, name string) error {
-	res, err := l.objs.Get(ctx, name)
-	// A node that has not caught up may answer a read (the store
-	// allows direct reads from followers): it does, shortly.
-	for wait := 50 * time.Millisecond; errors.Is(err, jetstream.ErrObjectNotFound) && wait < 5*time.Second; wait *= 2 {
+// readObject gives consume the stored object name and then reads it to
+// its end, which checks its digest. A node that has not caught up may
+// answer a read (the store allows direct reads from followers): that
+// the object is missing, or that its bytes do not match its digest. It
+// answers whole shortly, so the read is tried again, waiting longer
+// each time, for about 6 s; consume must start afresh each time.
+func (l *Log) readObject(ctx context.Context, name string, consume func(io.Reader) error) error {
+	err := l.readOnce(ctx, name, consume)
+	for wait := 50 * time.Millisecond; lagging(err) && wait < 5*time.Second; wait *= 2 {
+		l.c.log.Warn("fleet: a stored object read back missing or corrupt; reading it again", "name", name, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(wait):
 		}
-		res, err = l.objs.Get(ctx, name)
+		err = l.readOnce(ctx, name, consume)
 	}
+	return err
+}
+
+func (l *Log) readOnce(ctx context.Context, name string, consume func(io.Reader) error) error {
+	res, err := l.objs.Get(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer res.Close()
+	if err := consume(res); err != nil {
+		return err
+	}
 	_, err = io.Copy(io.Discard, res)
 	return err
+}
+
+func lagging(err error) bool {
+	return errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrDigestMismatch)
 }
 
 // Snapshots lists the stored snapshots, newest first.
@@ -197,20 +201,12 @@ func (l *Log) restoreOne(ctx context.Context, s Snapshot, dir string) error {
 	}
 	defer os.RemoveAll(staging)
 	err := l.c.retryTransfer(ctx, "downloading "+s.Name, int64(s.Bytes), func(ctx context.Context) error {
-		if err := os.RemoveAll(staging); err != nil {
-			return err
-		}
-		res, err := l.objs.Get(ctx, s.Name)
-		if err != nil {
-			return err
-		}
-		defer res.Close()
-		if err := readTar(res, staging, s.Bytes); err != nil {
-			return err
-		}
-		// The digest is checked when the object is read to its end.
-		_, err = io.Copy(io.Discard, res)
-		return err
+		return l.readObject(ctx, s.Name, func(r io.Reader) error {
+			if err := os.RemoveAll(staging); err != nil {
+				return err
+			}
+			return readTar(r, staging, s.Bytes)
+		})
 	})
 	if err != nil {
 		return err
