@@ -50,13 +50,7 @@ func (s *Stage) approximate(q Query, depth int) string {
 		s.h.Fusion == FusionRRF && s.h.Depth > hnsw.MaxEf { // a dense list that long is a scan's
 		return ""
 	}
-	switch {
-	case s.g != nil && (s.h.Search == SearchHNSW || s.dot != nil && graphPays(s.ix.N(), s.walkEf(depth))):
-		return SearchHNSW
-	case s.file.f != nil && (s.h.Search == SearchIVF || s.dot != nil && s.file.pays(s.walkEf(depth))):
-		return SearchIVF
-	}
-	return ""
+	return denseOn(s.h.Search, s.g, s.file, s.dot, s.ix.N(), s.walkEf(depth), s.walkEf(depth))
 }
 
 // walkEf is the dense list's length for a ranking of depth: the walk's

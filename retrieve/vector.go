@@ -106,11 +106,11 @@ type Vector struct {
 	qs      engine.QuantSearcher
 	rescore int
 	dot     hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
-	// always searches the inverted file, walks the graph, or scans the
-	// quantized vectors, whatever the index's size (search ivf, hnsw,
-	// quantized); search auto uses them only where that pays (fileSearch.pays,
-	// graphPays, quantPays).
-	always bool
+	// mode is the search option: ivf, hnsw or quantized searches the inverted
+	// file, walks the graph or scans the quantized vectors whatever the
+	// index's size; auto uses them only where that pays (denseOn,
+	// quantPays).
+	mode string
 }
 
 // graphPays says whether a walk keeping ef candidates beats scanning n
@@ -120,6 +120,22 @@ type Vector struct {
 // never walks on a device backend (one without engine.RowDotter): its
 // exact scan is a GEMM, and the walk would run on the host.
 func graphPays(n, ef int) bool { return n >= 32*ef }
+
+// denseOn says which structure a dense search ranks on: SearchHNSW (a
+// walk keeping walkEf candidates), SearchIVF (the inverted file probed
+// for fileHits rows) or "" (every vector scored, or the quantized scan).
+// search is the method's option: a structure it names is used whenever
+// it is built and the walk's list fits; auto uses one only where it pays,
+// and only on a backend that scores rows (dot not nil).
+func denseOn(search string, g *hnsw.Graph, file fileSearch, dot hnsw.Dot, n, walkEf, fileHits int) string {
+	switch {
+	case g != nil && walkEf <= hnsw.MaxEf && (search == SearchHNSW || dot != nil && graphPays(n, walkEf)):
+		return SearchHNSW
+	case file.f != nil && (search == SearchIVF || dot != nil && file.pays(fileHits)):
+		return SearchIVF
+	}
+	return ""
+}
 
 // NewVector is method vector over ix on be.
 func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, error) {
@@ -137,7 +153,7 @@ func NewVector(ix *index.Index, be engine.Backend, o VectorOptions) (*Vector, er
 	if err != nil {
 		return nil, err
 	}
-	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, always: o.Search != SearchAuto && o.Search != SearchExact, rescore: o.Rescore,
+	m := &Vector{ix: ix, be: be, ef: o.Ef, dot: engine.DotRowsOf(be), g: g, mode: o.Search, rescore: o.Rescore,
 		file: newFileSearch(f, be, o.Nprobe, o.SearchWorkers, o.Rescore)}
 	if m.quant, m.qs, err = quantizedFor(ix, be, o.Search); err != nil {
 		return nil, err
@@ -263,12 +279,12 @@ func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, 
 func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	var hits [][]Hit
 	var err error
-	switch {
-	case m.g != nil && k <= hnsw.MaxEf && (m.always || m.dot != nil && graphPays(m.ix.N(), max(m.ef, k))):
+	switch on := denseOn(m.mode, m.g, m.file, m.dot, m.ix.N(), max(m.ef, k), k); {
+	case on == SearchHNSW:
 		hits, err = m.searchGraph(ctx, batch, empty, k)
-	case m.file.f != nil && (m.always || m.dot != nil && m.file.pays(k)):
+	case on == SearchIVF:
 		hits, err = m.searchIVF(ctx, batch, empty, k)
-	case m.quant != nil && (m.always || quantPays(m.ix.N(), m.candidates(k))):
+	case m.quant != nil && (m.mode == SearchQuantized || quantPays(m.ix.N(), m.candidates(k))):
 		hits, err = m.qs.SearchQuantized(ctx, m.quant, m.ix.Vectors, batch, len(empty), k, m.candidates(k))
 	default:
 		hits, err = DenseTopK(ctx, m.be, m.ix, batch, len(empty), k)
