@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -566,6 +567,66 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(dir2); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused restore left %s behind: %v", dir2, err)
+	}
+}
+
+// TestUnfinishedUploadsNeverListed: an upload that a killed process left
+// unnamed is neither listed nor restored; Trim deletes it once a
+// snapshot at least as new is kept, and leaves a newer one. A second
+// snapshot of the same batch leaves the first standing and nothing
+// behind.
+func TestUnfinishedUploadsNeverListed(t *testing.T) {
+	ctx := context.Background()
+	cl := fleettest.Start(t, 1)
+	base := baseIndex(t)
+	l := openLog(t, connect(t, cl.URLs(), 1))
+	a := follow(t, l, copyIndex(t, base))
+	p := &published{bySeq: map[uint64][]change{}}
+	p.publish(t, l, 81, 10)
+	waitApplied(t, 10, a)
+	first, err := l.PutSnapshot(ctx, a.w, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.PutSnapshot(ctx, a.w, t.TempDir())
+	if err != nil || again.Name != first.Name || again.Checksum != first.Checksum {
+		t.Fatalf("a second snapshot at 10: %+v, %v; want the first standing, %+v", again, err, first)
+	}
+	abandon := func(seq uint64) string {
+		name := pendingName(seq)
+		if _, err := l.objs.PutBytes(ctx, name, []byte("the first bytes of a tar")); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	abandon(15)
+	newer := abandon(40)
+	if snaps, err := l.Snapshots(ctx); err != nil || len(snaps) != 1 || snaps[0].Seq != 10 {
+		t.Fatalf("snapshots listed: %+v, %v; want the one at 10", snaps, err)
+	}
+	if got, err := l.Restore(ctx, filepath.Join(t.TempDir(), "restored")); err != nil || got.Seq != 10 {
+		t.Fatalf("restore: %+v, %v; want the snapshot at 10", got, err)
+	}
+	p.publish(t, l, 82, 10)
+	waitApplied(t, 20, a)
+	last, err := l.PutSnapshot(ctx, a.w, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Trim(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := l.objs.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range infos {
+		names = append(names, in.Name)
+	}
+	slices.Sort(names)
+	if want := []string{last.Name, newer}; !slices.Equal(names, want) {
+		t.Errorf("the store holds %q after the trim, want %q", names, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package fleet
 import (
 	"archive/tar"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,9 +36,34 @@ type Snapshot struct {
 	Time     time.Time
 }
 
-const snapPrefix = "snapshot-"
+// A snapshot is uploaded under a name of its own (pendingPrefix), read
+// back whole, and only then given its snapshot name (snapPrefix): the
+// store lists, restores and trims behind whole snapshots only. An upload
+// a killed process left behind is never listed; Trim deletes it once a
+// snapshot at least as new is kept.
+const (
+	snapPrefix    = "snapshot-"
+	pendingPrefix = "uploading-"
+)
 
 func snapName(seq uint64) string { return fmt.Sprintf("%s%020d.tar", snapPrefix, seq) }
+
+// pendingName names one upload attempt of the snapshot at seq. Each
+// attempt has its own, so no node can answer about an attempt with
+// another's record.
+func pendingName(seq uint64) string {
+	return fmt.Sprintf("%s%020d-%s.tar", pendingPrefix, seq, rand.Text())
+}
+
+// pendingSeq is the batch an upload's name holds.
+func pendingSeq(name string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(name, pendingPrefix)
+	if !ok || len(rest) < 20 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(rest[:20], 10, 64)
+	return seq, err == nil
+}
 
 // PutSnapshot writes w's current index, with the number of the last
 // batch it took, to a folder under scratch and uploads it as one tar
@@ -54,27 +81,89 @@ func (l *Log) PutSnapshot(ctx context.Context, w *live.Writer, scratch string) (
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: writing the index: %w", l.index, seq, err)
 	}
-	s := Snapshot{Name: snapName(seq), Seq: seq, Log: l.id, Checksum: sum, Nodes: ix.Live()}
-	meta := jetstream.ObjectMeta{Name: s.Name, Description: "gleaner index " + l.index,
-		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(s.Nodes), "log": l.id}}
-	var info *jetstream.ObjectInfo
-	err = l.c.retryTransfer(ctx, "uploading "+s.Name, folderBytes(dir), func(ctx context.Context) error {
+	name := snapName(seq)
+	meta := jetstream.ObjectMeta{Description: "gleaner index " + l.index,
+		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10), "checksum": sum, "nodes": strconv.Itoa(ix.Live()), "log": l.id}}
+	var up *jetstream.ObjectInfo
+	err = l.c.retryTransfer(ctx, "uploading "+name, folderBytes(dir), func(ctx context.Context) error {
+		meta.Name = pendingName(seq)
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeTar(dir, pw)) }()
 		var err error
-		info, err = l.objs.Put(ctx, meta, pr)
+		up, err = l.objs.Put(ctx, meta, pr)
 		pr.CloseWithError(errors.New("upload ended"))
 		return err
 	})
 	if err == nil {
-		err = l.readBack(ctx, s.Name, int64(info.Size))
+		err = l.readBack(ctx, up.Name, int64(up.Size))
+	}
+	var named *jetstream.ObjectInfo
+	if err == nil {
+		named, err = l.nameUpload(ctx, up, name)
 	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: uploading: %w", l.index, seq, err)
 	}
-	s.Bytes, s.Time = info.Size, info.ModTime
+	s, ok := l.snapshotOf(named)
+	if !ok {
+		return Snapshot{}, fmt.Errorf("fleet: snapshot of %q at %d: the store holds another object under its name %s", l.index, seq, name)
+	}
 	l.c.log.Info("fleet: snapshot uploaded", "index", l.index, "seq", seq, "bytes", s.Bytes, "nodes", s.Nodes)
 	return s, nil
+}
+
+// nameUpload gives the upload up, read back whole, the snapshot name
+// name, and returns the named object's record. When name is already a
+// snapshot's (another replica's of the same batch), that one stands and
+// the upload is deleted. A node that has not caught up with the upload
+// may answer that it is gone: it is asked again, as readObject does.
+func (l *Log) nameUpload(ctx context.Context, up *jetstream.ObjectInfo, name string) (*jetstream.ObjectInfo, error) {
+	named, err := l.nameOnce(ctx, up, name)
+	for wait := 50 * time.Millisecond; errors.Is(err, jetstream.ErrUpdateMetaDeleted) && wait < 5*time.Second; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		named, err = l.nameOnce(ctx, up, name)
+	}
+	return named, err
+}
+
+func (l *Log) nameOnce(ctx context.Context, up *jetstream.ObjectInfo, name string) (*jetstream.ObjectInfo, error) {
+	meta := up.ObjectMeta
+	meta.Name = name
+	var named *jetstream.ObjectInfo
+	err := l.c.retry(ctx, "naming "+name, func(ctx context.Context) error {
+		err := l.objs.UpdateMeta(ctx, up.Name, meta)
+		if err == nil {
+			n := *up
+			n.ObjectMeta = meta
+			named = &n
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrObjectAlreadyExists) && !errors.Is(err, jetstream.ErrUpdateMetaDeleted) {
+			return err
+		}
+		// Named by an earlier try whose answer was lost, or the name is
+		// another upload's: that one stands.
+		info, ierr := l.objs.GetInfo(ctx, name)
+		if errors.Is(ierr, jetstream.ErrObjectNotFound) {
+			return err
+		}
+		if ierr != nil {
+			return ierr
+		}
+		named = info
+		if info.NUID == up.NUID {
+			return nil
+		}
+		if err := l.objs.Delete(ctx, up.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return err
+		}
+		return nil
+	})
+	return named, err
 }
 
 // readBack reads a stored object to its end, which checks its digest: a
@@ -125,6 +214,13 @@ func lagging(err error) bool {
 
 // Snapshots lists the stored snapshots, newest first.
 func (l *Log) Snapshots(ctx context.Context) ([]Snapshot, error) {
+	snaps, _, err := l.listing(ctx)
+	return snaps, err
+}
+
+// listing is the store's snapshots, newest first, and its uploads not
+// yet named.
+func (l *Log) listing(ctx context.Context) ([]Snapshot, []*jetstream.ObjectInfo, error) {
 	var infos []*jetstream.ObjectInfo
 	err := l.c.retry(ctx, "listing the snapshots of "+l.index, func(ctx context.Context) error {
 		var err error
@@ -135,30 +231,47 @@ func (l *Log) Snapshots(ctx context.Context) ([]Snapshot, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fleet: listing the snapshots of %q: %w", l.index, err)
+		return nil, nil, fmt.Errorf("fleet: listing the snapshots of %q: %w", l.index, err)
 	}
-	var out []Snapshot
+	var snaps []Snapshot
+	var pending []*jetstream.ObjectInfo
+	named := map[string]bool{}
 	for _, in := range infos {
-		if !strings.HasPrefix(in.Name, snapPrefix) || in.Deleted {
-			continue
+		switch {
+		case in.Deleted:
+		case strings.HasPrefix(in.Name, pendingPrefix):
+			pending = append(pending, in)
+		default:
+			named[in.NUID] = true
+			if s, ok := l.snapshotOf(in); ok {
+				snaps = append(snaps, s)
+			}
 		}
-		seq, err := strconv.ParseUint(in.Metadata["seq"], 10, 64)
-		if err != nil || in.Name != snapName(seq) {
-			l.c.log.Warn("fleet: an object in the snapshot store is not a snapshot; skipped", "index", l.index, "name", in.Name)
-			continue
-		}
-		if log := in.Metadata["log"]; log != l.id {
-			// A snapshot of a stream of this name that was deleted: another
-			// log, whose numbers mean nothing here (never trimmed by, nor
-			// restored for, this one).
-			l.c.log.Warn("fleet: a snapshot of another log of this index's name; skipped", "index", l.index, "name", in.Name, "log", log)
-			continue
-		}
-		nodes, _ := strconv.Atoi(in.Metadata["nodes"])
-		out = append(out, Snapshot{Name: in.Name, Seq: seq, Log: l.id, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Seq > out[j].Seq })
-	return out, nil
+	// A process killed while naming an upload can leave its old name
+	// beside the new: deleting that would delete the snapshot's bytes.
+	pending = slices.DeleteFunc(pending, func(in *jetstream.ObjectInfo) bool { return named[in.NUID] })
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i].Seq > snaps[j].Seq })
+	return snaps, pending, nil
+}
+
+// snapshotOf is the snapshot of this log that in records; objects of
+// another kind or log are none (logged).
+func (l *Log) snapshotOf(in *jetstream.ObjectInfo) (Snapshot, bool) {
+	seq, err := strconv.ParseUint(in.Metadata["seq"], 10, 64)
+	if err != nil || in.Name != snapName(seq) {
+		l.c.log.Warn("fleet: an object in the snapshot store is not a snapshot; skipped", "index", l.index, "name", in.Name)
+		return Snapshot{}, false
+	}
+	if log := in.Metadata["log"]; log != l.id {
+		// A snapshot of a stream of this name that was deleted: another
+		// log, whose numbers mean nothing here (never trimmed by, nor
+		// restored for, this one).
+		l.c.log.Warn("fleet: a snapshot of another log of this index's name; skipped", "index", l.index, "name", in.Name, "log", log)
+		return Snapshot{}, false
+	}
+	nodes, _ := strconv.Atoi(in.Metadata["nodes"])
+	return Snapshot{Name: in.Name, Seq: seq, Log: l.id, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime}, true
 }
 
 // Restore writes the newest snapshot that verifies into dir, which must
@@ -244,20 +357,28 @@ func (l *Log) Trim(ctx context.Context, keep int) (dropped uint64, err error) {
 	if keep < 1 {
 		return 0, fmt.Errorf("fleet: Trim keeps %d snapshots: want ≥ 1", keep)
 	}
-	snaps, err := l.Snapshots(ctx)
+	snaps, pending, err := l.listing(ctx)
 	if err != nil || len(snaps) == 0 {
 		return 0, err
 	}
 	if len(snaps) > keep {
 		for _, s := range snaps[keep:] {
-			err := l.c.retry(ctx, "deleting "+s.Name, func(ctx context.Context) error { return l.objs.Delete(ctx, s.Name) })
-			if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-				return 0, fmt.Errorf("fleet: deleting snapshot %s of %q: %w", s.Name, l.index, err)
+			if err := l.deleteObject(ctx, s.Name); err != nil {
+				return 0, err
 			}
 		}
 		snaps = snaps[:keep]
 	}
 	oldest := snaps[len(snaps)-1].Seq
+	// Uploads no newer than a kept snapshot are left over from killed
+	// processes, or lost a race to one.
+	for _, in := range pending {
+		if seq, ok := pendingSeq(in.Name); ok && seq <= oldest {
+			if err := l.deleteObject(ctx, in.Name); err != nil {
+				return 0, err
+			}
+		}
+	}
 	first, _, err := l.Bounds(ctx)
 	if err != nil || oldest < first {
 		return 0, err
@@ -269,6 +390,15 @@ func (l *Log) Trim(ctx context.Context, keep int) (dropped uint64, err error) {
 		return 0, fmt.Errorf("fleet: trimming the log of %q behind %d: %w", l.index, oldest, err)
 	}
 	return oldest + 1 - first, nil
+}
+
+// deleteObject deletes a stored object; one already gone is no error.
+func (l *Log) deleteObject(ctx context.Context, name string) error {
+	err := l.c.retry(ctx, "deleting "+name, func(ctx context.Context) error { return l.objs.Delete(ctx, name) })
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("fleet: deleting %s of the snapshots of %q: %w", name, l.index, err)
+	}
+	return nil
 }
 
 // writeTar writes the regular files under dir, in name order.
