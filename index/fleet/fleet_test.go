@@ -3,6 +3,8 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -579,7 +581,8 @@ func TestUnfinishedUploadsNeverListed(t *testing.T) {
 	ctx := context.Background()
 	cl := fleettest.Start(t, 1)
 	base := baseIndex(t)
-	l := openLog(t, connect(t, cl.URLs(), 1))
+	conn := connect(t, cl.URLs(), 1)
+	l := openLog(t, conn)
 	a := follow(t, l, copyIndex(t, base))
 	p := &published{bySeq: map[uint64][]change{}}
 	p.publish(t, l, 81, 10)
@@ -613,8 +616,15 @@ func TestUnfinishedUploadsNeverListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A process killed between a rename's two steps leaves the upload's
+	// name beside the snapshot's, on the same bytes: the trim keeps it.
+	oldName := pendingName(last.Seq)
+	nameAlso(t, conn, l, last.Name, oldName)
 	if _, err := l.Trim(ctx, 1); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := l.Restore(ctx, filepath.Join(t.TempDir(), "after-trim")); err != nil || got.Seq != 20 {
+		t.Fatalf("restore after the trim: %+v, %v; want the snapshot at 20", got, err)
 	}
 	infos, err := l.objs.List(ctx)
 	if err != nil {
@@ -625,8 +635,32 @@ func TestUnfinishedUploadsNeverListed(t *testing.T) {
 		names = append(names, in.Name)
 	}
 	slices.Sort(names)
-	if want := []string{last.Name, newer}; !slices.Equal(names, want) {
+	want := []string{last.Name, newer, oldName}
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
 		t.Errorf("the store holds %q after the trim, want %q", names, want)
+	}
+}
+
+// nameAlso stores the record of object from under the name to as well,
+// on the same bytes: the first of UpdateMeta's two steps.
+func nameAlso(t *testing.T, c *Conn, l *Log, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := l.objs.GetInfo(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Name, info.ModTime = to, time.Time{}
+	data, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(fmt.Sprintf("$O.%s.M.%s", bucketName(l.index), base64.URLEncoding.EncodeToString([]byte(to))))
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Data = data
+	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
 	}
 }
 

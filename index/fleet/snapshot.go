@@ -241,7 +241,7 @@ func (l *Log) listing(ctx context.Context) ([]Snapshot, []*jetstream.ObjectInfo,
 		case in.Deleted:
 		case strings.HasPrefix(in.Name, pendingPrefix):
 			pending = append(pending, in)
-		default:
+		case strings.HasPrefix(in.Name, snapPrefix):
 			named[in.NUID] = true
 			if s, ok := l.snapshotOf(in); ok {
 				snaps = append(snaps, s)
