@@ -91,7 +91,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := ./corpus:FuzzNodes ./corpus:FuzzEdges ./corpus:FuzzQueries ./corpus:FuzzQrels \
 	./corpus:FuzzJSONArrays ./corpus:FuzzDatasetFolders ./corpus/store:FuzzManifest ./index:FuzzOpenMutated \
 	./eval:FuzzTREC ./models:FuzzVectors ./models/safetensors:FuzzRead ./models/tokenize:FuzzLoad ./server:FuzzDecodeRequest ./models/kgextract:FuzzReply \
-	./models/ner:FuzzProseEntities
+	./models/ner:FuzzProseEntities ./models/lexical:FuzzAnalyze
 fuzz: deps
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \

@@ -38,6 +38,9 @@ func normalizeToken(tok []rune) (string, bool) {
 	if n >= 2 && isApos(tok[n-2]) && (tok[n-1] == 's' || tok[n-1] == 'S') {
 		tok = tok[:n-2]
 	}
+	if t, ok, ascii := normalizeASCII(tok); ascii {
+		return t, ok
+	}
 	letters := true
 	for i, r := range tok {
 		tok[i] = unicode.ToLower(r)
@@ -52,6 +55,36 @@ func normalizeToken(tok []rune) (string, bool) {
 		return string(porter.Stem(tok)), true
 	}
 	return string(tok), true
+}
+
+// normalizeASCII is normalizeToken for a token of ASCII runes no longer
+// than asciiMax (ascii false for any other), without the unicode tables;
+// stems come from stemASCII's cache.
+func normalizeASCII(tok []rune) (t string, ok, ascii bool) {
+	var b [asciiMax]byte
+	if len(tok) == 0 || len(tok) > len(b) {
+		return "", false, false
+	}
+	letters := true
+	for i, r := range tok {
+		if r >= utf8.RuneSelf {
+			return "", false, false
+		}
+		c := byte(r)
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		letters = letters && 'a' <= c && c <= 'z'
+		b[i], tok[i] = c, rune(c)
+	}
+	w := b[:len(tok)]
+	if stopwords[string(w)] {
+		return "", false, true
+	}
+	if letters && len(w) > 2 {
+		return stemASCII(w, tok), true, true
+	}
+	return string(w), true, true
 }
 
 // stopwordMax is the longest stopword's length, at most (all are ASCII;
@@ -86,7 +119,9 @@ func isIdeograph(r rune) bool {
 
 // eachToken splits text into raw tokens (step 1 of the analyzer). The
 // token passed to emit is scratch, reused once emit returns. Invalid UTF-8
-// reads as one U+FFFD per byte, as a conversion to []rune reads it.
+// reads as one U+FFFD per byte, as a conversion to []rune reads it. An
+// ASCII byte is classified by asciiWord: no ASCII rune is an ideograph or
+// a mark, and its letters and digits are unicode's.
 func eachToken(text string, emit func([]rune)) {
 	var tok []rune
 	var one [1]rune
@@ -97,27 +132,50 @@ func eachToken(text string, emit func([]rune)) {
 		}
 	}
 	for i := 0; i < len(text); {
-		r, w := utf8.DecodeRuneInString(text[i:])
-		i += w
-		switch {
-		case isIdeograph(r):
-			flush()
-			one[0] = r
-			emit(one[:])
-		case isWordRune(r):
-			tok = append(tok, r)
-		case len(tok) > 0 && i < len(text):
+		var r rune
+		if c := text[i]; c < utf8.RuneSelf {
+			r = rune(c)
+			i++
+			if asciiWord[c] {
+				tok = append(tok, r)
+				continue
+			}
+		} else {
+			var w int
+			r, w = utf8.DecodeRuneInString(text[i:])
+			i += w
+			if isIdeograph(r) {
+				flush()
+				one[0] = r
+				emit(one[:])
+				continue
+			}
+			if isWordRune(r) {
+				tok = append(tok, r)
+				continue
+			}
+		}
+		if len(tok) > 0 && i < len(text) && mayJoin(r) {
 			if next, _ := utf8.DecodeRuneInString(text[i:]); joins(tok[len(tok)-1], r, next) {
 				tok = append(tok, r)
 				continue
 			}
-			flush()
-		default:
-			flush()
 		}
+		flush()
 	}
 	flush()
 }
+
+// asciiWord marks the ASCII letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
+
+// mayJoin reports whether sep is one of the separators joins can keep.
+func mayJoin(sep rune) bool { return isApos(sep) || sep == '.' || sep == ',' }
 
 // joins reports whether sep, between prev and next, stays inside a token.
 func joins(prev, sep, next rune) bool {
