@@ -3,6 +3,7 @@ package lexical
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -51,5 +52,44 @@ func TestInteractionFeatures(t *testing.T) {
 	}
 	if e.Mean[0] != 2 || e.Std[0] != 1 {
 		t.Errorf("standardisation %v %v", e.Mean, e.Std)
+	}
+}
+
+// TestInteractionCacheEvicts: with fewer cache slots than nodes, nodes
+// that share a slot evict each other, and every node's features stay
+// those of an uncached model.
+func TestInteractionCacheEvicts(t *testing.T) {
+	s := src{
+		titles: []string{"Aretha Franklin", "Detroit", "Memphis", "Mississippi", "Michigan"},
+		texts: []string{"Aretha Franklin was a singer born in Memphis.", "Detroit is a city in Michigan.",
+			"Memphis is a city on the Mississippi.", "The Mississippi river flows past Memphis.", "Michigan borders Detroit's river."},
+	}
+	p, _ := BuildPostings(context.Background(), len(s.titles), s.indexText, nil)
+	bm, _ := NewBM25(p, DefaultBM25())
+	small := &InteractionModel{P: p, BM: bm, Src: s, slots: 2}
+	for round := range 3 {
+		for _, q := range []string{"aretha franklin memphis", "detroit michigan river", "mississippi city"} {
+			for i := range s.titles {
+				whole := &InteractionModel{P: p, BM: bm, Src: s} // a fresh model: nothing cached
+				want, got := make([]float32, NumFeatures), make([]float32, NumFeatures)
+				whole.Features(whole.Prepare(q), i, want)
+				small.Features(small.Prepare(q), i, got)
+				if !slices.Equal(got, want) {
+					t.Fatalf("round %d, %q, node %d: features %v with 2 slots, %v uncached", round, q, i, got, want)
+				}
+			}
+		}
+	}
+	if len(small.nodes) != 2 {
+		t.Errorf("the cache has %d slots, want 2", len(small.nodes))
+	}
+	held := 0
+	for i := range small.nodes {
+		if small.nodes[i].Load() != nil {
+			held++
+		}
+	}
+	if held != 2 {
+		t.Errorf("%d nodes held after reranking 5, want 2", held)
 	}
 }

@@ -42,20 +42,40 @@ type InteractionModel struct {
 	EmbedQuery func(text string) []float32
 
 	once  sync.Once
-	nodes []atomic.Pointer[[]string] // analyzed title+text per node, filled on first use
+	nodes []atomic.Pointer[nodeEntry] // analysed nodes, direct-mapped by node (nodeTerms)
+	slots int                         // the cache's size; 0: min(nodes, nodeSlots) (tests set it)
+}
+
+// nodeSlots bounds the cache of analysed nodes. Unbounded, it held every
+// node a process ever reranked: re2 at bmax 400 over 300 questions on the
+// 10⁶-passage scale index left 144 MiB of heap, and a server's would grow
+// towards the whole corpus. At most this many nodes are kept (107 MiB in
+// that run); an index of no more nodes keeps them all.
+const nodeSlots = 1 << 16
+
+// nodeEntry is one node's analysed title, titleEnd and text.
+type nodeEntry struct {
+	node  int
+	terms []string
 }
 
 // nodeTerms returns node i's analyzed title followed by its text, analysing
-// each node once however many queries rerank it.
+// a node once however many queries rerank it while it keeps its slot.
 func (m *InteractionModel) nodeTerms(i int) (title, all []string) {
-	m.once.Do(func() { m.nodes = make([]atomic.Pointer[[]string], m.P.NumDocs()) })
-	if p := m.nodes[i].Load(); p != nil {
-		t := *p
+	m.once.Do(func() {
+		if m.slots == 0 {
+			m.slots = min(m.P.NumDocs(), nodeSlots)
+		}
+		m.nodes = make([]atomic.Pointer[nodeEntry], max(m.slots, 1))
+	})
+	slot := &m.nodes[i%len(m.nodes)]
+	if e := slot.Load(); e != nil && e.node == i {
+		t := e.terms
 		return t[:titleLen(t)], t[titleLen(t)+1:]
 	}
 	title = Analyze(m.Src.Title(i))
 	t := append(append(title, titleEnd), Analyze(m.Src.Text(i))...)
-	m.nodes[i].Store(&t)
+	slot.Store(&nodeEntry{node: i, terms: t})
 	return t[:len(title)], t[len(title)+1:]
 }
 
