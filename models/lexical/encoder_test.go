@@ -3,7 +3,9 @@ package lexical
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +93,67 @@ func TestInteractionCacheEvicts(t *testing.T) {
 	}
 	if held != 2 {
 		t.Errorf("%d nodes held after reranking 5, want 2", held)
+	}
+}
+
+// TestTextFeaturesEqualFullAnalysis: the bigram and title features, which
+// skip a node's text when the postings show it cannot hold a query bigram,
+// equal those of analysing every node in full, on random corpora of a
+// small vocabulary (bigrams common), whole and within subsets, cold and
+// with the cache warm.
+func TestTextFeaturesEqualFullAnalysis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	vocab := strings.Fields("river city blues music memphis detroit the of a singer born franklin's 3.5 naïve Café running runs")
+	phrase := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = vocab[rng.IntN(len(vocab))]
+		}
+		return strings.Join(w, " ")
+	}
+	for trial := range 30 {
+		n := 8 + rng.IntN(24)
+		s := src{titles: make([]string, n), texts: make([]string, n)}
+		for i := range n {
+			s.titles[i], s.texts[i] = phrase(rng.IntN(4)), phrase(rng.IntN(30))
+		}
+		p, _ := BuildPostings(context.Background(), n, func(i int) string {
+			if s.titles[i] == "" {
+				return s.texts[i]
+			}
+			return s.titles[i] + "\n" + s.texts[i]
+		}, nil)
+		bm, _ := NewBM25(p, DefaultBM25())
+		m := &InteractionModel{P: p, BM: bm, Src: s, slots: 1 + rng.IntN(n)}
+		words := [1]uint64{1}
+		keep := 3 // of 4: a dense subset; or a sparse one, without many query terms
+		if trial%2 == 1 {
+			keep = 1
+		}
+		for i := range n {
+			if rng.IntN(4) < keep {
+				words[0] |= 1 << i
+			}
+		}
+		sub, err := bm.NewSubset(words[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 12 {
+			text := phrase(1 + rng.IntN(7))
+			for _, q := range []*QueryState{m.Prepare(text), m.PrepareWithin(text, sub)} {
+				for _, i := range rng.Perm(2 * n) {
+					i %= n
+					got := make([]float32, NumFeatures)
+					m.Features(q, i, got)
+					title, body := Analyze(s.titles[i]), Analyze(s.texts[i])
+					share, contained := titleMatch(q, title)
+					if want := []float32{bigramOverlap(q, title, body), share, contained}; !slices.Equal(got[3:6], want) {
+						t.Fatalf("trial %d, query %q, node %d (%q / %q): features 3–5 %v, full analysis %v",
+							trial, text, i, s.titles[i], s.texts[i], got[3:6], want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -62,13 +62,7 @@ type nodeEntry struct {
 // nodeTerms returns node i's analyzed title followed by its text, analysing
 // a node once however many queries rerank it while it keeps its slot.
 func (m *InteractionModel) nodeTerms(i int) (title, all []string) {
-	m.once.Do(func() {
-		if m.slots == 0 {
-			m.slots = min(m.P.NumDocs(), nodeSlots)
-		}
-		m.nodes = make([]atomic.Pointer[nodeEntry], max(m.slots, 1))
-	})
-	slot := &m.nodes[i%len(m.nodes)]
+	slot := m.slot(i)
 	if e := slot.Load(); e != nil && e.node == i {
 		t := e.terms
 		return t[:titleLen(t)], t[titleLen(t)+1:]
@@ -77,6 +71,27 @@ func (m *InteractionModel) nodeTerms(i int) (title, all []string) {
 	t := append(append(title, titleEnd), Analyze(m.Src.Text(i))...)
 	slot.Store(&nodeEntry{node: i, terms: t})
 	return t[:len(title)], t[len(title)+1:]
+}
+
+// slot is node i's place in the cache, made on first use.
+func (m *InteractionModel) slot(i int) *atomic.Pointer[nodeEntry] {
+	m.once.Do(func() {
+		if m.slots == 0 {
+			m.slots = min(m.P.NumDocs(), nodeSlots)
+		}
+		m.nodes = make([]atomic.Pointer[nodeEntry], max(m.slots, 1))
+	})
+	return &m.nodes[i%len(m.nodes)]
+}
+
+// cachedTerms returns node i's analysed title and text when the cache
+// holds them (whole true), without analysing.
+func (m *InteractionModel) cachedTerms(i int) (title, text []string, whole bool) {
+	if e := m.slot(i).Load(); e != nil && e.node == i {
+		t := e.terms
+		return t[:titleLen(t)], t[titleLen(t)+1:], true
+	}
+	return nil, nil, false
 }
 
 // titleEnd separates title terms from text terms in the cached slice (the
@@ -103,6 +118,12 @@ type QueryState struct {
 	inQuery map[string]bool
 	vec     []float32
 	sub     *Subset // nil: the whole index
+	// term is each distinct term's id in the whole index (−1: in no
+	// document), whatever the subset, and pairs the bigrams as positions
+	// in it: a node holds a query bigram only if it holds both terms,
+	// which the postings tell without analysing its text.
+	term  []int
+	pairs [][2]int
 }
 
 // Prepare analyzes a query once for any number of nodes.
@@ -114,17 +135,18 @@ func (m *InteractionModel) Prepare(text string) *QueryState { return m.PrepareWi
 // from the subset alone (for nodes in it).
 func (m *InteractionModel) PrepareWithin(text string, sub *Subset) *QueryState {
 	q := &QueryState{terms: Analyze(text), bigrams: map[[2]string]bool{}, inQuery: map[string]bool{}, sub: sub}
-	seen := map[string]bool{}
+	at := map[string]int{} // distinct term → its position in ids
 	for i, w := range q.terms {
 		q.inQuery[w] = true
 		if i > 0 {
 			q.bigrams[[2]string{q.terms[i-1], w}] = true
 		}
-		if seen[w] {
+		if _, ok := at[w]; ok {
 			continue
 		}
-		seen[w] = true
+		at[w] = len(q.ids)
 		t := m.P.Terms.Lookup(w)
+		q.term = append(q.term, t)
 		idf := 0.0
 		switch {
 		case t >= 0 && sub != nil:
@@ -140,6 +162,9 @@ func (m *InteractionModel) PrepareWithin(text string, sub *Subset) *QueryState {
 		q.sumIDF += idf
 		q.maxIDF = max(q.maxIDF, idf)
 	}
+	for b := range q.bigrams {
+		q.pairs = append(q.pairs, [2]int{at[b[0]], at[b[1]]})
+	}
 	if m.EmbedQuery != nil {
 		q.vec = m.EmbedQuery(text)
 	}
@@ -151,14 +176,22 @@ func (m *InteractionModel) PrepareWithin(text string, sub *Subset) *QueryState {
 func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
 	d := uint32(i)
 	var covIDF, cov, maxMatch float64
+	var held [64]bool // distinct query terms node i holds; past 64 its text is analysed
 	for k, t := range q.ids {
-		if t >= 0 && m.P.TermFreq(t, d) > 0 {
+		has := t >= 0 && m.P.TermFreq(t, d) > 0
+		if has {
 			cov++
 			covIDF += q.idf[k]
 			maxMatch = max(maxMatch, q.idf[k])
 		}
+		switch {
+		case k >= len(held):
+		case t == q.term[k]:
+			held[k] = has
+		case q.term[k] >= 0: // outside the subset's terms, but the node may hold it
+			held[k] = m.P.TermFreq(q.term[k], d) > 0
+		}
 	}
-	title, text := m.nodeTerms(i)
 	if q.sub != nil {
 		out[0] = m.BM.ScoreDocWithin(q.ids, d, q.sub)
 	} else {
@@ -166,12 +199,33 @@ func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
 	}
 	out[1] = ratio(covIDF, q.sumIDF)
 	out[2] = ratio(cov, float64(len(q.ids)))
-	out[3] = bigramOverlap(q, title, text)
+	title, text, whole := m.cachedTerms(i)
+	switch {
+	case whole:
+		out[3] = bigramOverlap(q, title, text)
+	case len(q.ids) > len(held) || mayHoldBigram(q, held[:]):
+		title, text = m.nodeTerms(i)
+		out[3] = bigramOverlap(q, title, text)
+	default: // no query bigram can be in the node: only its title is read
+		title, out[3] = Analyze(m.Src.Title(i)), 0
+	}
 	out[4], out[5] = titleMatch(q, title)
 	out[6] = cosine(q.vec, m.Src.Vector(i))
 	out[7] = ratio(maxMatch, q.maxIDF)
 	out[8] = float32(math.Log1p(float64(m.P.DocLen[i])))
 	out[9] = float32(math.Log1p(float64(len(q.terms))))
+}
+
+// mayHoldBigram reports whether a node holding the distinct query terms
+// marked in held can hold one of q's bigrams: one whose both terms it
+// holds.
+func mayHoldBigram(q *QueryState, held []bool) bool {
+	for _, p := range q.pairs {
+		if held[p[0]] && held[p[1]] {
+			return true
+		}
+	}
+	return false
 }
 
 func ratio(a, b float64) float32 {
