@@ -2,6 +2,7 @@ package lexical
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -155,5 +156,25 @@ func TestTextFeaturesEqualFullAnalysis(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTextFeaturesPastHeldTerms: a query of more distinct terms than
+// Features marks (64) falls back to analysing the node, and its bigram
+// feature still equals full analysis.
+func TestTextFeaturesPastHeldTerms(t *testing.T) {
+	words := make([]string, 80)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%dx", i)
+	}
+	s := src{titles: []string{"alpha beta", "gamma"}, texts: []string{strings.Join(words, " "), "delta"}}
+	p, _ := BuildPostings(context.Background(), 2, s.indexText, nil)
+	bm, _ := NewBM25(p, DefaultBM25())
+	m := &InteractionModel{P: p, BM: bm, Src: s}
+	q := m.Prepare(strings.Join(words, " ")) // 80 distinct terms, 79 bigrams, all in node 0
+	got := make([]float32, NumFeatures)
+	m.Features(q, 0, got)
+	if want := bigramOverlap(q, Analyze(s.titles[0]), Analyze(s.texts[0])); got[3] != want || want != 1 {
+		t.Errorf("bigram overlap %v, full analysis %v (want 1)", got[3], want)
 	}
 }

@@ -207,6 +207,9 @@ func (m *InteractionModel) Features(q *QueryState, i int, out []float32) {
 		title, text = m.nodeTerms(i)
 		out[3] = bigramOverlap(q, title, text)
 	default: // no query bigram can be in the node: only its title is read
+		// (the postings are Analyze of the node's index text, title then
+		// text, so they tell presence exactly; an index analysed otherwise
+		// would need its text read)
 		title, out[3] = Analyze(m.Src.Title(i)), 0
 	}
 	out[4], out[5] = titleMatch(q, title)
