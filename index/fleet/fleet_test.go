@@ -532,16 +532,21 @@ func TestFreshReplicaFromSnapshot(t *testing.T) {
 	}
 }
 
+// oneNode is a one-node cluster's connection and log, a replica of the
+// base index following it, and the record of what is published.
+func oneNode(t *testing.T) (*Conn, *Log, *replica, *published) {
+	t.Helper()
+	cl := fleettest.Start(t, 1)
+	conn := connect(t, cl.URLs(), 1)
+	l := openLog(t, conn)
+	return conn, l, follow(t, l, copyIndex(t, baseIndex(t))), &published{bySeq: map[uint64][]change{}}
+}
+
 // TestCorruptSnapshotRefused: a snapshot whose stored bytes were altered
 // is refused, and the next older one restored; with none left, Restore
 // fails and writes nothing.
 func TestCorruptSnapshotRefused(t *testing.T) {
-	cl := fleettest.Start(t, 1)
-	base := baseIndex(t)
-	conn := connect(t, cl.URLs(), 1)
-	l := openLog(t, conn)
-	a := follow(t, l, copyIndex(t, base))
-	p := &published{bySeq: map[uint64][]change{}}
+	conn, l, a, p := oneNode(t)
 	p.publish(t, l, 41, 10)
 	waitApplied(t, 10, a)
 	if _, err := l.PutSnapshot(context.Background(), a.w, t.TempDir()); err != nil {
@@ -579,12 +584,7 @@ func TestCorruptSnapshotRefused(t *testing.T) {
 // behind.
 func TestUnfinishedUploadsNeverListed(t *testing.T) {
 	ctx := context.Background()
-	cl := fleettest.Start(t, 1)
-	base := baseIndex(t)
-	conn := connect(t, cl.URLs(), 1)
-	l := openLog(t, conn)
-	a := follow(t, l, copyIndex(t, base))
-	p := &published{bySeq: map[uint64][]change{}}
+	conn, l, a, p := oneNode(t)
 	p.publish(t, l, 81, 10)
 	waitApplied(t, 10, a)
 	first, err := l.PutSnapshot(ctx, a.w, t.TempDir())
@@ -669,12 +669,7 @@ func nameAlso(t *testing.T, c *Conn, l *Log, from, to string) {
 // do not match its digest; Restore reads it again rather than refusing
 // it for an older one.
 func TestRestoreWaitsForALaggingNode(t *testing.T) {
-	cl := fleettest.Start(t, 1)
-	base := baseIndex(t)
-	conn := connect(t, cl.URLs(), 1)
-	l := openLog(t, conn)
-	a := follow(t, l, copyIndex(t, base))
-	p := &published{bySeq: map[uint64][]change{}}
+	_, l, a, p := oneNode(t)
 	for i, want := range []uint64{10, 20} {
 		p.publish(t, l, 71+uint64(i), 10)
 		waitApplied(t, want, a)
