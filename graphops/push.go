@@ -44,7 +44,7 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 	for _, v := range order {
 		w.add(v, seeds[v])
 	}
-	res := &PushResult{P: map[int32]float64{}}
+	res := &PushResult{}
 	for len(w.queue) > 0 {
 		if res.Pushes%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -57,13 +57,29 @@ func LocalPPR(ctx context.Context, a *Adjacency, reset map[int32]float64, dampin
 		}
 		res.Pushes++
 		w.v[u].r = 0
-		res.P[u] += (1 - damping) * ru
+		w.estimate(u, (1-damping)*ru)
 		w.spread(u, damping*ru, order, seeds)
+	}
+	res.P = make(map[int32]float64, len(w.pushed))
+	for i, v := range w.pushed {
+		res.P[v] = w.est[i]
 	}
 	for _, v := range w.touched {
 		res.Residual += w.v[v].r
 	}
 	return res, nil
+}
+
+// estimate adds m to u's estimate. The estimates are a dense list in the
+// order of first push, and the map is made once at the end: a map update
+// per push was a fifth of a query at 10⁶ passages.
+func (w *pushWork) estimate(u int32, m float64) {
+	x := &w.v[u]
+	if x.at == 0 {
+		w.pushed, w.est = append(w.pushed, u), append(w.est, 0)
+		x.at = int32(len(w.pushed))
+	}
+	w.est[x.at-1] += m
 }
 
 // pushWork is LocalPPR's dense scratch space, reused across calls through
@@ -76,10 +92,13 @@ type pushWork struct {
 	v       []pushVertex
 	touched []int32
 	queue   []int32
+	pushed  []int32   // the vertices pushed, in the order of their first push
+	est     []float64 // their estimates
 }
 
 type pushVertex struct {
 	r             float64 // residual
+	at            int32   // 1 + the vertex's place in pushed; 0: not pushed
 	inQueue, seen bool
 }
 
@@ -94,7 +113,7 @@ func (a *Adjacency) releasePushSpace(w *pushWork) {
 	for _, v := range w.touched {
 		w.v[v] = pushVertex{}
 	}
-	w.touched, w.queue = w.touched[:0], w.queue[:0]
+	w.touched, w.queue, w.pushed, w.est = w.touched[:0], w.queue[:0], w.pushed[:0], w.est[:0]
 	a.pushPool.Put(w)
 }
 
