@@ -270,7 +270,7 @@ func (l *Log) snapshotOf(in *jetstream.ObjectInfo) (Snapshot, bool) {
 		l.c.log.Warn("fleet: a snapshot of another log of this index's name; skipped", "index", l.index, "name", in.Name, "log", log)
 		return Snapshot{}, false
 	}
-	nodes, _ := strconv.Atoi(in.Metadata["nodes"])
+	nodes, _ := strconv.Atoi(in.Metadata["nodes"]) // only logged: a missing or garbled count reads 0
 	return Snapshot{Name: in.Name, Seq: seq, Log: l.id, Checksum: in.Metadata["checksum"], Nodes: nodes, Bytes: in.Size, Time: in.ModTime}, true
 }
 
