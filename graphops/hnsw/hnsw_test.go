@@ -1,6 +1,7 @@
 package hnsw
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -299,5 +300,82 @@ func TestKeepPruned(t *testing.T) {
 	t.Logf("layer-0 links %d → %d, recall@10 at ef 12 %.3f → %.3f", lp, lk, rp, rk)
 	if lk <= lp || rk < rp {
 		t.Fatalf("keep-pruned: links %d → %d, recall %.3f → %.3f", lp, lk, rp, rk)
+	}
+}
+
+// TestSearchFrom: a walk from given rows finds the exact top k from the
+// scan's own answer, from far rows at an ef of every node, and from a few
+// random rows about as well as Search; rank for rank it never scores below
+// its start rows; no rows is Search, and a row out of range is refused.
+func TestSearchFrom(t *testing.T) {
+	const n, d, nq, k = 3000, 16, 60, 10
+	X := clustered(11, n, d, 30)
+	Q := clustered(12, nq, d, 30)
+	o := DefaultOptions()
+	o.Workers, o.Dot = 2, kernels.DotRows
+	g := build(t, X, n, d, o)
+	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, k, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(13, 1))
+	found := 0
+	for i := range nq {
+		q := Q[i*d : (i+1)*d]
+		ids := make([]int32, k)
+		for j, h := range exact[i] {
+			ids[j] = h.Index
+		}
+		same(t, fmt.Sprintf("query %d from the scan's answer", i), from(t, g, X, q, ids, k, 10), exact[i])
+		same(t, fmt.Sprintf("query %d from row 0 at ef %d", i, n), from(t, g, X, q, []int32{0}, k, n), exact[i])
+		start := []int32{rng.Int32N(n), rng.Int32N(n), rng.Int32N(n), 7, 7}
+		got := from(t, g, X, q, start, k, 64)
+		sims := make([]float32, len(start))
+		kernels.DotRows(X, d, start, q, sims)
+		slices.SortFunc(sims, func(a, b float32) int { return cmp.Compare(b, a) })
+		for r := range min(len(sims), len(got)) {
+			if got[r].Score < sims[r] {
+				t.Fatalf("query %d: hit %d scores %v, below start row %d's %v", i, r, got[r].Score, r, sims[r])
+			}
+		}
+		for _, h := range got {
+			if slices.ContainsFunc(exact[i], func(e engine.Hit) bool { return e.Index == h.Index }) {
+				found++
+			}
+		}
+		plain, err := g.Search(X, q, k, 64, kernels.DotRows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, fmt.Sprintf("query %d from no rows", i), from(t, g, X, q, nil, k, 64), plain)
+	}
+	r := float64(found) / (nq * k)
+	t.Logf("recall@10 from random rows at ef 64: %.3f", r)
+	if r < 0.95 {
+		t.Fatalf("recall@10 from random rows at ef 64: %.3f, want ≥ 0.95", r)
+	}
+	for _, bad := range [][]int32{{-1}, {0, n}} {
+		if _, err := g.SearchFrom(X, Q[:d], bad, k, 64, kernels.DotRows); err == nil {
+			t.Errorf("start rows %v accepted", bad)
+		}
+	}
+	if _, err := g.SearchFrom(X, Q[:d], []int32{0}, k, MaxEf+1, kernels.DotRows); err == nil {
+		t.Error("ef past MaxEf accepted")
+	}
+}
+
+func from(t *testing.T, g *Graph, X, q []float32, start []int32, k, ef int) []engine.Hit {
+	t.Helper()
+	h, err := g.SearchFrom(X, q, start, k, ef, kernels.DotRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func same(t *testing.T, what string, got, want []engine.Hit) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: %v, want %v", what, got, want)
 	}
 }

@@ -109,7 +109,9 @@ func (w *workspace) visit(v int32) bool {
 func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *workspace) {
 	w.begin()
 	for _, e := range entries {
-		w.visit(e.id)
+		if !w.visit(e.id) {
+			continue // named twice
+		}
 		w.cands.push(e)
 		w.found.push(e)
 	}
@@ -163,13 +165,8 @@ func (g *Graph) descend(X, q []float32, top, stop int, w *workspace) cand {
 // finds (ef is raised to k), best first, ties to the lower row, scored by
 // dot (nil: GoDot). It is safe for concurrent use.
 func (g *Graph) Search(X, q []float32, k, ef int, dot Dot) ([]engine.Hit, error) {
-	switch {
-	case len(q) != g.Dims:
-		return nil, fmt.Errorf("hnsw: query of %d values, graph of %d", len(q), g.Dims)
-	case len(X) != g.N*g.Dims:
-		return nil, fmt.Errorf("hnsw: matrix of %d values, graph over %d×%d", len(X), g.N, g.Dims)
-	case ef < 1 || ef > MaxEf:
-		return nil, fmt.Errorf("hnsw: ef must be in [1, %d], got %d", MaxEf, ef)
+	if err := g.checkSearch(X, q, ef); err != nil {
+		return nil, err
 	}
 	if g.N == 0 || k <= 0 {
 		return nil, nil
@@ -182,6 +179,55 @@ func (g *Graph) Search(X, q []float32, k, ef int, dot Dot) ([]engine.Hit, error)
 	e := g.descend(X, q, int(g.Levels[g.Entry]), 0, w)
 	g.searchLayer(X, q, []cand{e}, ef, 0, w)
 	return best(w.found.h, k), nil
+}
+
+// SearchFrom is Search's bottom-layer walk started from the rows named in
+// from (another search's answer, say) rather than from the top layer's
+// entry: the walk keeps the best ef of those rows and of every row it
+// reaches, so its top k score at least as well, rank for rank, as from's
+// best k. A row named twice counts once; no rows is Search. It is safe for
+// concurrent use.
+func (g *Graph) SearchFrom(X, q []float32, from []int32, k, ef int, dot Dot) ([]engine.Hit, error) {
+	if err := g.checkSearch(X, q, ef); err != nil {
+		return nil, err
+	}
+	for i, v := range from {
+		if v < 0 || int(v) >= g.N {
+			return nil, fmt.Errorf("hnsw: start row %d (at %d) is not one of the graph's %d", v, i, g.N)
+		}
+	}
+	if len(from) == 0 {
+		return g.Search(X, q, k, ef, dot)
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	k = min(k, g.N)
+	ef = max(ef, k)
+	w := g.workspace()
+	defer g.pool.Put(w)
+	w.dot = orGo(dot)
+	entries := make([]cand, len(from))
+	sims := make([]float32, len(from))
+	w.dot(X, g.Dims, from, q, sims)
+	for i, v := range from {
+		entries[i] = cand{v, sims[i]}
+	}
+	g.searchLayer(X, q, entries, ef, 0, w)
+	return best(w.found.h, k), nil
+}
+
+// checkSearch checks a search's shapes and ef.
+func (g *Graph) checkSearch(X, q []float32, ef int) error {
+	switch {
+	case len(q) != g.Dims:
+		return fmt.Errorf("hnsw: query of %d values, graph of %d", len(q), g.Dims)
+	case len(X) != g.N*g.Dims:
+		return fmt.Errorf("hnsw: matrix of %d values, graph over %d×%d", len(X), g.N, g.Dims)
+	case ef < 1 || ef > MaxEf:
+		return fmt.Errorf("hnsw: ef must be in [1, %d], got %d", MaxEf, ef)
+	}
+	return nil
 }
 
 func (g *Graph) workspace() *workspace {
