@@ -172,12 +172,13 @@ func graphFor(ix *index.Index, search string) (*hnsw.Graph, error) {
 }
 
 // sectionFor is the search structure a search mode uses, read by of: the
-// index's under mode (an error without one), under SearchAuto when built
-// (a structure that failed its check is an error there too), and none
-// under any other mode.
+// index's under mode, and under SearchSeeded for the graph and the file
+// (an error without one), under SearchAuto when built (a structure that
+// failed its check is an error there too), and none under any other mode.
 func sectionFor[T any](ix *index.Index, search, mode string, of func(*index.Index) (T, error)) (T, error) {
 	var none T
-	if search != mode && search != SearchAuto {
+	seeded := search == SearchSeeded && (mode == SearchHNSW || mode == SearchIVF) // needs both
+	if search != mode && search != SearchAuto && !seeded {
 		return none, nil
 	}
 	v, err := of(ix)

@@ -460,7 +460,8 @@ func ivfIndex(t *testing.T, lists string, settings ...string) (string, *index.In
 // TestVectorOnIVF: search ivf probing every list gives the exact hits and
 // scores; probing four of 16 finds most of them and not all; search auto
 // does not probe where the lists are too few to pay (nprobe 3), and
-// probes them where they do (nprobe 2, an eighth).
+// probes them where they do (nprobe 2, an eighth), walking the graph from
+// there (TestVectorSeeded) since this index has both.
 func TestVectorOnIVF(t *testing.T) {
 	_, ix, qs := ivfIndex(t, "16")
 	f, err := retrieve.IVFOf(ix)
@@ -499,8 +500,8 @@ func TestVectorOnIVF(t *testing.T) {
 	if r < 0.6 || r == 1 {
 		t.Fatalf("nprobe 4 of 16 finds %.3f of the exact top 10, want [0.6, 1)", r)
 	}
-	probing := vectorWith(t, ix, "nprobe", "2")
-	two := vectorWith(t, ix, "search", "ivf", "nprobe", "2")
+	probing := vectorWith(t, ix, "nprobe", "2", "seeded-ef", "10")
+	two := vectorWith(t, ix, "search", "seeded", "nprobe", "2", "seeded-ef", "10")
 	differ := 0
 	for _, q := range qs {
 		want, err := two.Retrieve(context.Background(), q, 10)
@@ -508,15 +509,85 @@ func TestVectorOnIVF(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := probing.Retrieve(context.Background(), q, 10); err != nil || !slices.Equal(got, want) {
-			t.Fatalf("query %s: auto with nprobe 2 of 16 gives %v (%v), search ivf %v", q.ID, got, err, want)
+			t.Fatalf("query %s: auto with nprobe 2 of 16 gives %v (%v), search seeded %v", q.ID, got, err, want)
 		}
 		if ex, _ := exact.Retrieve(context.Background(), q, 10); !slices.Equal(ex, want) {
 			differ++
 		}
 	}
 	if differ == 0 {
-		t.Fatal("nprobe 2 of 16 found the exact hits for every query: auto's probe is not tested")
+		t.Fatal("nprobe 2 of 16 and the walk found the exact hits for every query: auto's probe is not tested")
 	}
+}
+
+// TestVectorSeeded: search seeded walks the graph from the file's answer:
+// from every list, or at an ef of every node, it gives the exact hits and
+// scores; from two lists of 16 at ef 10 it scores rank for rank at least
+// as well as the file alone and finds more of the exact top 10 than it,
+// not all; it needs both structures, and says how to build either.
+func TestVectorSeeded(t *testing.T) {
+	_, ix, qs := ivfIndex(t, "16")
+	exact := vectorWith(t, ix, "search", "exact")
+	every := vectorWith(t, ix, "search", "seeded", "nprobe", "16", "rescore", "100", "seeded-ef", "10")
+	wide := vectorWith(t, ix, "search", "seeded", "nprobe", "1", "seeded-ef", "800")
+	file := vectorWith(t, ix, "search", "ivf", "nprobe", "2")
+	walk := vectorWith(t, ix, "search", "seeded", "nprobe", "2", "seeded-ef", "10")
+	byFile, byWalk, total := 0, 0, 0
+	for _, q := range qs {
+		want := retrieveOK(t, exact, q)
+		for name, m := range map[string]retrieve.Method{"every list": every, "ef 800": wide} {
+			if got := retrieveOK(t, m, q); !slices.Equal(got, want) {
+				t.Fatalf("query %s: seeded from %s gives %v, exact %v", q.ID, name, got, want)
+			}
+		}
+		probe, walked := retrieveOK(t, file, q), retrieveOK(t, walk, q)
+		for r := range probe {
+			if r >= len(walked) || walked[r].Score < probe[r].Score {
+				t.Fatalf("query %s: the walk from the file's answer %v scores below it %v at rank %d", q.ID, walked, probe, r)
+			}
+		}
+		for _, h := range want {
+			total++
+			if slices.Contains(probe, h) {
+				byFile++
+			}
+			if slices.Contains(walked, h) {
+				byWalk++
+			}
+		}
+	}
+	t.Logf("of the exact top 10, nprobe 2 of 16 finds %.3f, the walk from it at ef 10 %.3f", float64(byFile)/float64(total), float64(byWalk)/float64(total))
+	if byWalk <= byFile || byWalk == total {
+		t.Fatalf("of %d exact hits the file found %d and the walk from it %d: want more, not all", total, byFile, byWalk)
+	}
+	for _, lacks := range []struct {
+		ix   func(*testing.T) *index.Index
+		kind string
+	}{
+		{func(t *testing.T) *index.Index { ix, _ := openANNIndex(t); return ix }, "--kind ivf"},
+		{func(t *testing.T) *index.Index { ix, _ := openIndex(t); return ix }, "--kind hnsw"},
+	} {
+		cfg, _ := retrieve.NewConfig("vector")
+		if err := cfg.Set("search", "seeded"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := retrieve.New(lacks.ix(t), env(), cfg); !errors.Is(err, index.ErrNotBuilt) || !strings.Contains(err.Error(), lacks.kind) {
+			t.Errorf("seeded without what %s builds: %v", lacks.kind, err)
+		}
+	}
+	c, _ := retrieve.NewConfig("vector")
+	if err := c.Set("seeded-ef", "0"); err == nil && c.Validate() == nil {
+		t.Error("seeded-ef 0 accepted")
+	}
+}
+
+func retrieveOK(t *testing.T, m retrieve.Method, q retrieve.Query) []retrieve.Hit {
+	t.Helper()
+	hits, err := m.Retrieve(context.Background(), q, 10)
+	if err != nil {
+		t.Fatalf("query %s: %v", q.ID, err)
+	}
+	return hits
 }
 
 // TestVectorWithoutIVF: search ivf says how to build the file; a damaged

@@ -6,10 +6,12 @@
 // its inverted file the same way (gleaner graph build --kind hnsw, --kind
 // ivf), weighs the index on disk, opens it in this process (the open
 // time), and asks each method every test question once (p50, p99,
-// Recall@10): vector and hybrid on the graph, vector?search=ivf and
-// hybrid?hybrid-search=ivf on the file, and vector?search=exact and
-// hybrid?hybrid-search=exact scanning every vector, with the top-10
-// overlap of each walk or probe with its scan. Last,
+// Recall@10): vector (search auto: the walk from the file's answer where
+// the file pays) and vector?search=hnsw, the walk from the top;
+// hybrid on the graph; vector?search=ivf and hybrid?hybrid-search=ivf on
+// the file; and vector?search=exact and hybrid?hybrid-search=exact
+// scanning every vector, with the top-10 overlap of each walk or probe
+// with its scan. Last,
 // with the methods measured, it times the mentions graph build (gleaner
 // graph build --kind mentions), and up to -knn-upto passages the kNN
 // graph's (--kind knn, with its default --lex-budget: about 7 minutes of
@@ -61,7 +63,7 @@ import (
 func main() {
 	sizes := flag.String("n", "10000,100000", "corpus sizes in passages, comma-separated")
 	bin := flag.String("gleaner", "bin/gleaner", "the gleaner binary that builds the indexes")
-	methods := flag.String("methods", "bm25,vector,vector?search=ivf,vector?search=exact,hybrid,hybrid?hybrid-search=ivf,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
+	methods := flag.String("methods", "bm25,vector,vector?search=hnsw,vector?search=ivf,vector?search=exact,hybrid,hybrid?hybrid-search=ivf,hybrid?hybrid-search=exact,ppr,re2,gar,fastinsight,fuserag", "methods measured (name or name?setting=value&…)")
 	work := flag.String("work", "/tmp/gleaner-scale", "folder for the corpora and indexes (each run replaces them)")
 	out := flag.String("out", "", "folder for table.md and p50.svg (default: print the table only)")
 	knnUpTo := flag.Int("knn-upto", 1_000_000, "time the kNN graph build up to this many passages")
@@ -336,7 +338,8 @@ func timeBoth(ix *index.Index, name string, qs [][]string) pruning {
 // exactTwins pairs a method on the HNSW graph or the inverted file with
 // its scan.
 var exactTwins = map[string]string{"vector": "vector?search=exact", "hybrid": "hybrid?hybrid-search=exact",
-	"vector?search=ivf": "vector?search=exact", "hybrid?hybrid-search=ivf": "hybrid?hybrid-search=exact"}
+	"vector?search=ivf": "vector?search=exact", "hybrid?hybrid-search=ivf": "hybrid?hybrid-search=exact",
+	"vector?search=hnsw": "vector?search=exact", "vector?search=seeded": "vector?search=exact"}
 
 // writeOverlaps tables, per size, the mean share of each scan's top 10
 // that its walk or probe also returns.
