@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // GreedyOptions bound FuseRAG's greedy evidence retrieval (docs/methods.md
@@ -41,6 +42,10 @@ func (o GreedyOptions) Validate() error {
 type GreedyScores struct {
 	Rel func(u, v int32, p int64) float64
 	Sim func(u, v int32) float64
+	// Sims, when set, is Sim for many nodes against one: it sets out[i]
+	// to Sim(us[i], v), equal to it bit for bit. The walk then scores the
+	// neighbours a selected node brings to the frontier in one call.
+	Sims func(us []int32, v int32, out []float64)
 }
 
 // Evidence is the retrieved evidence set B_q with its graph G_q.
@@ -130,13 +135,31 @@ type greedy struct {
 	frontier map[int32]*frontierEntry
 	bounds   gainHeap
 	err      error // the first NaN read
+	// add's scratch: the offers of one selected node's row, in row order,
+	// and the nodes it brings to the frontier with their entries.
+	offers     []pendingOffer
+	fresh      []int32
+	freshEntry []*frontierEntry
+	sims       []float64
 }
 
-// add selects v and offers its unselected neighbours to the frontier.
+// pendingOffer is an offer of node u's bound for relevance rel, made once
+// the novelties of add's row are known.
+type pendingOffer struct {
+	u   int32
+	f   *frontierEntry
+	rel float64
+}
+
+// add selects v and offers its unselected neighbours to the frontier. A
+// neighbour new to the frontier starts with its similarity to v as its
+// novelty; those are scored together (novelties) before the row's bounds
+// are offered, in row order, as each would have been on its own.
 func (g *greedy) add(v, from int32, gain float64) {
 	g.selected[v] = true
 	delete(g.frontier, v)
 	g.ev.Nodes, g.ev.Gains, g.ev.Via = append(g.ev.Nodes, v), append(g.ev.Gains, gain), append(g.ev.Via, from)
+	g.offers, g.fresh, g.freshEntry = g.offers[:0], g.fresh[:0], g.freshEntry[:0]
 	for p := g.a.Ptr[v]; p < g.a.Ptr[v+1]; p++ {
 		u := g.a.Idx[p]
 		if g.selected[u] {
@@ -147,29 +170,50 @@ func (g *greedy) add(v, from int32, gain float64) {
 		switch {
 		case !seen:
 			f = &frontierEntry{rel: r, from: v}
-			if g.o.Lambda != 0 {
-				f.nov = g.s.Sim(u, v)
-			}
 			g.frontier[u] = f
+			g.fresh, g.freshEntry = append(g.fresh, u), append(g.freshEntry, f)
 		case r > f.rel:
 			f.rel, f.from = r, v
 		default:
 			continue
 		}
-		g.offer(u, f)
+		g.offers = append(g.offers, pendingOffer{u, f, r})
+	}
+	g.novelties(v)
+	for _, o := range g.offers {
+		g.offer(o.u, o.rel, o.f.nov)
 	}
 }
 
-// offer pushes u's bound; a NaN is kept as the walk's error.
-func (g *greedy) offer(u int32, f *frontierEntry) {
-	b := f.rel - g.o.Lambda*f.nov
+// novelties sets the novelty of each node add found new to the frontier
+// to its similarity to v: by one call of Sims when set, else by Sim.
+func (g *greedy) novelties(v int32) {
+	switch {
+	case g.o.Lambda == 0 || len(g.fresh) == 0:
+	case g.s.Sims != nil:
+		g.sims = slices.Grow(g.sims[:0], len(g.fresh))[:len(g.fresh)]
+		g.s.Sims(g.fresh, v, g.sims)
+		for i, f := range g.freshEntry {
+			f.nov = g.sims[i]
+		}
+	default:
+		for i, f := range g.freshEntry {
+			f.nov = g.s.Sim(g.fresh[i], v)
+		}
+	}
+}
+
+// offer pushes u's bound for relevance rel and novelty nov; a NaN is kept
+// as the walk's error.
+func (g *greedy) offer(u int32, rel, nov float64) {
+	b := rel - g.o.Lambda*nov
 	if math.IsNaN(b) {
 		if g.err == nil {
 			g.err = fmt.Errorf("graphops: greedy evidence: the gain of node %d is NaN (a NaN relevance or similarity)", u)
 		}
 		return
 	}
-	heap.Push(&g.bounds, gainBound{u: u, key: b, rel: f.rel})
+	heap.Push(&g.bounds, gainBound{u: u, key: b, rel: rel})
 }
 
 // next pops the frontier node of best gain (ties to the lower id),
@@ -189,7 +233,7 @@ func (g *greedy) next() (int32, float64, bool) {
 		}
 		gain := f.rel - g.o.Lambda*f.nov
 		if math.IsNaN(gain) {
-			g.offer(b.u, f) // records the error
+			g.offer(b.u, f.rel, f.nov) // records the error
 			return 0, 0, false
 		}
 		if gain == b.key || g.bounds.Len() == 0 || (gainBound{u: b.u, key: gain}).before(g.bounds[0]) {

@@ -14,6 +14,31 @@ func Dot(a, b []float32) float32 {
 	return float32(s)
 }
 
+// DotRows sets out[i] to float64(Dot(row ids[i] of X, q)) for each i, X
+// holding rows of len(q) values: the same sums in the same order, but four
+// rows at a time, so that four chains of additions overlap instead of each
+// waiting on the one before (a hub's 10⁴ neighbours in FuseRAG's walk).
+func DotRows(X []float32, ids []int32, q []float32, out []float64) {
+	d := len(q)
+	row := func(i int) []float32 { return X[int(ids[i])*d:][:d] }
+	i := 0
+	for ; i+4 <= len(ids); i += 4 {
+		a, b, c, e := row(i), row(i+1), row(i+2), row(i+3)
+		var s0, s1, s2, s3 float64
+		for j, y := range q {
+			fy := float64(y)
+			s0 += float64(a[j]) * fy
+			s1 += float64(b[j]) * fy
+			s2 += float64(c[j]) * fy
+			s3 += float64(e[j]) * fy
+		}
+		out[i], out[i+1], out[i+2], out[i+3] = float64(float32(s0)), float64(float32(s1)), float64(float32(s2)), float64(float32(s3))
+	}
+	for ; i < len(ids); i++ {
+		out[i] = float64(Dot(row(i), q))
+	}
+}
+
 // Unit returns v scaled to unit length; false for a zero or non-finite v.
 func Unit(v []float32) ([]float32, bool) {
 	var s float64

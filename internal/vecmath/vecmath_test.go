@@ -1,0 +1,35 @@
+package vecmath
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDotRowsEqualsDot: every row's score is Dot's bit for bit, whatever
+// the number of rows (whole groups of four and the rest), the width, and
+// the values' magnitudes (which make the order of the sums matter).
+func TestDotRowsEqualsDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 7))
+	for _, d := range []int{0, 1, 3, 16, 255, 256} {
+		const n = 40
+		X := make([]float32, n*d)
+		for i := range X {
+			X[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
+		}
+		q := X[:d]
+		for count := range 11 {
+			ids := make([]int32, count)
+			for i := range ids {
+				ids[i] = rng.Int32N(n)
+			}
+			out := make([]float64, count)
+			DotRows(X, ids, q, out)
+			for i, r := range ids {
+				if want := float64(Dot(X[int(r)*d:int(r+1)*d], q)); math.Float64bits(out[i]) != math.Float64bits(want) {
+					t.Fatalf("d %d, %d rows: row %d scores %v, Dot %v", d, count, r, out[i], want)
+				}
+			}
+		}
+	}
+}
