@@ -104,9 +104,8 @@ const maxSearchWorkers = 64
 // Vector is dense search (O_vs) over the index's vector matrix: exact on
 // the backend (engine.FlatIPOp), or approximate on the index's HNSW graph,
 // its inverted file, both (seeded) or its quantized vectors (on the CPU
-// backend their scores equal
-// exact search's, so only which nodes are found can differ). A filtered
-// query is always exact.
+// backend their scores equal exact search's, so only which nodes are
+// found can differ). A filtered query is always exact.
 type Vector struct {
 	ix *index.Index
 	be engine.Backend
