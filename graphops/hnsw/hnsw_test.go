@@ -51,20 +51,28 @@ func build(t *testing.T, X []float32, n, d int, o Options) *Graph {
 	return g
 }
 
+// clusteredGraph is n clustered rows (seed) and nq questions (seed+1)
+// around c centres, the default graph over the rows, and each question's
+// exact top k.
+func clusteredGraph(t *testing.T, seed uint64, n, d, c, nq, k int) (X, Q []float32, g *Graph, exact [][]engine.Hit) {
+	t.Helper()
+	X, Q = clustered(seed, n, d, c), clustered(seed+1, nq, d, c)
+	o := DefaultOptions()
+	o.Workers, o.Dot = 2, kernels.DotRows
+	g = build(t, X, n, d, o)
+	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, k, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return X, Q, g, exact
+}
+
 // TestRecallAgainstExact: on clustered data, top-10 recall against the
 // exact scan at ef 64 is high, rises with ef, and every score found equals
 // the scan's bit for bit.
 func TestRecallAgainstExact(t *testing.T) {
 	const n, d, nq, k = 4000, 24, 100, 10
-	X := clustered(1, n, d, 40)
-	Q := clustered(2, nq, d, 40)
-	o := DefaultOptions()
-	o.Workers, o.Dot = 2, kernels.DotRows
-	g := build(t, X, n, d, o)
-	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, k, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	X, Q, g, exact := clusteredGraph(t, 1, n, d, 40, nq, k)
 	recall := func(ef int) float64 {
 		hits := 0
 		for i := range nq {
@@ -309,15 +317,7 @@ func TestKeepPruned(t *testing.T) {
 // its start rows; no rows is Search, and a row out of range is refused.
 func TestSearchFrom(t *testing.T) {
 	const n, d, nq, k = 3000, 16, 60, 10
-	X := clustered(11, n, d, 30)
-	Q := clustered(12, nq, d, 30)
-	o := DefaultOptions()
-	o.Workers, o.Dot = 2, kernels.DotRows
-	g := build(t, X, n, d, o)
-	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, k, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	X, Q, g, exact := clusteredGraph(t, 11, n, d, 30, nq, k)
 	rng := rand.New(rand.NewPCG(13, 1))
 	found := 0
 	for i := range nq {

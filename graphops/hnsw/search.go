@@ -171,14 +171,22 @@ func (g *Graph) Search(X, q []float32, k, ef int, dot Dot) ([]engine.Hit, error)
 	if g.N == 0 || k <= 0 {
 		return nil, nil
 	}
+	return g.walk(X, q, k, ef, dot, func(w *workspace) []cand {
+		return []cand{g.descend(X, q, int(g.Levels[g.Entry]), 0, w)}
+	}), nil
+}
+
+// walk is the bottom layer's search keeping ef candidates (raised to k)
+// from the entries start gives (on the walk's workspace, its dot set),
+// and its best k.
+func (g *Graph) walk(X, q []float32, k, ef int, dot Dot, start func(w *workspace) []cand) []engine.Hit {
 	k = min(k, g.N)
 	ef = max(ef, k)
 	w := g.workspace()
 	defer g.pool.Put(w)
 	w.dot = orGo(dot)
-	e := g.descend(X, q, int(g.Levels[g.Entry]), 0, w)
-	g.searchLayer(X, q, []cand{e}, ef, 0, w)
-	return best(w.found.h, k), nil
+	g.searchLayer(X, q, start(w), ef, 0, w)
+	return best(w.found.h, k)
 }
 
 // SearchFrom is Search's bottom-layer walk started from the rows named in
@@ -202,19 +210,14 @@ func (g *Graph) SearchFrom(X, q []float32, from []int32, k, ef int, dot Dot) ([]
 	if k <= 0 {
 		return nil, nil
 	}
-	k = min(k, g.N)
-	ef = max(ef, k)
-	w := g.workspace()
-	defer g.pool.Put(w)
-	w.dot = orGo(dot)
-	entries := make([]cand, len(from))
-	sims := make([]float32, len(from))
-	w.dot(X, g.Dims, from, q, sims)
-	for i, v := range from {
-		entries[i] = cand{v, sims[i]}
-	}
-	g.searchLayer(X, q, entries, ef, 0, w)
-	return best(w.found.h, k), nil
+	return g.walk(X, q, k, ef, dot, func(w *workspace) []cand {
+		entries, sims := make([]cand, len(from)), make([]float32, len(from))
+		w.dot(X, g.Dims, from, q, sims)
+		for i, v := range from {
+			entries[i] = cand{v, sims[i]}
+		}
+		return entries
+	}), nil
 }
 
 // checkSearch checks a search's shapes and ef.
