@@ -461,9 +461,10 @@ func ivfIndex(t *testing.T, lists string, settings ...string) (string, *index.In
 // scores; probing four of 16 finds most of them and not all; search auto
 // does not probe where the lists are too few to pay (nprobe 3), and
 // probes them where they do (nprobe 2, an eighth), walking the graph from
-// there (TestVectorSeeded) since this index has both.
+// there (TestVectorSeeded) while the index has both, and alone once the
+// graph is dropped.
 func TestVectorOnIVF(t *testing.T) {
-	_, ix, qs := ivfIndex(t, "16")
+	dir, ix, qs := ivfIndex(t, "16")
 	f, err := retrieve.IVFOf(ix)
 	if err != nil || f.Lists != 16 {
 		t.Fatalf("the inverted file: %v", err)
@@ -517,6 +518,21 @@ func TestVectorOnIVF(t *testing.T) {
 	}
 	if differ == 0 {
 		t.Fatal("nprobe 2 of 16 and the walk found the exact hits for every query: auto's probe is not tested")
+	}
+	// Without the graph, auto probes the file alone where it pays.
+	if err := index.DropSection(context.Background(), dir, retrieve.SectionHNSW); err != nil {
+		t.Fatal(err)
+	}
+	alone, err := index.Open(dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	probing, file := vectorWith(t, alone, "nprobe", "2"), vectorWith(t, alone, "search", "ivf", "nprobe", "2")
+	for _, q := range qs {
+		if got, want := retrieveOK(t, probing, q), retrieveOK(t, file, q); !slices.Equal(got, want) {
+			t.Fatalf("query %s: auto with nprobe 2 of 16 and no graph gives %v, search ivf %v", q.ID, got, want)
+		}
 	}
 }
 

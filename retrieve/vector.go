@@ -79,7 +79,7 @@ func DefaultVector() VectorOptions {
 
 // Params binds the vector settings.
 func (o *VectorOptions) Params(p *Params) {
-	p.String(&o.Search, "search", "dense search: auto (seeded when the index has its inverted file and its HNSW graph, nprobe is at most an eighth of the lists and the rows kept (k, or rescore·k over codes) at most an eighth of the nodes; else the HNSW graph when built and the index has at least 32·ef nodes; else the inverted file when built and it pays as above; else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes; else exact), exact, hnsw, ivf, seeded (the inverted file's answer, improved by a walk of the HNSW graph's bottom layer from it) or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchSeeded, SearchQuantized))
+	p.String(&o.Search, "search", "dense search: auto (seeded when the index has its inverted file and its HNSW graph, nprobe is at most an eighth of the lists and the rows kept (k, or rescore·k over codes) at most an eighth of the nodes; else the HNSW graph when built and the index has at least 32·ef nodes; else the inverted file when built and it pays as above; else its quantized vectors when built, the backend can scan them and the index has at least 64·rescore·k nodes; else exact), exact, hnsw, ivf, seeded (the inverted file's answer, improved by a walk of the HNSW graph's bottom layer from it; past hnsw's largest ef, a scan) or quantized", OneOf(SearchAuto, SearchExact, SearchHNSW, SearchIVF, SearchSeeded, SearchQuantized))
 	p.Int(&o.Ef, "ef", "hnsw search: candidates kept (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.SeededEf, "seeded-ef", "seeded search: candidates the walk from the inverted file's answer keeps (raised to k); more finds more of the exact top k, slower", Within(1, hnsw.MaxEf))
 	p.Int(&o.Nprobe, "nprobe", "ivf search: lists scored, best centroids first; more finds more of the exact top k, slower", Within(1, ivf.MaxProbe))
@@ -114,7 +114,7 @@ type Vector struct {
 	// seededEf is the walk's ef where it starts from the file's answer.
 	seededEf int
 	// file, when its index is not nil, is searched instead of the graph
-	// (search ivf, or auto where it pays).
+	// (search ivf, or auto where it pays), or before it (seeded).
 	file fileSearch
 	// quant, with qs, scans the quantized vectors where the graph is not
 	// walked; nil: exact.
@@ -122,10 +122,10 @@ type Vector struct {
 	qs      engine.QuantSearcher
 	rescore int
 	dot     hnsw.Dot // the backend's row scorer, so the graph's scores are the scan's
-	// mode is the search option: ivf, hnsw or quantized searches the inverted
-	// file, walks the graph or scans the quantized vectors whatever the
-	// index's size; auto uses them only where that pays (denseOn,
-	// quantPays).
+	// mode is the search option: ivf, hnsw, seeded or quantized searches
+	// the inverted file, walks the graph, walks it from the file's answer or
+	// scans the quantized vectors whatever the index's size; auto uses them
+	// only where that pays (seeded, denseOn, quantPays).
 	mode string
 }
 
@@ -289,13 +289,19 @@ func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, 
 	}
 }
 
-// search finds each embedded query's top k (an empty query: none) on the
-// HNSW graph or else the inverted file where it pays, else by a
-// (quantized) scan.
+// search finds each embedded query's top k (an empty query: none) by the
+// walk from the inverted file's answer where that is chosen (seeded), else
+// on the HNSW graph or the inverted file where it pays, else by a
+// (quantized) scan. Under search seeded a k too large for the walk is
+// scanned, as under search hnsw.
 func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	var hits [][]Hit
 	var err error
-	switch on := denseOn(m.mode, m.g, m.file, m.dot, m.ix.N(), max(m.ef, k), k); {
+	on := ""
+	if m.mode != SearchSeeded { // both structures are loaded: denseOn's rules for auto would apply
+		on = denseOn(m.mode, m.g, m.file, m.dot, m.ix.N(), max(m.ef, k), k)
+	}
+	switch {
 	case m.seeded(k):
 		hits, err = m.searchSeeded(ctx, batch, empty, k)
 	case on == SearchHNSW:
@@ -378,8 +384,9 @@ func (m *Vector) searchIVF(ctx context.Context, batch []float32, empty []bool, k
 // graph from its answer: under search seeded, and under auto where the
 // file pays and the backend scores rows (as denseOn asks), whenever both
 // are built and the walk's list fits. It comes before denseOn's choice:
-// on the scale benchmark it found more of the exact top 10 than the file
-// or the walk from the top, in less time than that walk (DefaultVector).
+// at 10⁵ and 10⁶ passages of the scale benchmark it found more of the
+// exact top 10 than the file or the walk from the top, in less time than
+// that walk (DefaultVector); at 10⁴ the file does not pay.
 func (m *Vector) seeded(k int) bool {
 	return m.g != nil && m.file.f != nil && max(m.seededEf, k) <= hnsw.MaxEf &&
 		(m.mode == SearchSeeded || m.mode == SearchAuto && m.dot != nil && m.file.pays(k))
