@@ -34,3 +34,21 @@ func CodeScorerOf(be Backend) func(codes []int8, scale []float32, d int, q, out 
 	}
 	return nil
 }
+
+// CodeRowScorer is implemented by a backend whose kernels run on the host
+// and can score gathered int8 rows in place: out[i] = scale[ids[i]] ·
+// Σⱼ codes[ids[i]·d+j]·q[j], each row as its CodeScorer scores it (a graph
+// build searching on codes of its vectors). A backend without it leaves
+// such a build its portable loop.
+type CodeRowScorer interface {
+	ScoreCodeRows(codes []int8, scale []float32, d int, ids []int32, q, out []float32)
+}
+
+// CodeRowScorerOf returns be's gathered int8 row scorer, or nil when it has
+// none.
+func CodeRowScorerOf(be Backend) func(codes []int8, scale []float32, d int, ids []int32, q, out []float32) {
+	if s, ok := be.(CodeRowScorer); ok {
+		return s.ScoreCodeRows
+	}
+	return nil
+}

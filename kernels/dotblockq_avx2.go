@@ -77,6 +77,22 @@ static void dot_block_##NAME(const T* X, int rows, int d, const float* Q, int nq
 QBLOCK(i8, int8_t)
 QBLOCK(bf16, uint16_t)
 
+// code_rows_i8 scores the int8 rows named by ids (the gather form of the
+// batch-1 scan, for graph builds) through i8_1x1, so a row's score equals
+// the scan's bit for bit. Each row's cache lines are asked for CODE_AHEAD
+// rows before it is scored: the rows are scattered over the matrix.
+#define CODE_AHEAD 8
+static inline void prefetch_codes(const int8_t* row, int d) {
+	for (int j = 0; j < d; j += 64) _mm_prefetch((const char*)(row + j), _MM_HINT_T0);
+}
+static void code_rows_i8(const int8_t* X, int d, const int* ids, int n, const float* q, float* out) {
+	for (int i = 0; i < n && i < CODE_AHEAD; i++) prefetch_codes(X + (size_t)ids[i] * d, d);
+	for (int i = 0; i < n; i++) {
+		if (i + CODE_AHEAD < n) prefetch_codes(X + (size_t)ids[i + CODE_AHEAD] * d, d);
+		i8_1x1(X + (size_t)ids[i] * d, d, q, out + i, 1);
+	}
+}
+
 // widen_* write n quantized values as float32 (exact conversions).
 #define WIDEN(NAME, T) \
 __attribute__((target("avx2,fma"))) \
@@ -100,6 +116,8 @@ func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		dotBlockI8, dotBlockBF16 = dotBlockI8AVX2, dotBlockBF16AVX2
 		dotQImpls["avx2-fma"] = dotQImpl{dotBlockI8AVX2, dotBlockBF16AVX2}
+		codeRows = codeRowsAVX2
+		codeRowsImpls["avx2-fma"] = codeRowsAVX2
 		widenI8, widenBF16 = widenI8AVX2, widenBF16AVX2
 	}
 }
@@ -123,6 +141,16 @@ func dotBlockBF16AVX2(X []uint16, rows, d int, Q []float32, nq int, out []float3
 	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
 	C.dot_block_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
 		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// codeRowsAVX2 is the SIMD fast path of codeRows (the slices are only read
+// or written during the call).
+func codeRowsAVX2(codes []int8, d int, ids []int32, q, out []float32) {
+	if len(ids) == 0 {
+		return
+	}
+	C.code_rows_i8((*C.int8_t)(unsafe.Pointer(&codes[0])), C.int(d), (*C.int)(unsafe.Pointer(&ids[0])), C.int(len(ids)),
+		(*C.float)(unsafe.Pointer(&q[0])), (*C.float)(unsafe.Pointer(&out[0])))
 }
 
 // widenI8AVX2 and widenBF16AVX2 are the SIMD paths of widenI8/widenBF16.

@@ -65,6 +65,19 @@ static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int
 }
 QBLOCK512(i8, int8_t)
 QBLOCK512(bf16, uint16_t)
+
+// code_rows512_i8 is code_rows_i8 (dotblockq_avx2.go) through q512_i8_1x1.
+#define CODE_AHEAD512 8
+static inline void prefetch_codes512(const int8_t* row, int d) {
+	for (int j = 0; j < d; j += 64) _mm_prefetch((const char*)(row + j), _MM_HINT_T0);
+}
+static void code_rows512_i8(const int8_t* X, int d, const int* ids, int n, const float* q, float* out) {
+	for (int i = 0; i < n && i < CODE_AHEAD512; i++) prefetch_codes512(X + (size_t)ids[i] * d, d);
+	for (int i = 0; i < n; i++) {
+		if (i + CODE_AHEAD512 < n) prefetch_codes512(X + (size_t)ids[i + CODE_AHEAD512] * d, d);
+		q512_i8_1x1(X + (size_t)ids[i] * d, d, q, out + i, 1);
+	}
+}
 */
 import "C"
 
@@ -80,8 +93,10 @@ func init() {
 		return
 	}
 	dotQImpls["avx512"] = dotQImpl{dotBlockI8AVX512, dotBlockBF16AVX512}
+	codeRowsImpls["avx512"] = codeRowsAVX512
 	if os.Getenv("GLEANER_DOT") != "avx2" { // as dotBlock's choice
 		dotBlockI8, dotBlockBF16 = dotBlockI8AVX512, dotBlockBF16AVX512
+		codeRows = codeRowsAVX512
 	}
 }
 
@@ -94,6 +109,15 @@ func dotBlockI8AVX512(X []int8, rows, d int, Q []float32, nq int, out []float32)
 	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
 	C.dot_block512_i8((*C.int8_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
 		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// codeRowsAVX512 is the AVX-512 fast path of codeRows.
+func codeRowsAVX512(codes []int8, d int, ids []int32, q, out []float32) {
+	if len(ids) == 0 {
+		return
+	}
+	C.code_rows512_i8((*C.int8_t)(unsafe.Pointer(&codes[0])), C.int(d), (*C.int)(unsafe.Pointer(&ids[0])), C.int(len(ids)),
+		(*C.float)(unsafe.Pointer(&q[0])), (*C.float)(unsafe.Pointer(&out[0])))
 }
 
 // dotBlockBF16AVX512 is the AVX-512 fast path of dotBlockBF16.

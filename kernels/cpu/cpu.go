@@ -47,6 +47,12 @@ func (*Backend) ScoreCodes(codes []int8, scale []float32, d int, q, out []float3
 	kernels.ScoreCodes(codes, scale, d, q, out)
 }
 
+// ScoreCodeRows implements engine.CodeRowScorer with
+// kernels.ScoreCodeRows, the gather form of ScoreCodes.
+func (*Backend) ScoreCodeRows(codes []int8, scale []float32, d int, ids []int32, q, out []float32) {
+	kernels.ScoreCodeRows(codes, scale, d, ids, q, out)
+}
+
 // SearchQuantized implements engine.QuantSearcher with
 // kernels.SearchQuantized: its rescoring is FlatIP's arithmetic, so the
 // scores equal this backend's exact search.
