@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gleaner-rag/gleaner/engine"
 )
 
 // maxBatch bounds an insertion batch. A batch's nodes cannot link to each
@@ -37,12 +40,16 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 	if n == 0 {
 		return g, nil
 	}
+	search, err := searchDot(X, n, d, o)
+	if err != nil {
+		return nil, err
+	}
 	// No batch has more than maxBatch nodes to share out, so more workers
-	// than that would only hold visit stamps (4n bytes each).
-	b := &builder{g: g, X: X, o: o, ws: make([]*workspace, min(o.Workers, maxBatch))}
+	// than that would only hold visit stamps (2n bytes each).
+	b := &builder{g: g, X: X, o: o, ws: make([]*workspace, min(o.Workers, maxBatch)), rescore: o.SearchCodes}
 	for i := range b.ws {
 		b.ws[i] = newWorkspace(n, g.m0())
-		b.ws[i].dot = orGo(o.Dot)
+		b.ws[i].dot, b.ws[i].search = orGo(o.Dot), search
 	}
 	for lo := 1; lo < n; {
 		if err := ctx.Err(); err != nil {
@@ -56,6 +63,23 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 		lo = hi
 	}
 	return g, nil
+}
+
+// searchDot is what the build's searches score: o.Dot, or under
+// SearchCodes o.CodeDot over int8 codes of X quantized here.
+func searchDot(X []float32, n, d int, o Options) (Dot, error) {
+	if !o.SearchCodes {
+		return orGo(o.Dot), nil
+	}
+	m, err := engine.Quantize(X, n, d, engine.QuantInt8)
+	if err != nil {
+		return nil, fmt.Errorf("hnsw: codes for the build: %w", err)
+	}
+	codeDot := o.CodeDot
+	if codeDot == nil {
+		codeDot = GoCodeDot
+	}
+	return func(_ []float32, d int, ids []int32, q, out []float32) { codeDot(m.I8, m.Scale, d, ids, q, out) }, nil
 }
 
 // newGraph lays out an empty graph: every node's level drawn, every slot
@@ -89,6 +113,9 @@ type builder struct {
 	X  []float32
 	o  Options
 	ws []*workspace
+	// rescore: the searches score codes, so their candidates are scored
+	// again exactly before links are chosen among them.
+	rescore bool
 }
 
 // backlink asks that src be linked from target on a layer.
@@ -195,9 +222,40 @@ func (b *builder) plan(u int32, top int, w *workspace) [][]int32 {
 	for l := lu; l >= 0; l-- {
 		g.searchLayer(b.X, q, entries, b.o.EfConstruction, l, w)
 		entries = sortedBest(w.found.h)
-		out[l] = b.selectLinks(entries, g.M, w)
+		out[l] = b.selectLinks(b.exact(entries, q, w), g.M, w)
 	}
 	return out
+}
+
+// exact is c scored by the exact Dot and sorted again (in w's buffers,
+// good until the next call), when the search that found c scored codes;
+// else c.
+func (b *builder) exact(c []cand, q []float32, w *workspace) []cand {
+	if !b.rescore {
+		return c
+	}
+	w.exIDs, w.exSims = w.exIDs[:0], append(w.exSims[:0], make([]float32, len(c))...)
+	for _, x := range c {
+		w.exIDs = append(w.exIDs, x.id)
+	}
+	w.dot(b.X, b.g.Dims, w.exIDs, q, w.exSims)
+	w.exact = w.exact[:0]
+	for i, id := range w.exIDs {
+		w.exact = append(w.exact, cand{id, w.exSims[i]})
+	}
+	slices.SortFunc(w.exact, compareCands)
+	return w.exact
+}
+
+// compareCands is closer as a three-way comparison.
+func compareCands(x, y cand) int {
+	switch {
+	case closer(x, y):
+		return -1
+	case closer(y, x):
+		return 1
+	}
+	return 0
 }
 
 // sortedBest copies candidates best first.

@@ -379,3 +379,59 @@ func same(t *testing.T, what string, got, want []engine.Hit) {
 		t.Fatalf("%s: %v, want %v", what, got, want)
 	}
 }
+
+// TestSearchCodes: a build whose searches score int8 codes chooses links
+// on exact scores, so where its searches find every node (efConstruction
+// ≥ n) it builds the float32 build's graph; at a usual efConstruction its
+// graph is as good, and it depends on neither the workers nor anything
+// but the rows. A row the codes cannot hold is refused.
+func TestSearchCodes(t *testing.T) {
+	const d = 16
+	withCodes := func(o Options) Options {
+		o.SearchCodes, o.CodeDot = true, kernels.ScoreCodeRows
+		return o
+	}
+	o := DefaultOptions()
+	o.Dot, o.Workers = kernels.DotRows, 1
+	X := clustered(11, 400, d, 8)
+	o.M, o.EfConstruction = 4, 400
+	plain, coded := build(t, X, 400, d, o), build(t, X, 400, d, withCodes(o))
+	if !slices.Equal(plain.Layer0, coded.Layer0) || !slices.Equal(plain.Upper, coded.Upper) || plain.Entry != coded.Entry {
+		t.Fatal("searches finding every node on codes built another graph than on the rows")
+	}
+
+	const n, nq = 3000, 60
+	X, Q := clustered(12, n, d, 30), clustered(13, nq, d, 30)
+	o.M, o.EfConstruction = 8, 60
+	plain, coded = build(t, X, n, d, o), build(t, X, n, d, withCodes(o))
+	o.Workers = 3
+	if again := build(t, X, n, d, withCodes(o)); !slices.Equal(again.Layer0, coded.Layer0) || !slices.Equal(again.Upper, coded.Upper) {
+		t.Fatal("a build on codes depends on the number of workers")
+	}
+	if slices.Equal(plain.Layer0, coded.Layer0) {
+		t.Fatal("codes changed no link: the test cannot tell them apart")
+	}
+	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
+	recall := func(g *Graph) float64 {
+		hit := 0
+		for i := range nq {
+			got, _ := g.Search(X, Q[i*d:(i+1)*d], 10, 12, kernels.DotRows)
+			for _, h := range got {
+				if slices.Contains(exact[i], h) {
+					hit++
+				}
+			}
+		}
+		return float64(hit) / (nq * 10)
+	}
+	rp, rc := recall(plain), recall(coded)
+	t.Logf("recall@10 at ef 12: rows %.3f, codes %.3f", rp, rc)
+	if rc < rp-0.02 {
+		t.Fatalf("recall@10 at ef 12: %.3f on a graph built on codes, %.3f on rows", rc, rp)
+	}
+
+	X[5*d+3] = float32(math.NaN())
+	if _, err := Build(context.Background(), X, n, d, withCodes(o), nil); err == nil || !strings.Contains(err.Error(), "row 5") {
+		t.Fatalf("a NaN row on codes: %v", err)
+	}
+}

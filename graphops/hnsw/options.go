@@ -41,6 +41,42 @@ type Options struct {
 	KeepPruned bool
 	// Dot scores rows during the build; nil: GoDot.
 	Dot Dot
+	// SearchCodes makes the build's searches score int8 codes of the rows
+	// (each row as steps of its largest magnitude /127, quantized by the
+	// build: a quarter of the bytes a visit reads, which is what a build
+	// over rows far larger than the caches waits on) instead of the rows.
+	// The candidates a search finds are scored again by Dot before the
+	// heuristic chooses among them, and links are pruned on Dot's scores,
+	// so only which candidates a search finds can differ.
+	SearchCodes bool
+	// CodeDot scores codes when SearchCodes; nil: GoCodeDot.
+	CodeDot CodeDot
+}
+
+// CodeDot scores the int8 rows of codes (width d, one scale per row) named
+// by ids against q into out[:len(ids)]: out[i] = scale[ids[i]] · (codes
+// row ids[i] · q). A backend's is engine.CodeRowScorerOf; ids are always
+// rows of codes.
+type CodeDot func(codes []int8, scale []float32, d int, ids []int32, q, out []float32)
+
+// GoCodeDot is the portable CodeDot: four float32 accumulators, in the
+// order of the CPU backend's pure-Go kernel, then the scale.
+func GoCodeDot(codes []int8, scale []float32, d int, ids []int32, q, out []float32) {
+	for i, r := range ids {
+		row := codes[int(r)*d : int(r)*d+d]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= d; j += 4 {
+			s0 += float32(row[j]) * q[j]
+			s1 += float32(row[j+1]) * q[j+1]
+			s2 += float32(row[j+2]) * q[j+2]
+			s3 += float32(row[j+3]) * q[j+3]
+		}
+		for ; j < d; j++ {
+			s0 += float32(row[j]) * q[j]
+		}
+		out[i] = ((s0 + s1) + (s2 + s3)) * scale[r]
+	}
 }
 
 // Dot scores the rows of X (row-major, width d) named by ids against q

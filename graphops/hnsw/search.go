@@ -51,12 +51,26 @@ func (h *heap) pop() cand {
 	last := len(h.h) - 1
 	h.h[0] = h.h[last]
 	h.h = h.h[:last]
+	h.down()
+	return top
+}
+
+// replaceTop puts c in the top's place: a push and a pop in one sift, for
+// a full heap whose top c beats.
+func (h *heap) replaceTop(c cand) {
+	h.h[0] = c
+	h.down()
+}
+
+// down sifts the top into place.
+func (h *heap) down() {
+	n := len(h.h)
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.less(l, m) {
+		if l < n && h.less(l, m) {
 			m = l
 		}
-		if r < last && h.less(r, m) {
+		if r < n && h.less(r, m) {
 			m = r
 		}
 		if m == i {
@@ -65,29 +79,37 @@ func (h *heap) pop() cand {
 		h.h[i], h.h[m] = h.h[m], h.h[i]
 		i = m
 	}
-	return top
 }
 
 // workspace is one search's scratch: visit stamps over every node, the
 // two heaps, and the gather buffers for a node's links.
 type workspace struct {
-	stamp []uint32
-	epoch uint32
+	// stamp is 2 bytes a node (hnswlib's visited list): at 10⁶ nodes a
+	// build's visits land in 2 MB per worker rather than 4, more of it in
+	// cache.
+	stamp []uint16
+	epoch uint16
 	cands heap // best first: the frontier
 	found heap // worst first: the ef best so far
 	ids   []int32
 	sims  []float32
-	dot   Dot
+	// dot scores rows exactly; search scores them for the walks, which a
+	// build may point at codes of the rows (Options.SearchCodes).
+	dot, search Dot
+	// a build's exact scores of a search's candidates (builder.exact)
+	exIDs  []int32
+	exSims []float32
+	exact  []cand
 }
 
 func newWorkspace(n, m0 int) *workspace {
-	return &workspace{stamp: make([]uint32, n), cands: heap{best: true}, ids: make([]int32, 0, m0), sims: make([]float32, m0)}
+	return &workspace{stamp: make([]uint16, n), cands: heap{best: true}, ids: make([]int32, 0, m0), sims: make([]float32, m0)}
 }
 
 // begin starts a new visit: stamps from earlier ones no longer count.
 func (w *workspace) begin() {
 	w.epoch++
-	if w.epoch == 0 { // wrapped: clear once every 2³² searches
+	if w.epoch == 0 { // wrapped: clear once every 2¹⁶ searches
 		clear(w.stamp)
 		w.epoch = 1
 	}
@@ -132,15 +154,16 @@ func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *worksp
 				w.ids = append(w.ids, u)
 			}
 		}
-		w.dot(X, g.Dims, w.ids, q, w.sims)
+		w.search(X, g.Dims, w.ids, q, w.sims)
 		for i, u := range w.ids {
 			n := cand{u, w.sims[i]}
-			if len(w.found.h) < ef || closer(n, w.found.h[0]) {
+			switch {
+			case len(w.found.h) < ef:
 				w.cands.push(n)
 				w.found.push(n)
-				if len(w.found.h) > ef {
-					w.found.pop()
-				}
+			case closer(n, w.found.h[0]): // it displaces the worst kept
+				w.cands.push(n)
+				w.found.replaceTop(n)
 			}
 		}
 	}
@@ -151,7 +174,7 @@ func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *worksp
 func (g *Graph) descend(X, q []float32, top, stop int, w *workspace) cand {
 	e := cand{g.Entry, 0}
 	w.ids = append(w.ids[:0], g.Entry)
-	w.dot(X, g.Dims, w.ids, q, w.sims)
+	w.search(X, g.Dims, w.ids, q, w.sims)
 	e.sim = w.sims[0]
 	for l := top; l > stop; l-- {
 		g.searchLayer(X, q, []cand{e}, 1, l, w)
@@ -185,6 +208,7 @@ func (g *Graph) walk(X, q []float32, k, ef int, dot Dot, start func(w *workspace
 	w := g.workspace()
 	defer g.pool.Put(w)
 	w.dot = orGo(dot)
+	w.search = w.dot
 	g.searchLayer(X, q, start(w), ef, 0, w)
 	return best(w.found.h, k)
 }
@@ -212,7 +236,7 @@ func (g *Graph) SearchFrom(X, q []float32, from []int32, k, ef int, dot Dot) ([]
 	}
 	return g.walk(X, q, k, ef, dot, func(w *workspace) []cand {
 		entries, sims := make([]cand, len(from)), make([]float32, len(from))
-		w.dot(X, g.Dims, from, q, sims)
+		w.search(X, g.Dims, from, q, sims)
 		for i, v := range from {
 			entries[i] = cand{v, sims[i]}
 		}
