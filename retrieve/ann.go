@@ -29,6 +29,7 @@ type hnswMeta struct {
 	EfConstruction int    `json:"ef_construction"`
 	Seed           uint64 `json:"seed"`
 	KeepPruned     bool   `json:"keep_pruned,omitempty"`
+	Codes          string `json:"codes,omitempty"` // what the build's searches scored; none when absent (before codes)
 	Nodes          int    `json:"nodes"`
 	Dims           int    `json:"dims"`
 	Entry          int32  `json:"entry"`
@@ -51,17 +52,25 @@ the same whatever the number of CPUs`,
 		Host: "the graph is built and searched on the host"}))
 }
 
-// HNSWSettings configure the HNSW build step.
-type HNSWSettings struct{ hnsw.Options }
+// HNSWSettings configure the HNSW build step: Codes is CodesInt8
+// (hnsw.Options.SearchCodes) or CodesNone; the other fields are
+// hnsw.Options'.
+type HNSWSettings struct {
+	hnsw.Options
+	Codes string
+}
 
 // DefaultHNSWSettings are hnsw.DefaultOptions with M 32 and
 // efConstruction 200: LSA question vectors sit far from every passage
 // (cosines of 0.2–0.5 with flat tops), where the sparser default graph
-// needs a much larger ef for the same recall (benchmarks/ann).
+// needs a much larger ef for the same recall (benchmarks/ann). The build
+// searches on int8 codes: at 10⁶ rows the searches wait on memory, and
+// codes read a quarter of the bytes (benchmarks/RESULTS.md, "HNSW builds
+// on codes").
 func DefaultHNSWSettings() HNSWSettings {
 	o := hnsw.DefaultOptions()
 	o.M, o.EfConstruction = 32, 200
-	return HNSWSettings{o}
+	return HNSWSettings{Options: o, Codes: CodesInt8}
 }
 
 // Params binds the HNSW settings.
@@ -71,6 +80,7 @@ func (s *HNSWSettings) Params(p *Params) {
 	p.Uint64(&s.Seed, "seed", "hnsw: seed of the layer draws", Within[uint64](0, maxSeed))
 	p.Int(&s.Workers, "workers", "hnsw: build threads (the graph does not depend on them)", Within(1, hnsw.MaxWorkers))
 	p.Bool(&s.KeepPruned, "keep-pruned", "hnsw: fill each node's free link slots with the closest candidates the heuristic dropped (slower build, higher recall per ef)")
+	p.String(&s.Codes, "codes", "hnsw: int8 (the build's searches score int8 codes of the vectors, a quarter of the bytes, and links are chosen on exact scores) or none", OneOf(CodesInt8, CodesNone))
 }
 
 // buildHNSW builds the graph over the vectors of the index at dir and
@@ -105,11 +115,12 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 func builtHNSW(ctx context.Context, ix *index.Index, s HNSWSettings, be engine.Backend, report func(int)) (*index.BuiltSection, *hnsw.Graph, error) {
 	o := s.Options
 	o.Dot = engine.DotRowsOf(be)
+	o.SearchCodes, o.CodeDot = s.Codes == CodesInt8, engine.CodeRowScorerOf(be)
 	g, err := hnsw.Build(ctx, ix.Vectors, ix.N(), ix.Meta.Dims, o, report)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, KeepPruned: s.KeepPruned, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
+	meta := hnswMeta{M: g.M, EfConstruction: s.EfConstruction, Seed: s.Seed, KeepPruned: s.KeepPruned, Codes: s.Codes, Nodes: g.N, Dims: g.Dims, Entry: g.Entry}
 	write := func(w *index.SectionWriter) error {
 		return errors.Join(w.Bytes("levels.bytes", g.Levels), w.I32("layer0.i32", g.Layer0),
 			w.I32("upper.i32", g.Upper), w.I64("upper_off.i64", g.UpperOff))
@@ -137,7 +148,14 @@ func hnswRefreshSettings(settings json.RawMessage) (HNSWSettings, error) {
 	if err := json.Unmarshal(settings, &m); err != nil {
 		return s, fmt.Errorf("%w: its recorded settings do not read: %v", index.ErrNotRefreshable, err)
 	}
-	s.M, s.EfConstruction, s.Seed, s.KeepPruned = m.M, m.EfConstruction, m.Seed, m.KeepPruned
+	s.M, s.EfConstruction, s.Seed, s.KeepPruned, s.Codes = m.M, m.EfConstruction, m.Seed, m.KeepPruned, m.Codes
+	switch s.Codes {
+	case "": // a graph from before codes, built on the vectors
+		s.Codes = CodesNone
+	case CodesInt8, CodesNone:
+	default:
+		return s, fmt.Errorf("%w: its recorded codes %q are none of %s, %s", index.ErrNotRefreshable, s.Codes, CodesInt8, CodesNone)
+	}
 	if err := s.Options.Validate(); err != nil {
 		return s, fmt.Errorf("%w: its recorded settings: %v", index.ErrNotRefreshable, err)
 	}

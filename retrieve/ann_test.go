@@ -2,6 +2,7 @@ package retrieve_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -766,5 +767,45 @@ func TestVectorDefaultsOnManyCPUs(t *testing.T) {
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the defaults on 96 CPUs: %v", err)
+	}
+}
+
+// TestHNSWCodesRecorded: the graph records what its build's searches
+// scored (int8 codes by default, the vectors when asked), and a refresh
+// rebuilds with it: a graph from before codes on the vectors, an unknown
+// value refused as not refreshable.
+func TestHNSWCodesRecorded(t *testing.T) {
+	for _, c := range []struct {
+		set  [][2]string
+		want string
+	}{{nil, retrieve.CodesInt8}, {[][2]string{{"codes", retrieve.CodesNone}}, retrieve.CodesNone}} {
+		dir, _ := annIndex(t, c.set...)
+		ix, err := index.Open(dir, store.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct{ Codes string }
+		if err := json.Unmarshal(ix.Meta.Sections[retrieve.SectionHNSW].Meta, &m); err != nil || m.Codes != c.want {
+			t.Fatalf("settings %v: the graph records codes %q (%v), want %q", c.set, m.Codes, err, c.want)
+		}
+		if _, err := ix.Section(retrieve.SectionHNSW); err != nil {
+			t.Fatalf("settings %v: %v", c.set, err)
+		}
+		ix.Close()
+	}
+	st, _ := index.LookupSection(retrieve.SectionHNSW)
+	for _, c := range []struct {
+		settings string
+		ok       bool
+	}{
+		{`{"m":8,"ef_construction":40,"seed":1}`, true},
+		{`{"m":8,"ef_construction":40,"seed":1,"codes":"none"}`, true},
+		{`{"m":8,"ef_construction":40,"seed":1,"codes":"int8"}`, true},
+		{`{"m":8,"ef_construction":40,"seed":1,"codes":"int4"}`, false},
+	} {
+		err := st.CanRefresh(nil, json.RawMessage(c.settings))
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, index.ErrNotRefreshable)) {
+			t.Fatalf("refresh of %s: %v", c.settings, err)
+		}
 	}
 }
