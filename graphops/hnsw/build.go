@@ -261,7 +261,7 @@ func compareCands(x, y cand) int {
 // sortedBest copies candidates best first.
 func sortedBest(c []cand) []cand {
 	out := append([]cand(nil), c...)
-	sort.Slice(out, func(i, j int) bool { return closer(out[i], out[j]) })
+	slices.SortFunc(out, compareCands)
 	return out
 }
 
@@ -328,7 +328,7 @@ func (b *builder) linkBack(group []backlink, w *workspace) {
 	for i := range ids {
 		c[i] = cand{ids[i], sims[i]}
 	}
-	sort.Slice(c, func(i, j int) bool { return closer(c[i], c[j]) })
+	slices.SortFunc(c, compareCands)
 	kept := b.selectLinks(c, len(slots), w)
 	copy(slots, kept)
 	for i := len(kept); i < len(slots); i++ {
