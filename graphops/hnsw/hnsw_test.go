@@ -292,18 +292,7 @@ func TestKeepPruned(t *testing.T) {
 		return c
 	}
 	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
-	recall := func(g *Graph) float64 {
-		hit := 0
-		for i := range nq {
-			got, _ := g.Search(X, Q[i*d:(i+1)*d], 10, 12, kernels.DotRows)
-			for _, h := range got {
-				if slices.Contains(exact[i], h) {
-					hit++
-				}
-			}
-		}
-		return float64(hit) / (nq * 10)
-	}
+	recall := func(g *Graph) float64 { return recallAt(g, X, Q, exact, 12) }
 	lp, lk, rp, rk := links(plain), links(keep), recall(plain), recall(keep)
 	t.Logf("layer-0 links %d → %d, recall@10 at ef 12 %.3f → %.3f", lp, lk, rp, rk)
 	if lk <= lp || rk < rp {
@@ -396,8 +385,12 @@ func TestSearchCodes(t *testing.T) {
 	X := clustered(11, 400, d, 8)
 	o.M, o.EfConstruction = 4, 400
 	plain, coded := build(t, X, 400, d, o), build(t, X, 400, d, withCodes(o))
-	if !slices.Equal(plain.Layer0, coded.Layer0) || !slices.Equal(plain.Upper, coded.Upper) || plain.Entry != coded.Entry {
-		t.Fatal("searches finding every node on codes built another graph than on the rows")
+	portable := withCodes(o)
+	portable.CodeDot = nil // GoCodeDot
+	for _, g := range []*Graph{coded, build(t, X, 400, d, portable)} {
+		if !slices.Equal(plain.Layer0, g.Layer0) || !slices.Equal(plain.Upper, g.Upper) || plain.Entry != g.Entry {
+			t.Fatal("searches finding every node on codes built another graph than on the rows")
+		}
 	}
 
 	const n, nq = 3000, 60
@@ -412,18 +405,7 @@ func TestSearchCodes(t *testing.T) {
 		t.Fatal("codes changed no link: the test cannot tell them apart")
 	}
 	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
-	recall := func(g *Graph) float64 {
-		hit := 0
-		for i := range nq {
-			got, _ := g.Search(X, Q[i*d:(i+1)*d], 10, 12, kernels.DotRows)
-			for _, h := range got {
-				if slices.Contains(exact[i], h) {
-					hit++
-				}
-			}
-		}
-		return float64(hit) / (nq * 10)
-	}
+	recall := func(g *Graph) float64 { return recallAt(g, X, Q, exact, 12) }
 	rp, rc := recall(plain), recall(coded)
 	t.Logf("recall@10 at ef 12: rows %.3f, codes %.3f", rp, rc)
 	if rc < rp-0.02 {
@@ -434,4 +416,20 @@ func TestSearchCodes(t *testing.T) {
 	if _, err := Build(context.Background(), X, n, d, withCodes(o), nil); err == nil || !strings.Contains(err.Error(), "row 5") {
 		t.Fatalf("a NaN row on codes: %v", err)
 	}
+}
+
+// recallAt is the share of each question's exact hits (exact[i], for the
+// rows of Q) that g's search at ef finds with their scores, as many deep.
+func recallAt(g *Graph, X, Q []float32, exact [][]engine.Hit, ef int) float64 {
+	hit, total := 0, 0
+	for i, want := range exact {
+		got, _ := g.Search(X, Q[i*g.Dims:(i+1)*g.Dims], len(want), ef, kernels.DotRows)
+		for _, h := range got {
+			if slices.Contains(want, h) {
+				hit++
+			}
+		}
+		total += len(want)
+	}
+	return float64(hit) / float64(max(total, 1))
 }

@@ -18,6 +18,8 @@ package hnsw
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/gleaner-rag/gleaner/internal/vecmath"
 )
 
 // Options configure a build. The names and meanings are hnswlib's and
@@ -63,19 +65,7 @@ type CodeDot func(codes []int8, scale []float32, d int, ids []int32, q, out []fl
 // order of the CPU backend's pure-Go kernel, then the scale.
 func GoCodeDot(codes []int8, scale []float32, d int, ids []int32, q, out []float32) {
 	for i, r := range ids {
-		row := codes[int(r)*d : int(r)*d+d]
-		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= d; j += 4 {
-			s0 += float32(row[j]) * q[j]
-			s1 += float32(row[j+1]) * q[j+1]
-			s2 += float32(row[j+2]) * q[j+2]
-			s3 += float32(row[j+3]) * q[j+3]
-		}
-		for ; j < d; j++ {
-			s0 += float32(row[j]) * q[j]
-		}
-		out[i] = ((s0 + s1) + (s2 + s3)) * scale[r]
+		out[i] = vecmath.DotCodes(codes[int(r)*d:int(r)*d+d], q) * scale[r]
 	}
 }
 

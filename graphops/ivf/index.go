@@ -8,6 +8,7 @@ import (
 
 	"github.com/gleaner-rag/gleaner/engine"
 	"github.com/gleaner-rag/gleaner/graphops/hnsw"
+	"github.com/gleaner-rag/gleaner/internal/vecmath"
 )
 
 // Index is a built inverted file. Its arrays are what an index section
@@ -163,19 +164,7 @@ type ScoreCodes func(codes []int8, scale []float32, d int, q, out []float32)
 // the scale.
 func GoScoreCodes(codes []int8, scale []float32, d int, q, out []float32) {
 	for r, s := range scale {
-		row := codes[r*d : (r+1)*d]
-		var s0, s1, s2, s3 float32
-		j := 0
-		for ; j+4 <= d; j += 4 {
-			s0 += float32(row[j]) * q[j]
-			s1 += float32(row[j+1]) * q[j+1]
-			s2 += float32(row[j+2]) * q[j+2]
-			s3 += float32(row[j+3]) * q[j+3]
-		}
-		for ; j < d; j++ {
-			s0 += float32(row[j]) * q[j]
-		}
-		out[r] = ((s0 + s1) + (s2 + s3)) * s
+		out[r] = vecmath.DotCodes(codes[r*d:(r+1)*d], q) * s
 	}
 }
 

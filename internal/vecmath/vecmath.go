@@ -14,6 +14,25 @@ func Dot(a, b []float32) float32 {
 	return float32(s)
 }
 
+// DotCodes is the inner product of int8 codes with q in float32, summed
+// as the CPU backend's pure-Go kernel sums (four accumulators, paired), so
+// the portable code scorers of the graph structures (hnsw, ivf) agree with
+// it bit for bit.
+func DotCodes(codes []int8, q []float32) float32 {
+	var s0, s1, s2, s3 float32
+	j := 0
+	for ; j+4 <= len(codes); j += 4 {
+		s0 += float32(codes[j]) * q[j]
+		s1 += float32(codes[j+1]) * q[j+1]
+		s2 += float32(codes[j+2]) * q[j+2]
+		s3 += float32(codes[j+3]) * q[j+3]
+	}
+	for ; j < len(codes); j++ {
+		s0 += float32(codes[j]) * q[j]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // DotRows sets out[i] to float64(Dot(row ids[i] of X, q)) for each i, X
 // holding rows of len(q) values: the same sums in the same order, but four
 // rows at a time, so that four chains of additions overlap instead of each
