@@ -82,7 +82,7 @@ func Quantize(X []float32, n, d int, kind string) (*QuantRows, error) {
 	if n < 0 || d <= 0 || len(X) != n*d {
 		return nil, fmt.Errorf("engine: Quantize: %d values for %d×%d", len(X), n, d)
 	}
-	if i := firstNonFinite(X); i >= 0 {
+	if i := FirstNonFinite(X); i >= 0 {
 		return nil, fmt.Errorf("engine: Quantize: row %d value %d is %v", i/d, i%d, X[i])
 	}
 	m := &QuantRows{Kind: kind, N: n, D: d}
@@ -120,8 +120,8 @@ func quantRows(n int, fn func(lo, hi int)) {
 	wg.Wait()
 }
 
-// firstNonFinite is the position of X's first NaN or infinity, or -1.
-func firstNonFinite(X []float32) int {
+// FirstNonFinite is the position of X's first NaN or infinity, or -1.
+func FirstNonFinite(X []float32) int {
 	for i, v := range X {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 { // exponent all ones
 			return i

@@ -45,7 +45,8 @@ func init() {
 	Must(RegisterBuild(BuildDef[HNSWSettings]{Name: SectionHNSW, Group: BuildGraph, Section: SectionHNSW,
 		Summary: "an HNSW graph over the index's vectors: approximate dense search for method vector",
 		Long: `an HNSW graph over the index's vectors (--m links per node, 2m on layer 0;
---ef-construction candidates per insertion; --seed draws the layers), with which method vector
+--ef-construction candidates per insertion; --seed draws the layers; --codes int8 lets the
+insertions' searches read int8 codes of the vectors, links still chosen on exact scores), with which method vector
 searches in about log N instead of scanning every vector (its --search and --ef); the graph is
 the same whatever the number of CPUs`,
 		Defaults: DefaultHNSWSettings, Params: (*HNSWSettings).Params, Build: buildHNSW,
@@ -66,7 +67,7 @@ type HNSWSettings struct {
 // needs a much larger ef for the same recall (benchmarks/ann). The build
 // searches on int8 codes: at 10⁶ rows the searches wait on memory, and
 // codes read a quarter of the bytes (benchmarks/RESULTS.md, "HNSW builds
-// on codes").
+// on int8 codes").
 func DefaultHNSWSettings() HNSWSettings {
 	o := hnsw.DefaultOptions()
 	o.M, o.EfConstruction = 32, 200

@@ -25,7 +25,7 @@ const (
 // Build builds the graph over the n rows of X (row-major, d values each),
 // inserting the rows in order. progress, when not nil, is called after
 // each batch with the number of rows inserted. Cancellation is checked
-// between batches.
+// between batches. A row holding a NaN or an infinity is refused.
 func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(done int)) (*Graph, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -35,6 +35,11 @@ func Build(ctx context.Context, X []float32, n, d int, o Options, progress func(
 		return nil, fmt.Errorf("hnsw: %d values for %d rows of %d", len(X), n, d)
 	case n > math.MaxInt32:
 		return nil, fmt.Errorf("hnsw: %d rows, at most %d", n, math.MaxInt32)
+	}
+	if i := engine.FirstNonFinite(X); i >= 0 {
+		// a NaN or infinite score leaves closer no order, and the walks
+		// and link choices nothing to go by
+		return nil, fmt.Errorf("hnsw: row %d value %d is %v", i/d, i%d, X[i])
 	}
 	g := newGraph(n, d, o)
 	if n == 0 {

@@ -373,7 +373,7 @@ func same(t *testing.T, what string, got, want []engine.Hit) {
 // on exact scores, so where its searches find every node (efConstruction
 // ≥ n) it builds the float32 build's graph; at a usual efConstruction its
 // graph is as good, and it depends on neither the workers nor anything
-// but the rows. A row the codes cannot hold is refused.
+// but the rows. A row that is not finite is refused either way.
 func TestSearchCodes(t *testing.T) {
 	const d = 16
 	withCodes := func(o Options) Options {
@@ -413,8 +413,10 @@ func TestSearchCodes(t *testing.T) {
 	}
 
 	X[5*d+3] = float32(math.NaN())
-	if _, err := Build(context.Background(), X, n, d, withCodes(o), nil); err == nil || !strings.Contains(err.Error(), "row 5") {
-		t.Fatalf("a NaN row on codes: %v", err)
+	for _, o := range []Options{o, withCodes(o)} {
+		if _, err := Build(context.Background(), X, n, d, o, nil); err == nil || !strings.Contains(err.Error(), "row 5 value 3") {
+			t.Fatalf("a NaN row, codes %v: %v", o.SearchCodes, err)
+		}
 	}
 }
 
@@ -432,4 +434,24 @@ func recallAt(g *Graph, X, Q []float32, exact [][]engine.Hit, ef int) float64 {
 		total += len(want)
 	}
 	return float64(hit) / float64(max(total, 1))
+}
+
+// TestVisitStampsWrap: a node visited 2¹⁶ − 1 searches ago, when the
+// epoch comes round to the same value again, is not taken as visited.
+func TestVisitStampsWrap(t *testing.T) {
+	w := newWorkspace(4, 2)
+	w.begin()
+	if !w.visit(2) || w.visit(2) {
+		t.Fatal("a first visit is not new, or a second one is")
+	}
+	first := w.epoch
+	for range 1<<16 - 1 {
+		w.begin()
+	}
+	if w.epoch != first {
+		t.Fatalf("epoch %d after a full turn, want %d again", w.epoch, first)
+	}
+	if !w.visit(2) {
+		t.Fatal("a stamp from a full turn of the epoch ago reads as visited")
+	}
 }
