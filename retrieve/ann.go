@@ -114,6 +114,9 @@ func buildHNSW(ctx context.Context, env BuildEnv, dir string, s HNSWSettings) (s
 
 // builtHNSW builds the graph over ix's vectors, as its section.
 func builtHNSW(ctx context.Context, ix *index.Index, s HNSWSettings, be engine.Backend, report func(int)) (*index.BuiltSection, *hnsw.Graph, error) {
+	if s.Codes != CodesInt8 && s.Codes != CodesNone {
+		return nil, nil, fmt.Errorf("hnsw: codes %q, want %s or %s", s.Codes, CodesInt8, CodesNone)
+	}
 	o := s.Options
 	o.Dot = engine.DotRowsOf(be)
 	o.SearchCodes, o.CodeDot = s.Codes == CodesInt8, engine.CodeRowScorerOf(be)

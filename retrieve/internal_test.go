@@ -1,7 +1,9 @@
 package retrieve
 
 import (
+	"context"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +87,18 @@ func TestNormalisedTop(t *testing.T) {
 	}
 	if top, ok := normalisedTop(hits[:2], 1); !ok || len(top) != 1 || top[0].Index != 0 || top[0].Score != 1 {
 		t.Fatalf("normalised top %v (ok %v)", top, ok)
+	}
+}
+
+// TestHNSWCodesRefused: a graph build whose codes are neither int8 nor
+// none (no flag can give one; a settings value set in code can) is refused
+// before it reads the index, not built on the vectors unasked.
+func TestHNSWCodesRefused(t *testing.T) {
+	for _, c := range []string{"", "int4"} {
+		s := DefaultHNSWSettings()
+		s.Codes = c
+		if _, _, err := builtHNSW(context.Background(), nil, s, nil, nil); err == nil || !strings.Contains(err.Error(), "codes") {
+			t.Fatalf("codes %q: %v", c, err)
+		}
 	}
 }
