@@ -119,7 +119,7 @@ type builder struct {
 	o  Options
 	ws []*workspace
 	// rescore: the searches score codes, so their candidates are scored
-	// again exactly before links are chosen among them.
+	// again exactly before links are chosen among them (ranked).
 	rescore bool
 }
 
@@ -226,20 +226,22 @@ func (b *builder) plan(u int32, top int, w *workspace) [][]int32 {
 	out := make([][]int32, lu+1)
 	for l := lu; l >= 0; l-- {
 		g.searchLayer(b.X, q, entries, b.o.EfConstruction, l, w)
-		entries = sortedBest(w.found.h)
-		out[l] = b.selectLinks(b.exact(entries, q, w), g.M, w)
+		// the next layer's walk starts from these in any order
+		entries = append([]cand(nil), w.found.h...)
+		out[l] = b.selectLinks(b.ranked(entries, q, w), g.M, w)
 	}
 	return out
 }
 
-// exact is c scored by the exact Dot and sorted again (in w's buffers,
-// good until the next call), when the search that found c scored codes;
-// else c.
-func (b *builder) exact(c []cand, q []float32, w *workspace) []cand {
+// ranked is c best first for the heuristic: c itself sorted, or, when the
+// search that found c scored codes, c scored by the exact Dot and sorted
+// in w's buffers (good until the next call).
+func (b *builder) ranked(c []cand, q []float32, w *workspace) []cand {
 	if !b.rescore {
+		slices.SortFunc(c, compareCands)
 		return c
 	}
-	w.exIDs, w.exSims = w.exIDs[:0], append(w.exSims[:0], make([]float32, len(c))...)
+	w.exIDs, w.exSims = w.exIDs[:0], slices.Grow(w.exSims[:0], len(c))[:len(c)]
 	for _, x := range c {
 		w.exIDs = append(w.exIDs, x.id)
 	}
@@ -261,13 +263,6 @@ func compareCands(x, y cand) int {
 		return 1
 	}
 	return 0
-}
-
-// sortedBest copies candidates best first.
-func sortedBest(c []cand) []cand {
-	out := append([]cand(nil), c...)
-	slices.SortFunc(out, compareCands)
-	return out
 }
 
 // selectLinks is the paper's neighbour-selection heuristic (hnswlib's

@@ -96,7 +96,7 @@ type workspace struct {
 	// dot scores rows exactly; search scores them for the walks, which a
 	// build may point at codes of the rows (Options.SearchCodes).
 	dot, search Dot
-	// a build's exact scores of a search's candidates (builder.exact)
+	// a build's exact scores of a search's candidates (builder.ranked)
 	exIDs  []int32
 	exSims []float32
 	exact  []cand
