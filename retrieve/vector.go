@@ -142,9 +142,12 @@ func graphPays(n, ef int) bool { return n >= 32*ef }
 // for fileHits rows) or "" (every vector scored, or the quantized scan).
 // search is the method's option: a structure it names is used whenever
 // it is built and the walk's list fits; auto uses one only where it pays,
-// and only on a backend that scores rows (dot not nil).
+// and only on a backend that scores rows (dot not nil). seeded names
+// neither alone: where its walk does not fit, every vector is scored.
 func denseOn(search string, g *hnsw.Graph, file fileSearch, dot hnsw.Dot, n, walkEf, fileHits int) string {
 	switch {
+	case search == SearchSeeded:
+		return ""
 	case g != nil && walkEf <= hnsw.MaxEf && (search == SearchHNSW || dot != nil && graphPays(n, walkEf)):
 		return SearchHNSW
 	case file.f != nil && (search == SearchIVF || dot != nil && file.pays(fileHits)):
@@ -297,11 +300,7 @@ func (m *Vector) liveSearch(ctx context.Context, batch []float32, empty []bool, 
 func (m *Vector) search(ctx context.Context, batch []float32, empty []bool, k int) ([][]Hit, error) {
 	var hits [][]Hit
 	var err error
-	on := ""
-	if m.mode != SearchSeeded { // both structures are loaded: denseOn's rules for auto would apply
-		on = denseOn(m.mode, m.g, m.file, m.dot, m.ix.N(), max(m.ef, k), k)
-	}
-	switch {
+	switch on := denseOn(m.mode, m.g, m.file, m.dot, m.ix.N(), max(m.ef, k), k); {
 	case m.seeded(k):
 		hits, err = m.searchSeeded(ctx, batch, empty, k)
 	case on == SearchHNSW:
