@@ -291,8 +291,11 @@ func TestKeepPruned(t *testing.T) {
 		}
 		return c
 	}
-	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
-	recall := func(g *Graph) float64 { return recallAt(g, X, Q, exact, 12) }
+	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recall := func(g *Graph) float64 { return recallAt(t, g, X, Q, exact, 12) }
 	lp, lk, rp, rk := links(plain), links(keep), recall(plain), recall(keep)
 	t.Logf("layer-0 links %d → %d, recall@10 at ef 12 %.3f → %.3f", lp, lk, rp, rk)
 	if lk <= lp || rk < rp {
@@ -404,8 +407,11 @@ func TestSearchCodes(t *testing.T) {
 	if slices.Equal(plain.Layer0, coded.Layer0) {
 		t.Fatal("codes changed no link: the test cannot tell them apart")
 	}
-	exact, _ := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
-	recall := func(g *Graph) float64 { return recallAt(g, X, Q, exact, 12) }
+	exact, err := kernels.FlatIP(context.Background(), X, n, d, Q, nq, 10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recall := func(g *Graph) float64 { return recallAt(t, g, X, Q, exact, 12) }
 	rp, rc := recall(plain), recall(coded)
 	t.Logf("recall@10 at ef 12: rows %.3f, codes %.3f", rp, rc)
 	if rc < rp-0.02 {
@@ -422,10 +428,14 @@ func TestSearchCodes(t *testing.T) {
 
 // recallAt is the share of each question's exact hits (exact[i], for the
 // rows of Q) that g's search at ef finds with their scores, as many deep.
-func recallAt(g *Graph, X, Q []float32, exact [][]engine.Hit, ef int) float64 {
+func recallAt(t *testing.T, g *Graph, X, Q []float32, exact [][]engine.Hit, ef int) float64 {
+	t.Helper()
 	hit, total := 0, 0
 	for i, want := range exact {
-		got, _ := g.Search(X, Q[i*g.Dims:(i+1)*g.Dims], len(want), ef, kernels.DotRows)
+		got, err := g.Search(X, Q[i*g.Dims:(i+1)*g.Dims], len(want), ef, kernels.DotRows)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, h := range got {
 			if slices.Contains(want, h) {
 				hit++
