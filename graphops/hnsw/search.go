@@ -3,6 +3,7 @@ package hnsw
 import (
 	"fmt"
 	"sort"
+	"unsafe"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -100,6 +101,8 @@ type workspace struct {
 	exIDs  []int32
 	exSims []float32
 	exact  []cand
+	// a build's entries to the next layer down (builder.plan)
+	entries []cand
 }
 
 func newWorkspace(n, m0 int) *workspace {
@@ -125,6 +128,36 @@ func (w *workspace) visit(v int32) bool {
 	return true
 }
 
+// prefetchLinks starts loading node v's link slots on layer l while the
+// walk expands the node before it (hnswlib does the same): a node's links
+// are rarely in cache, and the frontier's next best usually stays next.
+func (g *Graph) prefetchLinks(v int32, l int) {
+	slots := g.links(v, l)
+	prefetchLines(unsafe.Pointer(&slots[0]), (len(slots)*4+63)/64)
+}
+
+// unvisited marks the links visited and returns those that were not yet,
+// in order. It does not branch on a stamp: the stamps of a node's links lie
+// all over the array, and a branch on each would wait for its load before
+// the next one is issued.
+func (w *workspace) unvisited(links []int32) []int32 {
+	ids := w.ids[:len(links)]
+	n := 0
+	for _, u := range links {
+		if u < 0 {
+			break
+		}
+		ids[n] = u
+		fresh := 0
+		if w.stamp[u] != w.epoch {
+			fresh = 1
+		}
+		w.stamp[u] = w.epoch
+		n += fresh
+	}
+	return ids[:n]
+}
+
 // searchLayer is the paper's SEARCH-LAYER: the ef nodes of layer l
 // closest to q found by a best-first walk from the entry points, left in
 // w.found (worst first).
@@ -145,15 +178,10 @@ func (g *Graph) searchLayer(X, q []float32, entries []cand, ef, l int, w *worksp
 		if len(w.found.h) >= ef && closer(w.found.h[0], c) {
 			break // the frontier's best is worse than the worst kept
 		}
-		w.ids = w.ids[:0]
-		for _, u := range g.links(c.id, l) {
-			if u < 0 {
-				break
-			}
-			if w.visit(u) {
-				w.ids = append(w.ids, u)
-			}
+		if len(w.cands.h) > 0 {
+			g.prefetchLinks(w.cands.h[0].id, l)
 		}
+		w.ids = w.unvisited(g.links(c.id, l))
 		w.search(X, g.Dims, w.ids, q, w.sims)
 		for i, u := range w.ids {
 			n := cand{u, w.sims[i]}
