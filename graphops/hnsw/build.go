@@ -1,11 +1,11 @@
 package hnsw
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -121,6 +121,9 @@ type builder struct {
 	// rescore: the searches score codes, so their candidates are scored
 	// again exactly before links are chosen among them (ranked).
 	rescore bool
+	// a batch's backlinks and their groups, kept for the next batch
+	backs  []backlink
+	groups [][]backlink
 }
 
 // backlink asks that src be linked from target on a layer.
@@ -137,7 +140,7 @@ func (b *builder) insert(lo, hi int) {
 	top := int(g.Levels[g.Entry])
 	plans := make([][][]int32, hi-lo)
 	b.parallel(hi-lo, func(w *workspace, i int) { plans[i] = b.plan(int32(lo+i), top, w) })
-	var backs []backlink
+	backs := b.backs[:0]
 	for i, layers := range plans {
 		u := int32(lo + i)
 		for l, links := range layers {
@@ -147,11 +150,12 @@ func (b *builder) insert(lo, hi int) {
 			}
 		}
 	}
-	sort.SliceStable(backs, func(i, j int) bool {
-		a, c := backs[i], backs[j]
-		return a.target < c.target || (a.target == c.target && a.layer < c.layer)
-	})
-	groups := groupBacklinks(backs)
+	// A source names a target at most once a layer, so ordering by source
+	// last keeps each group in row order, as a stable sort would; this
+	// runs on one core while the others wait.
+	slices.SortFunc(backs, compareBacklinks)
+	groups := groupBacklinks(backs, b.groups[:0])
+	b.backs, b.groups = backs, groups
 	b.parallel(len(groups), func(w *workspace, i int) { b.linkBack(groups[i], w) })
 	for u := lo; u < hi; u++ {
 		if g.Levels[u] > g.Levels[g.Entry] {
@@ -177,9 +181,20 @@ func (b *builder) linkRisen(lo, hi, top int) {
 	}
 }
 
-// groupBacklinks splits sorted backlinks into runs of one (target, layer).
-func groupBacklinks(backs []backlink) [][]backlink {
-	var groups [][]backlink
+// compareBacklinks orders backlinks by target, layer, then source.
+func compareBacklinks(x, y backlink) int {
+	if c := cmp.Compare(x.target, y.target); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.layer, y.layer); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.src, y.src)
+}
+
+// groupBacklinks splits sorted backlinks into runs of one (target, layer),
+// appended to groups.
+func groupBacklinks(backs []backlink, groups [][]backlink) [][]backlink {
 	for i := 0; i < len(backs); {
 		j := i + 1
 		for j < len(backs) && backs[j].target == backs[i].target && backs[j].layer == backs[i].layer {
@@ -227,7 +242,8 @@ func (b *builder) plan(u int32, top int, w *workspace) [][]int32 {
 	for l := lu; l >= 0; l-- {
 		g.searchLayer(b.X, q, entries, b.o.EfConstruction, l, w)
 		// the next layer's walk starts from these in any order
-		entries = append([]cand(nil), w.found.h...)
+		w.entries = append(w.entries[:0], w.found.h...)
+		entries = w.entries
 		out[l] = b.selectLinks(b.ranked(entries, q, w), g.M, w)
 	}
 	return out
