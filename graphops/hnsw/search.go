@@ -133,7 +133,10 @@ func (w *workspace) visit(v int32) bool {
 // are rarely in cache, and the frontier's next best usually stays next.
 func (g *Graph) prefetchLinks(v int32, l int) {
 	slots := g.links(v, l)
-	prefetchLines(unsafe.Pointer(&slots[0]), (len(slots)*4+63)/64)
+	p := unsafe.Pointer(&slots[0])
+	// a loaded graph's slots need not start on a line
+	lead := int(uintptr(p) & 63)
+	prefetchLines(p, (lead+len(slots)*4+63)/64)
 }
 
 // unvisited marks the links visited and returns those that were not yet,
