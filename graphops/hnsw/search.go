@@ -130,7 +130,8 @@ func (w *workspace) visit(v int32) bool {
 
 // prefetchLinks starts loading node v's link slots on layer l while the
 // walk expands the node before it (hnswlib does the same): a node's links
-// are rarely in cache, and the frontier's next best usually stays next.
+// are rarely in cache, and the frontier's next best is often the next
+// node expanded.
 func (g *Graph) prefetchLinks(v int32, l int) {
 	slots := g.links(v, l)
 	p := unsafe.Pointer(&slots[0])
