@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "hsum512.h"
 
 // R rows x Q queries per tile, one 16-lane accumulator per (row, query),
 // the same summation order in every tile shape, so a query's scores never
@@ -30,8 +31,32 @@ static void t512_##R##x##Q(const float* x, int d, const float* q, float* out, in
 		out[(size_t)c * rows + r] = s; \
 	} \
 }
-TILE512(4, 4)
 TILE512(1, 4)
+
+// t512_4x4 is TILE512(4, 4) with the sixteen sums taken by hsum16 (the same
+// scores bit for bit), inlined into the row loop so the accumulators never
+// leave registers. The tail past the last 16 lanes is added after the sum,
+// as TILE512 adds it.
+__attribute__((target("avx512f")))
+static inline __attribute__((always_inline)) void t512_4x4(const float* x, int d, const float* q, float* out, int rows) {
+	__m512 a[16];
+	for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
+	int j = 0;
+	for (; j + 16 <= d; j += 16) {
+		__m512 qv[4];
+		for (int c = 0; c < 4; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j);
+		for (int r = 0; r < 4; r++) {
+			__m512 xr = _mm512_loadu_ps(x + (size_t)r * d + j);
+			for (int c = 0; c < 4; c++) a[4 * r + c] = _mm512_fmadd_ps(xr, qv[c], a[4 * r + c]);
+		}
+	}
+	store4x4(hsum16(a), out, rows);
+	for (int r = 0; j < d && r < 4; r++) for (int c = 0; c < 4; c++) {
+		float s = out[(size_t)c * rows + r];
+		for (int t = j; t < d; t++) s = __builtin_fmaf(x[(size_t)r * d + t], q[(size_t)c * d + t], s);
+		out[(size_t)c * rows + r] = s;
+	}
+}
 TILE512(8, 1)
 TILE512(1, 1)
 
@@ -53,15 +78,17 @@ static void dot_rows_avx512(const float* X, int d, const int* ids, int n, const 
 	}
 }
 
+// rows512_4q scores every row of a block against four queries.
+__attribute__((target("avx512f")))
+static void rows512_4q(const float* X, int rows, int d, const float* qb, float* ob) {
+	int r = 0;
+	for (; r + 4 <= rows; r += 4) t512_4x4(X + (size_t)r * d, d, qb, ob + r, rows);
+	for (; r < rows; r++) t512_1x4(X + (size_t)r * d, d, qb, ob + r, rows);
+}
+
 static void dot_block_avx512(const float* X, int rows, int d, const float* Q, int nq, float* out) {
 	int q = 0;
-	for (; q + 4 <= nq; q += 4) {
-		const float* qb = Q + (size_t)q * d;
-		float* ob = out + (size_t)q * rows;
-		int r = 0;
-		for (; r + 4 <= rows; r += 4) t512_4x4(X + (size_t)r * d, d, qb, ob + r, rows);
-		for (; r < rows; r++) t512_1x4(X + (size_t)r * d, d, qb, ob + r, rows);
-	}
+	for (; q + 4 <= nq; q += 4) rows512_4q(X, rows, d, Q + (size_t)q * d, out + (size_t)q * rows);
 	for (; q < nq; q++) {
 		const float* qb = Q + (size_t)q * d;
 		float* ob = out + (size_t)q * rows;

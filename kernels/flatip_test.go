@@ -55,16 +55,21 @@ func TestFlatIPMatchesReference(t *testing.T) { eachDotImpl(t, testFlatIPMatches
 func TestBatchIndependent(t *testing.T) {
 	eachDotImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 8))
-		n, d := 37, 45
-		X, Q := randMat(rng, n*d), randMat(rng, 7*d)
-		all := make([]float32, 7*n)
-		dotBlock(X, n, d, Q, 7, all)
-		for q := 0; q < 7; q++ {
-			one := make([]float32, n)
-			dotBlock(X, n, d, Q[q*d:(q+1)*d], 1, one)
-			for r := range one {
-				if one[r] != all[q*n+r] {
-					t.Fatalf("query %d row %d: alone %v, in a batch %v", q, r, one[r], all[q*n+r])
+		// 45 has a tail past the last 16 lanes; 384 is the common width,
+		// with only whole lanes. 9 queries are two 4-query tiles and one
+		// alone; 37 rows leave a remainder in every tile shape.
+		for _, d := range []int{45, 384} {
+			n, nq := 37, 9
+			X, Q := randMat(rng, n*d), randMat(rng, nq*d)
+			all := make([]float32, nq*n)
+			dotBlock(X, n, d, Q, nq, all)
+			for q := 0; q < nq; q++ {
+				one := make([]float32, n)
+				dotBlock(X, n, d, Q[q*d:(q+1)*d], 1, one)
+				for r := range one {
+					if one[r] != all[q*n+r] {
+						t.Fatalf("d=%d query %d row %d: alone %v, in a batch %v", d, q, r, one[r], all[q*n+r])
+					}
 				}
 			}
 		}
