@@ -13,7 +13,7 @@ func BenchmarkFlatIP(b *testing.B) {
 	const n, d = 200_000, 384
 	rng := rand.New(rand.NewPCG(1, 2))
 	X, Q := randMat(rng, n*d), randMat(rng, 256*d)
-	for _, nq := range []int{256} {
+	for _, nq := range []int{1, 32, 256} {
 		b.Run(fmt.Sprintf("b%d", nq), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := FlatIP(context.Background(), X, n, d, Q, nq, 10, 0); err != nil {
