@@ -113,8 +113,7 @@ func flatScanRange(ctx context.Context, lo, hi int, Q []float32, nq, k int, scor
 
 // pushKept offers each query's heap the scores of a block that keepMask
 // keeps against the heap's threshold before the block: one vector compare
-// per sixteen scores instead of a branch per score (the compares were a
-// tenth of a batch-256 scan).
+// per sixteen scores instead of a branch per score.
 func pushKept(heaps []*TopK, scores []float32, rows int, base int32, thr []float32, mask []uint64) {
 	nan := float32(math.NaN())
 	for q, h := range heaps {
@@ -138,8 +137,8 @@ func pushKept(heaps []*TopK, scores []float32, rows int, base int32, thr []float
 // pushBlock offers a block of scores, skipping those below the heap's
 // threshold without touching the heap. The threshold is kept in a local
 // and read again only after a push, the one thing that can raise it: the
-// scan's compare loop then runs from registers (it was a sixth of a
-// batch-256 scan when it went through the heap for every score).
+// scan's compare loop then runs from registers (through the heap for
+// every score, it was an eighth of a batch-256 scan).
 func pushBlock(h *TopK, s []float32, base int32) {
 	th, full := h.Threshold()
 	for i, v := range s {
