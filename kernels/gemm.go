@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/gleaner-rag/gleaner/engine"
 )
@@ -229,13 +228,7 @@ func parallelRows(rows, cols int, fn func(lo, hi int)) {
 		fn(0, rows)
 		return
 	}
-	var wg sync.WaitGroup
-	for k := 0; k < w; k++ {
-		lo, hi := k*rows/w, (k+1)*rows/w
-		wg.Add(1)
-		go func() { defer wg.Done(); fn(lo, hi) }()
-	}
-	wg.Wait()
+	sections.run(w, func(k int) { fn(k*rows/w, (k+1)*rows/w) })
 }
 
 // BatchedGemm runs batch GEMMs whose A, B and C start strideA, strideB and

@@ -3,7 +3,6 @@ package kernels
 import (
 	"fmt"
 	"runtime"
-	"sync"
 )
 
 // packedPanel is how many columns of B one panel of a PackedB holds: two
@@ -77,16 +76,9 @@ func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accu
 		gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, c, ldc, accumulate)
 		return nil
 	}
-	var wg sync.WaitGroup
-	for t := 0; t < w; t++ {
-		p0, p1 := t*panels/w, (t+1)*panels/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gemmPackedPanels(a, lda, m, k, pb.data, p0, p1, n, c, ldc, accumulate)
-		}()
-	}
-	wg.Wait()
+	sections.run(w, func(t int) {
+		gemmPackedPanels(a, lda, m, k, pb.data, t*panels/w, (t+1)*panels/w, n, c, ldc, accumulate)
+	})
 	return nil
 }
 
