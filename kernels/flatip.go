@@ -93,7 +93,7 @@ func flatScanRange(ctx context.Context, lo, hi int, Q []float32, nq, k int, scor
 	}
 	scores := make([]float32, nq*flatBlockRows)
 	thr := make([]float32, nq)
-	mask := make([]uint64, nq*flatBlockRows/64)
+	mask := make([]uint64, nq*((flatBlockRows+63)/64))
 	for b, start := 0, lo; start < hi; b, start = b+1, start+flatBlockRows {
 		if b%64 == 0 {
 			if err := ctx.Err(); err != nil {

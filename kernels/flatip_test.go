@@ -171,3 +171,57 @@ func TestTopKMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestFlatIPEqualsOfferingEveryScore checks the scan, which offers a heap
+// only the scores keepMask keeps, against offering every score in row order,
+// on rows with many exact ties, NaN and infinite scores, over several
+// blocks, workers and k (0, a full heap, more than n).
+func TestFlatIPEqualsOfferingEveryScore(t *testing.T) {
+	eachDotImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 10))
+		n, d, nq := 6000, 20, 9
+		// 1,200 distinct rows, each at 5 random places: exact ties, and a
+		// threshold that keeps rising across the blocks
+		distinct := randMat(rng, 1200*d)
+		order := rng.Perm(n)
+		X := make([]float32, n*d)
+		for r := 0; r < n; r++ {
+			src := order[r] % 1200
+			copy(X[r*d:(r+1)*d], distinct[src*d:(src+1)*d])
+			switch rng.IntN(20) {
+			case 0:
+				X[r*d] = float32(math.NaN())
+			case 1:
+				X[r*d] = float32(math.Inf(-1))
+			case 2:
+				X[r*d] = float32(math.Inf(1))
+			}
+		}
+		Q := randMat(rng, nq*d)
+		for _, k := range []int{0, 1, 10, 2000} {
+			for _, workers := range []int{1, 3} {
+				got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, workers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for q := 0; q < nq; q++ {
+					scores := make([]float32, n)
+					dotBlock(X, n, d, Q[q*d:(q+1)*d], 1, scores)
+					h := NewTopK(min(k, n))
+					for r, v := range scores {
+						h.Push(int32(r), v)
+					}
+					want := h.Results()
+					if len(got[q]) != len(want) {
+						t.Fatalf("k=%d workers=%d query %d: %d hits, want %d", k, workers, q, len(got[q]), len(want))
+					}
+					for i := range want {
+						if got[q][i] != want[i] {
+							t.Fatalf("k=%d workers=%d query %d rank %d: %+v, want %+v", k, workers, q, i, got[q][i], want[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -6,8 +6,10 @@
 #include <stddef.h>
 
 // hsum16 sums sixteen accumulators at once: lane 4c+r of the result is
-// _mm512_reduce_add_ps(a[4r+c]) bit for bit. It adds in reduce_add's tree
-// (lane i with i+8, then i+4, i+2, i+1; float addition commutes exactly),
+// _mm512_reduce_add_ps(a[4r+c]) bit for bit whenever that is not NaN (a
+// NaN's payload may differ: x86 keeps the first operand's; no caller ranks
+// a NaN). It adds in reduce_add's tree (lane i with i+8, then i+4, i+2,
+// i+1; float addition of non-NaN values commutes exactly),
 // so a 4×4 tile's scores equal the 1×1 and 8×1 tiles' and a query's scores
 // stay independent of its batch. 15 adds and 30 shuffles replace the 16
 // separate reductions (about 110 instructions, and the spills they forced).

@@ -34,11 +34,16 @@ func TestKeepMaskMatchesReference(t *testing.T) {
 			}
 			thr := []float32{0.5, nan, -inf, inf, 0}
 			words := (rows + 63) / 64
-			got := make([]uint64, nq*words)
-			for i := range got {
-				got[i] = ^uint64(0)
+			// a sentinel word past the mask catches a write beyond it
+			buf := make([]uint64, nq*words+1)
+			for i := range buf {
+				buf[i] = ^uint64(0)
 			}
+			got := buf[:nq*words]
 			impl(scores, rows, nq, thr, got)
+			if buf[nq*words] != ^uint64(0) {
+				t.Fatalf("%s rows=%d: wrote past the mask", name, rows)
+			}
 			for q := 0; q < nq; q++ {
 				for r := 0; r < words*64; r++ {
 					v := scores[q*rows+min(r, rows-1)]
