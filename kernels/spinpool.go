@@ -37,6 +37,7 @@ type spinWorker struct {
 	seq    atomic.Uint64
 	done   atomic.Uint64
 	parked atomic.Bool
+	gone   atomic.Bool   // its part ended by runtime.Goexit (t.FailNow in a test): replaced at the next run
 	wake   chan struct{} // capacity 1: a wake-up is never lost, a stale one only re-polls
 }
 
@@ -54,10 +55,13 @@ func (p *spinPool) run(parts int, part func(i int)) {
 		return
 	}
 	defer p.mu.Unlock()
+	for i := range p.workers {
+		if p.workers[i].gone.Load() {
+			p.workers[i] = newSpinWorker()
+		}
+	}
 	for len(p.workers) < parts-1 {
-		w := &spinWorker{wake: make(chan struct{}, 1)}
-		p.workers = append(p.workers, w)
-		go w.loop()
+		p.workers = append(p.workers, newSpinWorker())
 	}
 	for i := 1; i < parts; i++ {
 		p.workers[i-1].post(func() { part(i) })
@@ -70,6 +74,13 @@ func (p *spinPool) run(parts int, part func(i int)) {
 		}
 	}()
 	part(0)
+}
+
+// newSpinWorker starts a worker.
+func newSpinWorker() *spinWorker {
+	w := &spinWorker{wake: make(chan struct{}, 1)}
+	go w.loop()
+	return w
 }
 
 // runOnGoroutines is run without the pool.
@@ -140,8 +151,22 @@ func (w *spinWorker) loop() {
 			start = time.Now()
 		}
 		last = w.seq.Load()
-		w.fn()
-		w.fn = nil
-		w.done.Store(last)
+		if !w.runPart(last) {
+			return
+		}
 	}
+}
+
+// runPart runs the posted part and marks it done however it ends, so the
+// caller's wait returns even when the part calls runtime.Goexit; such a
+// worker is marked gone and leaves (a panic still ends the process, as in
+// any goroutine).
+func (w *spinWorker) runPart(seq uint64) (returned bool) {
+	defer func() {
+		w.fn = nil
+		w.gone.Store(!returned)
+		w.done.Store(seq)
+	}()
+	w.fn()
+	return true
 }

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,5 +84,37 @@ func TestSpinPoolSurvivesPanic(t *testing.T) {
 	p.run(2, func(int) { n.Add(1) })
 	if n.Load() != 2 {
 		t.Fatalf("after the panic, %d of 2 parts ran", n.Load())
+	}
+}
+
+// TestSpinPoolWakesParkingWorkers posts sections just as the workers give up
+// polling and park, with jitter, many times: a lost wake-up hangs the test.
+func TestSpinPoolWakesParkingWorkers(t *testing.T) {
+	var p spinPool
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 200; i++ {
+		time.Sleep(spinFor - 50*time.Microsecond + time.Duration(rng.IntN(100))*time.Microsecond)
+		var n atomic.Int32
+		p.run(3, func(int) { n.Add(1) })
+		if n.Load() != 3 {
+			t.Fatalf("section %d: %d of 3 parts ran", i, n.Load())
+		}
+	}
+}
+
+// TestSpinPoolSurvivesGoexit checks that a worker's part that ends by
+// runtime.Goexit still counts as done, and that the pool replaces that
+// worker.
+func TestSpinPoolSurvivesGoexit(t *testing.T) {
+	var p spinPool
+	p.run(2, func(i int) {
+		if i == 1 {
+			runtime.Goexit()
+		}
+	})
+	var n atomic.Int32
+	p.run(2, func(int) { n.Add(1) })
+	if n.Load() != 2 {
+		t.Fatalf("after a Goexit, %d of 2 parts ran", n.Load())
 	}
 }
