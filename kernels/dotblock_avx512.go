@@ -33,30 +33,10 @@ static void t512_##R##x##Q(const float* x, int d, const float* q, float* out, in
 }
 TILE512(1, 4)
 
-// t512_4x4 is TILE512(4, 4) with the sixteen sums taken by hsum16 (the same
-// scores bit for bit), inlined into the row loop so the accumulators never
-// leave registers. The tail past the last 16 lanes is added after the sum,
-// as TILE512 adds it.
-__attribute__((target("avx512f")))
-static inline __attribute__((always_inline)) void t512_4x4(const float* x, int d, const float* q, float* out, int rows) {
-	__m512 a[16];
-	for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps();
-	int j = 0;
-	for (; j + 16 <= d; j += 16) {
-		__m512 qv[4];
-		for (int c = 0; c < 4; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j);
-		for (int r = 0; r < 4; r++) {
-			__m512 xr = _mm512_loadu_ps(x + (size_t)r * d + j);
-			for (int c = 0; c < 4; c++) a[4 * r + c] = _mm512_fmadd_ps(xr, qv[c], a[4 * r + c]);
-		}
-	}
-	store4x4(hsum16(a), out, rows);
-	for (int r = 0; j < d && r < 4; r++) for (int c = 0; c < 4; c++) {
-		float s = out[(size_t)c * rows + r];
-		for (int t = j; t < d; t++) s = __builtin_fmaf(x[(size_t)r * d + t], q[(size_t)c * d + t], s);
-		out[(size_t)c * rows + r] = s;
-	}
-}
+// t512_4x4 is TILE512(4, 4) with the sixteen sums taken by hsum16: the
+// same scores bit for bit.
+#define F32_ONE(v) (v)
+TILE4x4_HSUM(t512_4x4, float, _mm512_loadu_ps, F32_ONE)
 TILE512(8, 1)
 TILE512(1, 1)
 

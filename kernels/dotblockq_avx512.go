@@ -45,32 +45,8 @@ static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* ou
 	} \
 }
 
-// the 4x4 tile sums its sixteen accumulators by hsum16, as t512_4x4 does:
-// the same scores bit for bit, without sixteen separate reductions.
-#define QTILE512_4x4(NAME, T) \
-__attribute__((target("avx512f"))) \
-static inline __attribute__((always_inline)) void q512_##NAME##_4x4(const T* x, int d, const float* q, float* out, int rows) { \
-	__m512 a[16]; \
-	for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps(); \
-	int j = 0; \
-	for (; j + 16 <= d; j += 16) { \
-		__m512 qv[4]; \
-		for (int c = 0; c < 4; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j); \
-		for (int r = 0; r < 4; r++) { \
-			__m512 xr = ld16_##NAME(x + (size_t)r * d + j); \
-			for (int c = 0; c < 4; c++) a[4 * r + c] = _mm512_fmadd_ps(xr, qv[c], a[4 * r + c]); \
-		} \
-	} \
-	store4x4(hsum16(a), out, rows); \
-	for (int r = 0; j < d && r < 4; r++) for (int c = 0; c < 4; c++) { \
-		float s = out[(size_t)c * rows + r]; \
-		for (int t = j; t < d; t++) s = __builtin_fmaf(one512_##NAME(x[(size_t)r * d + t]), q[(size_t)c * d + t], s); \
-		out[(size_t)c * rows + r] = s; \
-	} \
-}
-
 #define QBLOCK512(NAME, T) \
-QTILE512_4x4(NAME, T) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 8, 1) QTILE512(NAME, T, 1, 1) \
+TILE4x4_HSUM(q512_##NAME##_4x4, T, ld16_##NAME, one512_##NAME) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 8, 1) QTILE512(NAME, T, 1, 1) \
 __attribute__((target("avx512f"))) \
 static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int nq, float* out) { \
 	int q = 0; \

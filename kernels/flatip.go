@@ -134,11 +134,9 @@ func pushKept(heaps []*TopK, scores []float32, rows int, base int32, thr []float
 	}
 }
 
-// pushBlock offers a block of scores, skipping those below the heap's
-// threshold without touching the heap. The threshold is kept in a local
-// and read again only after a push, the one thing that can raise it: the
-// scan's compare loop then runs from registers (through the heap for
-// every score, it was an eighth of a batch-256 scan).
+// pushBlock offers a block of scores (TopKRows' rows), skipping those below
+// the heap's threshold without touching the heap. The threshold is kept in
+// a local and read again only after a push, the one thing that can raise it.
 func pushBlock(h *TopK, s []float32, base int32) {
 	th, full := h.Threshold()
 	for i, v := range s {

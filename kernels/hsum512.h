@@ -45,4 +45,32 @@ static inline __attribute__((always_inline)) void store4x4(__m512 s, float* out,
 	_mm_storeu_ps(out + (size_t)3 * rows, _mm512_extractf32x4_ps(s, 3));
 }
 
+// TILE4x4_HSUM defines FN, the 4 rows × 4 queries tile over rows of T (LOAD
+// widens sixteen of them to float32 lanes, ONE a single one): one 16-lane
+// accumulator per (row, query) in TILE512's order, the sixteen sums taken by
+// hsum16 and the tail past the last 16 lanes added after them, as TILE512
+// adds it. Inlined into its row loop, its accumulators never leave
+// registers. The float32 and the quantized scans both use it.
+#define TILE4x4_HSUM(FN, T, LOAD, ONE) \
+__attribute__((target("avx512f"))) \
+static inline __attribute__((always_inline)) void FN(const T* x, int d, const float* q, float* out, int rows) { \
+	__m512 a[16]; \
+	for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_ps(); \
+	int j = 0; \
+	for (; j + 16 <= d; j += 16) { \
+		__m512 qv[4]; \
+		for (int c = 0; c < 4; c++) qv[c] = _mm512_loadu_ps(q + (size_t)c * d + j); \
+		for (int r = 0; r < 4; r++) { \
+			__m512 xr = LOAD(x + (size_t)r * d + j); \
+			for (int c = 0; c < 4; c++) a[4 * r + c] = _mm512_fmadd_ps(xr, qv[c], a[4 * r + c]); \
+		} \
+	} \
+	store4x4(hsum16(a), out, rows); \
+	for (int r = 0; j < d && r < 4; r++) for (int c = 0; c < 4; c++) { \
+		float s = out[(size_t)c * rows + r]; \
+		for (int t = j; t < d; t++) s = __builtin_fmaf(ONE(x[(size_t)r * d + t]), q[(size_t)c * d + t], s); \
+		out[(size_t)c * rows + r] = s; \
+	} \
+}
+
 #endif
