@@ -37,7 +37,7 @@ func CleanDebris(final string) (removed, busy []string) {
 		}
 		dead := tryLock(f) // no live writer holds it
 		f.Close()
-		if !dead || holdsForeign(d) {
+		if !dead || holdsForeign(d, Target(final)) {
 			busy = append(busy, d)
 			continue
 		}
@@ -49,10 +49,12 @@ func CleanDebris(final string) (removed, busy []string) {
 }
 
 // holdsForeign reports whether a debris folder is a complete store that
-// holds entries its manifest does not list: the user's files, which a
-// crash stopped moving back into the folder they came from (ReplaceDir).
-// It is kept, and named, rather than removed.
-func holdsForeign(dir string) bool {
+// holds entries its manifest does not list and that final does not also
+// hold as the same files: the user's files, which a crash stopped moving
+// back into the folder they came from (ReplaceDir). It is kept, and named,
+// rather than removed. Entries that are hard links of final's (ReplaceDir
+// links the user's files before the swap) are copies, not the only ones.
+func holdsForeign(dir, final string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return false
@@ -65,5 +67,40 @@ func holdsForeign(dir string) bool {
 		_, listed := m.Files[name]
 		return listed || name == ManifestFile
 	})
-	return err == nil && len(foreign) > 0
+	if err != nil {
+		return false
+	}
+	for _, name := range foreign {
+		if !sameTree(filepath.Join(dir, name), filepath.Join(final, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameTree reports whether every file under a (a file, or a folder's
+// files at any depth) is the same file as its counterpart under b: removing
+// a then loses nothing. b may hold more.
+func sameTree(a, b string) bool {
+	fa, err := os.Lstat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Lstat(b)
+	if err != nil || fa.IsDir() != fb.IsDir() {
+		return false
+	}
+	if !fa.IsDir() {
+		return os.SameFile(fa, fb)
+	}
+	entries, err := os.ReadDir(a)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !sameTree(filepath.Join(a, e.Name()), filepath.Join(b, e.Name())) {
+			return false
+		}
+	}
+	return true
 }

@@ -69,3 +69,107 @@ func TestDebrisWithUserFilesKept(t *testing.T) {
 		t.Fatalf("without the user's file: removed %v, want the folder", removed)
 	}
 }
+
+// TestReplaceDirKeepsUserFilesAtEveryStep looks at what a kill -9 would
+// leave at each point ReplaceDir passes (after the user's entries are
+// linked into the new folder, after the swap): final holds the user's
+// files, and the next run's CleanDebris removes the hidden folder (its
+// entries are links of final's, not the only copies) without touching them.
+func TestReplaceDirKeepsUserFilesAtEveryStep(t *testing.T) {
+	parent := t.TempDir()
+	final := filepath.Join(parent, "ix")
+	writeOneFileStore(t, final, "old")
+	os.WriteFile(filepath.Join(final, "notes.txt"), []byte("mine"), 0o644)
+	os.MkdirAll(filepath.Join(final, "drafts", "deep"), 0o755)
+	os.WriteFile(filepath.Join(final, "drafts", "deep", "d.txt"), []byte("draft"), 0o644)
+	os.Symlink("notes.txt", filepath.Join(final, "link"))
+	var steps []string
+	replaceStep = func(step string) {
+		steps = append(steps, step)
+		assertUserFiles(t, final)
+		hidden := Debris(final)
+		if len(hidden) != 1 {
+			t.Fatalf("at %s: hidden folders %v, want the one being swapped", step, hidden)
+		}
+		// What the next run would do after a kill here, short of removing.
+		if holdsForeign(hidden[0], final) {
+			t.Errorf("at %s: the hidden folder would be kept as holding the only copy of the user's files", step)
+		}
+	}
+	defer func() { replaceStep = func(string) {} }()
+	for i, body := range []string{"new", "newer"} {
+		src := filepath.Join(parent, ".ix.staging-"+body)
+		writeOneFileStore(t, src, body)
+		if err := ReplaceDir(src, final, func(name string) bool { return name == "a.bin" || name == ManifestFile }); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(final, "a.bin")); string(got) != body {
+			t.Errorf("rewrite %d: final holds %q, want %q", i, got, body)
+		}
+	}
+	if !slices.Equal(steps, []string{"linked", "swapped", "linked", "swapped"}) {
+		t.Errorf("steps %v", steps)
+	}
+	assertUserFiles(t, final)
+	if d := Debris(final); len(d) != 0 {
+		t.Errorf("debris left: %v", d)
+	}
+}
+
+// A dead hidden folder holding links of final's user files is removed by
+// CleanDebris, and final's files stay.
+func TestDebrisOfLinkedUserFilesRemoved(t *testing.T) {
+	parent := t.TempDir()
+	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
+	writeOneFileStore(t, final, "old")
+	writeOneFileStore(t, src, "new")
+	os.WriteFile(filepath.Join(final, "notes.txt"), []byte("mine"), 0o644)
+	os.MkdirAll(filepath.Join(final, "drafts", "deep"), 0o755)
+	os.WriteFile(filepath.Join(final, "drafts", "deep", "d.txt"), []byte("draft"), 0o644)
+	os.Symlink("notes.txt", filepath.Join(final, "link"))
+	if !linkEntries(final, src, []string{"drafts", "link", "notes.txt"}) {
+		t.Skip("this file system has no hard links")
+	}
+	removed, busy := CleanDebris(final)
+	if len(removed) != 1 || len(busy) != 0 {
+		t.Fatalf("removed %v, kept %v: want the hidden folder removed", removed, busy)
+	}
+	assertUserFiles(t, final)
+}
+
+// A hidden folder whose user files are not all links of final's (one more
+// file in a linked folder) is kept.
+func TestDebrisWithOneUnlinkedFileKept(t *testing.T) {
+	parent := t.TempDir()
+	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
+	writeOneFileStore(t, final, "old")
+	writeOneFileStore(t, src, "new")
+	os.MkdirAll(filepath.Join(final, "drafts"), 0o755)
+	os.WriteFile(filepath.Join(final, "drafts", "d.txt"), []byte("draft"), 0o644)
+	if !linkEntries(final, src, []string{"drafts"}) {
+		t.Skip("this file system has no hard links")
+	}
+	os.WriteFile(filepath.Join(src, "drafts", "only-here.txt"), []byte("x"), 0o644)
+	if removed, busy := CleanDebris(final); len(removed) != 0 || len(busy) != 1 {
+		t.Fatalf("removed %v, kept %v: want the folder kept", removed, busy)
+	}
+}
+
+// writeOneFileStore makes dir a complete one-file store whose file holds body.
+func writeOneFileStore(t *testing.T, dir, body string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"format": "`+FormatName+`", "files": {"a.bin": {}}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.bin"), []byte(body), 0o644)
+}
+
+func assertUserFiles(t *testing.T, final string) {
+	t.Helper()
+	for name, want := range map[string]string{"notes.txt": "mine", "drafts/deep/d.txt": "draft", "link": "mine"} {
+		if got, err := os.ReadFile(filepath.Join(final, name)); err != nil || string(got) != want {
+			t.Errorf("%s at final: %q, %v; want %q", name, got, err, want)
+		}
+	}
+}

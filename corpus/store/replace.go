@@ -81,9 +81,11 @@ func Promote(src, final string) error {
 
 // ReplaceDir moves the complete folder src (beside final) into final's
 // place. The entries of an existing final that owned does not claim are the
-// user's: they are moved into the new folder (a name clash is an error
-// before anything moves), and a crash midway leaves them in a hidden
-// sibling, never deletes them.
+// user's: they are hard-linked into the new folder before the swap (a name
+// clash is an error before anything is linked), so a crash at any moment
+// leaves them at final. Where hard links are unsupported they are moved
+// after the swap, and a crash midway leaves them in a hidden sibling, never
+// deletes them.
 func ReplaceDir(src, final string, owned func(name string) bool) error {
 	// "a/../a" names final through itself: once final moves aside, that
 	// spelling no longer resolves, so work with the lexical path.
@@ -97,23 +99,75 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 			return fmt.Errorf("store: %s holds %s, which the new version also writes; move it away first", final, name)
 		}
 	}
+	linked := linkEntries(final, src, foreign)
 	if err := safefile.SyncDir(src); err != nil {
 		return err
 	}
+	replaceStep("linked")
 	old, err := swapIn(src, final)
 	if err != nil {
 		return err
 	}
-	if old != "" {
+	replaceStep("swapped")
+	if old != "" && !linked {
 		for _, name := range foreign {
 			if err := os.Rename(filepath.Join(old, name), filepath.Join(final, name)); err != nil {
 				return fmt.Errorf("store: keeping %s: %w (it is still in %s)", name, err, old)
 			}
 		}
+	}
+	if old != "" {
 		os.RemoveAll(old)
 	}
 	return safefile.SyncDir(filepath.Dir(final))
 }
+
+// linkEntries hard-links the named entries of from (folders as trees of
+// links) into to, so that the user's files are in both folders before the
+// swap and a crash at any moment leaves them at final. It reports whether
+// every entry was linked; where one cannot be (a file system without hard
+// links), it removes what it made and ReplaceDir moves the entries after
+// the swap instead, as it did before.
+func linkEntries(from, to string, names []string) bool {
+	for i, name := range names {
+		if err := linkTree(filepath.Join(from, name), filepath.Join(to, name)); err != nil {
+			for _, made := range names[:i+1] {
+				os.RemoveAll(filepath.Join(to, made))
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// linkTree makes to a hard link of from, or, when from is a folder, a new
+// folder of links to its entries (folders cannot be hard-linked).
+func linkTree(from, to string) error {
+	fi, err := os.Lstat(from)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return os.Link(from, to) // a symbolic link is linked itself, not followed
+	}
+	if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := linkTree(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaceStep is called as ReplaceDir passes the points where a kill
+// would stop it; tests stop there to see what a crash would leave.
+var replaceStep = func(step string) {}
 
 // errExchange: the system cannot swap two folders atomically.
 var errExchange = errors.New("store: atomic folder exchange unsupported")
