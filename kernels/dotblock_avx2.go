@@ -65,7 +65,6 @@ static void tile##R##x1(const float* x, int d, const float* q0, float* o0) { \
 		o0[r] = s0; \
 	} \
 }
-TILE1(8)
 TILE1(1)
 
 // prefetch_row asks for a gathered row's cache lines ROWS_AHEAD rows before
@@ -99,9 +98,7 @@ static void dot_block_avx2(const float* X, int rows, int d, const float* Q, int 
 	if (q < nq) {
 		const float *q0 = Q + (size_t)q * d;
 		float *o0 = out + (size_t)q * rows;
-		int r = 0;
-		for (; r + 8 <= rows; r += 8) tile8x1(X + (size_t)r * d, d, q0, o0 + r);
-		for (; r < rows; r++) tile1x1(X + (size_t)r * d, d, q0, o0 + r);
+		for (int r = 0; r < rows; r++) tile1x1(X + (size_t)r * d, d, q0, o0 + r);
 	}
 }
 */

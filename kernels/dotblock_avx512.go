@@ -37,7 +37,6 @@ TILE512(1, 4)
 // same scores bit for bit.
 #define F32_ONE(v) (v)
 TILE4x4_HSUM(t512_4x4, float, _mm512_loadu_ps, F32_ONE)
-TILE512(8, 1)
 TILE512(1, 1)
 
 // prefetch_row asks for a gathered row's cache lines ROWS_AHEAD rows before
@@ -72,9 +71,11 @@ static void dot_block_avx512(const float* X, int rows, int d, const float* Q, in
 	for (; q < nq; q++) {
 		const float* qb = Q + (size_t)q * d;
 		float* ob = out + (size_t)q * rows;
-		int r = 0;
-		for (; r + 8 <= rows; r += 8) t512_8x1(X + (size_t)r * d, d, qb, ob + r, rows);
-		for (; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows);
+		// One row at a time, not 8 × 1 tiles: a single query's scan is a
+		// read of the matrix, and one row after another is one stream the
+		// hardware prefetcher follows; eight rows side by side ran 1.1–1.9×
+		// slower at d 64 to 384 (RESULTS.md, "Batch 1 at the memory floor").
+		for (int r = 0; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows);
 	}
 }
 */

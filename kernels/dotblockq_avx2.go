@@ -56,7 +56,7 @@ static void NAME##_##R##x##Q(const T* x, int d, const float* q, float* out, int 
 }
 
 #define QBLOCK(NAME, T) \
-QTILE(NAME, T, 4, 2) QTILE(NAME, T, 1, 2) QTILE(NAME, T, 8, 1) QTILE(NAME, T, 1, 1) \
+QTILE(NAME, T, 4, 2) QTILE(NAME, T, 1, 2) QTILE(NAME, T, 1, 1) \
 static void dot_block_##NAME(const T* X, int rows, int d, const float* Q, int nq, float* out) { \
 	int q = 0; \
 	for (; q + 2 <= nq; q += 2) { \
@@ -69,9 +69,7 @@ static void dot_block_##NAME(const T* X, int rows, int d, const float* Q, int nq
 	if (q < nq) { \
 		const float* qq = Q + (size_t)q * d; \
 		float* o = out + (size_t)q * rows; \
-		int r = 0; \
-		for (; r + 8 <= rows; r += 8) NAME##_8x1(X + (size_t)r * d, d, qq, o + r, rows); \
-		for (; r < rows; r++) NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
+		for (int r = 0; r < rows; r++) NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
 	} \
 }
 QBLOCK(i8, int8_t)

@@ -46,7 +46,7 @@ static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* ou
 }
 
 #define QBLOCK512(NAME, T) \
-TILE4x4_HSUM(q512_##NAME##_4x4, T, ld16_##NAME, one512_##NAME) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 8, 1) QTILE512(NAME, T, 1, 1) \
+TILE4x4_HSUM(q512_##NAME##_4x4, T, ld16_##NAME, one512_##NAME) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 1, 1) \
 __attribute__((target("avx512f"))) \
 static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int nq, float* out) { \
 	int q = 0; \
@@ -60,9 +60,7 @@ static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int
 	for (; q < nq; q++) { \
 		const float* qq = Q + (size_t)q * d; \
 		float* o = out + (size_t)q * rows; \
-		int r = 0; \
-		for (; r + 8 <= rows; r += 8) q512_##NAME##_8x1(X + (size_t)r * d, d, qq, o + r, rows); \
-		for (; r < rows; r++) q512_##NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
+		for (int r = 0; r < rows; r++) q512_##NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
 	} \
 }
 QBLOCK512(i8, int8_t)
