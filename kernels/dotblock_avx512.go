@@ -37,6 +37,8 @@ TILE512(1, 4)
 // same scores bit for bit.
 #define F32_ONE(v) (v)
 TILE4x4_HSUM(t512_4x4, float, _mm512_loadu_ps, F32_ONE)
+TILE512(1, 3)
+TILE512(1, 2)
 TILE512(1, 1)
 
 // prefetch_row asks for a gathered row's cache lines ROWS_AHEAD rows before
@@ -77,14 +79,17 @@ static void dot_block_avx512(const float* X, int rows, int d, const float* Q, in
 	int q = 0;
 	int row_tiles = nq <= ROW_TILES_MAX_BATCH;
 	for (; q + 4 <= nq; q += 4) rows512_4q(X, rows, d, Q + (size_t)q * d, out + (size_t)q * rows, row_tiles);
-	for (; q < nq; q++) {
-		const float* qb = Q + (size_t)q * d;
-		float* ob = out + (size_t)q * rows;
-		// One row at a time, not 8 × 1 tiles: a single query's scan is a
-		// read of the matrix, and one row after another is one stream the
-		// hardware prefetcher follows; eight rows side by side ran 1.1–1.9×
-		// slower at d 64 to 384 (RESULTS.md, "Batch 1 at the memory floor").
-		for (int r = 0; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows);
+	// The last one to three queries in one pass, one row at a time, not 8 ×
+	// 1 tiles: a small batch's scan is a read of the matrix, and one row
+	// after another is one stream the hardware prefetcher follows; eight
+	// rows side by side ran 1.1–1.9× slower at d 64 to 384 (RESULTS.md,
+	// "Small batches at the memory floor").
+	const float* qb = Q + (size_t)q * d;
+	float* ob = out + (size_t)q * rows;
+	switch (nq - q) {
+	case 3: for (int r = 0; r < rows; r++) t512_1x3(X + (size_t)r * d, d, qb, ob + r, rows); break;
+	case 2: for (int r = 0; r < rows; r++) t512_1x2(X + (size_t)r * d, d, qb, ob + r, rows); break;
+	case 1: for (int r = 0; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows); break;
 	}
 }
 */

@@ -45,6 +45,9 @@ static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* ou
 	} \
 }
 
+// The last one to three queries of a batch are scored in one pass, a row
+// at a time, as in dot_block_avx512.
+//
 // QROW_TILES_MAX_BATCH is the largest batch scored a row at a time (1 × 4
 // tiles), as ROW_TILES_MAX_BATCH for float32 (dotblock_avx512.go): at batch
 // 4 they took 0.65× (bf16) and 0.9× (int8) the 4 × 4 tiles' time, at 8
@@ -52,7 +55,7 @@ static void q512_##NAME##_##R##x##Q(const T* x, int d, const float* q, float* ou
 #define QROW_TILES_MAX_BATCH 4
 
 #define QBLOCK512(NAME, T) \
-TILE4x4_HSUM(q512_##NAME##_4x4, T, ld16_##NAME, one512_##NAME) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 1, 1) \
+TILE4x4_HSUM(q512_##NAME##_4x4, T, ld16_##NAME, one512_##NAME) QTILE512(NAME, T, 1, 4) QTILE512(NAME, T, 1, 3) QTILE512(NAME, T, 1, 2) QTILE512(NAME, T, 1, 1) \
 __attribute__((target("avx512f"))) \
 static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int nq, float* out) { \
 	int q = 0; \
@@ -63,10 +66,12 @@ static void dot_block512_##NAME(const T* X, int rows, int d, const float* Q, int
 		if (nq > QROW_TILES_MAX_BATCH) for (; r + 4 <= rows; r += 4) q512_##NAME##_4x4(X + (size_t)r * d, d, qq, o + r, rows); \
 		for (; r < rows; r++) q512_##NAME##_1x4(X + (size_t)r * d, d, qq, o + r, rows); \
 	} \
-	for (; q < nq; q++) { \
-		const float* qq = Q + (size_t)q * d; \
-		float* o = out + (size_t)q * rows; \
-		for (int r = 0; r < rows; r++) q512_##NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); \
+	const float* qq = Q + (size_t)q * d; \
+	float* o = out + (size_t)q * rows; \
+	switch (nq - q) { \
+	case 3: for (int r = 0; r < rows; r++) q512_##NAME##_1x3(X + (size_t)r * d, d, qq, o + r, rows); break; \
+	case 2: for (int r = 0; r < rows; r++) q512_##NAME##_1x2(X + (size_t)r * d, d, qq, o + r, rows); break; \
+	case 1: for (int r = 0; r < rows; r++) q512_##NAME##_1x1(X + (size_t)r * d, d, qq, o + r, rows); break; \
 	} \
 }
 QBLOCK512(i8, int8_t)

@@ -15,7 +15,7 @@ func BenchmarkFlatIP(b *testing.B) {
 	const n, d = 200_000, 384
 	rng := rand.New(rand.NewPCG(1, 2))
 	X, Q := randMat(rng, n*d), randMat(rng, 256*d)
-	for _, nq := range []int{1, 4, 8, 16, 32, 256} {
+	for _, nq := range []int{1, 2, 4, 8, 16, 32, 256} {
 		b.Run(fmt.Sprintf("b%d", nq), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := FlatIP(context.Background(), X, n, d, Q, nq, 10, 0); err != nil {
@@ -39,7 +39,7 @@ func BenchmarkFlatIPQuantized(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, nq := range []int{1, 4, 8, 16} {
+		for _, nq := range []int{1, 2, 4, 8, 16} {
 			b.Run(fmt.Sprintf("%s/b%d", kind, nq), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					if _, err := FlatIPQuantized(context.Background(), m, Q, nq, 10, 0); err != nil {

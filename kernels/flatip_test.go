@@ -56,10 +56,11 @@ func TestBatchIndependent(t *testing.T) {
 	eachDotImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		// 45 has a tail past the last 16 lanes; 384 is the common width,
-		// with only whole lanes. 5 queries are a 4-query tile scored a row
-		// at a time and one alone; 9 and 17 are 4 × 4 tiles and one alone;
-		// 37 rows leave a remainder in every tile shape.
-		for _, c := range [][2]int{{45, 5}, {45, 9}, {384, 5}, {384, 17}} {
+		// with only whole lanes. Up to 8 queries are scored a row at a
+		// time (4, then the last 1 to 3 in one pass), more by 4 × 4 tiles
+		// and the last 1 to 3 a row at a time; 37 rows leave a remainder
+		// in every tile shape.
+		for _, c := range [][2]int{{45, 5}, {45, 7}, {45, 9}, {45, 10}, {384, 6}, {384, 11}, {384, 17}} {
 			d, n, nq := c[0], 37, c[1]
 			X, Q := randMat(rng, n*d), randMat(rng, nq*d)
 			all := make([]float32, nq*n)

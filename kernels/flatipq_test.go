@@ -100,7 +100,7 @@ func TestDotBlockQuantizedMatchesReference(t *testing.T) {
 	for name, impl := range dotQImpls {
 		for _, d := range []int{1, 7, 8, 9, 33, 384} {
 			for _, rows := range []int{1, 3, 8, 13} {
-				for _, nq := range []int{1, 2, 3, 4, 5} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 6, 7} {
 					X, Q := randMat(rng, rows*d), randMat(rng, nq*d)
 					for _, kind := range engine.QuantKinds() {
 						m, err := Quantize(X, rows, d, kind)
