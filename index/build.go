@@ -450,11 +450,14 @@ func (t relationTable) kindList() []string {
 // -9 cannot clean up after itself) and says so; folders another process
 // is still writing are named and kept.
 func CleanDebris(log *slog.Logger, dir string) {
-	removed, busy := store.CleanDebris(dir)
+	removed, restored, busy := store.CleanDebris(dir)
+	if len(restored) > 0 {
+		log.Warn("moved your files back into the index folder from where an interrupted write left them", "files", restored)
+	}
 	if len(removed) > 0 {
 		log.Warn("removed hidden folders left by interrupted writes", "folders", removed)
 	}
 	if len(busy) > 0 {
-		log.Warn("hidden folders left alone: writes still running in another process, or folders holding your files (not the index's) that an interrupted write did not move back; move those back by hand", "folders", busy)
+		log.Warn("hidden folders left alone: writes still running in another process, or folders holding versions of your files (not the index's) that differ from those in the index folder; compare them and remove the folder by hand", "folders", busy)
 	}
 }

@@ -2,8 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // A write in progress holds an exclusive lock on its hidden folder (flock,
@@ -27,9 +29,12 @@ func Hold(dir string) (release func()) {
 }
 
 // CleanDebris removes the hidden siblings of final (Debris) that
-// interrupted writes left behind, and returns them; folders another
-// process is still writing (locked) are kept and returned as busy.
-func CleanDebris(final string) (removed, busy []string) {
+// interrupted writes left behind, and returns them. First it moves back
+// into final the user's entries that a crash stranded in one and that
+// final lacks (restored: their paths in final). Folders another process
+// is still writing (locked), and folders still holding user entries that
+// final holds differently, are kept and returned as busy.
+func CleanDebris(final string) (removed, restored, busy []string) {
 	for _, d := range Debris(final) {
 		f, err := os.Open(d)
 		if err != nil {
@@ -37,7 +42,13 @@ func CleanDebris(final string) (removed, busy []string) {
 		}
 		dead := tryLock(f) // no live writer holds it
 		f.Close()
-		if !dead || holdsForeign(d, Target(final)) {
+		if !dead {
+			busy = append(busy, d)
+			continue
+		}
+		back, clear := restoreForeign(d, Target(final))
+		restored = append(restored, back...)
+		if !clear {
 			busy = append(busy, d)
 			continue
 		}
@@ -45,37 +56,49 @@ func CleanDebris(final string) (removed, busy []string) {
 			removed = append(removed, d)
 		}
 	}
-	return removed, busy
+	return removed, restored, busy
 }
 
-// holdsForeign reports whether a debris folder is a complete store that
-// holds entries its manifest does not list and that final does not also
-// hold as the same files: the user's files, which a crash stopped moving
-// back into the folder they came from (ReplaceDir). It is kept, and named,
-// rather than removed. Entries that are hard links of final's (ReplaceDir
-// links the user's files before the swap) are copies, not the only ones.
-func holdsForeign(dir, final string) bool {
+// restoreForeign moves the entries of the dead folder dir that its
+// manifest does not list (the user's) and that final lacks into final, and
+// reports whether dir then holds nothing of the user's that final does not
+// hold as the same files (clear: it may be removed). A folder without a
+// manifest is an unfinished write's, whose entries are all the store's;
+// a ".kept-" one is kept (ReplaceDir's keep names only indexes', which
+// have manifests, but a corpus folder has none).
+func restoreForeign(dir, final string) (restored []string, clear bool) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
-		return false
+		return nil, !strings.Contains(filepath.Base(dir), ".kept-")
 	}
 	var m Manifest
 	if json.Unmarshal(b, &m) != nil {
-		return false
+		return nil, false
 	}
 	foreign, err := foreignEntries(dir, func(name string) bool {
 		_, listed := m.Files[name]
 		return listed || name == ManifestFile
 	})
 	if err != nil {
-		return false
+		return nil, false
 	}
+	if fi, err := os.Stat(final); err != nil || !fi.IsDir() {
+		return nil, len(foreign) == 0 // no folder to move them into
+	}
+	clear = true
 	for _, name := range foreign {
-		if !sameTree(filepath.Join(dir, name), filepath.Join(final, name)) {
-			return true
+		from, to := filepath.Join(dir, name), filepath.Join(final, name)
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			if os.Rename(from, to) == nil {
+				restored = append(restored, to)
+				continue
+			}
+		}
+		if !sameTree(from, to) {
+			clear = false
 		}
 	}
-	return false
+	return restored, clear
 }
 
 // sameTree reports whether every file under a (a file, or a folder's

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/gleaner-rag/gleaner/internal/safefile"
 )
@@ -81,11 +83,20 @@ func Promote(src, final string) error {
 
 // ReplaceDir moves the complete folder src (beside final) into final's
 // place. The entries of an existing final that owned does not claim are the
-// user's: they are hard-linked into the new folder before the swap (a name
-// clash is an error before anything is linked), so a crash at any moment
-// leaves them at final. Where hard links are unsupported they are moved
-// after the swap, and a crash midway leaves them in a hidden sibling, never
-// deletes them.
+// user's, and they stay at final:
+//   - files (anything but a folder) are hard-linked into src before the
+//     swap, so a crash at any moment leaves them at final;
+//   - folders, and files that cannot be linked, are moved in after the
+//     swap, keeping what they are (owner, mode, open handles). A crash in
+//     between leaves them in the hidden folder, and the next write's
+//     CleanDebris moves them back.
+//
+// After the swap the old folder is listed again, so a file saved, added or
+// deleted there while the new version was being swapped in is carried
+// over. A name clash with a new file is an error before anything moves.
+// When an entry cannot be carried over, the old folder is kept whole under
+// a hidden ".kept-" name (never at src, which callers remove) and the error
+// says where.
 func ReplaceDir(src, final string, owned func(name string) bool) error {
 	// "a/../a" names final through itself: once final moves aside, that
 	// spelling no longer resolves, so work with the lexical path.
@@ -99,7 +110,7 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 			return fmt.Errorf("store: %s holds %s, which the new version also writes; move it away first", final, name)
 		}
 	}
-	linked := linkEntries(final, src, foreign)
+	linked := linkFiles(final, src, foreign)
 	if err := safefile.SyncDir(src); err != nil {
 		return err
 	}
@@ -109,61 +120,109 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 		return err
 	}
 	replaceStep("swapped")
-	if old != "" && !linked {
-		for _, name := range foreign {
-			if err := os.Rename(filepath.Join(old, name), filepath.Join(final, name)); err != nil {
-				return fmt.Errorf("store: keeping %s: %w (it is still in %s)", name, err, old)
-			}
+	if old != "" {
+		if err := settle(old, final, owned, linked); err != nil {
+			return err
 		}
 	}
-	if old != "" {
-		os.RemoveAll(old)
+	if err := safefile.SyncDir(final); err != nil {
+		return err
 	}
 	return safefile.SyncDir(filepath.Dir(final))
 }
 
-// linkEntries hard-links the named entries of from (folders as trees of
-// links) into to, so that the user's files are in both folders before the
-// swap and a crash at any moment leaves them at final. It reports whether
-// every entry was linked; where one cannot be (a file system without hard
-// links), it removes what it made and ReplaceDir moves the entries after
-// the swap instead, as it did before.
-func linkEntries(from, to string, names []string) bool {
-	for i, name := range names {
-		if err := linkTree(filepath.Join(from, name), filepath.Join(to, name)); err != nil {
-			for _, made := range names[:i+1] {
-				os.RemoveAll(filepath.Join(to, made))
-			}
-			return false
+// linkFiles hard-links the named entries of from that are not folders into
+// to and returns what each linked name was. An entry that cannot be linked
+// (a file system without hard links, another user's file) is left for
+// settle to move.
+func linkFiles(from, to string, names []string) map[string]os.FileInfo {
+	linked := map[string]os.FileInfo{}
+	for _, name := range names {
+		fi, err := os.Lstat(filepath.Join(from, name))
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		if linkFile(filepath.Join(from, name), filepath.Join(to, name)) == nil {
+			linked[name] = fi
 		}
 	}
-	return true
+	return linked
 }
 
-// linkTree makes to a hard link of from, or, when from is a folder, a new
-// folder of links to its entries (folders cannot be hard-linked).
-func linkTree(from, to string) error {
-	fi, err := os.Lstat(from)
+// settle carries the user's entries of old (the folder final held) into
+// final after the swap, then removes old. It lists old again: an entry
+// final lacks is moved in (folders, files not linked, files added during
+// the swap); a linked file the user replaced in old replaces its link; a
+// linked file the user deleted from old is removed from final. Anything
+// else that differs is a conflict: old is kept (keep) and the error names
+// it.
+func settle(old, final string, owned func(string) bool, linked map[string]os.FileInfo) error {
+	foreign, err := foreignEntries(old, owned)
 	if err != nil {
-		return err
+		return keep(old, final, err)
 	}
-	if !fi.IsDir() {
-		return os.Link(from, to) // a symbolic link is linked itself, not followed
-	}
-	if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := linkTree(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
-			return err
+	var failed []string
+	for _, name := range foreign {
+		if err := carry(old, final, name, linked[name]); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", name, err))
 		}
 	}
-	return nil
+	for name, was := range linked {
+		if _, err := os.Lstat(filepath.Join(old, name)); errors.Is(err, os.ErrNotExist) && isFile(filepath.Join(final, name), was) {
+			os.Remove(filepath.Join(final, name)) // deleted by the user during the swap
+		}
+	}
+	if len(failed) > 0 {
+		return keep(old, final, fmt.Errorf("could not carry over %s", strings.Join(failed, ", ")))
+	}
+	return os.RemoveAll(old)
 }
+
+// carry moves old's entry name into final unless final already holds it:
+// the same file (a link), or a link of the file it was (was) that the user
+// has since replaced in old, which the newer one then replaces.
+func carry(old, final, name string, was os.FileInfo) error {
+	from, to := filepath.Join(old, name), filepath.Join(final, name)
+	fo, err := os.Lstat(from)
+	if err != nil {
+		return err
+	}
+	ft, err := os.Lstat(to)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return moveEntry(from, to)
+	case err != nil:
+		return err
+	case os.SameFile(fo, ft):
+		return nil
+	case was != nil && os.SameFile(ft, was) && !fo.IsDir():
+		return moveEntry(from, to) // replaces the stale link in one step
+	}
+	return fmt.Errorf("%s already holds a different %s", final, name)
+}
+
+// isFile reports whether path is the file was.
+func isFile(path string, was os.FileInfo) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && os.SameFile(fi, was)
+}
+
+// keep renames old, which holds user entries that could not be carried
+// into final, to a hidden ".kept-" sibling that callers do not remove and
+// that the next CleanDebris tries again, and returns an error naming it.
+func keep(old, final string, cause error) error {
+	kept := filepath.Join(filepath.Dir(final), fmt.Sprintf(".%s.kept-%d", filepath.Base(final), time.Now().UnixNano()))
+	if err := os.Rename(old, kept); err != nil {
+		return fmt.Errorf("store: the new version of %s is in place, but %v; the old folder %s holds them and could not be renamed (%v): move them out before removing it", final, cause, old, err)
+	}
+	return fmt.Errorf("store: the new version of %s is in place, but %v; they are in %s", final, cause, kept)
+}
+
+// linkFile and moveEntry are os.Link and os.Rename; tests make them fail.
+var (
+	linkFile  = os.Link
+	moveEntry = os.Rename
+)
 
 // replaceStep is called as ReplaceDir passes the points where a kill
 // would stop it; tests stop there to see what a crash would leave.
@@ -248,12 +307,13 @@ func StageDir(final string) (string, error) {
 
 // Debris lists the hidden siblings that interrupted writes of final left
 // behind (a kill -9 cannot clean up). They never hold the only copy of an
-// index; a ".old" one may hold user files that a crash stopped moving.
+// index; one may hold user entries that a crash stopped moving, and a
+// ".kept-" one user entries that a write could not carry over.
 func Debris(final string) []string {
 	final = filepath.Clean(final)
 	var out []string
 	base := filepath.Base(final)
-	for _, pat := range []string{"." + base + ".tmp-*", "." + base + ".staging-*", ".." + base + ".staging-*.tmp-*"} {
+	for _, pat := range []string{"." + base + ".tmp-*", "." + base + ".staging-*", ".." + base + ".staging-*.tmp-*", "." + base + ".kept-*"} {
 		m, _ := filepath.Glob(filepath.Join(filepath.Dir(final), pat))
 		out = append(out, m...)
 	}
