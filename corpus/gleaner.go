@@ -242,8 +242,8 @@ func Write(dir string, c *Corpus) error {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return err
 	}
-	dir = store.Target(dir) // a symbolic link to a corpus folder keeps pointing at it
-	store.CleanDebris(dir)  // what a killed write of this folder left
+	dir = store.Target(dir)                  // a symbolic link to a corpus folder keeps pointing at it
+	store.CleanDebrisOf(dir, ownsCorpusFile) // what a killed write of this folder left
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return err
@@ -278,9 +278,13 @@ func Write(dir string, c *Corpus) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	return store.ReplaceDir(tmp, dir, func(name string) bool {
-		return name == NodesFile || name == EdgesFile || name == QueriesFile || name == ChunksFile || name == TrainQueriesFile || name == DevQueriesFile
-	})
+	return store.ReplaceDir(tmp, dir, ownsCorpusFile)
+}
+
+// ownsCorpusFile reports whether name is one of the files a corpus write
+// makes; every other entry of a corpus folder is the user's.
+func ownsCorpusFile(name string) bool {
+	return name == NodesFile || name == EdgesFile || name == QueriesFile || name == ChunksFile || name == TrainQueriesFile || name == DevQueriesFile
 }
 
 // CheckTarget reports whether a corpus may be written at dir: absent, an

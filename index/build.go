@@ -91,11 +91,18 @@ func Build(ctx context.Context, c *corpus.Corpus, dir string, opts ...Option) er
 		return err
 	}
 	releaseBuilt(b)
-	defer store.Hold(staged)() // a concurrent build must not take it for debris
+	// A concurrent build must not take the staged folder for debris. Each
+	// finish step swaps a new folder in at that path and the lock stays
+	// with the old one, so it is taken again after each.
+	release := store.Hold(staged)
+	defer func() { release() }()
 	for _, f := range finish {
 		if err := f(ctx, staged); err != nil {
 			return err
 		}
+		next := store.Hold(staged)
+		release()
+		release = next
 	}
 	return store.Promote(staged, dir)
 }

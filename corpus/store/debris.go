@@ -31,10 +31,23 @@ func Hold(dir string) (release func()) {
 // CleanDebris removes the hidden siblings of final (Debris) that
 // interrupted writes left behind, and returns them. First it moves back
 // into final the user's entries that a crash stranded in one and that
-// final lacks (restored: their paths in final). Folders another process
-// is still writing (locked), and folders still holding user entries that
-// final holds differently, are kept and returned as busy.
+// final lacks (restored: their paths in final), and, when a crash between
+// a two-rename swap's renames left no final, renames the old folder back.
+// Folders another process is still writing (locked), and folders still
+// holding user entries that final holds differently, are kept and
+// returned as busy. The user's entries are those a store's manifest does
+// not list; CleanDebrisOf names them for folders without a manifest.
 func CleanDebris(final string) (removed, restored, busy []string) {
+	return CleanDebrisOf(final, nil)
+}
+
+// CleanDebrisOf is CleanDebris for folders whose own entries owned names
+// (a corpus folder has no manifest); nil means a store's manifest.
+func CleanDebrisOf(final string, owned func(name string) bool) (removed, restored, busy []string) {
+	final = Target(final) // writes stage beside a symbolic link's folder
+	if reinstateOld(final) != "" {
+		restored = append(restored, final)
+	}
 	for _, d := range Debris(final) {
 		f, err := os.Open(d)
 		if err != nil {
@@ -46,7 +59,7 @@ func CleanDebris(final string) (removed, restored, busy []string) {
 			busy = append(busy, d)
 			continue
 		}
-		back, clear := restoreForeign(d, Target(final))
+		back, clear := restoreForeign(d, final, owned)
 		restored = append(restored, back...)
 		if !clear {
 			busy = append(busy, d)
@@ -59,26 +72,50 @@ func CleanDebris(final string) (removed, restored, busy []string) {
 	return removed, restored, busy
 }
 
-// restoreForeign moves the entries of the dead folder dir that its
-// manifest does not list (the user's) and that final lacks into final, and
-// reports whether dir then holds nothing of the user's that final does not
-// hold as the same files (clear: it may be removed). A folder without a
-// manifest is an unfinished write's, whose entries are all the store's;
-// a ".kept-" one is kept (ReplaceDir's keep names only indexes', which
-// have manifests, but a corpus folder has none).
-func restoreForeign(dir, final string) (restored []string, clear bool) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
-	if err != nil {
-		return nil, !strings.Contains(filepath.Base(dir), ".kept-")
+// reinstateOld renames the old folder of a two-rename swap (swapIn's
+// ".old") back to final when a crash between the renames left final
+// missing, and returns it ("" when there was nothing to do).
+func reinstateOld(final string) string {
+	if _, err := os.Lstat(final); !errors.Is(err, os.ErrNotExist) {
+		return ""
 	}
-	var m Manifest
-	if json.Unmarshal(b, &m) != nil {
-		return nil, false
+	for _, d := range Debris(final) {
+		if !strings.HasSuffix(d, ".old") {
+			continue
+		}
+		if f, err := os.Open(d); err == nil {
+			dead := tryLock(f)
+			f.Close()
+			if dead && os.Rename(d, final) == nil {
+				return d
+			}
+		}
 	}
-	foreign, err := foreignEntries(dir, func(name string) bool {
-		_, listed := m.Files[name]
-		return listed || name == ManifestFile
-	})
+	return ""
+}
+
+// restoreForeign moves the user's entries of the dead folder dir that
+// final lacks into final, and reports whether dir then holds nothing of
+// the user's that final does not hold as the same files (clear: it may be
+// removed). owned names the folder's own entries; nil reads them from its
+// manifest, and then a folder without one is an unfinished write's, whose
+// entries are all the store's, unless it is a ".kept-" one, which is kept.
+func restoreForeign(dir, final string, owned func(string) bool) (restored []string, clear bool) {
+	if owned == nil {
+		b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+		if err != nil {
+			return nil, !strings.Contains(filepath.Base(dir), ".kept-")
+		}
+		var m Manifest
+		if json.Unmarshal(b, &m) != nil {
+			return nil, false
+		}
+		owned = func(name string) bool {
+			_, listed := m.Files[name]
+			return listed || name == ManifestFile
+		}
+	}
+	foreign, err := foreignEntries(dir, owned)
 	if err != nil {
 		return nil, false
 	}

@@ -288,3 +288,107 @@ func writeOneFileStore(t *testing.T, dir, body string) {
 	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"format": "`+FormatName+`", "files": {"a.bin": {}}}`), 0o644)
 	os.WriteFile(filepath.Join(dir, "a.bin"), []byte(body), 0o644)
 }
+
+// TestCleanDebrisOfCorpusRestoresFolders: a folder without a manifest (a
+// corpus's) killed after the swap holds the user's sub-folder; CleanDebrisOf
+// with the corpus's own names moves it back instead of removing it.
+func TestCleanDebrisOfCorpusRestoresFolders(t *testing.T) {
+	parent := t.TempDir()
+	final, old := filepath.Join(parent, "corp"), filepath.Join(parent, ".corp.tmp-1")
+	for dir, body := range map[string]string{final: "new", old: "old"} {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "nodes.jsonl"), []byte(body), 0o644)
+	}
+	os.MkdirAll(filepath.Join(old, "drafts"), 0o755)
+	os.WriteFile(filepath.Join(old, "drafts", "d.txt"), []byte("only copy"), 0o644)
+	removed, restored, busy := CleanDebrisOf(final, func(n string) bool { return n == "nodes.jsonl" })
+	if len(removed) != 1 || len(restored) != 1 || len(busy) != 0 {
+		t.Fatalf("removed %v, restored %v, kept %v", removed, restored, busy)
+	}
+	if got, _ := os.ReadFile(filepath.Join(final, "drafts", "d.txt")); string(got) != "only copy" {
+		t.Errorf("drafts/d.txt at final: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(final, "nodes.jsonl")); string(got) != "new" {
+		t.Errorf("the old folder's own file was moved in: nodes.jsonl holds %q", got)
+	}
+}
+
+// TestCleanDebrisReinstatesOld: a kill between a two-rename swap's
+// renames leaves no final and the old folder at "<staging>.old"; the next
+// CleanDebris renames it back rather than removing the only copy.
+func TestCleanDebrisReinstatesOld(t *testing.T) {
+	parent := t.TempDir()
+	final, old := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1.old")
+	writeOneFileStore(t, old, "the only copy")
+	removed, _, _ := CleanDebris(final)
+	if got, _ := os.ReadFile(filepath.Join(final, "a.bin")); string(got) != "the only copy" || len(removed) != 0 {
+		t.Fatalf("final holds %q, removed %v", got, removed)
+	}
+}
+
+// Debris names a folder's own hidden siblings only: "a[b]" is not a
+// pattern that takes "ab"'s, and "ix" does not take "ix2"'s.
+func TestDebrisMatchesNamesAsText(t *testing.T) {
+	parent := t.TempDir()
+	for _, d := range []string{".ab.staging-1", ".a[b].tmp-2", ".ix2.tmp-3", "..a[b].staging-4.tmp-5", ".a[b].kept-6"} {
+		os.MkdirAll(filepath.Join(parent, d), 0o755)
+	}
+	got := Debris(filepath.Join(parent, "a[b]"))
+	want := []string{filepath.Join(parent, "..a[b].staging-4.tmp-5"), filepath.Join(parent, ".a[b].kept-6"), filepath.Join(parent, ".a[b].tmp-2")}
+	if !slices.Equal(got, want) {
+		t.Errorf("Debris(a[b]) = %v, want %v", got, want)
+	}
+	if got := Debris(filepath.Join(parent, "ix")); len(got) != 0 {
+		t.Errorf("Debris(ix) = %v", got)
+	}
+}
+
+// CleanDebris through a symbolic link looks beside the folder it names,
+// where writes stage.
+func TestCleanDebrisThroughALink(t *testing.T) {
+	parent := t.TempDir()
+	real := filepath.Join(parent, "real")
+	writeOneFileStore(t, real, "new")
+	os.Symlink(real, filepath.Join(parent, "ix"))
+	stranded := filepath.Join(parent, ".real.staging-1")
+	writeOneFileStore(t, stranded, "old")
+	os.WriteFile(filepath.Join(stranded, "notes.txt"), []byte("mine"), 0o644)
+	_, restored, _ := CleanDebris(filepath.Join(parent, "ix"))
+	if len(restored) != 1 {
+		t.Fatalf("restored %v, want notes.txt", restored)
+	}
+}
+
+// TestReplaceDirHoldsTheOldFolder: until ReplaceDir has carried the user's
+// entries over, another run's CleanDebris sees the old folder as a write
+// in progress and leaves it; a file saved in final right after the swap is
+// kept as the newer version, without a conflict.
+func TestReplaceDirHoldsTheOldFolder(t *testing.T) {
+	parent := t.TempDir()
+	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
+	writeOneFileStore(t, final, "old")
+	writeOneFileStore(t, src, "new")
+	userFiles(t, final)
+	replaceStep = func(step string) {
+		if step != "swapped" {
+			return
+		}
+		if removed, _, busy := CleanDebris(final); len(removed) != 0 || len(busy) != 1 {
+			t.Errorf("another run's CleanDebris during the swap: removed %v, busy %v", removed, busy)
+		}
+		tmp := filepath.Join(final, ".swp")
+		os.WriteFile(tmp, []byte("saved after"), 0o644)
+		os.Rename(tmp, filepath.Join(final, "notes.txt"))
+	}
+	defer func() { replaceStep = func(string) {} }()
+	if err := ReplaceDir(src, final, ownsA); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(final, "notes.txt")); string(got) != "saved after" {
+		t.Errorf("notes.txt: %q", got)
+	}
+	assertUserFiles(t, final, "drafts/deep/d.txt")
+	if d := Debris(final); len(d) != 0 {
+		t.Errorf("debris left: %v", d)
+	}
+}

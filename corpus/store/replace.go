@@ -114,6 +114,10 @@ func ReplaceDir(src, final string, owned func(name string) bool) error {
 	if err := safefile.SyncDir(src); err != nil {
 		return err
 	}
+	// The lock follows the folder, so the old one stays locked at the
+	// staging path until settle is done: a concurrent CleanDebris must not
+	// take it for debris meanwhile.
+	defer Hold(final)()
 	replaceStep("linked")
 	old, err := swapIn(src, final)
 	if err != nil {
@@ -157,6 +161,10 @@ func linkFiles(from, to string, names []string) map[string]os.FileInfo {
 // else that differs is a conflict: old is kept (keep) and the error names
 // it.
 func settle(old, final string, owned func(string) bool, linked map[string]os.FileInfo) error {
+	if _, err := os.Lstat(old); err != nil {
+		// Something removed it: nothing tells a deleted file from a lost one.
+		return fmt.Errorf("store: the new version of %s is in place, but the old folder %s is gone (%v): check your own files there", final, old, err)
+	}
 	foreign, err := foreignEntries(old, owned)
 	if err != nil {
 		return keep(old, final, err)
@@ -179,8 +187,10 @@ func settle(old, final string, owned func(string) bool, linked map[string]os.Fil
 }
 
 // carry moves old's entry name into final unless final already holds it:
-// the same file (a link), or a link of the file it was (was) that the user
-// has since replaced in old, which the newer one then replaces.
+// the same file (a link), or a newer one the user saved in final since
+// the swap while old still holds the file that was linked. A link of the
+// file it was (was) that the user has since replaced in old is replaced by
+// the newer one.
 func carry(old, final, name string, was os.FileInfo) error {
 	from, to := filepath.Join(old, name), filepath.Join(final, name)
 	fo, err := os.Lstat(from)
@@ -193,7 +203,7 @@ func carry(old, final, name string, was os.FileInfo) error {
 		return moveEntry(from, to)
 	case err != nil:
 		return err
-	case os.SameFile(fo, ft):
+	case os.SameFile(fo, ft), was != nil && os.SameFile(fo, was):
 		return nil
 	case was != nil && os.SameFile(ft, was) && !fo.IsDir():
 		return moveEntry(from, to) // replaces the stale link in one step
@@ -306,17 +316,39 @@ func StageDir(final string) (string, error) {
 }
 
 // Debris lists the hidden siblings that interrupted writes of final left
-// behind (a kill -9 cannot clean up). They never hold the only copy of an
-// index; one may hold user entries that a crash stopped moving, and a
-// ".kept-" one user entries that a write could not carry over.
+// behind (a kill -9 cannot clean up). They hold the only copy of an index
+// only when a crash between a two-rename swap's renames left final
+// missing (a ".old" one, which CleanDebris renames back); one may hold
+// user entries that a crash stopped moving, and a ".kept-" one user
+// entries that a write could not carry over.
 func Debris(final string) []string {
 	final = filepath.Clean(final)
-	var out []string
 	base := filepath.Base(final)
-	for _, pat := range []string{"." + base + ".tmp-*", "." + base + ".staging-*", ".." + base + ".staging-*.tmp-*", "." + base + ".kept-*"} {
-		m, _ := filepath.Glob(filepath.Join(filepath.Dir(final), pat))
-		out = append(out, m...)
+	entries, err := os.ReadDir(filepath.Dir(final))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if isDebrisOf(e.Name(), base) {
+			out = append(out, filepath.Join(filepath.Dir(final), e.Name()))
+		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isDebrisOf reports whether name is a hidden sibling that a write of the
+// folder base makes: ".base.tmp-*", ".base.staging-*" (".old" after a
+// two-rename swap), "..base.staging-*.tmp-*" (a Writer's over a staging
+// folder) or ".base.kept-*". Names are compared as text, never as glob
+// patterns, so a folder named "a[b]" does not take "ab"'s.
+func isDebrisOf(name, base string) bool {
+	for _, kind := range []string{".tmp-", ".staging-", ".kept-"} {
+		if strings.HasPrefix(name, "."+base+kind) {
+			return true
+		}
+	}
+	rest, ok := strings.CutPrefix(name, ".."+base+".staging-")
+	return ok && strings.Contains(rest, ".tmp-")
 }
