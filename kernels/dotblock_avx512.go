@@ -82,7 +82,7 @@ static void dot_block_avx512(const float* X, int rows, int d, const float* Q, in
 	// The last one to three queries in one pass, one row at a time, not 8 ×
 	// 1 tiles: a small batch's scan is a read of the matrix, and one row
 	// after another is one stream the hardware prefetcher follows; eight
-	// rows side by side ran 1.1–1.9× slower at d 64 to 384 (RESULTS.md,
+	// rows side by side ran 1.1–1.8× slower at d 64 to 384 (RESULTS.md,
 	// "Small batches at the memory floor").
 	const float* qb = Q + (size_t)q * d;
 	float* ob = out + (size_t)q * rows;

@@ -10,7 +10,7 @@
 // NaN's payload may differ: x86 keeps the first operand's; no caller ranks
 // a NaN). It adds in reduce_add's tree (lane i with i+8, then i+4, i+2,
 // i+1; float addition of non-NaN values commutes exactly),
-// so a 4×4 tile's scores equal the 1×1 and 8×1 tiles' and a query's scores
+// so a 4×4 tile's scores equal the 1×n tiles' and a query's scores
 // stay independent of its batch. 15 adds and 30 shuffles replace the 16
 // separate reductions (about 110 instructions, and the spills they forced).
 __attribute__((target("avx512f")))
