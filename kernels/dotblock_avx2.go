@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "scantop.h"
 
 __attribute__((target("avx2,fma")))
 static inline float hsum256(__m256 v) {
@@ -109,6 +110,10 @@ static void dot_block_avx2(const float* X, int rows, int d, const float* Q, int 
 		for (int r = 0; r < rows; r++) tile1x1(X + (size_t)r * d, d, q0, o0 + r);
 	}
 }
+static int scan_top_avx2(const float* X, int rows, int d, const float* Q, int nq, int32_t base, scan_hit* heaps, int* counts, int k,
+		const int32_t* stop, float* buf) {
+	return scan_top(dot_block_avx2, X, rows, d, Q, nq, base, heaps, counts, k, stop, buf);
+}
 */
 import "C"
 
@@ -125,6 +130,8 @@ func init() {
 		dotImpls["avx2-fma"] = dotBlockAVX2
 		dotRows = dotRowsAVX2
 		dotRowsImpls["avx2-fma"] = dotRowsAVX2
+		scanTop = scanTopAVX2
+		scanTopImpls["avx2-fma"] = scanTopAVX2
 	}
 }
 
@@ -149,4 +156,15 @@ func dotRowsAVX2(X []float32, d int, ids []int32, q, out []float32) {
 	}
 	C.dot_rows_avx2((*C.float)(unsafe.Pointer(&X[0])), C.int(d), (*C.int)(unsafe.Pointer(&ids[0])), C.int(len(ids)),
 		(*C.float)(unsafe.Pointer(&q[0])), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// scanTopAVX2 is scanTop's loop over dot_block_avx2.
+func scanTopAVX2(X []float32, rows, d int, Q []float32, nq int, base int32, heaps []Hit, counts []int32, k int, stop *int32, buf []float32) bool {
+	if rows == 0 || nq == 0 {
+		return false
+	}
+	_, _, _, _, _ = X[rows*d-1], Q[nq*d-1], heaps[nq*k-1], counts[nq-1], buf[nq*scanBlockRows-1]
+	return C.scan_top_avx2((*C.float)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d), (*C.float)(unsafe.Pointer(&Q[0])), C.int(nq),
+		C.int32_t(base), (*C.scan_hit)(unsafe.Pointer(&heaps[0])), (*C.int)(unsafe.Pointer(&counts[0])), C.int(k),
+		(*C.int32_t)(unsafe.Pointer(stop)), (*C.float)(unsafe.Pointer(&buf[0]))) != 0
 }

@@ -40,10 +40,10 @@ func randMat(rng *rand.Rand, n int) []float32 {
 
 // eachDotImpl runs fn with every dot-product implementation this CPU has.
 func eachDotImpl(t *testing.T, fn func(t *testing.T)) {
-	saved := dotBlock
-	defer func() { dotBlock = saved }()
+	saved, savedScan := dotBlock, scanTop
+	defer func() { dotBlock, scanTop = saved, savedScan }()
 	for name, impl := range dotImpls {
-		dotBlock = impl
+		dotBlock, scanTop = impl, scanTopImpls[name]
 		t.Run(name, fn)
 	}
 }
@@ -150,6 +150,32 @@ func TestFlatIPCancelled(t *testing.T) {
 	}
 }
 
+// TestScanTopStops checks that scanTop stops at a set flag before scoring
+// anything, and otherwise scores every row.
+func TestScanTopStops(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	n, d, k := 3*flatBlockRows+7, 8, 4
+	X, Q := randMat(rng, n*d), randMat(rng, 2*d)
+	for name, scan := range scanTopImpls {
+		for _, stopped := range []bool{true, false} {
+			heaps, counts, stop := make([]Hit, 2*k), make([]int32, 2), new(int32)
+			if stopped {
+				*stop = 1
+			}
+			if got := scan(X, n, d, Q, 2, 0, heaps, counts, k, stop, make([]float32, 2*scanBlockRows)); got != stopped {
+				t.Fatalf("%s: stop flag %v, scanTop returned %v", name, stopped, got)
+			}
+			want := int32(k)
+			if stopped {
+				want = 0
+			}
+			if counts[0] != want || counts[1] != want {
+				t.Fatalf("%s, stop flag %v: %v hits kept, want %d each", name, stopped, counts, want)
+			}
+		}
+	}
+}
+
 func TestTopKMatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, k := range []int{0, 1, 3, 17} {
@@ -175,13 +201,15 @@ func TestTopKMatchesSort(t *testing.T) {
 }
 
 // TestFlatIPEqualsOfferingEveryScore checks the scan, which offers a heap
-// only the scores keepMask keeps, against offering every score in row order,
-// on rows with many exact ties, NaN and infinite scores, over several
-// blocks, workers and k (0, a full heap, more than n).
+// only the scores keepMask (or scanTop in C) keeps, against offering every
+// score in row order, on rows with many exact ties, NaN and infinite
+// scores, over several blocks, workers, batches
+// (scanTop's up to scanTopMaxBatch, flatScanRange's past it) and k (0, a
+// full heap, scanTopMaxK and past it, more than n).
 func TestFlatIPEqualsOfferingEveryScore(t *testing.T) {
 	eachDotImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))
-		n, d, nq := 6000, 20, 9
+		n, d := 6000, 20
 		// 1,200 distinct rows, each at 5 random places: exact ties, and a
 		// threshold that keeps rising across the blocks
 		distinct := randMat(rng, 1200*d)
@@ -199,31 +227,39 @@ func TestFlatIPEqualsOfferingEveryScore(t *testing.T) {
 				X[r*d] = float32(math.Inf(1))
 			}
 		}
-		Q := randMat(rng, nq*d)
-		for _, k := range []int{0, 1, 10, 2000} {
-			for _, workers := range []int{1, 3} {
-				got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, workers)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for q := 0; q < nq; q++ {
-					scores := make([]float32, n)
-					dotBlock(X, n, d, Q[q*d:(q+1)*d], 1, scores)
-					h := NewTopK(min(k, n))
-					for r, v := range scores {
-						h.Push(int32(r), v)
+		Q := randMat(rng, (scanTopMaxBatch+1)*d)
+		for _, nq := range []int{1, 3, scanTopMaxBatch, scanTopMaxBatch + 1} {
+			for _, k := range []int{0, 1, 10, 2000, scanTopMaxK, scanTopMaxK + 1, n + 1} {
+				for _, workers := range []int{1, 3} {
+					got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, workers)
+					if err != nil {
+						t.Fatal(err)
 					}
-					want := h.Results()
-					if len(got[q]) != len(want) {
-						t.Fatalf("k=%d workers=%d query %d: %d hits, want %d", k, workers, q, len(got[q]), len(want))
-					}
-					for i := range want {
-						if got[q][i] != want[i] {
-							t.Fatalf("k=%d workers=%d query %d rank %d: %+v, want %+v", k, workers, q, i, got[q][i], want[i])
+					for q := 0; q < nq; q++ {
+						want := offerEveryScore(X, n, d, Q[q*d:(q+1)*d], k)
+						if len(got[q]) != len(want) {
+							t.Fatalf("nq=%d k=%d workers=%d query %d: %d hits, want %d", nq, k, workers, q, len(got[q]), len(want))
+						}
+						for i := range want {
+							if got[q][i] != want[i] {
+								t.Fatalf("nq=%d k=%d workers=%d query %d rank %d: %+v, want %+v", nq, k, workers, q, i, got[q][i], want[i])
+							}
 						}
 					}
 				}
 			}
 		}
 	})
+}
+
+// offerEveryScore is the top k of q's scores, each offered to a TopK in row
+// order.
+func offerEveryScore(X []float32, n, d int, q []float32, k int) []Hit {
+	scores := make([]float32, n)
+	dotBlock(X, n, d, q, 1, scores)
+	h := NewTopK(min(k, n))
+	for r, v := range scores {
+		h.Push(int32(r), v)
+	}
+	return h.Results()
 }

@@ -1,0 +1,86 @@
+// scantop.h: a flat scan's loop in C for small batches (cgo compiles each
+// file's preamble apart, so the dot kernels' files include it and pass it
+// their block scorer).
+#ifndef GLEANER_SCANTOP_H
+#define GLEANER_SCANTOP_H
+#include <stddef.h>
+#include <stdint.h>
+
+// scan_hit is engine.Hit's layout: int32 index, then float32 score.
+typedef struct { int32_t index; float score; } scan_hit;
+
+typedef void (*scan_block_scorer)(const float* X, int rows, int d, const float* Q, int nq, float* out);
+
+// SCAN_BLOCK_ROWS is scanBlockRows (flatip.go): rows scored into buf at a
+// time.
+#define SCAN_BLOCK_ROWS 256
+
+// scan_worse is engine.TopK's heap order: the lower score, then the
+// higher index, is worse.
+static inline int scan_worse(scan_hit a, scan_hit b) {
+	return a.score < b.score || (a.score == b.score && a.index > b.index);
+}
+
+// scan_offer adds x to a heap of at most k hits whose root is the worst,
+// replacing the root when the heap is full. The caller has checked that x
+// beats the root (rows arrive in ascending index, so a tie never does).
+static void scan_offer(scan_hit* h, int* n, int k, scan_hit x) {
+	int i;
+	if (*n < k) {
+		i = (*n)++;
+		h[i] = x;
+		while (i > 0) {
+			int p = (i - 1) / 2;
+			if (!scan_worse(h[i], h[p])) break;
+			scan_hit t = h[i]; h[i] = h[p]; h[p] = t;
+			i = p;
+		}
+		return;
+	}
+	h[0] = x;
+	for (i = 0;;) {
+		int l = 2 * i + 1, m = i;
+		if (l < k && scan_worse(h[l], h[m])) m = l;
+		if (l + 1 < k && scan_worse(h[l + 1], h[m])) m = l + 1;
+		if (m == i) return;
+		scan_hit t = h[i]; h[i] = h[m]; h[m] = t;
+		i = m;
+	}
+}
+
+// scan_top scores rows [0, rows) of X (their indexes base, base+1, …)
+// against nq queries, a block of SCAN_BLOCK_ROWS rows at a time into buf
+// (nq × SCAN_BLOCK_ROWS floats), and offers each query's heap (heaps + q*k, counts[q] kept) the
+// scores that beat its worst: NaN never, anything while it is not full.
+// It stops after the block in which *stop turns nonzero (the caller's
+// context was cancelled) and returns 1, else 0.
+//
+// One call covers a worker's whole range: at small batches the scan is a
+// read of the matrix, and returning to Go even once a millisecond made it
+// 5–15 % slower, more in its spread than its best case (RESULTS.md, "Batch
+// 1 in one call").
+static int scan_top(scan_block_scorer score, const float* X, int rows, int d, const float* Q, int nq,
+		int32_t base, scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) {
+	for (int s0 = 0; s0 < rows; s0 += SCAN_BLOCK_ROWS) {
+		if (__atomic_load_n(stop, __ATOMIC_RELAXED)) return 1;
+		int m = rows - s0 < SCAN_BLOCK_ROWS ? rows - s0 : SCAN_BLOCK_ROWS;
+		score(X + (size_t)s0 * d, m, d, Q, nq, buf);
+		for (int q = 0; q < nq; q++) {
+			scan_hit* h = heaps + (size_t)q * k;
+			int* n = counts + q;
+			const float* s = buf + (size_t)q * m;
+			int full = *n >= k;
+			float worst = full ? h[0].score : 0;
+			for (int r = 0; r < m; r++) {
+				float v = s[r];
+				if (v != v || (full && !(v > worst))) continue;
+				scan_hit x = { base + s0 + r, v };
+				scan_offer(h, n, k, x);
+				full = *n >= k;
+				worst = h[0].score;
+			}
+		}
+	}
+	return 0;
+}
+#endif
