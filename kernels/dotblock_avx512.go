@@ -93,10 +93,7 @@ static void dot_block_avx512(const float* X, int rows, int d, const float* Q, in
 	case 1: for (int r = 0; r < rows; r++) t512_1x1(X + (size_t)r * d, d, qb, ob + r, rows); break;
 	}
 }
-static int scan_top_avx512(const float* X, int rows, int d, const float* Q, int nq, int32_t base, scan_hit* heaps, int* counts, int k,
-		const int32_t* stop, float* buf) {
-	return scan_top(dot_block_avx512, X, rows, d, Q, nq, base, heaps, counts, k, stop, buf);
-}
+SCAN_TOP(scan_top_avx512, dot_block_avx512, float)
 */
 import "C"
 
@@ -145,12 +142,12 @@ func dotRowsAVX512(X []float32, d int, ids []int32, q, out []float32) {
 }
 
 // scanTopAVX512 is scanTop's loop over dot_block_avx512.
-func scanTopAVX512(X []float32, rows, d int, Q []float32, nq int, base int32, heaps []Hit, counts []int32, k int, stop *int32, buf []float32) bool {
+func scanTopAVX512(X []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool {
 	if rows == 0 || nq == 0 {
 		return false
 	}
-	_, _, _, _, _ = X[rows*d-1], Q[nq*d-1], heaps[nq*k-1], counts[nq-1], buf[nq*scanBlockRows-1]
-	return C.scan_top_avx512((*C.float)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d), (*C.float)(unsafe.Pointer(&Q[0])), C.int(nq),
-		C.int32_t(base), (*C.scan_hit)(unsafe.Pointer(&heaps[0])), (*C.int)(unsafe.Pointer(&counts[0])), C.int(k),
-		(*C.int32_t)(unsafe.Pointer(stop)), (*C.float)(unsafe.Pointer(&buf[0]))) != 0
+	_, _ = X[rows*d-1], Q[nq*d-1]
+	hits, counts, buf := s.cArgs(nq)
+	return C.scan_top_avx512((*C.float)(unsafe.Pointer(&X[0])), nil, C.int(rows), C.int(d), (*C.float)(unsafe.Pointer(&Q[0])), C.int(nq),
+		C.int32_t(base), (*C.scan_hit)(hits), (*C.int)(counts), C.int(s.k), (*C.int32_t)(unsafe.Pointer(s.stop)), (*C.float)(buf)) != 0
 }

@@ -22,11 +22,13 @@ var (
 )
 
 // dotQImpls lists every implementation by dotImpls' names, for the tests.
-var dotQImpls = map[string]dotQImpl{"go": {dotBlockI8Go, dotBlockBF16Go}}
+var dotQImpls = map[string]dotQImpl{"go": {i8: dotBlockI8Go, bf16: dotBlockBF16Go}}
 
 type dotQImpl struct {
-	i8   func(X []int8, rows, d int, Q []float32, nq int, out []float32)
-	bf16 func(X []uint16, rows, d int, Q []float32, nq int, out []float32)
+	i8       func(X []int8, rows, d int, Q []float32, nq int, out []float32)
+	bf16     func(X []uint16, rows, d int, Q []float32, nq int, out []float32)
+	scanI8   func(X []int8, scale []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool
+	scanBF16 func(X []uint16, rows, d int, Q []float32, nq int, base int32, s *scanState) bool
 }
 
 func dotBlockI8Go(X []int8, rows, d int, Q []float32, nq int, out []float32) {

@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "scantop.h"
 #include <stdint.h>
 
 __attribute__((target("avx2,fma")))
@@ -101,6 +102,8 @@ static void widen_##NAME(const T* x, float* out, int n) { \
 }
 WIDEN(i8, int8_t)
 WIDEN(bf16, uint16_t)
+SCAN_TOP(scan_top_i8, dot_block_i8, int8_t)
+SCAN_TOP(scan_top_bf16, dot_block_bf16, uint16_t)
 */
 import "C"
 
@@ -113,7 +116,8 @@ import (
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		dotBlockI8, dotBlockBF16 = dotBlockI8AVX2, dotBlockBF16AVX2
-		dotQImpls["avx2-fma"] = dotQImpl{dotBlockI8AVX2, dotBlockBF16AVX2}
+		scanTopI8, scanTopBF16 = scanTopI8AVX2, scanTopBF16AVX2
+		dotQImpls["avx2-fma"] = dotQImpl{dotBlockI8AVX2, dotBlockBF16AVX2, scanTopI8AVX2, scanTopBF16AVX2}
 		codeRows = codeRowsAVX2
 		codeRowsImpls["avx2-fma"] = codeRowsAVX2
 		widenI8, widenBF16 = widenI8AVX2, widenBF16AVX2
@@ -166,4 +170,28 @@ func widenBF16AVX2(x []uint16, out []float32) {
 	}
 	_ = out[len(x)-1]
 	C.widen_bf16((*C.uint16_t)(unsafe.Pointer(&x[0])), (*C.float)(unsafe.Pointer(&out[0])), C.int(len(x)))
+}
+
+// scanTopI8AVX2 and scanTopBF16AVX2 are scanTop's loop over the quantized
+// kernels (int8 scores times their rows' scale).
+func scanTopI8AVX2(X []int8, scale []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool {
+	if rows == 0 || nq == 0 {
+		return false
+	}
+	_, _, _ = X[rows*d-1], scale[rows-1], Q[nq*d-1]
+	hits, counts, buf := s.cArgs(nq)
+	return C.scan_top_i8((*C.int8_t)(unsafe.Pointer(&X[0])), (*C.float)(unsafe.Pointer(&scale[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), C.int32_t(base), (*C.scan_hit)(hits), (*C.int)(counts), C.int(s.k),
+		(*C.int32_t)(unsafe.Pointer(s.stop)), (*C.float)(buf)) != 0
+}
+
+func scanTopBF16AVX2(X []uint16, rows, d int, Q []float32, nq int, base int32, s *scanState) bool {
+	if rows == 0 || nq == 0 {
+		return false
+	}
+	_, _ = X[rows*d-1], Q[nq*d-1]
+	hits, counts, buf := s.cArgs(nq)
+	return C.scan_top_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), nil, C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), C.int32_t(base), (*C.scan_hit)(hits), (*C.int)(counts), C.int(s.k),
+		(*C.int32_t)(unsafe.Pointer(s.stop)), (*C.float)(buf)) != 0
 }

@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "scantop.h"
 #include <stdint.h>
 #include "hsum512.h"
 
@@ -89,6 +90,8 @@ static void code_rows512_i8(const int8_t* X, int d, const int* ids, int n, const
 		q512_i8_1x1(X + (size_t)ids[i] * d, d, q, out + i, 1);
 	}
 }
+SCAN_TOP(scan_top512_i8, dot_block512_i8, int8_t)
+SCAN_TOP(scan_top512_bf16, dot_block512_bf16, uint16_t)
 */
 import "C"
 
@@ -103,10 +106,11 @@ func init() {
 	if !cpu.X86.HasAVX512F {
 		return
 	}
-	dotQImpls["avx512"] = dotQImpl{dotBlockI8AVX512, dotBlockBF16AVX512}
+	dotQImpls["avx512"] = dotQImpl{dotBlockI8AVX512, dotBlockBF16AVX512, scanTopI8AVX512, scanTopBF16AVX512}
 	codeRowsImpls["avx512"] = codeRowsAVX512
 	if os.Getenv("GLEANER_DOT") != "avx2" { // as dotBlock's choice
 		dotBlockI8, dotBlockBF16 = dotBlockI8AVX512, dotBlockBF16AVX512
+		scanTopI8, scanTopBF16 = scanTopI8AVX512, scanTopBF16AVX512
 		codeRows = codeRowsAVX512
 	}
 }
@@ -139,4 +143,28 @@ func dotBlockBF16AVX512(X []uint16, rows, d int, Q []float32, nq int, out []floa
 	_, _, _ = X[rows*d-1], Q[nq*d-1], out[nq*rows-1]
 	C.dot_block512_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), C.int(rows), C.int(d),
 		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), (*C.float)(unsafe.Pointer(&out[0])))
+}
+
+// scanTopI8AVX512 and scanTopBF16AVX512 are scanTop's loop over the quantized
+// kernels (int8 scores times their rows' scale).
+func scanTopI8AVX512(X []int8, scale []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool {
+	if rows == 0 || nq == 0 {
+		return false
+	}
+	_, _, _ = X[rows*d-1], scale[rows-1], Q[nq*d-1]
+	hits, counts, buf := s.cArgs(nq)
+	return C.scan_top512_i8((*C.int8_t)(unsafe.Pointer(&X[0])), (*C.float)(unsafe.Pointer(&scale[0])), C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), C.int32_t(base), (*C.scan_hit)(hits), (*C.int)(counts), C.int(s.k),
+		(*C.int32_t)(unsafe.Pointer(s.stop)), (*C.float)(buf)) != 0
+}
+
+func scanTopBF16AVX512(X []uint16, rows, d int, Q []float32, nq int, base int32, s *scanState) bool {
+	if rows == 0 || nq == 0 {
+		return false
+	}
+	_, _ = X[rows*d-1], Q[nq*d-1]
+	hits, counts, buf := s.cArgs(nq)
+	return C.scan_top512_bf16((*C.uint16_t)(unsafe.Pointer(&X[0])), nil, C.int(rows), C.int(d),
+		(*C.float)(unsafe.Pointer(&Q[0])), C.int(nq), C.int32_t(base), (*C.scan_hit)(hits), (*C.int)(counts), C.int(s.k),
+		(*C.int32_t)(unsafe.Pointer(s.stop)), (*C.float)(buf)) != 0
 }

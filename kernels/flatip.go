@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // flatBlockRows is how many matrix rows one dotBlock call scores: 256 rows
@@ -29,9 +30,11 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 	if err := checkFlatArgs(X, n, d, Q, nq, k); err != nil {
 		return nil, err
 	}
-	if scanTop != nil && nq >= 1 && nq <= scanTopMaxBatch && min(k, n) >= 1 && min(k, n) <= scanTopMaxK {
+	if scanTop != nil && scanInCFits(nq, min(k, n)) {
 		return flatScanWith(ctx, n, k, workers, nq, func(ctx context.Context, lo, hi, k int) ([][]Hit, error) {
-			return scanTopRange(ctx, X, d, lo, hi, Q, nq, k)
+			return scanInC(ctx, nq, k, func(s *scanState) bool {
+				return scanTop(X[lo*d:hi*d], hi-lo, d, Q, nq, int32(lo), s)
+			})
 		})
 	}
 	score := func(start, rows int, Q []float32, nq int, out []float32) {
@@ -42,48 +45,75 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 
 // scanTop, where the CPU has it, is flatScanRange's loop in C over
 // dotBlock's kernel: it scores rows [0, rows) of X (indexes base, base+1,
-// …) and offers query q's heap (heaps[q*k:], counts[q] hits kept, the
-// root the worst) each score that can enter it. It checks *stop (read
-// atomically) between blocks and returns true if it stopped for it. Nil on
-// other CPUs. buf holds nq·scanBlockRows scores.
+// …) and offers each query's heap in s every score that can enter it. It
+// checks s.stop between blocks and returns true if it stopped for it. Nil
+// on other CPUs.
 var scanTop scanTopFunc
 
-type scanTopFunc func(X []float32, rows, d int, Q []float32, nq int, base int32, heaps []Hit, counts []int32, k int, stop *int32, buf []float32) bool
+type scanTopFunc func(X []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool
 
 // scanTopImpls lists scanTop by dotImpls' names, for the tests.
 var scanTopImpls = map[string]scanTopFunc{}
 
 const (
-	// scanTopMaxBatch is the largest batch scanTop takes: against
+	// scanTopMaxBatch is the largest batch scanned in C: against
 	// flatScanRange (10⁶ × 384, 2 cores) it took 0.85× the time at batch
 	// 1–4, 0.88× at 8, 0.92× at 16, 0.99× at 64 and 1.10× at 256, where
 	// its filter, a branch per score, costs more than keepMask's.
 	scanTopMaxBatch = 16
 	// scanBlockRows is SCAN_BLOCK_ROWS (scantop.h).
 	scanBlockRows = 256
-	// scanTopMaxK bounds the heaps scanTop keeps (nq·k hits allocated up
-	// front); a larger k takes flatScanRange's heaps, which grow with use.
+	// scanTopMaxK bounds the heaps a scan in C keeps (nq·k hits allocated
+	// up front); a larger k takes flatScanRange's heaps, which grow with
+	// use.
 	scanTopMaxK = 4096
 )
 
-// scanTopRange is flatScanRange through scanTop: one C call for the
-// worker's rows, each query's k best kept in C. The context's cancellation
-// reaches the call through a flag it reads between blocks.
-func scanTopRange(ctx context.Context, X []float32, d, lo, hi int, Q []float32, nq, k int) ([][]Hit, error) {
+// scanInCFits reports whether a batch of nq queries for k hits (k cut to
+// the rows) is scanned in C.
+func scanInCFits(nq, k int) bool {
+	return nq >= 1 && nq <= scanTopMaxBatch && k >= 1 && k <= scanTopMaxK
+}
+
+// scanState is one worker's heaps for a scan in C: query q's is
+// hits[q*k : q*k+counts[q]], its root the worst kept hit (engine.TopK's
+// order).
+type scanState struct {
+	hits   []Hit
+	counts []int32
+	k      int
+	stop   *int32    // set to 1 when the context is done; C reads it atomically
+	buf    []float32 // a block's scores
+}
+
+// cArgs checks that s holds nq queries' heaps and returns the base
+// pointers the C loop takes.
+func (s *scanState) cArgs(nq int) (hits, counts, buf unsafe.Pointer) {
+	_, _, _ = s.hits[nq*s.k-1], s.counts[nq-1], s.buf[nq*scanBlockRows-1]
+	return unsafe.Pointer(&s.hits[0]), unsafe.Pointer(&s.counts[0]), unsafe.Pointer(&s.buf[0])
+}
+
+// scanInC runs scan, one C call over a worker's rows, with fresh heaps for
+// nq queries and k hits, and returns each query's hits best first. The
+// context's cancellation reaches the call through s.stop.
+func scanInC(ctx context.Context, nq, k int, scan func(s *scanState) bool) ([][]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	heaps := make([]Hit, nq*k)
-	counts := make([]int32, nq)
-	stop := new(int32) // on the heap: C reads it while AfterFunc's goroutine may set it
-	defer context.AfterFunc(ctx, func() { atomic.StoreInt32(stop, 1) })()
-	buf := make([]float32, nq*scanBlockRows)
-	if scanTop(X[lo*d:hi*d], hi-lo, d, Q, nq, int32(lo), heaps, counts, k, stop, buf) {
+	s := &scanState{
+		hits:   make([]Hit, nq*k),
+		counts: make([]int32, nq),
+		k:      k,
+		stop:   new(int32),
+		buf:    make([]float32, nq*scanBlockRows),
+	}
+	defer context.AfterFunc(ctx, func() { atomic.StoreInt32(s.stop, 1) })()
+	if scan(s) {
 		return nil, ctx.Err()
 	}
 	out := make([][]Hit, nq)
 	for q := range out {
-		out[q] = append([]Hit(nil), heaps[q*k:q*k+int(counts[q])]...)
+		out[q] = append([]Hit(nil), s.hits[q*k:q*k+int(s.counts[q])]...)
 		SortHits(out[q])
 	}
 	return out, nil

@@ -158,11 +158,12 @@ func TestScanTopStops(t *testing.T) {
 	X, Q := randMat(rng, n*d), randMat(rng, 2*d)
 	for name, scan := range scanTopImpls {
 		for _, stopped := range []bool{true, false} {
-			heaps, counts, stop := make([]Hit, 2*k), make([]int32, 2), new(int32)
+			s := &scanState{hits: make([]Hit, 2*k), counts: make([]int32, 2), k: k, stop: new(int32), buf: make([]float32, 2*scanBlockRows)}
 			if stopped {
-				*stop = 1
+				*s.stop = 1
 			}
-			if got := scan(X, n, d, Q, 2, 0, heaps, counts, k, stop, make([]float32, 2*scanBlockRows)); got != stopped {
+			counts := s.counts
+			if got := scan(X, n, d, Q, 2, 0, s); got != stopped {
 				t.Fatalf("%s: stop flag %v, scanTop returned %v", name, stopped, got)
 			}
 			want := int32(k)

@@ -21,7 +21,36 @@ func FlatIPQuantized(ctx context.Context, m *QuantRows, Q []float32, nq, k, work
 	if nq < 0 || k < 0 || len(Q) < nq*m.D {
 		return nil, fmt.Errorf("kernels: FlatIPQuantized: %d query values for %d queries of %d, k=%d", len(Q), nq, m.D, k)
 	}
+	if scan := quantScanInC(m, Q, nq); scan != nil && scanInCFits(nq, min(k, m.N)) {
+		return flatScanWith(ctx, m.N, k, workers, nq, func(ctx context.Context, lo, hi, k int) ([][]Hit, error) {
+			return scanInC(ctx, nq, k, func(s *scanState) bool { return scan(lo, hi, s) })
+		})
+	}
 	return flatScan(ctx, m.N, k, workers, Q, nq, func() blockScorer { return quantScorer(m, nq) })
+}
+
+// scanTopI8 and scanTopBF16 are scanTop over the quantized kernels (int8
+// scores times their rows' scale, as quantScorer's), nil where the CPU
+// lacks them.
+var (
+	scanTopI8   func(X []int8, scale []float32, rows, d int, Q []float32, nq int, base int32, s *scanState) bool
+	scanTopBF16 func(X []uint16, rows, d int, Q []float32, nq int, base int32, s *scanState) bool
+)
+
+// quantScanInC returns the scan in C of m's rows [lo, hi), or nil.
+func quantScanInC(m *QuantRows, Q []float32, nq int) func(lo, hi int, s *scanState) bool {
+	d := m.D
+	switch {
+	case m.Kind == engine.QuantBF16 && scanTopBF16 != nil:
+		return func(lo, hi int, s *scanState) bool {
+			return scanTopBF16(m.BF16[lo*d:hi*d], hi-lo, d, Q, nq, int32(lo), s)
+		}
+	case m.Kind == engine.QuantInt8 && scanTopI8 != nil:
+		return func(lo, hi int, s *scanState) bool {
+			return scanTopI8(m.I8[lo*d:hi*d], m.Scale[lo:hi], hi-lo, d, Q, nq, int32(lo), s)
+		}
+	}
+	return nil
 }
 
 // widenMinBatch is the batch from which a quantized block is widened to

@@ -149,12 +149,61 @@ func TestDotBlockQuantizedMatchesReference(t *testing.T) {
 
 // eachDotQImpl runs fn with every quantized implementation selected.
 func eachDotQImpl(t *testing.T, fn func(t *testing.T)) {
-	si8, sbf := dotBlockI8, dotBlockBF16
-	defer func() { dotBlockI8, dotBlockBF16 = si8, sbf }()
+	si8, sbf, ssi8, ssbf := dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16
+	defer func() { dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16 = si8, sbf, ssi8, ssbf }()
 	for name, impl := range dotQImpls {
-		dotBlockI8, dotBlockBF16 = impl.i8, impl.bf16
+		dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16 = impl.i8, impl.bf16, impl.scanI8, impl.scanBF16
 		t.Run(name, fn)
 	}
+}
+
+// TestFlatIPQuantizedScanInCEqualsBlocks checks the quantized scan in C
+// against the block loop in Go, hit for hit, on rows with many exact ties,
+// over batches and k on both sides of the C scan's limits.
+func TestFlatIPQuantizedScanInCEqualsBlocks(t *testing.T) {
+	eachDotQImpl(t, func(t *testing.T) {
+		if scanTopI8 == nil {
+			t.Skip("no scan in C")
+		}
+		rng := rand.New(rand.NewPCG(27, 7))
+		n, d := 5000, 24
+		distinct := randMat(rng, 900*d)
+		X := make([]float32, n*d)
+		for r, src := range rng.Perm(n) {
+			copy(X[r*d:(r+1)*d], distinct[(src%900)*d:(src%900+1)*d])
+		}
+		Q := randMat(rng, (scanTopMaxBatch+1)*d)
+		for _, kind := range engine.QuantKinds() {
+			m, err := Quantize(X, n, d, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, nq := range []int{1, 3, scanTopMaxBatch, scanTopMaxBatch + 1} {
+				for _, k := range []int{1, 10, scanTopMaxK, scanTopMaxK + 1} {
+					for _, workers := range []int{1, 3} {
+						got, err := FlatIPQuantized(context.Background(), m, Q, nq, k, workers)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want, err := flatScan(context.Background(), n, k, workers, Q, nq, func() blockScorer { return quantScorer(m, nq) })
+						if err != nil {
+							t.Fatal(err)
+						}
+						for q := range want {
+							if len(got[q]) != len(want[q]) {
+								t.Fatalf("%s nq=%d k=%d workers=%d query %d: %d hits, want %d", kind, nq, k, workers, q, len(got[q]), len(want[q]))
+							}
+							for i := range want[q] {
+								if got[q][i] != want[q][i] {
+									t.Fatalf("%s nq=%d k=%d workers=%d query %d rank %d: %+v, want %+v", kind, nq, k, workers, q, i, got[q][i], want[q][i])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 func TestFlatIPQuantizedMatchesReference(t *testing.T) {
@@ -295,14 +344,14 @@ func TestQuantizedSearchRefusesBadArguments(t *testing.T) {
 // that a query's quantized scores are the same alone (in-register
 // kernels) and in a batch large enough to widen blocks to float32.
 func TestQuantizedScoresIndependentOfBatch(t *testing.T) {
-	sf, si8, sbf := dotBlock, dotBlockI8, dotBlockBF16
-	defer func() { dotBlock, dotBlockI8, dotBlockBF16 = sf, si8, sbf }()
+	sf, si8, sbf, ssi8, ssbf := dotBlock, dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16
+	defer func() { dotBlock, dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16 = sf, si8, sbf, ssi8, ssbf }()
 	rng := rand.New(rand.NewPCG(26, 6))
 	for _, d := range []int{7, 45, 64} {
 		n, nq := 600, widenMinBatch+1
 		X, Q := randMat(rng, n*d), randMat(rng, nq*d)
 		for name, q := range dotQImpls {
-			dotBlock, dotBlockI8, dotBlockBF16 = dotImpls[name], q.i8, q.bf16
+			dotBlock, dotBlockI8, dotBlockBF16, scanTopI8, scanTopBF16 = dotImpls[name], q.i8, q.bf16, q.scanI8, q.scanBF16
 			for _, kind := range engine.QuantKinds() {
 				m, err := Quantize(X, n, d, kind)
 				if err != nil {

@@ -9,7 +9,8 @@
 // scan_hit is engine.Hit's layout: int32 index, then float32 score.
 typedef struct { int32_t index; float score; } scan_hit;
 
-typedef void (*scan_block_scorer)(const float* X, int rows, int d, const float* Q, int nq, float* out);
+// scan_block_scorer is a dot_block kernel (float32, int8 or bf16 rows).
+typedef void (*scan_block_scorer)(const void* X, int rows, int d, const float* Q, int nq, float* out);
 
 // SCAN_BLOCK_ROWS is scanBlockRows (flatip.go): rows scored into buf at a
 // time.
@@ -48,27 +49,30 @@ static void scan_offer(scan_hit* h, int* n, int k, scan_hit x) {
 	}
 }
 
-// scan_top scores rows [0, rows) of X (their indexes base, base+1, …)
-// against nq queries, a block of SCAN_BLOCK_ROWS rows at a time into buf
-// (nq × SCAN_BLOCK_ROWS floats), and offers each query's heap (heaps + q*k, counts[q] kept) the
-// scores that beat its worst: NaN never, anything while it is not full.
+// scan_top scores rows [0, rows) of X (row_bytes each; indexes base,
+// base+1, …) against nq queries, a block of SCAN_BLOCK_ROWS rows at a time
+// into buf (nq × SCAN_BLOCK_ROWS floats), multiplies row r's scores by
+// scale[r] when scale is not NULL (int8 rows; the same float product as
+// scaleRows), and offers each query's heap (heaps + q*k, counts[q] kept)
+// the scores that beat its worst: NaN never, anything while it is not full.
 // It stops after the block in which *stop turns nonzero (the caller's
 // context was cancelled) and returns 1, else 0.
 //
 // One call covers a worker's whole range: at small batches the scan is a
 // read of the matrix, and returning to Go even once a millisecond made it
-// 5–15 % slower, more in its spread than its best case (RESULTS.md, "Batch
-// 1 in one call").
-static int scan_top(scan_block_scorer score, const float* X, int rows, int d, const float* Q, int nq,
-		int32_t base, scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) {
+// 5–15 % slower, more in its spread than its best case (RESULTS.md, "Small
+// batches in one call").
+static int scan_top(scan_block_scorer score, const void* X, size_t row_bytes, const float* scale, int rows, int d,
+		const float* Q, int nq, int32_t base, scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) {
 	for (int s0 = 0; s0 < rows; s0 += SCAN_BLOCK_ROWS) {
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED)) return 1;
 		int m = rows - s0 < SCAN_BLOCK_ROWS ? rows - s0 : SCAN_BLOCK_ROWS;
-		score(X + (size_t)s0 * d, m, d, Q, nq, buf);
+		score((const char*)X + (size_t)s0 * row_bytes, m, d, Q, nq, buf);
 		for (int q = 0; q < nq; q++) {
 			scan_hit* h = heaps + (size_t)q * k;
 			int* n = counts + q;
-			const float* s = buf + (size_t)q * m;
+			float* s = buf + (size_t)q * m;
+			if (scale) for (int r = 0; r < m; r++) s[r] *= scale[s0 + r];
 			int full = *n >= k;
 			float worst = full ? h[0].score : 0;
 			for (int r = 0; r < m; r++) {
@@ -82,5 +86,16 @@ static int scan_top(scan_block_scorer score, const float* X, int rows, int d, co
 		}
 	}
 	return 0;
+}
+
+// SCAN_TOP defines NAME, scan_top over the block kernel BLOCK of rows of
+// type T (a wrapper, so the kernel keeps its typed signature).
+#define SCAN_TOP(NAME, BLOCK, T) \
+static void NAME##_score(const void* X, int rows, int d, const float* Q, int nq, float* out) { \
+	BLOCK((const T*)X, rows, d, Q, nq, out); \
+} \
+static int NAME(const T* X, const float* scale, int rows, int d, const float* Q, int nq, int32_t base, \
+		scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) { \
+	return scan_top(NAME##_score, X, (size_t)d * sizeof(T), scale, rows, d, Q, nq, base, heaps, counts, k, stop, buf); \
 }
 #endif
