@@ -204,9 +204,8 @@ func TestTopKMatchesSort(t *testing.T) {
 // TestFlatIPEqualsOfferingEveryScore checks the scan, which offers a heap
 // only the scores keepMask (or scanTop in C) keeps, against offering every
 // score in row order, on rows with many exact ties, NaN and infinite
-// scores, over several blocks, workers, batches
-// (scanTop's up to scanTopMaxBatch, flatScanRange's past it) and k (0, a
-// full heap, scanTopMaxK and past it, more than n).
+// scores, over several blocks, workers, batches and k (0, a full heap,
+// the most hits scanned in C and past it, more than n).
 func TestFlatIPEqualsOfferingEveryScore(t *testing.T) {
 	eachDotImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 10))
@@ -228,23 +227,31 @@ func TestFlatIPEqualsOfferingEveryScore(t *testing.T) {
 				X[r*d] = float32(math.Inf(1))
 			}
 		}
-		Q := randMat(rng, (scanTopMaxBatch+1)*d)
-		for _, nq := range []int{1, 3, scanTopMaxBatch, scanTopMaxBatch + 1} {
-			for _, k := range []int{0, 1, 10, 2000, scanTopMaxK, scanTopMaxK + 1, n + 1} {
-				for _, workers := range []int{1, 3} {
-					got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, workers)
-					if err != nil {
-						t.Fatal(err)
+		// the last two: the most hits kept in C (174 × 6,000 ≤ 2²⁰), and
+		// one batch more, which takes the loop in Go
+		var cases [][2]int // {nq, k}
+		for _, nq := range []int{1, 3, 17, 40} {
+			for _, k := range []int{0, 1, 10, 2000, n + 1} {
+				cases = append(cases, [2]int{nq, k})
+			}
+		}
+		cases = append(cases, [2]int{scanTopMaxHits / n, n}, [2]int{scanTopMaxHits/n + 1, n})
+		Q := randMat(rng, (scanTopMaxHits/n+1)*d)
+		for _, c := range cases {
+			nq, k := c[0], c[1]
+			for _, workers := range []int{1, 3} {
+				got, err := FlatIP(context.Background(), X, n, d, Q, nq, k, workers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for q := 0; q < nq; q++ {
+					want := offerEveryScore(X, n, d, Q[q*d:(q+1)*d], k)
+					if len(got[q]) != len(want) {
+						t.Fatalf("nq=%d k=%d workers=%d query %d: %d hits, want %d", nq, k, workers, q, len(got[q]), len(want))
 					}
-					for q := 0; q < nq; q++ {
-						want := offerEveryScore(X, n, d, Q[q*d:(q+1)*d], k)
-						if len(got[q]) != len(want) {
-							t.Fatalf("nq=%d k=%d workers=%d query %d: %d hits, want %d", nq, k, workers, q, len(got[q]), len(want))
-						}
-						for i := range want {
-							if got[q][i] != want[i] {
-								t.Fatalf("nq=%d k=%d workers=%d query %d rank %d: %+v, want %+v", nq, k, workers, q, i, got[q][i], want[i])
-							}
+					for i := range want {
+						if got[q][i] != want[i] {
+							t.Fatalf("nq=%d k=%d workers=%d query %d rank %d: %+v, want %+v", nq, k, workers, q, i, got[q][i], want[i])
 						}
 					}
 				}

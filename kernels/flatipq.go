@@ -21,7 +21,7 @@ func FlatIPQuantized(ctx context.Context, m *QuantRows, Q []float32, nq, k, work
 	if nq < 0 || k < 0 || len(Q) < nq*m.D {
 		return nil, fmt.Errorf("kernels: FlatIPQuantized: %d query values for %d queries of %d, k=%d", len(Q), nq, m.D, k)
 	}
-	if scan := quantScanInC(m, Q, nq); scan != nil && scanInCFits(nq, min(k, m.N)) {
+	if scan := quantScanInC(m, Q, nq); scan != nil && nq < widenMinBatch && scanInCFits(nq, min(k, m.N)) {
 		return flatScanWith(ctx, m.N, k, workers, nq, func(ctx context.Context, lo, hi, k int) ([][]Hit, error) {
 			return scanInC(ctx, nq, k, func(s *scanState) bool { return scan(lo, hi, s) })
 		})

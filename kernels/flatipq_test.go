@@ -159,7 +159,7 @@ func eachDotQImpl(t *testing.T, fn func(t *testing.T)) {
 
 // TestFlatIPQuantizedScanInCEqualsBlocks checks the quantized scan in C
 // against the block loop in Go, hit for hit, on rows with many exact ties,
-// over batches and k on both sides of the C scan's limits.
+// over batches up to the last one scanned in registers.
 func TestFlatIPQuantizedScanInCEqualsBlocks(t *testing.T) {
 	eachDotQImpl(t, func(t *testing.T) {
 		if scanTopI8 == nil {
@@ -172,14 +172,14 @@ func TestFlatIPQuantizedScanInCEqualsBlocks(t *testing.T) {
 		for r, src := range rng.Perm(n) {
 			copy(X[r*d:(r+1)*d], distinct[(src%900)*d:(src%900+1)*d])
 		}
-		Q := randMat(rng, (scanTopMaxBatch+1)*d)
+		Q := randMat(rng, widenMinBatch*d)
 		for _, kind := range engine.QuantKinds() {
 			m, err := Quantize(X, n, d, kind)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, nq := range []int{1, 3, scanTopMaxBatch, scanTopMaxBatch + 1} {
-				for _, k := range []int{1, 10, scanTopMaxK, scanTopMaxK + 1} {
+			for _, nq := range []int{1, 3, widenMinBatch - 1, widenMinBatch} {
+				for _, k := range []int{1, 10, n} {
 					for _, workers := range []int{1, 3} {
 						got, err := FlatIPQuantized(context.Background(), m, Q, nq, k, workers)
 						if err != nil {

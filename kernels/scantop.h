@@ -49,6 +49,19 @@ static void scan_offer(scan_hit* h, int* n, int k, scan_hit x) {
 	}
 }
 
+// SCAN_GROUP scores are checked against a full heap's worst at once
+// (scan_any_above), so most are passed over without a branch each.
+#define SCAN_GROUP 16
+
+// scan_any_above reports whether any of SCAN_GROUP scores is above worst
+// (NaN is not, and never enters a heap). A loop without branches, so the
+// compiler vectorizes it.
+static inline int scan_any_above(const float* s, float worst) {
+	int any = 0;
+	for (int j = 0; j < SCAN_GROUP; j++) any |= s[j] > worst;
+	return any;
+}
+
 // scan_top scores rows [0, rows) of X (row_bytes each; indexes base,
 // base+1, …) against nq queries, a block of SCAN_BLOCK_ROWS rows at a time
 // into buf (nq × SCAN_BLOCK_ROWS floats), multiplies row r's scores by
@@ -75,13 +88,17 @@ static int scan_top(scan_block_scorer score, const void* X, size_t row_bytes, co
 			if (scale) for (int r = 0; r < m; r++) s[r] *= scale[s0 + r];
 			int full = *n >= k;
 			float worst = full ? h[0].score : 0;
-			for (int r = 0; r < m; r++) {
-				float v = s[r];
-				if (v != v || (full && !(v > worst))) continue;
-				scan_hit x = { base + s0 + r, v };
-				scan_offer(h, n, k, x);
-				full = *n >= k;
-				worst = h[0].score;
+			for (int r0 = 0; r0 < m; r0 += SCAN_GROUP) {
+				int end = r0 + SCAN_GROUP < m ? r0 + SCAN_GROUP : m;
+				if (full && end - r0 == SCAN_GROUP && !scan_any_above(s + r0, worst)) continue;
+				for (int r = r0; r < end; r++) {
+					float v = s[r];
+					if (v != v || (full && !(v > worst))) continue;
+					scan_hit x = { base + s0 + r, v };
+					scan_offer(h, n, k, x);
+					full = *n >= k;
+					worst = h[0].score;
+				}
 			}
 		}
 	}

@@ -18,6 +18,10 @@ def main(work):
     floor = g["floor_s"]
     print(f"memory floor: one streaming read of the matrix, {floor*1e3:.2f} ms; "
           f"gleaner batch {batches[0]} is {g[f'batch{batches[0]}_median_s']/floor:.2f}x of it")
+    if "batch1_floor_ratios" in g:
+        r = sorted(g["batch1_floor_ratios"])
+        print(f"paired (a read, then a batch-1 scan, {len(r)} times): batch 1 / floor median {r[len(r)//2]:.2f}x, "
+              f"quartiles {r[len(r)//4]:.2f}x-{r[3*len(r)//4]:.2f}x")
     print(f"{'batch':>5} {'gleaner ms':>11} {'faiss ms':>9} {'numpy ms':>9} {'faiss/gleaner':>14} {'numpy/gleaner':>14} {'top-10 agree':>13}")
     for b in batches:
         gt, ft, nt = (g[f"batch{b}_median_s"], p[f"faiss_batch{b}_median_s"], p[f"numpy_batch{b}_median_s"])

@@ -137,7 +137,25 @@ func flat(args []string) error {
 			out[fmt.Sprintf("%s_batch%d_recall", kind, batch)] = recall(got, exact)
 		}
 	}
+	out["batch1_floor_ratios"] = floorPairs(ctx, X, *n, *d, Q, 3**reps)
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// floorPairs times a batch-1 scan right after a streaming read, pairs
+// times over, and returns each pair's ratio (scan / read): the VM's memory
+// speed drifts between the floor's timing and the sweep's, and a pair's
+// two reads see the same machine.
+func floorPairs(ctx context.Context, X []float32, n, d int, Q []float32, pairs int) []float64 {
+	var ratios []float64
+	for range pairs {
+		floor := timeReps(1, func() error { streamRead(X); return nil })[0]
+		scan := timeReps(1, func() error {
+			_, err := kernels.FlatIP(ctx, X, n, d, Q, 1, 10, 0)
+			return err
+		})[0]
+		ratios = append(ratios, scan/floor)
+	}
+	return ratios
 }
 
 // parseBatches reads -batches.
