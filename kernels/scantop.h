@@ -71,10 +71,10 @@ static inline int scan_any_above(const float* s, float worst) {
 // It stops after the block in which *stop turns nonzero (the caller's
 // context was cancelled) and returns 1, else 0.
 //
-// One call covers a worker's whole range: at small batches the scan is a
-// read of the matrix, and returning to Go even once a millisecond made it
-// 5–15 % slower, more in its spread than its best case (RESULTS.md, "Small
-// batches in one call").
+// One call covers a worker's whole range: returning to Go after every
+// block, or even once a millisecond, made the scan 5–15 % slower, more in
+// its spread than its best case (RESULTS.md, "Flat search in one call per
+// core").
 static int scan_top(scan_block_scorer score, const void* X, size_t row_bytes, const float* scale, int rows, int d,
 		const float* Q, int nq, int32_t base, scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) {
 	for (int s0 = 0; s0 < rows; s0 += SCAN_BLOCK_ROWS) {
