@@ -34,16 +34,18 @@ type QuantRows struct {
 
 // Check verifies the matrix's shape against its kind.
 func (m *QuantRows) Check() error {
-	if m.N < 0 || m.D <= 0 {
+	// Rows are numbered by int32 (Hit.Index); the sizes are compared by
+	// division, which cannot overflow as N·D can.
+	if m.N < 0 || m.N > math.MaxInt32 || m.D <= 0 {
 		return fmt.Errorf("quantized rows: bad shape %d×%d", m.N, m.D)
 	}
 	switch m.Kind {
 	case QuantBF16:
-		if len(m.BF16) != m.N*m.D {
+		if len(m.BF16)%m.D != 0 || len(m.BF16)/m.D != m.N {
 			return fmt.Errorf("quantized rows: %d bf16 values, want %d×%d", len(m.BF16), m.N, m.D)
 		}
 	case QuantInt8:
-		if len(m.I8) != m.N*m.D || len(m.Scale) != m.N {
+		if len(m.I8)%m.D != 0 || len(m.I8)/m.D != m.N || len(m.Scale) != m.N {
 			return fmt.Errorf("quantized rows: %d int8 values and %d scales, want %d×%d and %d", len(m.I8), len(m.Scale), m.N, m.D, m.N)
 		}
 	default:

@@ -34,7 +34,7 @@ func FlatIP(ctx context.Context, X []float32, n, d int, Q []float32, nq, k, work
 	}
 	if scanTop != nil && scanInCFits(nq, min(k, n)) {
 		return flatScanWith(ctx, n, k, workers, nq, func(ctx context.Context, lo, hi, k int) ([][]Hit, error) {
-			return scanInC(ctx, nq, k, func(s *scanState) bool {
+			return scanInC(ctx, nq, min(k, hi-lo), func(s *scanState) bool {
 				return scanTop(X[lo*d:hi*d], hi-lo, d, Q, nq, int32(lo), s)
 			})
 		})
@@ -90,8 +90,9 @@ func (s *scanState) cArgs(nq int) (hits, counts, buf unsafe.Pointer) {
 }
 
 // scanInC runs scan, one C call over a worker's rows, with fresh heaps for
-// nq queries and k hits, and returns each query's hits best first. The
-// context's cancellation reaches the call through s.stop.
+// nq queries and k hits (at most the worker's rows: its heaps never hold
+// more), and returns each query's hits best first. The context's
+// cancellation reaches the call through s.stop.
 func scanInC(ctx context.Context, nq, k int, scan func(s *scanState) bool) ([][]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -165,13 +166,16 @@ func flatScanWith(ctx context.Context, n, k, workers, nq int, scanRange func(ctx
 	return out, nil
 }
 
+// checkFlatArgs validates a scan's shapes. Rows are numbered by int32
+// (Hit.Index), so n is at most MaxInt32; the sizes are compared by
+// division, which cannot overflow as n·d can.
 func checkFlatArgs(X []float32, n, d int, Q []float32, nq, k int) error {
 	switch {
-	case n < 0 || d <= 0 || nq < 0 || k < 0:
+	case n < 0 || n > math.MaxInt32 || d <= 0 || nq < 0 || k < 0:
 		return fmt.Errorf("kernels: FlatIP: bad shape n=%d d=%d nq=%d k=%d", n, d, nq, k)
-	case len(X) < n*d:
+	case n > len(X)/d:
 		return fmt.Errorf("kernels: FlatIP: matrix has %d floats, want %d×%d", len(X), n, d)
-	case len(Q) < nq*d:
+	case nq > len(Q)/d:
 		return fmt.Errorf("kernels: FlatIP: queries have %d floats, want %d×%d", len(Q), nq, d)
 	}
 	return nil

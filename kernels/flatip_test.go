@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"testing"
 )
@@ -138,6 +139,40 @@ func TestFlatIPRejectsBadShapes(t *testing.T) {
 	}
 	if _, err := FlatIP(context.Background(), nil, 0, 0, nil, 0, 1, 1); err == nil {
 		t.Fatal("d=0 accepted")
+	}
+}
+
+// TestFlatIPRejectsHugeShapes: more rows than an int32 numbers, and sizes
+// whose products overflow an int, are errors, not a crash in a worker.
+func TestFlatIPRejectsHugeShapes(t *testing.T) {
+	ctx := context.Background()
+	if _, err := FlatIP(ctx, nil, 4, 1<<62, nil, 4, 1, 1); err == nil {
+		t.Fatal("n·d overflowing an int accepted")
+	}
+	if _, err := FlatIP(ctx, []float32{1}, 1, 1, nil, 1<<62, 1, 1); err == nil {
+		t.Fatal("nq·d overflowing an int accepted")
+	}
+	if _, err := FlatIP(ctx, nil, math.MaxInt32+1, 1, nil, 0, 1, 1); err == nil {
+		t.Fatal("more rows than int32 indexes accepted")
+	}
+}
+
+// TestFlatIPHeapsSizedByRows: a worker's heaps hold at most its rows, so
+// many workers and k = n cost about one n of hits, not one per worker.
+func TestFlatIPHeapsSizedByRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	n, workers := 1<<16, 64
+	X, Q := randMat(rng, n), randMat(rng, 1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := FlatIP(context.Background(), X, n, 1, Q, 1, n, workers); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// the result and the merge hold a few n of 8-byte hits; heaps of k
+	// each would add workers·n·8 bytes (32 MiB)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Fatalf("FlatIP with k = n on %d workers allocated %d MiB", workers, got>>20)
 	}
 }
 

@@ -18,12 +18,12 @@ func FlatIPQuantized(ctx context.Context, m *QuantRows, Q []float32, nq, k, work
 	if err := m.Check(); err != nil {
 		return nil, fmt.Errorf("kernels: FlatIPQuantized: %w", err)
 	}
-	if nq < 0 || k < 0 || len(Q) < nq*m.D {
+	if nq < 0 || k < 0 || nq > len(Q)/m.D {
 		return nil, fmt.Errorf("kernels: FlatIPQuantized: %d query values for %d queries of %d, k=%d", len(Q), nq, m.D, k)
 	}
 	if scan := quantScanInC(m, Q, nq); scan != nil && nq < widenMinBatch && scanInCFits(nq, min(k, m.N)) {
 		return flatScanWith(ctx, m.N, k, workers, nq, func(ctx context.Context, lo, hi, k int) ([][]Hit, error) {
-			return scanInC(ctx, nq, k, func(s *scanState) bool { return scan(lo, hi, s) })
+			return scanInC(ctx, nq, min(k, hi-lo), func(s *scanState) bool { return scan(lo, hi, s) })
 		})
 	}
 	return flatScan(ctx, m.N, k, workers, Q, nq, func() blockScorer { return quantScorer(m, nq) })

@@ -6,6 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The scan skips NaN scores by v != v and relies on IEEE compares;
+// -ffast-math would let the compiler drop both.
+#ifdef __FAST_MATH__
+#error "scantop.h needs IEEE float semantics: build without -ffast-math / -Ofast"
+#endif
+
 // scan_hit is engine.Hit's layout: int32 index, then float32 score.
 typedef struct { int32_t index; float score; } scan_hit;
 
@@ -77,9 +83,10 @@ static inline int scan_any_above(const float* s, float worst) {
 // core").
 static int scan_top(scan_block_scorer score, const void* X, size_t row_bytes, const float* scale, int rows, int d,
 		const float* Q, int nq, int32_t base, scan_hit* heaps, int* counts, int k, const int32_t* stop, float* buf) {
-	for (int s0 = 0; s0 < rows; s0 += SCAN_BLOCK_ROWS) {
+	// int64_t: s0 += SCAN_BLOCK_ROWS would overflow an int past 2³¹ − 256 rows.
+	for (int64_t s0 = 0; s0 < rows; s0 += SCAN_BLOCK_ROWS) {
 		if (__atomic_load_n(stop, __ATOMIC_RELAXED)) return 1;
-		int m = rows - s0 < SCAN_BLOCK_ROWS ? rows - s0 : SCAN_BLOCK_ROWS;
+		int m = rows - s0 < SCAN_BLOCK_ROWS ? (int)(rows - s0) : SCAN_BLOCK_ROWS;
 		score((const char*)X + (size_t)s0 * row_bytes, m, d, Q, nq, buf);
 		for (int q = 0; q < nq; q++) {
 			scan_hit* h = heaps + (size_t)q * k;
@@ -94,7 +101,7 @@ static int scan_top(scan_block_scorer score, const void* X, size_t row_bytes, co
 				for (int r = r0; r < end; r++) {
 					float v = s[r];
 					if (v != v || (full && !(v > worst))) continue;
-					scan_hit x = { base + s0 + r, v };
+					scan_hit x = { (int32_t)(base + s0 + r), v }; // < n ≤ 2³¹ − 1 (checked in Go)
 					scan_offer(h, n, k, x);
 					full = *n >= k;
 					worst = h[0].score;
