@@ -168,11 +168,7 @@ func afterKill(t *testing.T, parent, step string) {
 // A dead hidden folder holding links of final's user files is removed by
 // CleanDebris, and final's files stay.
 func TestDebrisOfLinkedUserFilesRemoved(t *testing.T) {
-	parent := t.TempDir()
-	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
-	writeOneFileStore(t, final, "old")
-	writeOneFileStore(t, src, "new")
-	userFiles(t, final)
+	final, src := oldStoreAndNew(t)
 	if len(linkFiles(final, src, []string{"drafts", "link", "notes.txt"})) != 2 {
 		t.Skip("this file system has no hard links")
 	}
@@ -201,11 +197,7 @@ func TestDebrisWithADifferentVersionKept(t *testing.T) {
 // rename), adds and deletes in the folder between ReplaceDir's listing and
 // the swap end up at final as the user left them.
 func TestReplaceDirCarriesEditsDuringTheSwap(t *testing.T) {
-	parent := t.TempDir()
-	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
-	writeOneFileStore(t, final, "old")
-	writeOneFileStore(t, src, "new")
-	userFiles(t, final)
+	final, src := oldStoreAndNew(t)
 	os.WriteFile(filepath.Join(final, "gone.txt"), []byte("x"), 0o644)
 	replaceStep = func(step string) {
 		if step != "linked" {
@@ -240,11 +232,7 @@ func TestReplaceDirFallsBackToMoving(t *testing.T) {
 	defer func() { linkFile, moveEntry = os.Link, os.Rename }()
 	linkFile = func(string, string) error { return errors.New("no links here") }
 	for _, moveFails := range []bool{false, true} {
-		parent := t.TempDir()
-		final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
-		writeOneFileStore(t, final, "old")
-		writeOneFileStore(t, src, "new")
-		userFiles(t, final)
+		final, src := oldStoreAndNew(t)
 		moveEntry = os.Rename
 		if moveFails {
 			moveEntry = func(from, to string) error {
@@ -280,6 +268,18 @@ func TestReplaceDirFallsBackToMoving(t *testing.T) {
 }
 
 // writeOneFileStore makes dir a complete one-file store whose file holds body.
+// oldStoreAndNew writes a one-file store with the user's files at final
+// (ix) and a new one at src (.ix.staging-1), as ReplaceDir finds them.
+func oldStoreAndNew(t *testing.T) (final, src string) {
+	t.Helper()
+	parent := t.TempDir()
+	final, src = filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
+	writeOneFileStore(t, final, "old")
+	writeOneFileStore(t, src, "new")
+	userFiles(t, final)
+	return final, src
+}
+
 func writeOneFileStore(t *testing.T, dir, body string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -364,11 +364,7 @@ func TestCleanDebrisThroughALink(t *testing.T) {
 // in progress and leaves it; a file saved in final right after the swap is
 // kept as the newer version, without a conflict.
 func TestReplaceDirHoldsTheOldFolder(t *testing.T) {
-	parent := t.TempDir()
-	final, src := filepath.Join(parent, "ix"), filepath.Join(parent, ".ix.staging-1")
-	writeOneFileStore(t, final, "old")
-	writeOneFileStore(t, src, "new")
-	userFiles(t, final)
+	final, src := oldStoreAndNew(t)
 	replaceStep = func(step string) {
 		if step != "swapped" {
 			return
