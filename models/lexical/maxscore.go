@@ -47,17 +47,19 @@ func (s *BM25) termBound(t int) float32 {
 // stored bound (Lucene's block size).
 const blockPostings = 128
 
-// termBlock bounds blockPostings consecutive postings of a term.
+// termBlock bounds up to blockPostings consecutive postings of one of a
+// term's lists.
 type termBlock struct {
 	last uint32  // the block's last document
-	max  float32 // the most any of its postings adds to a score
+	max  float32 // at least the most any of its postings adds to a score
 }
 
-// termStats is a term's postings (over every list, in document order) cut
-// into blocks with each block's largest contribution, computed as
-// contribution computes it, and those bounds from the highest down. Each
-// block holds a posting at its bound, so a term's k-th largest
-// contribution is at least top[k-1].
+// termStats is a term's postings cut into blocks (each list on its own, in
+// document order) with a bound on each block's largest contribution (that
+// contribution, computed as contribution computes it, raised by 2⁻²⁰ of
+// itself), and those bounds from the highest down. Each block holds a
+// posting at its bound within that margin, so a term's k-th largest
+// contribution is about top[k-1] or more.
 type termStats struct {
 	blocks []termBlock
 	top    []float32
@@ -80,20 +82,16 @@ func (s *BM25) termStats(t int) *termStats {
 	return v.(*termStats)
 }
 
-// makeTermStats cuts term t's postings into blocks and bounds them.
+// makeTermStats bounds the blocks of term t's lists from their impacts
+// (impacts.go), which every BM25 over the same lists shares.
 func (s *BM25) makeTermStats(t int) *termStats {
 	idf := s.idf[t]
 	st := &termStats{blocks: make([]termBlock, 0, (s.p.DocFreq(t)+blockPostings-1)/blockPostings)}
-	at := 0
-	s.p.eachList(t, func(docs, tfs []uint32) {
-		for i, d := range docs {
-			if at%blockPostings == 0 {
-				st.blocks = append(st.blocks, termBlock{})
-			}
-			tf := float32(tfs[i])
-			b := &st.blocks[len(st.blocks)-1]
-			b.last, b.max = d, max(b.max, idf*tf/(tf+s.norm(d)))
-			at++
+	s.p.eachImpacts(t, func(li *listImpacts) {
+		from := int32(0)
+		for i, last := range li.last {
+			st.blocks = append(st.blocks, termBlock{last: last, max: impactBound(li.pairs[from:li.end[i]], idf, s.normOf)})
+			from = li.end[i]
 		}
 	})
 	st.top = make([]float32, len(st.blocks))

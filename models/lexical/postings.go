@@ -21,6 +21,10 @@ type Postings struct {
 	DocLen []uint32
 	segs   []*segment
 	flat   *flatCache
+	// impacts of the base arrays' lists (impacts.go), shared with every
+	// Postings that Update appends to these arrays; nil holds none (only
+	// Postings with segments hold them, so a flat one equals a build's).
+	impacts *impactCache
 }
 
 // NumDocs is the number of documents indexed.

@@ -45,6 +45,9 @@ type segment struct {
 	ptr   []int64 // term terms[i]'s postings are doc[ptr[i]:ptr[i+1]]
 	doc   []uint32
 	tf    []uint32
+	// impacts of its lists (impacts.go), shared by every Postings that
+	// holds the segment.
+	impacts *impactCache
 }
 
 // list is term t's postings in the segment (empty when it has none).
@@ -187,7 +190,7 @@ func newSegment(fresh addedPostings, terms TermTable, first uint32) *segment {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(ids[a] - ids[b]) })
-	s := &segment{first: first, ptr: make([]int64, 1, len(ids)+1)}
+	s := &segment{first: first, ptr: make([]int64, 1, len(ids)+1), impacts: &impactCache{}}
 	for _, i := range order {
 		s.terms = append(s.terms, ids[i])
 		for _, e := range fresh.docs[fresh.words[i]] {
@@ -212,7 +215,7 @@ func mergeSegments(ctx context.Context, segs []*segment) *segment {
 	slices.Sort(terms)
 	terms = slices.Compact(terms)
 	out := &segment{first: segs[0].first, terms: terms, ptr: make([]int64, 1, len(terms)+1),
-		doc: make([]uint32, 0, np), tf: make([]uint32, 0, np)} // at their size: grown by doubling they cost twice
+		doc: make([]uint32, 0, np), tf: make([]uint32, 0, np), impacts: &impactCache{}} // at their size: grown by doubling they cost twice
 	at := make([]int, len(segs)) // each segment's next term
 	for i, t := range terms {
 		if i%1024 == 0 {

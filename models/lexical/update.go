@@ -101,7 +101,10 @@ func (p *Postings) appended(ctx context.Context, fresh addedPostings, docs []doc
 			parallel.Yield(ctx)
 		}
 	}
-	q := &Postings{Terms: p.Terms.with(words), Ptr: p.Ptr, Doc: p.Doc, TF: p.TF, flat: &flatCache{}}
+	q := &Postings{Terms: p.Terms.with(words), Ptr: p.Ptr, Doc: p.Doc, TF: p.TF, flat: &flatCache{}, impacts: p.impacts}
+	if q.impacts == nil {
+		q.impacts = &impactCache{}
+	}
 	q.DocLen = make([]uint32, len(p.DocLen), len(p.DocLen)+len(docs))
 	copy(q.DocLen, p.DocLen)
 	for i := range docs {
@@ -109,7 +112,7 @@ func (p *Postings) appended(ctx context.Context, fresh addedPostings, docs []doc
 	}
 	q.segs = mergeTail(ctx, append(slices.Clone(p.segs), newSegment(fresh, q.Terms, uint32(len(p.DocLen)))))
 	if tail := len(q.DocLen) - int(q.segs[0].first); tail > len(q.DocLen)/8 {
-		return q.flatten(ctx)
+		return q.flatten(ctx) // new base arrays: the next append holds their impacts
 	}
 	return q
 }
