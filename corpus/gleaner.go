@@ -85,8 +85,8 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 		return recErr(path, line, "id", ErrMissing)
 	case badID(n.ID) != "":
 		return recErr(path, line, "id", fmt.Errorf("%w: %s", ErrMalformed, badID(n.ID)))
-	case len(n.Text)+len(n.Title)+metaBytes(n.Meta) > MaxRecordBytes:
-		return recErr(path, line, "text", fmt.Errorf("%w: node %q holds %d bytes, over gleaner's limit of %d for one record (split it into passages)", ErrMalformed, n.ID, len(n.Text)+len(n.Title)+metaBytes(n.Meta), MaxRecordBytes))
+	case CheckRecordSize(n) != nil:
+		return recErr(path, line, "text", CheckRecordSize(n))
 	case seen[n.ID] > 0:
 		return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, n.ID, seen[n.ID]))
 	case strings.TrimSpace(n.Text) == "" && strings.TrimSpace(n.Title) == "":

@@ -68,6 +68,26 @@ func fieldAt(b []byte, off int) string {
 	return ""
 }
 
+// CheckID refuses an id that reading a corpus file refuses: empty, or
+// holding white space or a control character (ErrMalformed). Writers
+// that take ids from elsewhere (a live index's updates) check with it,
+// so an index never holds an id its own files could not.
+func CheckID(id string) error {
+	if why := badID(id); why != "" {
+		return fmt.Errorf("%w: %s", ErrMalformed, why)
+	}
+	return nil
+}
+
+// CheckRecordSize refuses a node over MaxRecordBytes, as reading a corpus
+// file does (ErrMalformed).
+func CheckRecordSize(n *Node) error {
+	if b := len(n.Text) + len(n.Title) + metaBytes(n.Meta); b > MaxRecordBytes {
+		return fmt.Errorf("%w: node %q holds %d bytes, over gleaner's limit of %d for one record (split it into passages)", ErrMalformed, n.ID, b, MaxRecordBytes)
+	}
+	return nil
+}
+
 // badID explains why id cannot be a node or query id, or returns "".
 // Any Unicode white space is refused, since TREC run files split on it.
 func badID(id string) string {

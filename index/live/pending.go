@@ -201,6 +201,9 @@ func (o *overlay) apply(x *op, dims int) error {
 		o.drop(x.ID, nodes)
 		return nil
 	case opAdd:
+		if _, ours := o.docs[x.ID]; exists && ours {
+			return fmt.Errorf("document %q is added by an earlier change of this batch (a batch adds a document once)", x.ID)
+		}
 		if exists {
 			return fmt.Errorf("%w: document %q", ErrExists, x.ID)
 		}
@@ -224,6 +227,9 @@ func (o *overlay) drop(id string, nodes []string) {
 
 // put checks an added document's nodes, edges and vectors and records it.
 func (o *overlay) put(x *op, dims int) error {
+	if err := corpus.CheckID(x.ID); err != nil {
+		return fmt.Errorf("field id: %w", err)
+	}
 	if len(x.Nodes) == 0 {
 		return fmt.Errorf("field nodes: a document needs at least one passage")
 	}
@@ -236,7 +242,7 @@ func (o *overlay) put(x *op, dims int) error {
 		if n.Document() != x.ID {
 			return fmt.Errorf("node %d (%q): belongs to document %q, not %q (set its doc field)", j+1, n.ID, n.Document(), x.ID)
 		}
-		if err := index.CheckNode(n); err != nil {
+		if err := checkNewNode(n); err != nil {
 			return fmt.Errorf("node %d: %w", j+1, err)
 		}
 		if d, ok := o.nodeOf(n.ID); ok {
@@ -277,6 +283,29 @@ func (o *overlay) put(x *op, dims int) error {
 	o.docs[x.ID] = ids
 	for _, n := range ids {
 		o.nodeDoc[n] = x.ID
+	}
+	return nil
+}
+
+// checkNewNode is index.CheckNode and, for nodes the writer takes in, what
+// reading a corpus file refuses besides: an id with white space or a
+// control character (a newline would make it undeletable from a list of
+// ids), and a record over corpus.MaxRecordBytes. Apply itself keeps the
+// looser check, so a log written before these checks still replays.
+func checkNewNode(n *corpus.Node) error {
+	if err := index.CheckNode(n); err != nil {
+		return err
+	}
+	if err := corpus.CheckID(n.ID); err != nil {
+		return fmt.Errorf("field id: %w", err)
+	}
+	if n.Doc != "" {
+		if err := corpus.CheckID(n.Doc); err != nil {
+			return fmt.Errorf("node %q: field doc: %w", n.ID, err)
+		}
+	}
+	if err := corpus.CheckRecordSize(n); err != nil {
+		return fmt.Errorf("field text: %w", err)
 	}
 	return nil
 }
