@@ -683,6 +683,9 @@ func (t *relationTable) id(kind, rel string) int32 {
 // whole index (SetGraph names their one relation after the kind), so that
 // changed nodes leave them stale; a corpus's own kinds follow its edges.
 func (ix *Index) DerivedKind(kind string) bool {
+	if kind == "" {
+		return false // the corpus's own edges without a kind; gleaner names what it builds
+	}
 	found := false
 	for r := range ix.rels.Relations {
 		if ix.rels.Kinds[r] == kind {

@@ -214,6 +214,13 @@ func TestBatchIsAtomic(t *testing.T) {
 		"empty text":        {func(b *Batch) { b.Add(NodeDocument(corpus.Node{ID: "e", Text: " "})) }, nil},
 		"bad vectors":       {func(b *Batch) { d := passage("v", "t"); d.Vectors = []float32{1}; b.Add(d) }, nil},
 		"passage as doc id": {func(b *Batch) { b.Add(Document{ID: "z", Nodes: []corpus.Node{{ID: existing, Doc: "z", Text: "t"}}}) }, ErrExists},
+		"id with a newline": {func(b *Batch) { b.Add(passage("a\nb", "text")) }, corpus.ErrMalformed},
+		"id with a NUL":     {func(b *Batch) { b.Add(passage("a\x00b", "text")) }, corpus.ErrMalformed},
+		"id with a space":   {func(b *Batch) { b.Add(passage("a b", "text")) }, corpus.ErrMalformed},
+		"document id with a tab": {func(b *Batch) {
+			b.Add(Document{ID: "d\t", Nodes: []corpus.Node{{ID: "n", Doc: "d\t", Text: "t"}}})
+		}, corpus.ErrMalformed},
+		"a record over the limit": {func(b *Batch) { b.Add(passage("big", strings.Repeat("word ", corpus.MaxRecordBytes/5+1))) }, corpus.ErrMalformed},
 	} {
 		var b Batch
 		tc.fill(&b)
@@ -224,6 +231,36 @@ func TestBatchIsAtomic(t *testing.T) {
 	}
 	if !reflect.DeepEqual(snapshotOf(w.Index()), before) || w.Stats().Seq != 0 {
 		t.Fatal("a failed batch changed the index or the log")
+	}
+}
+
+// A document added twice in one batch is refused as the batch's own
+// repetition, not as one the index already holds; and edges without a
+// kind (a corpus's plain edges) can be added again after the first.
+func TestBatchRepeatsAndPlainEdges(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	existing := w.Index().NodeID(0)
+	var twice Batch
+	twice.Add(passage("p1", "one"))
+	twice.Add(passage("p1", "two"))
+	_, err := w.Commit(context.Background(), &twice)
+	if err == nil || errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "earlier change of this batch") {
+		t.Fatalf("a document added twice in a batch: %v", err)
+	}
+	for i, id := range []string{"e1", "e2"} {
+		d := passage(id, "plain edge")
+		d.Edges = []corpus.Edge{{Src: id, Dst: existing}}
+		var b Batch
+		b.Add(d)
+		if _, err := w.Commit(context.Background(), &b); err != nil {
+			t.Fatalf("kind-less edge %d: %v", i+1, err)
+		}
+	}
+	if w.Index().DerivedKind("") {
+		t.Fatal("the kind-less edges count as a kind gleaner derives")
 	}
 }
 
