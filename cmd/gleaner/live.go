@@ -257,8 +257,8 @@ func finishLive(cmd *cobra.Command, w *live.Writer, rep *liveReport, err error) 
 			plural(rep.added+rep.replaced+rep.deleted, "document"), plural(rep.commits, "commit"), time.Since(rep.start).Seconds(),
 			rep.added, rep.replaced, plural(rep.passages, "passage"), rep.unchanged, rep.deleted, plural(st.Nodes, "passage"))
 	}
-	if stale != "" {
-		fmt.Fprintln(out, stale)
+	if stale != "" && (err == nil || rep != nil && rep.commits > 0) {
+		fmt.Fprintln(out, stale) // not after a failure that committed nothing: it reads as if something was
 	}
 	if err != nil {
 		if rep != nil && rep.commits > 0 {
