@@ -322,6 +322,9 @@ func liveBatch(req *api.DocumentsRequest, dims int) (*live.Batch, error) {
 			continue
 		}
 		d, err := liveDocument(c.ID, &c.Document, dims)
+		if fe := (*FieldError)(nil); errors.As(err, &fe) && fe.Field != "" {
+			return nil, &FieldError{field + "." + fe.Field, fe.Msg} // the field's whole path in the request
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}

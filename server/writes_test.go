@@ -124,6 +124,22 @@ func TestWritesReadYourWrites(t *testing.T) {
 	if ids := topIDs(t, c, "platypus"); len(ids) != 0 {
 		t.Fatalf("a refused batch's document is served: %v", ids)
 	}
+	_, err = c.CommitDocuments(ctx, "synth", []api.DocumentChange{
+		{Op: "add", ID: "zz-3", Document: api.Document{Text: "one"}},
+		{Op: "add", ID: "zz-3", Document: api.Document{Text: "two"}},
+	})
+	if status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "earlier change of this batch") || mustSeq(t, s) != before {
+		t.Fatalf("batch adding a document twice: %v, want a 400 naming the repetition", err)
+	}
+	_, err = c.CommitDocuments(ctx, "synth", []api.DocumentChange{{Op: "add", Document: api.Document{Text: "no id"}}})
+	if status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "changes[0].id") {
+		t.Fatalf("a change without an id: %v, want a 400 naming changes[0].id", err)
+	}
+	for _, id := range []string{"a%0Ab", "a%00b", "a%20b"} {
+		if code := rawPut(t, c, id, `{"text": "x"}`); code != http.StatusBadRequest {
+			t.Errorf("id %s: %d, want 400", id, code)
+		}
+	}
 	if _, err := c.DeleteDocument(ctx, "synth", "notes/a.md"); err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func newIndex(g *globals) *cobra.Command {
 	fl.IntVar(&f.lsaSample, "lsa-sample", lsa.SampleDocs, "fit LSA on a seeded sample of this many passages when the corpus has more (0: on every passage); every passage is still embedded")
 	fl.Float64Var(&f.k1, "k1", bm.K1, "BM25 k1")
 	fl.Float64Var(&f.b, "b", bm.B, "BM25 b")
-	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing")
+	fl.BoolVar(&f.skip, "skip-invalid", false, "warn about and drop invalid records instead of failing (malformed JSON and repeated ids still fail)")
 	fl.BoolVar(&f.trainHead, "train-head", true, "train the lexical cross-encoder's head on pseudo-queries (see 'gleaner train head')")
 	cmd.AddCommand(newIndexInfo(), newIndexRefit(g), newIndexDetach(g))
 	return cmd

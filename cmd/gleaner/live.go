@@ -109,7 +109,7 @@ locally extracted KET-RAG and knn edges again with their settings.`,
 	}
 	f.bind(cmd)
 	cmd.Flags().BoolVar(&replace, "replace", false, "replace documents the index already has (unchanged ones are skipped)")
-	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and leave out invalid records and bad files instead of failing")
+	cmd.Flags().BoolVar(&skip, "skip-invalid", false, "warn about and leave out invalid records and bad files instead of failing (malformed JSON and repeated ids still fail)")
 	cmd.Flags().StringSliceVar(&files.Include, "include", files.Include, "files: globs of the files to read")
 	cmd.Flags().StringSliceVar(&files.Exclude, "exclude", nil, "files: globs of files and folders to leave out")
 	cmd.Flags().BoolVar(&files.Hidden, "hidden", false, "files: read files and folders whose names start with '.'")
