@@ -85,7 +85,7 @@ func checkNode(path string, line int, n *Node, seen map[string]int) *RecordError
 		return recErr(path, line, "id", ErrMissing)
 	case badID(n.ID) != "":
 		return recErr(path, line, "id", fmt.Errorf("%w: %s", ErrMalformed, badID(n.ID)))
-	case CheckRecordSize(n) != nil:
+	case len(n.Text)+len(n.Title)+metaBytes(n.Meta) > MaxRecordBytes:
 		return recErr(path, line, "text", CheckRecordSize(n))
 	case seen[n.ID] > 0:
 		return recErr(path, line, "id", fmt.Errorf("%w %q (first on line %d)", ErrDuplicate, n.ID, seen[n.ID]))

@@ -390,6 +390,10 @@ func (s *Server) fleetWrite(ctx context.Context, w http.ResponseWriter, r *http.
 		s.answerWrite(w, op, name, 0, nil, err)
 		return
 	}
+	if err := lw.CheckNew(b); err != nil { // the replicas apply what the log holds as it is
+		s.answerWrite(w, op, name, 0, nil, err)
+		return
+	}
 	if key == "" {
 		key = nuid.Next()
 	}

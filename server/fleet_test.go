@@ -118,6 +118,9 @@ func TestFleetWritesReachEveryReplica(t *testing.T) {
 	if status(err) != http.StatusConflict {
 		t.Fatalf("adding an existing document through the fleet: %v, want 409", err)
 	}
+	if _, err := a.PutDocument(ctx, "synth", "a b", api.Document{Text: "x"}); status(err) != http.StatusBadRequest {
+		t.Fatalf("a new id with a space through the fleet: %v, want 400 before it reaches the log", err)
+	}
 	if _, err := b.Retrieve(ctx, api.RetrieveRequest{Index: "synth", Query: "x", MinSeq: 50}); status(err) != http.StatusServiceUnavailable {
 		t.Errorf("min_seq past the log: %v, want 503", err)
 	}

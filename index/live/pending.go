@@ -227,9 +227,6 @@ func (o *overlay) drop(id string, nodes []string) {
 
 // put checks an added document's nodes, edges and vectors and records it.
 func (o *overlay) put(x *op, dims int) error {
-	if err := corpus.CheckID(x.ID); err != nil {
-		return fmt.Errorf("field id: %w", err)
-	}
 	if len(x.Nodes) == 0 {
 		return fmt.Errorf("field nodes: a document needs at least one passage")
 	}
@@ -242,7 +239,7 @@ func (o *overlay) put(x *op, dims int) error {
 		if n.Document() != x.ID {
 			return fmt.Errorf("node %d (%q): belongs to document %q, not %q (set its doc field)", j+1, n.ID, n.Document(), x.ID)
 		}
-		if err := checkNewNode(n); err != nil {
+		if err := index.CheckNode(n); err != nil {
 			return fmt.Errorf("node %d: %w", j+1, err)
 		}
 		if d, ok := o.nodeOf(n.ID); ok {
@@ -287,25 +284,45 @@ func (o *overlay) put(x *op, dims int) error {
 	return nil
 }
 
-// checkNewNode is index.CheckNode and, for nodes the writer takes in, what
-// reading a corpus file refuses besides: an id with white space or a
-// control character (a newline would make it undeletable from a list of
-// ids), and a record over corpus.MaxRecordBytes. Apply itself keeps the
-// looser check, so a log written before these checks still replays.
-func checkNewNode(n *corpus.Node) error {
-	if err := index.CheckNode(n); err != nil {
-		return err
-	}
-	if err := corpus.CheckID(n.ID); err != nil {
-		return fmt.Errorf("field id: %w", err)
-	}
-	if n.Doc != "" {
-		if err := corpus.CheckID(n.Doc); err != nil {
-			return fmt.Errorf("node %q: field doc: %w", n.ID, err)
+// CheckNew refuses what this version refuses of new content but a log
+// written before it may hold: a document or passage id the index does not
+// hold yet with white space or a control character (as a corpus file
+// refuses it; a newline would make it undeletable from a list of ids),
+// and a passage over corpus.MaxRecordBytes. An id the index holds passes,
+// so an older document can still be replaced. The writer runs it on its
+// own new writes only, not on a log's batches (a replay, a merge's
+// catch-up, a fleet replica), which it applies as older versions did; a
+// fleet's server runs it before it publishes a write. Safe for
+// concurrent use: it reads the index as last published.
+func (w *Writer) CheckNew(b *Batch) error { return checkNew(w.Index(), b.ops) }
+
+func checkNew(ix *index.Index, ops []op) error {
+	for i := range ops {
+		if x := &ops[i]; x.Kind != opDelete {
+			if err := checkNewOp(ix, x); err != nil {
+				return &CheckError{fmt.Errorf("change %d (%s %q): %w", i+1, x.Kind, x.ID, err)}
+			}
 		}
 	}
-	if err := corpus.CheckRecordSize(n); err != nil {
-		return fmt.Errorf("field text: %w", err)
+	return nil
+}
+
+func checkNewOp(ix *index.Index, x *op) error {
+	if ix.DocumentSize(x.ID) == 0 {
+		if err := corpus.CheckID(x.ID); err != nil {
+			return fmt.Errorf("field id: %w", err)
+		}
+	}
+	for j := range x.Nodes {
+		n := &x.Nodes[j]
+		if _, ok := ix.Lookup(n.ID); !ok {
+			if err := corpus.CheckID(n.ID); err != nil {
+				return fmt.Errorf("node %d: field id: %w", j+1, err)
+			}
+		}
+		if err := corpus.CheckRecordSize(n); err != nil {
+			return fmt.Errorf("node %d: field text: %w", j+1, err)
+		}
 	}
 	return nil
 }

@@ -859,6 +859,11 @@ func (w *Writer) prepare(p *pending, r *request, source uint64) ([]byte, error) 
 	if err := r.ctx.Err(); err != nil {
 		return nil, err
 	}
+	if r.source == 0 { // a new write, not a log's batch
+		if err := checkNew(p.base, r.ops); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.check(r.ops); err != nil {
 		return nil, err
 	}

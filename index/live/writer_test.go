@@ -653,3 +653,36 @@ func liveAt(ix *index.Index, k int) int {
 	}
 	panic("no such live node")
 }
+
+// The checks this version adds to new writes (CheckNew) do not apply to a
+// log's batches, which replay as older versions applied them, and an id
+// the index already holds passes them, so an older document can still be
+// replaced under it.
+func TestNewChecksSpareLogsAndHeldIDs(t *testing.T) {
+	dir := smallIndex(t)
+	o, _ := testOptions(t)
+	w := mustOpen(t, dir, o)
+	defer w.Close()
+	var b Batch
+	b.Add(passage("a b", "an id with a space"))
+	if _, err := w.Commit(context.Background(), &b); !errors.Is(err, corpus.ErrMalformed) || !IsInvalid(err) {
+		t.Fatalf("a new write with a spaced id: %v", err)
+	}
+	if err := newPending(w.Index(), newCatalog(w.Index())).take(b.ops); err != nil {
+		t.Fatalf("the same batch as a log holds it, replayed: %v", err)
+	}
+	legacy, err := w.Index().Apply(context.Background(), &index.Change{Add: []corpus.Node{{ID: "a b", Text: "written before the check"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Batch
+	r.Replace(passage("a b", "replaced under its old id"))
+	if err := checkNew(legacy, r.ops); err != nil {
+		t.Fatalf("replacing a document the index holds under an id refused today: %v", err)
+	}
+	var add Batch
+	add.Add(passage("c\td", "new"))
+	if err := checkNew(legacy, add.ops); !errors.Is(err, corpus.ErrMalformed) {
+		t.Fatalf("a new id with a tab: %v", err)
+	}
+}

@@ -130,7 +130,8 @@ const maxScoreTerms = 32
 // hold more than candidateCost times the postings of the rest. A term
 // held by at least k documents gives each at least idf/(1 + the largest
 // length norm), and one of k blocks gives k documents at least its k-th
-// block bound, so the k-th score cannot fall below the largest of those;
+// block bound (less the bounds' 2⁻²⁰ margin), so the k-th score cannot
+// fall below about the largest of those;
 // a query reading postingsPerHit postings per hit is expected to reach
 // its highest term bound. Terms of like bounds then still skip nothing.
 // It decides speed only: both searches return the same hits.
