@@ -38,6 +38,15 @@ func smallIndex(t *testing.T) string {
 }
 
 // mustOpen opens the index at dir for updates.
+// smallWriter is a writer over a fresh small index, closed when the test
+// ends.
+func smallWriter(t *testing.T) *Writer {
+	o, _ := testOptions(t)
+	w := mustOpen(t, smallIndex(t), o)
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
 func mustOpen(t *testing.T, dir string, o Options) *Writer {
 	t.Helper()
 	w, err := Open(context.Background(), dir, o)
@@ -181,10 +190,7 @@ func (w *Writer) crash() {
 }
 
 func TestBatchIsAtomic(t *testing.T) {
-	dir := smallIndex(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	defer w.Close()
+	w := smallWriter(t)
 	existing := w.Index().NodeID(0)
 	before := snapshotOf(w.Index())
 	for name, tc := range map[string]struct {
@@ -238,10 +244,7 @@ func TestBatchIsAtomic(t *testing.T) {
 // repetition, not as one the index already holds; and edges without a
 // kind (a corpus's plain edges) can be added again after the first.
 func TestBatchRepeatsAndPlainEdges(t *testing.T) {
-	dir := smallIndex(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	defer w.Close()
+	w := smallWriter(t)
 	existing := w.Index().NodeID(0)
 	var twice Batch
 	twice.Add(passage("p1", "one"))
@@ -455,10 +458,7 @@ func TestGroupingKeepsTheGraph(t *testing.T) {
 // TestRefusedBeforeTheLog refuses changes that could not be applied, so
 // they never reach the log: the last passage deleted, non-finite vectors.
 func TestRefusedBeforeTheLog(t *testing.T) {
-	dir := smallIndex(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	defer w.Close()
+	w := smallWriter(t)
 	var all Batch
 	ix := w.Index()
 	seen := map[string]bool{}
@@ -488,10 +488,7 @@ func TestRefusedBeforeTheLog(t *testing.T) {
 // from w.Index()) leaves the writer holding none of them: the catalog
 // keeps its own copies, so that index can go once it is replaced.
 func TestWriterKeepsNoCallerStrings(t *testing.T) {
-	dir := smallIndex(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	defer w.Close()
+	w := smallWriter(t)
 	var b Batch
 	b.Add(passage("k-1", "first in memory"))
 	commit(t, w, &b)
@@ -659,10 +656,7 @@ func liveAt(ix *index.Index, k int) int {
 // the index already holds passes them, so an older document can still be
 // replaced under it.
 func TestNewChecksSpareLogsAndHeldIDs(t *testing.T) {
-	dir := smallIndex(t)
-	o, _ := testOptions(t)
-	w := mustOpen(t, dir, o)
-	defer w.Close()
+	w := smallWriter(t)
 	var b Batch
 	b.Add(passage("a b", "an id with a space"))
 	if _, err := w.Commit(context.Background(), &b); !errors.Is(err, corpus.ErrMalformed) || !IsInvalid(err) {
