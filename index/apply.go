@@ -705,6 +705,10 @@ func (out *Index) staleSections(ix *Index, stale func(name string, rec SectionRe
 	if ix.Meta.Stale != nil {
 		*st = *ix.Meta.Stale
 		st.Sections, st.GraphKinds, st.Settings = slices.Clone(st.Sections), slices.Clone(st.GraphKinds), maps.Clone(st.Settings)
+		// Plain edges (no kind) were taken for a derived kind before
+		// DerivedKind said otherwise, and marked stale: never rebuilt, they
+		// would stay so.
+		st.GraphKinds = slices.DeleteFunc(st.GraphKinds, func(k string) bool { return k == "" })
 	}
 	out.sections = map[string]loaded{}
 	out.Meta.Sections = map[string]SectionRecord{}
@@ -739,6 +743,7 @@ func (out *Index) carrySections(ix *Index, ch *Change) {
 		}
 	}
 	st.Changes += int64(max(ch.Count, 1))
+	out.Meta.Stale = nil // ix's, unless something is still stale (a dropped plain-edge mark was all)
 	if len(st.Sections)+len(st.GraphKinds) > 0 {
 		out.Meta.Stale = st
 	}

@@ -217,6 +217,27 @@ func TestApplyMarksDerivedStale(t *testing.T) {
 	}
 }
 
+// Plain edges (no kind, no relation) are the corpus's own: a change never
+// marks them stale, and a stale mark an older version left on them is
+// dropped by the next change.
+func TestApplyKeepsPlainEdgesFresh(t *testing.T) {
+	ctx := context.Background()
+	c := synth.Generate(synth.Options{People: 20, Cities: 5, Countries: 2, Bands: 5, Queries: 2})
+	ix := indextest.Open(t, indextest.Build(t, c))
+	a, err := ix.Apply(ctx, &index.Change{Add: []corpus.Node{{ID: "p1", Text: "plain"}}, Edges: []corpus.Edge{{Src: "p1", Dst: ix.NodeID(0), Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Meta.Stale = &index.Stale{GraphKinds: []string{""}, Changes: 1} // as an older version left it
+	b, err := a.Apply(ctx, &index.Change{Add: []corpus.Node{{ID: "p2", Text: "plain again"}}, Edges: []corpus.Edge{{Src: "p2", Dst: "p1", Weight: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.DerivedKind("") || b.Meta.StaleKind("") {
+		t.Fatalf("plain edges: derived %v, stale %+v", b.DerivedKind(""), b.Meta.Stale)
+	}
+}
+
 // TestApplyRefusesBadChanges checks the change's validation.
 func TestApplyRefusesBadChanges(t *testing.T) {
 	c := synth.Generate(synth.Options{People: 20, Cities: 5, Countries: 2, Bands: 5, Queries: 2})
