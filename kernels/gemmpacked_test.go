@@ -8,13 +8,13 @@ import (
 
 // TestGemmPackedMatchesReference checks every packed-GEMM kernel against a
 // float64 product, B packed from both layouts, on shapes that hit full and
-// partial tiles (rows past multiples of 8, columns past 32, k past a
+// partial tiles (rows past multiples of 8 and of 6, columns past 16 and 32, k past a
 // block of 256), strided A and C (whose padding must stay untouched), and
 // both C = A·B and C += A·B. Tolerance: (k+1)·2⁻²³·(Σ|a·b| + |C₀|).
 func TestGemmPackedMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for name, impl := range gemmPackedImpls {
-		for _, s := range [][3]int{{1, 1, 1}, {8, 32, 16}, {9, 33, 7}, {17, 64, 300}, {3, 95, 513}, {260, 40, 20}} {
+		for _, s := range [][3]int{{1, 1, 1}, {8, 32, 16}, {9, 33, 7}, {4, 16, 5}, {10, 17, 257}, {17, 64, 300}, {3, 95, 513}, {260, 40, 20}} {
 			m, n, k := s[0], s[1], s[2]
 			for _, transB := range []bool{false, true} {
 				ldb := n + 2

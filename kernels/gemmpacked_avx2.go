@@ -1,0 +1,123 @@
+//go:build cgo && amd64 && !purego
+
+package kernels
+
+/*
+#cgo CFLAGS: -O3
+#include <immintrin.h>
+#include <stddef.h>
+
+enum { PANEL2 = 32, HALF2 = 16, KC2 = 256, MC2 = 256, MR2 = 6 };
+
+// tile_avx2 is the AVX2 kernel's core: mr ≤ 6 rows of C × one 16-column
+// half of a packed panel over kc steps of k, 12 accumulators in registers
+// (AVX2 has 16); each step loads the half-panel's row (2 vectors, one
+// cache line) once for mr broadcasts and 2·mr FMAs. nc < 16 columns are
+// stored under a mask (the packed panel is zero past n, so the loads need
+// none). Every lane's sum runs over p in the same order whatever mr is,
+// so a row's result does not depend on the rows beside it. Inlined with a
+// constant mr, the compiler keeps the accumulators in registers.
+__attribute__((target("avx2,fma"), always_inline))
+static inline void tile_avx2(const int mr, const float* A, int lda, const float* bp, int kc, float* C, int ldc, int nc, int first) {
+	__m256 c[MR2][2];
+	__m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
+	int full = nc == HALF2;
+	if (!full) {
+		const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+		m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nc), lane);
+		m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(nc - 8), lane);
+	}
+	for (int r = 0; r < mr; r++) {
+		if (first) {
+			c[r][0] = _mm256_setzero_ps();
+			c[r][1] = _mm256_setzero_ps();
+		} else if (full) {
+			c[r][0] = _mm256_loadu_ps(C + (size_t)r * ldc);
+			c[r][1] = _mm256_loadu_ps(C + (size_t)r * ldc + 8);
+		} else {
+			c[r][0] = _mm256_maskload_ps(C + (size_t)r * ldc, m0);
+			c[r][1] = _mm256_maskload_ps(C + (size_t)r * ldc + 8, m1);
+		}
+	}
+	for (int p = 0; p < kc; p++) {
+		__m256 b0 = _mm256_loadu_ps(bp + (size_t)p * PANEL2), b1 = _mm256_loadu_ps(bp + (size_t)p * PANEL2 + 8);
+		for (int r = 0; r < mr; r++) {
+			__m256 a = _mm256_broadcast_ss(A + (size_t)r * lda + p);
+			c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+			c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+		}
+	}
+	for (int r = 0; r < mr; r++) {
+		if (full) {
+			_mm256_storeu_ps(C + (size_t)r * ldc, c[r][0]);
+			_mm256_storeu_ps(C + (size_t)r * ldc + 8, c[r][1]);
+		} else {
+			_mm256_maskstore_ps(C + (size_t)r * ldc, m0, c[r][0]);
+			_mm256_maskstore_ps(C + (size_t)r * ldc + 8, m1, c[r][1]);
+		}
+	}
+}
+
+// gemm_packed_avx2 computes panels [p0, p1) of C (+)= A·B, blocked as the
+// Go twin (rows by MC, k by KC), each panel as two 16-column halves, each
+// half six rows at a time and the rest in one tile of fewer rows.
+__attribute__((target("avx2,fma")))
+static void gemm_packed_avx2(const float* A, int lda, int m, int k, const float* P, int p0, int p1, int n, float* C, int ldc, int acc) {
+	for (int ib = 0; ib < m; ib += MC2) {
+		int ie = ib + MC2 < m ? ib + MC2 : m;
+		for (int kb = 0; kb < k; kb += KC2) {
+			int kc = k - kb < KC2 ? k - kb : KC2, first = kb == 0 && !acc;
+			for (int p = p0; p < p1; p++) {
+				for (int h = 0; h < PANEL2; h += HALF2) {
+					int j0 = p * PANEL2 + h, nc = n - j0 < HALF2 ? n - j0 : HALF2;
+					if (nc <= 0) break;
+					const float* bp = P + ((size_t)p * k + kb) * PANEL2 + h;
+					int i = ib;
+					for (; ie - i >= MR2; i += MR2)
+						tile_avx2(6, A + (size_t)i * lda + kb, lda, bp, kc, C + (size_t)i * ldc + j0, ldc, nc, first);
+					const float* a = A + (size_t)i * lda + kb;
+					float* c = C + (size_t)i * ldc + j0;
+					switch (ie - i) {
+					case 5: tile_avx2(5, a, lda, bp, kc, c, ldc, nc, first); break;
+					case 4: tile_avx2(4, a, lda, bp, kc, c, ldc, nc, first); break;
+					case 3: tile_avx2(3, a, lda, bp, kc, c, ldc, nc, first); break;
+					case 2: tile_avx2(2, a, lda, bp, kc, c, ldc, nc, first); break;
+					case 1: tile_avx2(1, a, lda, bp, kc, c, ldc, nc, first); break;
+					}
+				}
+			}
+		}
+	}
+}
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// init installs the AVX2 kernel where the CPU has AVX2 and FMA;
+// gemmpacked_avx512.go's init, which runs after this one, replaces it
+// where the CPU has AVX-512.
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		gemmPackedImpls["avx2"] = gemmPackedPanelsAVX2
+		gemmPackedPanels = gemmPackedPanelsAVX2
+		packedGemmFast = true
+	}
+}
+
+func gemmPackedPanelsAVX2(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {
+	if m == 0 || p0 >= p1 {
+		return
+	}
+	_, _, _ = a[(m-1)*lda+k-1], data[p1*k*packedPanel-1], c[(m-1)*ldc+n-1]
+	acc := 0
+	if accumulate {
+		acc = 1
+	}
+	C.gemm_packed_avx2((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
+		C.int(p0), C.int(p1), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc))
+}
