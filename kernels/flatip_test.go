@@ -59,8 +59,9 @@ func TestBatchIndependent(t *testing.T) {
 		// 45 has a tail past the last 16 lanes; 384 is the common width,
 		// with only whole lanes. Up to 8 queries are scored a row at a
 		// time (4, then the last 1 to 3 in one pass), more by 4 × 4 tiles
-		// and the last 1 to 3 a row at a time; 37 rows leave a remainder
-		// in every tile shape.
+		// and the last 1 to 3 a row at a time (AVX2: 4 × 3 tiles over
+		// chunks of 16 rows at d 384, the last pair or query a row at a
+		// time); 37 rows leave a remainder in every tile shape and chunk.
 		for _, c := range [][2]int{{45, 5}, {45, 7}, {45, 9}, {45, 10}, {384, 6}, {384, 11}, {384, 17}} {
 			d, n, nq := c[0], 37, c[1]
 			X, Q := randMat(rng, n*d), randMat(rng, nq*d)
