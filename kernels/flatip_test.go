@@ -57,7 +57,7 @@ func TestBatchIndependent(t *testing.T) {
 	eachDotImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		// 45 has a tail past the last 16 lanes; 384 is the common width,
-		// with only whole lanes. Up to 8 queries are scored a row at a
+		// with only whole lanes. Up to 8 queries (AVX2: 4) are scored a row at a
 		// time (4, then the last 1 to 3 in one pass), more by 4 × 4 tiles
 		// and the last 1 to 3 a row at a time (AVX2: 4 × 3 tiles over
 		// chunks of 16 rows at d 384, the last pair or query a row at a
