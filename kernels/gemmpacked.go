@@ -94,6 +94,20 @@ const (
 // it where the CPU allows (gemmPackedImpls lists each, for the tests).
 var gemmPackedPanels = gemmPackedPanelsGo
 
+// panelsWork bounds-checks a call of a C panels kernel, which reads a,
+// data and c through raw pointers, and reports whether it has work and
+// whether it accumulates, as the C int the kernels take.
+func panelsWork(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) (ok bool, acc int) {
+	if m == 0 || p0 >= p1 {
+		return false, 0
+	}
+	_, _, _ = a[(m-1)*lda+k-1], data[p1*k*packedPanel-1], c[(m-1)*ldc+n-1]
+	if accumulate {
+		acc = 1
+	}
+	return true, acc
+}
+
 var gemmPackedImpls = map[string]func(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool){"go": gemmPackedPanelsGo}
 
 func gemmPackedPanelsGo(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {

@@ -96,13 +96,9 @@ func init() {
 }
 
 func gemmPackedPanelsAVX512(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {
-	if m == 0 || p0 >= p1 {
+	ok, acc := panelsWork(a, lda, m, k, data, p0, p1, n, c, ldc, accumulate)
+	if !ok {
 		return
-	}
-	_, _, _ = a[(m-1)*lda+k-1], data[p1*k*packedPanel-1], c[(m-1)*ldc+n-1]
-	acc := 0
-	if accumulate {
-		acc = 1
 	}
 	C.gemm_packed512((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
 		C.int(p0), C.int(p1), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc))
