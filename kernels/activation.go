@@ -59,9 +59,13 @@ func geluBiasRowGo(row, bias []float32) {
 // gelu64 is the exact (erf) GELU of BERT and XLM-R, with erf by Abramowitz
 // & Stegun 7.1.28: erf(z) = 1 − (1 + a1·z + … + a6·z⁶)⁻¹⁶ for z ≥ 0,
 // absolute error below 3e-7, under float32's resolution of the output. It
-// needs no exp, so it runs several times faster than math.Erf; the SIMD
-// path evaluates the same formula.
+// needs no exp, so it runs several times faster than math.Erf. The SIMD
+// rows evaluate erfc by A&S 7.1.26 in float32 instead (gelu_avx2.go).
+// GELU(−Inf) is −0, the limit, where the formula would give −Inf·0 = NaN.
 func gelu64(x float64) float32 {
+	if math.IsInf(x, -1) {
+		return float32(math.Copysign(0, -1))
+	}
 	z := math.Abs(x) * (1 / math.Sqrt2)
 	p := 1 + z*(0.0705230784+z*(0.0422820123+z*(0.0092705272+z*(0.0001520143+z*(0.0002765672+z*0.0000430638)))))
 	p *= p

@@ -22,7 +22,9 @@ static inline __m256 gelu256(__m256 x) {
 	__m256 half = _mm256_mul_ps(_mm256_mul_ps(p, t), _mm256_mul_ps(exp256(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)), _mm256_set1_ps(0.5f)));
 	__m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
 	__m256 phi = _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), half), half, neg);
-	return _mm256_mul_ps(x, phi);
+	// −Inf·0 would be NaN: −Inf becomes −FLT_MAX first, so GELU(−Inf) is
+	// −0, the limit (MAXPS returns its second operand, x, when x is NaN).
+	return _mm256_mul_ps(_mm256_max_ps(_mm256_set1_ps(-3.40282347e38f), x), phi);
 }
 
 // gelu_bias_row computes row[j] = gelu(row[j] + bias[j]) (bias may be

@@ -26,7 +26,9 @@ static inline __m512 gelu512(__m512 x) {
 	__m512 half = _mm512_mul_ps(_mm512_mul_ps(p, t), _mm512_mul_ps(exp512(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z)), _mm512_set1_ps(0.5f)));
 	__mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
 	__m512 phi = _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(1.0f), half), half);
-	return _mm512_mul_ps(x, phi);
+	// −Inf·0 would be NaN: −Inf becomes −FLT_MAX first, so GELU(−Inf) is
+	// −0, the limit (MAXPS returns its second operand, x, when x is NaN).
+	return _mm512_mul_ps(_mm512_max_ps(_mm512_set1_ps(-3.40282347e38f), x), phi);
 }
 
 // gelu_bias_row512 computes row[j] = gelu(row[j] + bias[j]) (bias may be

@@ -39,10 +39,10 @@ func TestGELUMatchesErf(t *testing.T) {
 				}
 			}
 		}
-		special := []float32{float32(math.Inf(1)), float32(math.NaN())}
+		special := []float32{float32(math.Inf(1)), float32(math.NaN()), float32(math.Inf(-1)), -3e38}
 		impl(special, nil)
-		if !math.IsInf(float64(special[0]), 1) || !math.IsNaN(float64(special[1])) {
-			t.Errorf("%s: gelu(+Inf), gelu(NaN) = %v, want +Inf, NaN", name, special)
+		if !math.IsInf(float64(special[0]), 1) || !math.IsNaN(float64(special[1])) || special[2] != 0 || special[3] != 0 {
+			t.Errorf("%s: gelu(+Inf), gelu(NaN), gelu(−Inf), gelu(−3e38) = %v, want +Inf, NaN, 0, 0", name, special)
 		}
 	}
 }

@@ -4,7 +4,8 @@
 __device__ __forceinline__ float act_apply(int act, float v) {
 	switch (act) {
 	case 1:
-		return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+		// GELU(−Inf) is −0, the limit; the formula would give −Inf·0 = NaN.
+		return v == -INFINITY ? -0.0f : 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
 	case 2:
 		return tanhf(v);
 	case 3:
