@@ -30,8 +30,7 @@ static void layer_norm_row256(const float* x, const float* gamma, const float* b
 	int full = n & ~7;
 	__m256i mk = tail_mask256(n - full);
 	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-	for (int j = 0; j <= full; j += 8) {
-		if (j == n) break;
+	for (int j = 0; j < n; j += 8) {
 		__m256 v = j < full ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, mk);
 		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
 		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
@@ -40,8 +39,7 @@ static void layer_norm_row256(const float* x, const float* gamma, const float* b
 	float hi = (float)mean, lo = (float)(mean - (double)hi);
 	__m256 hv = _mm256_set1_ps(hi), lv = _mm256_set1_ps(lo);
 	__m256d q0 = _mm256_setzero_pd(), q1 = _mm256_setzero_pd();
-	for (int j = 0; j <= full; j += 8) {
-		if (j == n) break;
+	for (int j = 0; j < n; j += 8) {
 		__m256 v = j < full ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, mk);
 		__m256 d = _mm256_sub_ps(_mm256_sub_ps(v, hv), lv);
 		if (j == full) d = _mm256_and_ps(d, _mm256_castsi256_ps(mk));
