@@ -76,11 +76,35 @@ func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accu
 		gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, c, ldc, accumulate)
 		return nil
 	}
+	if m*n*k >= threadsMinWork && gemmPackedThreads != nil {
+		ran := false
+		sections.aside(func() { ran = gemmPackedThreads(a, lda, m, k, pb.data, panels, n, c, ldc, accumulate, w) })
+		if ran {
+			return nil
+		}
+	}
 	sections.run(w, func(t int) {
 		gemmPackedPanels(a, lda, m, k, pb.data, t*panels/w, (t+1)*panels/w, n, c, ldc, accumulate)
 	})
 	return nil
 }
+
+// threadsMinWork is the fewest multiply-adds for which GemmPacked runs its
+// parts on threads the C side starts and joins (gemmPackedThreads) rather
+// than on the Go pool. A pool part is one cgo call of milliseconds; with
+// every P in such a call, the runtime's monitor takes a P back each
+// section, wakes a thread to look for work and keeps waking itself every
+// 20 µs: over the same products the process switched context 44–60 k
+// times on the pool against 4 k on C threads. On the 2-core AVX2 VM, the
+// two paths alternated call by call, the median product at 128×768×3072,
+// 128×3072×768 and 128×768×2304 was 15–21 % faster on C threads (the
+// fastest tenth equal); at 75 M multiply-adds starting a thread cost more
+// than it saved (8 % slower), so such products stay on the pool.
+var threadsMinWork = 1 << 27
+
+// gemmPackedThreads runs panels [0, panels) of C in parts on C threads and
+// reports whether it ran; nil where the panels kernel is Go.
+var gemmPackedThreads func(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool
 
 // packedKC and packedMC block K and M so a panel's slice of B (32×256
 // floats, 32 KiB) stays in L1 and the rows' slice of A (256×256, 256 KiB)

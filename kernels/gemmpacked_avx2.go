@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "cthreads.h"
 
 enum { PANEL2 = 32, HALF2 = 16, KC2 = 256, MC2 = 256, MR2 = 6 };
 
@@ -89,6 +90,25 @@ static void gemm_packed_avx2(const float* A, int lda, int m, int k, const float*
 		}
 	}
 }
+// The job of gemm_packed_avx2_threads: the product split by panels into parts.
+typedef struct {
+	const float *A, *P;
+	float* C;
+	int lda, m, k, panels, n, ldc, acc;
+} avx2_job;
+
+__attribute__((target("avx2,fma")))
+static void avx2_part(const void* v, int t, int parts) {
+	const avx2_job* j = v;
+	gemm_packed_avx2(j->A, j->lda, j->m, j->k, j->P, t * j->panels / parts, (t + 1) * j->panels / parts, j->n, j->C, j->ldc, j->acc);
+}
+
+// gemm_packed_avx2_threads runs gemm_packed_avx2 over every panel in parts on threads
+// of its own (ct_run); 0: nothing ran.
+static int gemm_packed_avx2_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
+	avx2_job j = {A, P, C, lda, m, k, panels, n, ldc, acc};
+	return ct_run(parts, avx2_part, &j);
+}
 */
 import "C"
 
@@ -105,6 +125,7 @@ func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		gemmPackedImpls["avx2"] = gemmPackedPanelsAVX2
 		gemmPackedPanels = gemmPackedPanelsAVX2
+		gemmPackedThreads = gemmPackedThreadsAVX2
 		packedGemmFast = true
 	}
 }
@@ -116,4 +137,13 @@ func gemmPackedPanelsAVX2(a []float32, lda, m, k int, data []float32, p0, p1, n 
 	}
 	C.gemm_packed_avx2((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
 		C.int(p0), C.int(p1), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc))
+}
+
+func gemmPackedThreadsAVX2(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool {
+	ok, acc := panelsWork(a, lda, m, k, data, 0, panels, n, c, ldc, accumulate)
+	if !ok {
+		return true
+	}
+	return C.gemm_packed_avx2_threads((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
+		C.int(panels), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc), C.int(parts)) != 0
 }

@@ -6,6 +6,7 @@ package kernels
 #cgo CFLAGS: -O3
 #include <immintrin.h>
 #include <stddef.h>
+#include "cthreads.h"
 
 enum { PANEL = 32, KC = 256, MC = 1024 };
 
@@ -78,6 +79,25 @@ static void gemm_packed512(const float* A, int lda, int m, int k, const float* P
 		}
 	}
 }
+// The job of gemm_packed512_threads: the product split by panels into parts.
+typedef struct {
+	const float *A, *P;
+	float* C;
+	int lda, m, k, panels, n, ldc, acc;
+} avx512_job;
+
+__attribute__((target("avx512f")))
+static void avx512_part(const void* v, int t, int parts) {
+	const avx512_job* j = v;
+	gemm_packed512(j->A, j->lda, j->m, j->k, j->P, t * j->panels / parts, (t + 1) * j->panels / parts, j->n, j->C, j->ldc, j->acc);
+}
+
+// gemm_packed512_threads runs gemm_packed512 over every panel in parts on threads
+// of its own (ct_run); 0: nothing ran.
+static int gemm_packed512_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
+	avx512_job j = {A, P, C, lda, m, k, panels, n, ldc, acc};
+	return ct_run(parts, avx512_part, &j);
+}
 */
 import "C"
 
@@ -91,6 +111,7 @@ func init() {
 	if cpu.X86.HasAVX512F {
 		gemmPackedImpls["avx512"] = gemmPackedPanelsAVX512
 		gemmPackedPanels = gemmPackedPanelsAVX512
+		gemmPackedThreads = gemmPackedThreadsAVX512
 		packedGemmFast = true
 	}
 }
@@ -102,4 +123,13 @@ func gemmPackedPanelsAVX512(a []float32, lda, m, k int, data []float32, p0, p1, 
 	}
 	C.gemm_packed512((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
 		C.int(p0), C.int(p1), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc))
+}
+
+func gemmPackedThreadsAVX512(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool {
+	ok, acc := panelsWork(a, lda, m, k, data, 0, panels, n, c, ldc, accumulate)
+	if !ok {
+		return true
+	}
+	return C.gemm_packed512_threads((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
+		C.int(panels), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc), C.int(parts)) != 0
 }

@@ -106,3 +106,63 @@ func TestPackBRejectsShortInput(t *testing.T) {
 		t.Fatal("accepted ldb 3 < k 4 for a transposed B")
 	}
 }
+
+// TestGemmPackedThreadsMatchesPanels: the product run in parts on C
+// threads equals, bit for bit, the panels kernel run once over every panel
+// (each panel is summed by the same kernel either way), C's padding
+// untouched, for part counts that split panels unevenly or leave parts
+// empty; a count past CT_MAX_PARTS runs nothing and says so. GemmPacked
+// takes the threads at any size while threadsMinWork is 0.
+func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
+	if gemmPackedThreads == nil {
+		t.Skip("no C panels kernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	for _, s := range [][3]int{{1, 33, 5}, {13, 200, 300}, {128, 96, 257}} {
+		m, n, k := s[0], s[1], s[2]
+		pb, err := PackB(randSlice(rng, k*n), false, k, n, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		panels := (n + packedPanel - 1) / packedPanel
+		lda, ldc := k+1, n+3
+		a := randSlice(rng, m*lda)
+		for _, accumulate := range []bool{false, true} {
+			c0 := randSlice(rng, m*ldc)
+			want := append([]float32(nil), c0...)
+			gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, want, ldc, accumulate)
+			for _, parts := range []int{2, 3, 7, panels + 2} {
+				got := append([]float32(nil), c0...)
+				if !gemmPackedThreads(a, lda, m, k, pb.data, panels, n, got, ldc, accumulate, parts) {
+					t.Fatalf("%d×%d×%d in %d parts: did not run", m, n, k, parts)
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%d×%d×%d acc=%v in %d parts: C[%d] = %v, the panels kernel %v", m, n, k, accumulate, parts, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		if gemmPackedThreads(a, lda, m, k, pb.data, panels, n, make([]float32, m*ldc), ldc, false, 65) {
+			t.Fatal("ran in 65 parts, past CT_MAX_PARTS")
+		}
+	}
+	defer func(w int) { threadsMinWork = w }(threadsMinWork)
+	threadsMinWork = 0
+	m, n, k := 128, 100, 200 // 2.56 M multiply-adds: two parts (GemmPacked's minWork)
+	a := randSlice(rng, m*k)
+	pb, err := PackB(randSlice(rng, n*k), true, k, n, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := make([]float32, m*n), make([]float32, m*n)
+	gemmPackedPanels(a, k, m, k, pb.data, 0, (n+packedPanel-1)/packedPanel, n, want, n, false)
+	if err := GemmPacked(a, k, m, pb, got, n, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("GemmPacked on threads: C[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}

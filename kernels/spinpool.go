@@ -28,11 +28,49 @@ var sections spinPool
 type spinPool struct {
 	mu      sync.Mutex // held for a section; TryLock decides pool or goroutines
 	workers []*spinWorker
+	// quiet counts the sections running on threads of their own (see
+	// aside): while it is above zero, workers park instead of polling.
+	quiet atomic.Int32
+}
+
+// aside runs fn, a section that runs on threads of its own (C threads),
+// with the pool's workers parked rather than polling beside it: on a
+// machine with as many cores as the section has threads, a polling worker
+// takes a core from the section's threads, and it holds a P, so the
+// runtime also takes the caller's P back and wakes a thread to look for
+// work. Workers are woken when fn returns, to poll for the next section.
+func (p *spinPool) aside(fn func()) {
+	p.quiet.Add(1)
+	defer func() {
+		if p.quiet.Add(-1) == 0 {
+			p.wakeAll()
+		}
+	}()
+	fn()
+}
+
+// wakeAll wakes the parked workers, to poll again for spinFor. It only
+// tries the pool's lock: whoever holds it is posting to the workers, which
+// wakes them.
+func (p *spinPool) wakeAll() {
+	if !p.mu.TryLock() {
+		return // a section is posting to the workers; they are awake
+	}
+	defer p.mu.Unlock()
+	for _, w := range p.workers {
+		if w.parked.Load() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // spinWorker runs the parts handed to it: post sets fn and bumps seq; the
 // worker runs fn and stores seq into done.
 type spinWorker struct {
+	pool   *spinPool
 	fn     func()
 	seq    atomic.Uint64
 	done   atomic.Uint64
@@ -57,11 +95,11 @@ func (p *spinPool) run(parts int, part func(i int)) {
 	defer p.mu.Unlock()
 	for i := range p.workers {
 		if p.workers[i].gone.Load() {
-			p.workers[i] = newSpinWorker()
+			p.workers[i] = newSpinWorker(p)
 		}
 	}
 	for len(p.workers) < parts-1 {
-		p.workers = append(p.workers, newSpinWorker())
+		p.workers = append(p.workers, newSpinWorker(p))
 	}
 	for i := 1; i < parts; i++ {
 		p.workers[i-1].post(func() { part(i) })
@@ -77,8 +115,8 @@ func (p *spinPool) run(parts int, part func(i int)) {
 }
 
 // newSpinWorker starts a worker.
-func newSpinWorker() *spinWorker {
-	w := &spinWorker{wake: make(chan struct{}, 1)}
+func newSpinWorker(p *spinPool) *spinWorker {
+	w := &spinWorker{pool: p, wake: make(chan struct{}, 1)}
 	go w.loop()
 	return w
 }
@@ -139,7 +177,7 @@ func (w *spinWorker) loop() {
 	for {
 		start := time.Now()
 		for !poll(func() bool { return w.seq.Load() != last }) {
-			if time.Since(start) < spinFor {
+			if time.Since(start) < spinFor && w.pool.quiet.Load() == 0 {
 				runtime.Gosched()
 				continue
 			}

@@ -118,3 +118,25 @@ func TestSpinPoolSurvivesGoexit(t *testing.T) {
 		t.Fatalf("after a Goexit, %d of 2 parts ran", n.Load())
 	}
 }
+
+// TestSpinPoolAsideParksWorkers: while a section runs aside, the pool's
+// polling workers park (they would take a core from its threads); after
+// it they are woken, and the next sections run every part.
+func TestSpinPoolAsideParksWorkers(t *testing.T) {
+	var p spinPool
+	for round := 0; round < 20; round++ {
+		var n atomic.Int32
+		p.run(3, func(int) { n.Add(1) }) // the workers now poll
+		p.aside(func() {
+			for _, w := range p.workers {
+				for !w.parked.Load() {
+					runtime.Gosched() // a worker that never parks hangs the test
+				}
+			}
+		})
+		p.run(3, func(int) { n.Add(1) })
+		if n.Load() != 6 {
+			t.Fatalf("round %d: %d of 6 parts ran", round, n.Load())
+		}
+	}
+}
