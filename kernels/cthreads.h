@@ -5,6 +5,12 @@
 
 enum { CT_MAX_PARTS = 64 };
 
+// ct_split is where part t of parts starts in [0, n): parts cover it
+// without gaps or overlaps, their sizes differing by at most one.
+static inline int ct_split(int t, int n, int parts) {
+	return (int)((long long)t * n / parts);
+}
+
 typedef void (*ct_part_fn)(const void* job, int part, int parts);
 
 typedef struct {

@@ -93,12 +93,12 @@ func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accu
 // parts on threads the C side starts and joins (gemmPackedThreads) rather
 // than on the Go pool. A pool part is one cgo call of milliseconds; with
 // every P in such a call, the runtime's monitor takes a P back each
-// section, wakes a thread to look for work and keeps waking itself every
-// 20 µs: over the same products the process switched context 44–60 k
-// times on the pool against 4 k on C threads. On the 2-core AVX2 VM, the
-// two paths alternated call by call, the median product at 128×768×3072,
-// 128×3072×768 and 128×768×2304 was 15–21 % faster on C threads (the
-// fastest tenth equal); at 75 M multiply-adds starting a thread cost more
+// section, wakes a thread to look for work and keeps to its shortest
+// sleep: over the same products the process switched context 44–60 k
+// times on the pool against 4 k on C threads. On the 2-core AVX2 VM, at
+// 128×768×3072 and 128×3072×768, the median product was 12–23 % faster on
+// C threads in a scratch test and 6–10 % faster (paired) on this path, the
+// fastest tenth equal; at 75 M multiply-adds starting a thread cost more
 // than it saved (8 % slower), so such products stay on the pool.
 var threadsMinWork = 1 << 27
 

@@ -100,7 +100,7 @@ typedef struct {
 __attribute__((target("avx2,fma")))
 static void avx2_part(const void* v, int t, int parts) {
 	const avx2_job* j = v;
-	gemm_packed_avx2(j->A, j->lda, j->m, j->k, j->P, t * j->panels / parts, (t + 1) * j->panels / parts, j->n, j->C, j->ldc, j->acc);
+	gemm_packed_avx2(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc);
 }
 
 // gemm_packed_avx2_threads runs gemm_packed_avx2 over every panel in parts on threads
@@ -145,5 +145,5 @@ func gemmPackedThreadsAVX2(a []float32, lda, m, k int, data []float32, panels, n
 		return true
 	}
 	return C.gemm_packed_avx2_threads((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
-		C.int(panels), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc), C.int(parts)) != 0
+		C.int(panels), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc), C.int(min(parts, C.CT_MAX_PARTS))) != 0
 }

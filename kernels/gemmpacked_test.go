@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -111,8 +112,9 @@ func TestPackBRejectsShortInput(t *testing.T) {
 // threads equals, bit for bit, the panels kernel run once over every panel
 // (each panel is summed by the same kernel either way), C's padding
 // untouched, for part counts that split panels unevenly or leave parts
-// empty; a count past CT_MAX_PARTS runs nothing and says so. GemmPacked
-// takes the threads at any size while threadsMinWork is 0.
+// empty, or past CT_MAX_PARTS (clamped to it); one part runs nothing and
+// says so. GemmPacked takes the threads at any size while threadsMinWork is
+// 0 (where there are two cores to split over).
 func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 	if gemmPackedThreads == nil {
 		t.Skip("no C panels kernel on this CPU")
@@ -131,7 +133,7 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 			c0 := randSlice(rng, m*ldc)
 			want := append([]float32(nil), c0...)
 			gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, want, ldc, accumulate)
-			for _, parts := range []int{2, 3, 7, panels + 2} {
+			for _, parts := range []int{2, 3, 7, panels + 2, 65} {
 				got := append([]float32(nil), c0...)
 				if !gemmPackedThreads(a, lda, m, k, pb.data, panels, n, got, ldc, accumulate, parts) {
 					t.Fatalf("%d×%d×%d in %d parts: did not run", m, n, k, parts)
@@ -143,11 +145,18 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 				}
 			}
 		}
-		if gemmPackedThreads(a, lda, m, k, pb.data, panels, n, make([]float32, m*ldc), ldc, false, 65) {
-			t.Fatal("ran in 65 parts, past CT_MAX_PARTS")
+		if gemmPackedThreads(a, lda, m, k, pb.data, panels, n, make([]float32, m*ldc), ldc, false, 1) {
+			t.Fatal("ran in 1 part: ct_run starts threads for 2 or more")
 		}
 	}
-	defer func(w int) { threadsMinWork = w }(threadsMinWork)
+	defer func(w int, f func([]float32, int, int, int, []float32, int, int, []float32, int, bool, int) bool) {
+		threadsMinWork, gemmPackedThreads = w, f
+	}(threadsMinWork, gemmPackedThreads)
+	inner, calls := gemmPackedThreads, 0
+	gemmPackedThreads = func(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool {
+		calls++
+		return inner(a, lda, m, k, data, panels, n, c, ldc, accumulate, parts)
+	}
 	threadsMinWork = 0
 	m, n, k := 128, 100, 200 // 2.56 M multiply-adds: two parts (GemmPacked's minWork)
 	a := randSlice(rng, m*k)
@@ -164,5 +173,8 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("GemmPacked on threads: C[%d] = %v, want %v", i, got[i], want[i])
 		}
+	}
+	if runtime.GOMAXPROCS(0) >= 2 && calls != 1 {
+		t.Fatalf("GemmPacked called the C threads %d times, want 1", calls)
 	}
 }

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +29,14 @@ var sections spinPool
 type spinPool struct {
 	mu      sync.Mutex // held for a section; TryLock decides pool or goroutines
 	workers []*spinWorker
+	// listed is a copy of workers, replaced under mu when it changes, for
+	// wakeAll, which must not wait for a section.
+	listed atomic.Pointer[[]*spinWorker]
 	// quiet counts the sections running on threads of their own (see
 	// aside): while it is above zero, workers park instead of polling.
 	quiet atomic.Int32
+	// spin is how long workers poll before they park; 0 means spinFor.
+	spin time.Duration
 }
 
 // aside runs fn, a section that runs on threads of its own (C threads),
@@ -49,15 +55,15 @@ func (p *spinPool) aside(fn func()) {
 	fn()
 }
 
-// wakeAll wakes the parked workers, to poll again for spinFor. It only
-// tries the pool's lock: whoever holds it is posting to the workers, which
-// wakes them.
+// wakeAll wakes the parked workers, to poll again for the next section.
+// A worker about to park when quiet falls to zero sees it and does not
+// (loop), so none is missed.
 func (p *spinPool) wakeAll() {
-	if !p.mu.TryLock() {
-		return // a section is posting to the workers; they are awake
+	ws := p.listed.Load()
+	if ws == nil {
+		return
 	}
-	defer p.mu.Unlock()
-	for _, w := range p.workers {
+	for _, w := range *ws {
 		if w.parked.Load() {
 			select {
 			case w.wake <- struct{}{}:
@@ -93,13 +99,18 @@ func (p *spinPool) run(parts int, part func(i int)) {
 		return
 	}
 	defer p.mu.Unlock()
+	changed := false
 	for i := range p.workers {
 		if p.workers[i].gone.Load() {
-			p.workers[i] = newSpinWorker(p)
+			p.workers[i], changed = newSpinWorker(p), true
 		}
 	}
 	for len(p.workers) < parts-1 {
-		p.workers = append(p.workers, newSpinWorker(p))
+		p.workers, changed = append(p.workers, newSpinWorker(p)), true
+	}
+	if changed {
+		ws := slices.Clone(p.workers)
+		p.listed.Store(&ws)
 	}
 	for i := 1; i < parts; i++ {
 		p.workers[i-1].post(func() { part(i) })
@@ -177,22 +188,35 @@ func (w *spinWorker) loop() {
 	for {
 		start := time.Now()
 		for !poll(func() bool { return w.seq.Load() != last }) {
-			if time.Since(start) < spinFor && w.pool.quiet.Load() == 0 {
+			if w.polls(start) {
 				runtime.Gosched()
 				continue
 			}
 			w.parked.Store(true)
-			if w.seq.Load() == last {
+			// Tested again after parked is set: aside lowers quiet before
+			// wakeAll reads parked, so a worker that missed the wake-up
+			// sees quiet at zero here and polls on.
+			if w.seq.Load() == last && !w.polls(start) {
 				<-w.wake
+				start = time.Now()
 			}
 			w.parked.Store(false)
-			start = time.Now()
 		}
 		last = w.seq.Load()
 		if !w.runPart(last) {
 			return
 		}
 	}
+}
+
+// polls reports whether a worker that began polling at start should go on
+// polling rather than park.
+func (w *spinWorker) polls(start time.Time) bool {
+	spin := w.pool.spin
+	if spin == 0 {
+		spin = spinFor
+	}
+	return time.Since(start) < spin && w.pool.quiet.Load() == 0
 }
 
 // runPart runs the posted part and marks it done however it ends, so the

@@ -120,23 +120,36 @@ func TestSpinPoolSurvivesGoexit(t *testing.T) {
 }
 
 // TestSpinPoolAsideParksWorkers: while a section runs aside, the pool's
-// polling workers park (they would take a core from its threads); after
-// it they are woken, and the next sections run every part.
+// workers park (they would take a core from its threads) though their
+// polling time has not run out, and when it returns they are woken to poll
+// again, before any section posts to them. The pool polls for a minute,
+// so neither happens by timeout.
 func TestSpinPoolAsideParksWorkers(t *testing.T) {
-	var p spinPool
+	p := spinPool{spin: time.Minute}
+	defer p.quiet.Add(1) // parks the workers for good when the test ends
 	for round := 0; round < 20; round++ {
 		var n atomic.Int32
-		p.run(3, func(int) { n.Add(1) }) // the workers now poll
-		p.aside(func() {
-			for _, w := range p.workers {
-				for !w.parked.Load() {
-					runtime.Gosched() // a worker that never parks hangs the test
-				}
-			}
-		})
+		p.run(3, func(int) { n.Add(1) })
+		p.aside(func() { waitParked(t, &p, true) })
+		waitParked(t, &p, false)
 		p.run(3, func(int) { n.Add(1) })
 		if n.Load() != 6 {
 			t.Fatalf("round %d: %d of 6 parts ran", round, n.Load())
+		}
+	}
+}
+
+// waitParked waits until every worker of p is parked (or every one is
+// not), and fails the test after 10 s.
+func waitParked(t *testing.T, p *spinPool, parked bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, w := range *p.listed.Load() {
+		for w.parked.Load() != parked {
+			if time.Now().After(deadline) {
+				t.Fatalf("a worker is parked=%v, want %v", !parked, parked)
+			}
+			runtime.Gosched()
 		}
 	}
 }
