@@ -99,18 +99,25 @@ func (p *spinPool) run(parts int, part func(i int)) {
 		return
 	}
 	defer p.mu.Unlock()
-	changed := false
+	var started []*spinWorker
 	for i := range p.workers {
 		if p.workers[i].gone.Load() {
-			p.workers[i], changed = newSpinWorker(p), true
+			p.workers[i] = newSpinWorker(p)
+			started = append(started, p.workers[i])
 		}
 	}
 	for len(p.workers) < parts-1 {
-		p.workers, changed = append(p.workers, newSpinWorker(p)), true
+		p.workers = append(p.workers, newSpinWorker(p))
+		started = append(started, p.workers[len(p.workers)-1])
 	}
-	if changed {
+	if started != nil {
+		// listed first: a new worker may park at once (an aside running
+		// elsewhere), and wakeAll must see it
 		ws := slices.Clone(p.workers)
 		p.listed.Store(&ws)
+		for _, w := range started {
+			go w.loop()
+		}
 	}
 	for i := 1; i < parts; i++ {
 		p.workers[i-1].post(func() { part(i) })
@@ -125,11 +132,9 @@ func (p *spinPool) run(parts int, part func(i int)) {
 	part(0)
 }
 
-// newSpinWorker starts a worker.
+// newSpinWorker makes a worker of p; run starts its loop.
 func newSpinWorker(p *spinPool) *spinWorker {
-	w := &spinWorker{pool: p, wake: make(chan struct{}, 1)}
-	go w.loop()
-	return w
+	return &spinWorker{pool: p, wake: make(chan struct{}, 1)}
 }
 
 // runOnGoroutines is run without the pool.
@@ -198,9 +203,9 @@ func (w *spinWorker) loop() {
 			// sees quiet at zero here and polls on.
 			if w.seq.Load() == last && !w.polls(start) {
 				<-w.wake
-				start = time.Now()
 			}
 			w.parked.Store(false)
+			start = time.Now() // woken, or an aside ended: poll afresh
 		}
 		last = w.seq.Load()
 		if !w.runPart(last) {
