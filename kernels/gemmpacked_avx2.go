@@ -90,24 +90,11 @@ static void gemm_packed_avx2(const float* A, int lda, int m, int k, const float*
 		}
 	}
 }
-// The job of gemm_packed_avx2_threads: the product split by panels into parts.
-typedef struct {
-	const float *A, *P;
-	float* C;
-	int lda, m, k, panels, n, ldc, acc;
-} avx2_job;
 
-__attribute__((target("avx2,fma")))
-static void avx2_part(const void* v, int t, int parts) {
-	const avx2_job* j = v;
-	gemm_packed_avx2(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc);
-}
-
-// gemm_packed_avx2_threads runs gemm_packed_avx2 over every panel in parts on threads
-// of its own (ct_run); 0: nothing ran.
+// gemm_packed_avx2_threads runs gemm_packed_avx2 over every panel in parts on
+// threads of its own (ct_panels); 0: nothing ran.
 static int gemm_packed_avx2_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
-	avx2_job j = {A, P, C, lda, m, k, panels, n, ldc, acc};
-	return ct_run(parts, avx2_part, &j);
+	return ct_panels(gemm_packed_avx2, A, lda, m, k, P, panels, n, C, ldc, acc, parts);
 }
 */
 import "C"

@@ -79,24 +79,11 @@ static void gemm_packed512(const float* A, int lda, int m, int k, const float* P
 		}
 	}
 }
-// The job of gemm_packed512_threads: the product split by panels into parts.
-typedef struct {
-	const float *A, *P;
-	float* C;
-	int lda, m, k, panels, n, ldc, acc;
-} avx512_job;
 
-__attribute__((target("avx512f")))
-static void avx512_part(const void* v, int t, int parts) {
-	const avx512_job* j = v;
-	gemm_packed512(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc);
-}
-
-// gemm_packed512_threads runs gemm_packed512 over every panel in parts on threads
-// of its own (ct_run); 0: nothing ran.
+// gemm_packed512_threads runs gemm_packed512 over every panel in parts on
+// threads of its own (ct_panels); 0: nothing ran.
 static int gemm_packed512_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
-	avx512_job j = {A, P, C, lda, m, k, panels, n, ldc, acc};
-	return ct_run(parts, avx512_part, &j);
+	return ct_panels(gemm_packed512, A, lda, m, k, P, panels, n, C, ldc, acc, parts);
 }
 */
 import "C"
