@@ -1,9 +1,19 @@
-// cthreads.h runs a product's parts on threads the C side starts and joins
-// itself, for the long parallel sections where the Go pool's parts, each
-// a long cgo call, lose time to the runtime (see GemmPacked).
+// cthreads.h runs a product's parts on worker threads of the C side, kept
+// from one product to the next, for the parallel sections where the Go
+// pool's parts, each a long cgo call, lose time to the runtime (see
+// GemmPacked).
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 
 enum { CT_MAX_PARTS = 64 };
+
+// CT_SPIN_NS is how long an idle worker polls for its next part before it
+// sleeps: long enough to catch the next product of a layer without a
+// wake-up, short enough not to take a core from the Go sections between
+// products for long.
+#define CT_SPIN_NS 50000L
 
 // ct_split is where part t of parts starts in [0, n): parts cover it
 // without gaps or overlaps, their sizes differing by at most one.
@@ -13,35 +23,121 @@ static inline int ct_split(int t, int n, int parts) {
 
 typedef void (*ct_part_fn)(const void* job, int part, int parts);
 
+// ct_slot is one worker's mailbox: go counts the parts given to it, so a
+// worker runs each exactly once; asleep says it waits on cond. Slots are
+// cache-line aligned, so workers polling their own do not share a line.
 typedef struct {
-	ct_part_fn fn;
-	const void* job;
-	int part, parts;
-} ct_task;
+	atomic_int go, asleep;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+} __attribute__((aligned(64))) ct_slot;
 
-static void* ct_run_task(void* v) {
-	const ct_task* t = v;
-	t->fn(t->job, t->part, t->parts);
+// The pool: workers 1..ct_workers (slot 0 is the caller), the job they
+// run, and the parts not yet done. ct_mu is held by the caller for the
+// whole of one ct_run.
+static ct_slot ct_slots[CT_MAX_PARTS];
+static int ct_workers;
+static pthread_mutex_t ct_mu = PTHREAD_MUTEX_INITIALIZER;
+static ct_part_fn ct_fn;
+static const void* ct_job;
+static int ct_parts;
+static atomic_int ct_left;
+
+static long ct_now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static inline void ct_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+// ct_wait returns s->go once it differs from seen: polling for CT_SPIN_NS,
+// then asleep on s->cond until ct_run signals it.
+static int ct_wait(ct_slot* s, int seen) {
+	long t0 = ct_now_ns();
+	for (int spins = 1;; spins++) {
+		int g = atomic_load_explicit(&s->go, memory_order_acquire);
+		if (g != seen) return g;
+		ct_relax();
+		if (spins % 256 != 0 || ct_now_ns() - t0 < CT_SPIN_NS) continue;
+		pthread_mutex_lock(&s->mu);
+		atomic_store(&s->asleep, 1);
+		while (atomic_load(&s->go) == seen) pthread_cond_wait(&s->cond, &s->mu);
+		atomic_store(&s->asleep, 0);
+		pthread_mutex_unlock(&s->mu);
+		t0 = ct_now_ns();
+	}
+}
+
+// ct_worker runs the parts given to slot v, for the life of the process.
+static void* ct_worker(void* v) {
+	ct_slot* s = v;
+	int part = (int)(s - ct_slots);
+	for (int seen = 0;;) { // go is 0 when the worker starts: ct_run gives parts after
+		seen = ct_wait(s, seen);
+		ct_fn(ct_job, part, ct_parts);
+		atomic_fetch_sub_explicit(&ct_left, 1, memory_order_release);
+	}
 	return 0;
 }
 
+// ct_grow starts workers until there are want, under ct_mu; it stops at
+// the first that cannot start.
+static void ct_grow(int want) {
+	for (; ct_workers < want; ct_workers++) {
+		ct_slot* s = &ct_slots[ct_workers + 1];
+		pthread_t th;
+		if (pthread_mutex_init(&s->mu, 0) != 0) return;
+		if (pthread_cond_init(&s->cond, 0) != 0) {
+			pthread_mutex_destroy(&s->mu);
+			return;
+		}
+		if (pthread_create(&th, 0, ct_worker, s) != 0) {
+			pthread_cond_destroy(&s->cond);
+			pthread_mutex_destroy(&s->mu);
+			return;
+		}
+		pthread_detach(th);
+	}
+}
+
+// ct_give hands the current job's part to the worker of slot s.
+static void ct_give(ct_slot* s) {
+	atomic_fetch_add_explicit(&s->go, 1, memory_order_seq_cst);
+	if (atomic_load(&s->asleep)) {
+		pthread_mutex_lock(&s->mu);
+		pthread_cond_signal(&s->cond);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
 // ct_run calls fn(job, i, parts) for i in [0, parts), part 0 on the calling
-// thread, and returns 1 once every part has returned. Parts whose thread
-// cannot be started run on the calling thread. It returns 0, having run
-// nothing, when parts is out of [2, CT_MAX_PARTS].
+// thread and the others on the pool's workers, and returns 1 once every
+// part has returned. Where fewer workers could be started, it runs the
+// job in fewer parts (fn is told how many). It returns 0, having run
+// nothing, when parts is out of [2, CT_MAX_PARTS] or another thread's job
+// holds the workers: the caller then runs the job its own way rather than
+// wait with a core idle.
 static int ct_run(int parts, ct_part_fn fn, const void* job) {
 	if (parts < 2 || parts > CT_MAX_PARTS) return 0;
-	pthread_t th[CT_MAX_PARTS];
-	ct_task tasks[CT_MAX_PARTS];
-	int started = 0;
-	for (int i = 1; i < parts; i++) {
-		tasks[i] = (ct_task){fn, job, i, parts};
-		if (pthread_create(&th[i], 0, ct_run_task, &tasks[i]) != 0) break;
-		started++;
-	}
-	for (int i = 1 + started; i < parts; i++) fn(job, i, parts);
+	if (pthread_mutex_trylock(&ct_mu) != 0) return 0;
+	ct_grow(parts - 1);
+	if (parts > ct_workers + 1) parts = ct_workers + 1;
+	ct_fn = fn;
+	ct_job = job;
+	ct_parts = parts;
+	atomic_store(&ct_left, parts - 1);
+	for (int i = 1; i < parts; i++) ct_give(&ct_slots[i]);
 	fn(job, 0, parts);
-	for (int i = 1; i <= started; i++) pthread_join(th[i], 0);
+	for (int spins = 1; atomic_load_explicit(&ct_left, memory_order_acquire) > 0; spins++) {
+		ct_relax();
+		if (spins % 4096 == 0) sched_yield(); // a worker descheduled on a busy machine needs the core
+	}
+	pthread_mutex_unlock(&ct_mu);
 	return 1;
 }
 
@@ -61,8 +157,8 @@ static void ct_panels_part(const void* v, int t, int parts) {
 	j->kernel(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc);
 }
 
-// ct_panels runs kernel over panels [0, panels) in parts on threads of its
-// own (ct_run); 0: nothing ran.
+// ct_panels runs kernel over panels [0, panels) in parts on the pool's
+// workers (ct_run); 0: nothing ran.
 static int ct_panels(ct_panels_fn kernel, const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
 	ct_panels_job j = {kernel, A, P, C, lda, m, k, panels, n, ldc, acc};
 	return ct_run(parts, ct_panels_part, &j);

@@ -90,20 +90,23 @@ func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accu
 }
 
 // threadsMinWork is the fewest multiply-adds for which GemmPacked runs its
-// parts on threads the C side starts and joins (gemmPackedThreads) rather
-// than on the Go pool. A pool part is one cgo call of milliseconds; with
-// every P in such a call, the runtime's monitor takes a P back each
-// section, wakes a thread to look for work and keeps to its shortest
-// sleep: over the same products the process switched context 44–60 k
-// times on the pool against 4 k on C threads. On the 2-core AVX2 VM, at
-// 128×768×3072 and 128×3072×768, the median product was 12–23 % faster on
-// C threads in a scratch test and 6–10 % faster (paired) on this path, the
-// fastest tenth equal; at 75 M multiply-adds starting a thread cost more
-// than it saved (8 % slower), so such products stay on the pool.
-var threadsMinWork = 1 << 27
+// parts on the C side's workers (gemmPackedThreads, kernels/cthreads.h)
+// rather than on the Go pool. A pool part is one cgo call of hundreds of
+// microseconds or more; with every P in such a call, the runtime's monitor
+// takes a P back each section, wakes a thread to look for work and keeps
+// to its shortest sleep: over the same products the process switched
+// context 44–60 k times on the pool against 4 k on C threads. The C
+// workers are kept between products (started on first use, polling
+// briefly, then asleep). On the 2-core AVX2 VM, paired against a thread
+// started per part per product from 2^27: 1.11–1.38× faster at 56–75 M
+// multiply-adds (128×384×1152, 128×384×1536, 128×1536×384, 128×768×768),
+// 1.0–1.07× at 302 M; at 19 M (128×384×384) the Go pool was faster
+// (0.90–0.94×), so such products stay on it.
+var threadsMinWork = 1 << 25
 
-// gemmPackedThreads runs panels [0, panels) of C in parts on C threads and
-// reports whether it ran; nil where the panels kernel is Go.
+// gemmPackedThreads runs panels [0, panels) of C in parts on the C side's
+// workers and reports whether it ran: not when another product holds the
+// workers, and never where the panels kernel is Go (nil).
 var gemmPackedThreads func(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool
 
 // packedKC and packedMC block K and M so a panel's slice of B (32×256

@@ -1,10 +1,13 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestGemmPackedMatchesReference checks every packed-GEMM kernel against a
@@ -176,5 +179,110 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 	}
 	if runtime.GOMAXPROCS(0) >= 2 && calls != 1 {
 		t.Fatalf("GemmPacked called the C threads %d times, want 1", calls)
+	}
+}
+
+// packedCase is one product for the C workers' tests, with the panels
+// kernel's answer.
+type packedCase struct {
+	a, c0, want     []float32
+	pb              *PackedB
+	m, n, k, panels int
+}
+
+func newPackedCase(t *testing.T, rng *rand.Rand, m, n, k int) packedCase {
+	t.Helper()
+	pb, err := PackB(randSlice(rng, k*n), false, k, n, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := packedCase{a: randSlice(rng, m*k), c0: randSlice(rng, m*n), pb: pb, m: m, n: n, k: k, panels: (n + packedPanel - 1) / packedPanel}
+	p.want = append([]float32(nil), p.c0...)
+	gemmPackedPanels(p.a, k, m, k, pb.data, 0, p.panels, n, p.want, n, true)
+	return p
+}
+
+// run gives the product to the C workers in parts; C is nil when they were
+// busy (and must then be untouched).
+func (p packedCase) run(t *testing.T, parts int) []float32 {
+	got := append([]float32(nil), p.c0...)
+	if !gemmPackedThreads(p.a, p.k, p.m, p.k, p.pb.data, p.panels, p.n, got, p.n, true, parts) {
+		for i := range got {
+			if got[i] != p.c0[i] {
+				t.Errorf("%d parts: refused, yet C[%d] changed", parts, i)
+				return nil
+			}
+		}
+		return nil
+	}
+	return got
+}
+
+func (p packedCase) check(t *testing.T, what string, got []float32) {
+	for i := range got {
+		if got[i] != p.want[i] {
+			t.Fatalf("%s: C[%d] = %v, the panels kernel %v", what, i, got[i], p.want[i])
+		}
+	}
+}
+
+// TestCThreadsWorkersKeptAcrossProducts: the C workers, kept from one
+// product to the next, run every part of every product exactly once
+// (a part run twice accumulates twice into C; one skipped leaves it short),
+// as the part count changes between products and after the workers have
+// gone to sleep (CT_SPIN_NS is 50 µs; the test pauses 2 ms).
+func TestCThreadsWorkersKeptAcrossProducts(t *testing.T) {
+	if gemmPackedThreads == nil {
+		t.Skip("no C panels kernel on this CPU")
+	}
+	p := newPackedCase(t, rand.New(rand.NewPCG(12, 12)), 37, 300, 70)
+	for i, parts := range []int{2, 3, 5, 2, 4, 7, 2, 2, 3, 6, 2, 5, 4, 3, 2, 8, 2, 3, 2, 2} {
+		if i%3 == 2 {
+			time.Sleep(2 * time.Millisecond)
+		}
+		got := p.run(t, parts)
+		if got == nil {
+			t.Fatalf("product %d (%d parts): the workers were busy with no other product running", i, parts)
+		}
+		p.check(t, fmt.Sprintf("product %d (%d parts)", i, parts), got)
+	}
+}
+
+// TestCThreadsBusyWorkersRefuse: products from several goroutines at once
+// either run whole on the C workers or are refused untouched (the caller
+// then uses the Go pool), and GemmPacked is right either way.
+func TestCThreadsBusyWorkersRefuse(t *testing.T) {
+	if gemmPackedThreads == nil {
+		t.Skip("no C panels kernel on this CPU")
+	}
+	p := newPackedCase(t, rand.New(rand.NewPCG(13, 13)), 64, 256, 300)
+	defer func(w int) { threadsMinWork = w }(threadsMinWork)
+	threadsMinWork = 0
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ran := 0
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				if got := p.run(t, 2+i%3); got != nil {
+					p.check(t, "concurrent product", got)
+					mu.Lock()
+					ran++
+					mu.Unlock()
+				}
+				got := append([]float32(nil), p.c0...)
+				if err := GemmPacked(p.a, p.k, p.m, p.pb, got, p.n, true); err != nil {
+					t.Error(err)
+					return
+				}
+				p.check(t, "concurrent GemmPacked", got)
+			}
+		}()
+	}
+	wg.Wait()
+	if ran == 0 {
+		t.Fatal("no product ran on the C workers")
 	}
 }
