@@ -141,25 +141,27 @@ static int ct_run(int parts, ct_part_fn fn, const void* job) {
 	return 1;
 }
 
-// ct_panels_fn is a packed-GEMM panels kernel: panels [p0, p1) of C (+)= A·B.
-typedef void (*ct_panels_fn)(const float* A, int lda, int m, int k, const float* P, int p0, int p1, int n, float* C, int ldc, int acc);
+// ct_panels_fn is a packed-GEMM panels kernel: panels [p0, p1) of
+// C = bias (+ C) + A·B, bias null or n values.
+typedef void (*ct_panels_fn)(const float* A, int lda, int m, int k, const float* P, int p0, int p1, int n, float* C, int ldc, int acc, const float* bias);
 
 // ct_panels_job is a product split by panels into parts for ct_panels.
 typedef struct {
 	ct_panels_fn kernel;
-	const float *A, *P;
+	const float *A, *P, *bias;
 	float* C;
 	int lda, m, k, panels, n, ldc, acc;
 } ct_panels_job;
 
 static void ct_panels_part(const void* v, int t, int parts) {
 	const ct_panels_job* j = v;
-	j->kernel(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc);
+	j->kernel(j->A, j->lda, j->m, j->k, j->P, ct_split(t, j->panels, parts), ct_split(t + 1, j->panels, parts), j->n, j->C, j->ldc, j->acc, j->bias);
 }
 
 // ct_panels runs kernel over panels [0, panels) in parts on the pool's
 // workers (ct_run); 0: nothing ran.
-static int ct_panels(ct_panels_fn kernel, const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
-	ct_panels_job j = {kernel, A, P, C, lda, m, k, panels, n, ldc, acc};
+static int ct_panels(ct_panels_fn kernel, const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc,
+                     const float* bias, int parts) {
+	ct_panels_job j = {kernel, A, P, bias, C, lda, m, k, panels, n, ldc, acc};
 	return ct_run(parts, ct_panels_part, &j);
 }

@@ -59,6 +59,15 @@ var packedGemmFast bool
 // Reference loop: C[i,j] (+)= Σ_p A[i,p]·B[p,j], p ascending within blocks
 // of packedKC.
 func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accumulate bool) error {
+	return gemmPackedBias(a, lda, m, pb, c, ldc, accumulate, nil)
+}
+
+// gemmPackedBias is GemmPacked that also adds bias (nil, or N values) to
+// every row of C: C = bias (+ C) + A·B, the bias added to C before the
+// product's sums, as a separate pass would, but inside each part's panels
+// (in registers where the kernel can), so no serial pass over C comes
+// first.
+func gemmPackedBias(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accumulate bool, bias []float32) error {
 	k, n := pb.K, pb.N
 	if k <= 0 || n <= 0 || len(pb.data) < (n+packedPanel-1)/packedPanel*k*packedPanel {
 		return fmt.Errorf("kernels: packed gemm: B is not a PackB result (K %d, N %d, %d values)", k, n, len(pb.data))
@@ -66,27 +75,42 @@ func GemmPacked(a []float32, lda, m int, pb *PackedB, c []float32, ldc int, accu
 	if m < 0 || lda < k || ldc < n || len(a) < need(m, k, lda) || len(c) < need(m, n, ldc) {
 		return fmt.Errorf("kernels: packed gemm: %d×%d×%d (ld %d, %d) does not fit A (%d) or C (%d)", m, n, k, lda, ldc, len(a), len(c))
 	}
+	if bias != nil && len(bias) < n {
+		return fmt.Errorf("kernels: packed gemm: bias holds %d values, want %d", len(bias), n)
+	}
 	if m == 0 {
 		return nil
 	}
+	p := &packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: c, ldc: ldc, accumulate: accumulate, bias: bias}
 	panels := (n + packedPanel - 1) / packedPanel
 	const minWork = 1 << 20 // multiply-adds per worker
 	w := min(runtime.GOMAXPROCS(0), panels, max(1, m*n*k/minWork))
 	if w <= 1 {
-		gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, c, ldc, accumulate)
+		gemmPackedPanels(p, 0, panels)
 		return nil
 	}
 	if m*n*k >= threadsMinWork && gemmPackedThreads != nil {
 		ran := false
-		sections.aside(func() { ran = gemmPackedThreads(a, lda, m, k, pb.data, panels, n, c, ldc, accumulate, w) })
+		sections.aside(func() { ran = gemmPackedThreads(p, panels, w) })
 		if ran {
 			return nil
 		}
 	}
-	sections.run(w, func(t int) {
-		gemmPackedPanels(a, lda, m, k, pb.data, t*panels/w, (t+1)*panels/w, n, c, ldc, accumulate)
-	})
+	sections.run(w, func(t int) { gemmPackedPanels(p, t*panels/w, (t+1)*panels/w) })
 	return nil
+}
+
+// packedProduct is one call of the packed kernels: C (m×n, ldc) =
+// bias (+ C when accumulate) + A (m×k, lda) · B (data, packed).
+type packedProduct struct {
+	a          []float32
+	lda, m, k  int
+	data       []float32
+	n          int
+	c          []float32
+	ldc        int
+	accumulate bool
+	bias       []float32 // nil or n values
 }
 
 // threadsMinWork is the fewest multiply-adds for which GemmPacked runs its
@@ -107,7 +131,7 @@ var threadsMinWork = 1 << 25
 // gemmPackedThreads runs panels [0, panels) of C in parts on the C side's
 // workers and reports whether it ran: not when another product holds the
 // workers, and never where the panels kernel is Go (nil).
-var gemmPackedThreads func(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool
+var gemmPackedThreads func(p *packedProduct, panels, parts int) bool
 
 // packedKC and packedMC block K and M so a panel's slice of B (32×256
 // floats, 32 KiB) stays in L1 and the rows' slice of A (256×256, 256 KiB)
@@ -121,23 +145,50 @@ const (
 // it where the CPU allows (gemmPackedImpls lists each, for the tests).
 var gemmPackedPanels = gemmPackedPanelsGo
 
-// panelsWork bounds-checks a call of a C panels kernel, which reads a,
-// data and c through raw pointers, and reports whether it has work and
-// whether it accumulates, as the C int the kernels take.
-func panelsWork(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) (ok bool, acc int) {
-	if m == 0 || p0 >= p1 {
+// work bounds-checks a call of a C panels kernel over panels [p0, p1),
+// which reads a, data, c and bias through raw pointers, and reports
+// whether it has work and whether it accumulates, as the C int the
+// kernels take.
+func (p *packedProduct) work(p0, p1 int) (ok bool, acc int) {
+	if p.m == 0 || p0 >= p1 {
 		return false, 0
 	}
-	_, _, _ = a[(m-1)*lda+k-1], data[p1*k*packedPanel-1], c[(m-1)*ldc+n-1]
-	if accumulate {
+	_, _, _ = p.a[(p.m-1)*p.lda+p.k-1], p.data[p1*p.k*packedPanel-1], p.c[(p.m-1)*p.ldc+p.n-1]
+	if p.bias != nil {
+		_ = p.bias[p.n-1]
+	}
+	if p.accumulate {
 		acc = 1
 	}
 	return true, acc
 }
 
-var gemmPackedImpls = map[string]func(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool){"go": gemmPackedPanelsGo}
+var gemmPackedImpls = map[string]func(p *packedProduct, p0, p1 int){"go": gemmPackedPanelsGo}
 
-func gemmPackedPanelsGo(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {
+// seedBias adds the bias to panels [p0, p1) of C, or sets them to it when
+// the product does not accumulate, and reports whether the sums must then
+// accumulate: for kernels that do not start their sums from the bias.
+func (p *packedProduct) seedBias(p0, p1 int) bool {
+	if p.bias == nil {
+		return p.accumulate
+	}
+	j0, j1 := p0*packedPanel, min(p.n, p1*packedPanel)
+	for i := 0; i < p.m; i++ {
+		row := p.c[i*p.ldc+j0 : i*p.ldc+j1]
+		if !p.accumulate {
+			copy(row, p.bias[j0:j1])
+			continue
+		}
+		for j, b := range p.bias[j0:j1] {
+			row[j] += b
+		}
+	}
+	return true
+}
+
+func gemmPackedPanelsGo(pp *packedProduct, p0, p1 int) {
+	a, lda, m, k, data, n, c, ldc := pp.a, pp.lda, pp.m, pp.k, pp.data, pp.n, pp.c, pp.ldc
+	accumulate := pp.seedBias(p0, p1)
 	for ib := 0; ib < m; ib += packedMC {
 		ie := min(m, ib+packedMC)
 		for kb := 0; kb < k; kb += packedKC {

@@ -7,6 +7,7 @@ package kernels
 #include <immintrin.h>
 #include <stddef.h>
 #include "cthreads.h"
+#include "packedseed.h"
 
 enum { PANEL = 32, KC = 256, MC = 1024 };
 
@@ -56,11 +57,16 @@ static void tile_edge(const float* A, int lda, const float* bp, int kc, float* C
 	}
 }
 
-// gemm_packed512 computes panels [p0, p1) of C (+)= A·B, blocked as the Go
-// twin: rows by MC, k by KC, then each panel's slice over the block's rows
-// eight at a time.
+// gemm_packed512 computes panels [p0, p1) of C = bias (+ C) + A·B (bias
+// may be null: then C (+)= A·B), blocked as the Go twin: rows by MC, k by
+// KC, then each panel's slice over the block's rows eight at a time. The
+// bias is added to C first (packed_seed), over this call's panels only.
 __attribute__((target("avx512f")))
-static void gemm_packed512(const float* A, int lda, int m, int k, const float* P, int p0, int p1, int n, float* C, int ldc, int acc) {
+static void gemm_packed512(const float* A, int lda, int m, int k, const float* P, int p0, int p1, int n, float* C, int ldc, int acc, const float* bias) {
+	if (bias) {
+		packed_seed(C, ldc, m, p0 * PANEL, p1 * PANEL < n ? p1 * PANEL : n, bias, acc);
+		acc = 1;
+	}
 	for (int ib = 0; ib < m; ib += MC) {
 		int ie = ib + MC < m ? ib + MC : m;
 		for (int kb = 0; kb < k; kb += KC) {
@@ -82,17 +88,13 @@ static void gemm_packed512(const float* A, int lda, int m, int k, const float* P
 
 // gemm_packed512_threads runs gemm_packed512 over every panel in parts on
 // the C side's workers (ct_panels); 0: nothing ran (the workers were busy).
-static int gemm_packed512_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, int parts) {
-	return ct_panels(gemm_packed512, A, lda, m, k, P, panels, n, C, ldc, acc, parts);
+static int gemm_packed512_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, const float* bias, int parts) {
+	return ct_panels(gemm_packed512, A, lda, m, k, P, panels, n, C, ldc, acc, bias, parts);
 }
 */
 import "C"
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 func init() {
 	if cpu.X86.HasAVX512F {
@@ -103,20 +105,20 @@ func init() {
 	}
 }
 
-func gemmPackedPanelsAVX512(a []float32, lda, m, k int, data []float32, p0, p1, n int, c []float32, ldc int, accumulate bool) {
-	ok, acc := panelsWork(a, lda, m, k, data, p0, p1, n, c, ldc, accumulate)
+func gemmPackedPanelsAVX512(p *packedProduct, p0, p1 int) {
+	ok, acc := p.work(p0, p1)
 	if !ok {
 		return
 	}
-	C.gemm_packed512((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
-		C.int(p0), C.int(p1), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc))
+	C.gemm_packed512(f32p(p.a), C.int(p.lda), C.int(p.m), C.int(p.k), f32p(p.data),
+		C.int(p0), C.int(p1), C.int(p.n), f32p(p.c), C.int(p.ldc), C.int(acc), f32p(p.bias))
 }
 
-func gemmPackedThreadsAVX512(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool {
-	ok, acc := panelsWork(a, lda, m, k, data, 0, panels, n, c, ldc, accumulate)
+func gemmPackedThreadsAVX512(p *packedProduct, panels, parts int) bool {
+	ok, acc := p.work(0, panels)
 	if !ok {
 		return true
 	}
-	return C.gemm_packed512_threads((*C.float)(unsafe.Pointer(&a[0])), C.int(lda), C.int(m), C.int(k), (*C.float)(unsafe.Pointer(&data[0])),
-		C.int(panels), C.int(n), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc), C.int(acc), C.int(min(parts, C.CT_MAX_PARTS))) != 0
+	return C.gemm_packed512_threads(f32p(p.a), C.int(p.lda), C.int(p.m), C.int(p.k), f32p(p.data),
+		C.int(panels), C.int(p.n), f32p(p.c), C.int(p.ldc), C.int(acc), f32p(p.bias), C.int(min(parts, C.CT_MAX_PARTS))) != 0
 }

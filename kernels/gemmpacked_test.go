@@ -39,7 +39,7 @@ func TestGemmPackedMatchesReference(t *testing.T) {
 					a, c := randSlice(rng, m*lda), randSlice(rng, m*ldc)
 					c0 := append([]float32(nil), c...)
 					panels := (n + packedPanel - 1) / packedPanel
-					impl(a, lda, m, k, pb.data, 0, panels, n, c, ldc, accumulate)
+					impl(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: c, ldc: ldc, accumulate: accumulate}, 0, panels)
 					for i := 0; i < m; i++ {
 						for j := 0; j < ldc; j++ {
 							got := c[i*ldc+j]
@@ -135,10 +135,10 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 		for _, accumulate := range []bool{false, true} {
 			c0 := randSlice(rng, m*ldc)
 			want := append([]float32(nil), c0...)
-			gemmPackedPanels(a, lda, m, k, pb.data, 0, panels, n, want, ldc, accumulate)
+			gemmPackedPanels(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: want, ldc: ldc, accumulate: accumulate}, 0, panels)
 			for _, parts := range []int{2, 3, 7, panels + 2, 65} {
 				got := append([]float32(nil), c0...)
-				if !gemmPackedThreads(a, lda, m, k, pb.data, panels, n, got, ldc, accumulate, parts) {
+				if !gemmPackedThreads(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: got, ldc: ldc, accumulate: accumulate}, panels, parts) {
 					t.Fatalf("%d×%d×%d in %d parts: did not run", m, n, k, parts)
 				}
 				for i := range got {
@@ -148,17 +148,17 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 				}
 			}
 		}
-		if gemmPackedThreads(a, lda, m, k, pb.data, panels, n, make([]float32, m*ldc), ldc, false, 1) {
+		if gemmPackedThreads(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: make([]float32, m*ldc), ldc: ldc}, panels, 1) {
 			t.Fatal("ran in 1 part: ct_run starts threads for 2 or more")
 		}
 	}
-	defer func(w int, f func([]float32, int, int, int, []float32, int, int, []float32, int, bool, int) bool) {
+	defer func(w int, f func(*packedProduct, int, int) bool) {
 		threadsMinWork, gemmPackedThreads = w, f
 	}(threadsMinWork, gemmPackedThreads)
 	inner, calls := gemmPackedThreads, 0
-	gemmPackedThreads = func(a []float32, lda, m, k int, data []float32, panels, n int, c []float32, ldc int, accumulate bool, parts int) bool {
+	gemmPackedThreads = func(p *packedProduct, panels, parts int) bool {
 		calls++
-		return inner(a, lda, m, k, data, panels, n, c, ldc, accumulate, parts)
+		return inner(p, panels, parts)
 	}
 	threadsMinWork = 0
 	m, n, k := 128, 100, 200 // 2.56 M multiply-adds: two parts (GemmPacked's minWork)
@@ -168,7 +168,7 @@ func TestGemmPackedThreadsMatchesPanels(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, got := make([]float32, m*n), make([]float32, m*n)
-	gemmPackedPanels(a, k, m, k, pb.data, 0, (n+packedPanel-1)/packedPanel, n, want, n, false)
+	gemmPackedPanels(&packedProduct{a: a, lda: k, m: m, k: k, data: pb.data, n: n, c: want, ldc: n}, 0, (n+packedPanel-1)/packedPanel)
 	if err := GemmPacked(a, k, m, pb, got, n, false); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func newPackedCase(t *testing.T, rng *rand.Rand, m, n, k int) packedCase {
 	}
 	p := packedCase{a: randSlice(rng, m*k), c0: randSlice(rng, m*n), pb: pb, m: m, n: n, k: k, panels: (n + packedPanel - 1) / packedPanel}
 	p.want = append([]float32(nil), p.c0...)
-	gemmPackedPanels(p.a, k, m, k, pb.data, 0, p.panels, n, p.want, n, true)
+	gemmPackedPanels(&packedProduct{a: p.a, lda: k, m: m, k: k, data: pb.data, n: n, c: p.want, ldc: n, accumulate: true}, 0, p.panels)
 	return p
 }
 
@@ -206,7 +206,7 @@ func newPackedCase(t *testing.T, rng *rand.Rand, m, n, k int) packedCase {
 // busy (and must then be untouched).
 func (p packedCase) run(t *testing.T, parts int) []float32 {
 	got := append([]float32(nil), p.c0...)
-	if !gemmPackedThreads(p.a, p.k, p.m, p.k, p.pb.data, p.panels, p.n, got, p.n, true, parts) {
+	if !gemmPackedThreads(&packedProduct{a: p.a, lda: p.k, m: p.m, k: p.k, data: p.pb.data, n: p.n, c: got, ldc: p.n, accumulate: true}, p.panels, parts) {
 		for i := range got {
 			if got[i] != p.c0[i] {
 				t.Errorf("%d parts: refused, yet C[%d] changed", parts, i)
@@ -284,5 +284,55 @@ func TestCThreadsBusyWorkersRefuse(t *testing.T) {
 	wg.Wait()
 	if ran == 0 {
 		t.Fatal("no product ran on the C workers")
+	}
+}
+
+// TestGemmPackedBiasEqualsSeeded: every packed kernel, and the C workers,
+// given a bias, leave C bit-identical to seeding C with the bias first
+// (C = bias, or C += bias when accumulating, as gemm did before) and then
+// accumulating the product by the same kernel; C's padding stays
+// untouched. Shapes end in
+// partial halves and panels and span two blocks of k.
+func TestGemmPackedBiasEqualsSeeded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	impls := map[string]func(p *packedProduct, p0, p1 int){}
+	for name, impl := range gemmPackedImpls {
+		impls[name] = impl
+	}
+	if gemmPackedThreads != nil {
+		impls["threads"] = func(p *packedProduct, p0, p1 int) {
+			if !gemmPackedThreads(p, p1, 3) {
+				t.Fatal("the C workers refused with nothing else running")
+			}
+		}
+	}
+	for name, impl := range impls {
+		for _, s := range [][3]int{{7, 9, 300}, {13, 40, 257}, {6, 16, 5}, {1, 70, 33}} {
+			m, n, k := s[0], s[1], s[2]
+			pb, err := PackB(randSlice(rng, k*n), false, k, n, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			panels := (n + packedPanel - 1) / packedPanel
+			lda, ldc := k+2, n+5
+			a, bias := randSlice(rng, m*lda), randSlice(rng, n)
+			for _, accumulate := range []bool{false, true} {
+				c0 := randSlice(rng, m*ldc)
+				want := append([]float32(nil), c0...)
+				beta := float32(0)
+				if accumulate {
+					beta = 1
+				}
+				seedRows(want, m, n, ldc, beta, bias)
+				impl(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: want, ldc: ldc, accumulate: true}, 0, panels)
+				got := append([]float32(nil), c0...)
+				impl(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: got, ldc: ldc, accumulate: accumulate, bias: bias}, 0, panels)
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s %d×%d×%d acc=%v: C[%d,%d] = %v, seeded %v", name, m, n, k, accumulate, i/ldc, i%ldc, got[i], want[i])
+					}
+				}
+			}
+		}
 	}
 }
