@@ -187,6 +187,9 @@ func (p *packedProduct) seedBias(p0, p1 int) bool {
 }
 
 func gemmPackedPanelsGo(pp *packedProduct, p0, p1 int) {
+	if pp.m == 0 || p0 >= p1 { // seedBias would slice C backwards
+		return
+	}
 	a, lda, m, k, data, n, c, ldc := pp.a, pp.lda, pp.m, pp.k, pp.data, pp.n, pp.c, pp.ldc
 	accumulate := pp.seedBias(p0, p1)
 	for ib := 0; ib < m; ib += packedMC {

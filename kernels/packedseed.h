@@ -1,5 +1,7 @@
 // packedseed.h: the bias step of the packed GEMM for kernels that do not
 // start their sums from the bias in registers.
+#ifndef GLEANER_PACKEDSEED_H
+#define GLEANER_PACKEDSEED_H
 #include <stddef.h>
 
 // packed_seed sets columns [j0, j1) of C's m rows to bias, or adds bias to
@@ -14,3 +16,5 @@ static inline void packed_seed(float* C, int ldc, int m, int j0, int j1, const f
 			for (int j = j0; j < j1; j++) c[j] = bias[j];
 	}
 }
+
+#endif
