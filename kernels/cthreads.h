@@ -1,7 +1,10 @@
 // cthreads.h runs a product's parts on worker threads of the C side, kept
 // from one product to the next, for the parallel sections where the Go
 // pool's parts, each a long cgo call, lose time to the runtime (see
-// GemmPacked).
+// GemmPacked). Each cgo file that includes it gets a pool of its own (the
+// state is static); only one of them may be in use in a process, or two
+// pools would share the cores: today the AVX2 and AVX-512 GEMM files, of
+// which init installs one.
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -37,6 +40,7 @@ typedef struct {
 // whole of one ct_run.
 static ct_slot ct_slots[CT_MAX_PARTS];
 static int ct_workers;
+static int ct_cannot_grow; // a worker failed to start: do not retry on every product
 static pthread_mutex_t ct_mu = PTHREAD_MUTEX_INITIALIZER;
 static ct_part_fn ct_fn;
 static const void* ct_job;
@@ -86,19 +90,24 @@ static void* ct_worker(void* v) {
 }
 
 // ct_grow starts workers until there are want, under ct_mu; it stops at
-// the first that cannot start.
+// the first that cannot start, and tries no more after that.
 static void ct_grow(int want) {
-	for (; ct_workers < want; ct_workers++) {
+	for (; ct_workers < want && !ct_cannot_grow; ct_workers++) {
 		ct_slot* s = &ct_slots[ct_workers + 1];
 		pthread_t th;
-		if (pthread_mutex_init(&s->mu, 0) != 0) return;
+		if (pthread_mutex_init(&s->mu, 0) != 0) {
+			ct_cannot_grow = 1;
+			return;
+		}
 		if (pthread_cond_init(&s->cond, 0) != 0) {
 			pthread_mutex_destroy(&s->mu);
+			ct_cannot_grow = 1;
 			return;
 		}
 		if (pthread_create(&th, 0, ct_worker, s) != 0) {
 			pthread_cond_destroy(&s->cond);
 			pthread_mutex_destroy(&s->mu);
+			ct_cannot_grow = 1;
 			return;
 		}
 		pthread_detach(th);
@@ -139,6 +148,18 @@ static int ct_run(int parts, ct_part_fn fn, const void* job) {
 	}
 	pthread_mutex_unlock(&ct_mu);
 	return 1;
+}
+
+// ct_started and ct_hold are for the tests: how many workers run, and
+// holding the pool as another caller's product would (1) or letting it go
+// (0).
+static int ct_started(void) { return ct_workers; }
+
+static void ct_hold(int on) {
+	if (on)
+		pthread_mutex_lock(&ct_mu);
+	else
+		pthread_mutex_unlock(&ct_mu);
 }
 
 // ct_panels_fn is a packed-GEMM panels kernel: panels [p0, p1) of

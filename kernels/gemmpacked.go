@@ -133,6 +133,14 @@ var threadsMinWork = 1 << 25
 // workers, and never where the panels kernel is Go (nil).
 var gemmPackedThreads func(p *packedProduct, panels, parts int) bool
 
+// cWorkers reaches into the pool behind gemmPackedThreads, for the tests.
+var cWorkers cWorkersHooks
+
+type cWorkersHooks struct {
+	started func() int // workers running
+	hold    func(bool) // take the pool as another product would, or let it go
+}
+
 // packedKC and packedMC block K and M so a panel's slice of B (32×256
 // floats, 32 KiB) stays in L1 and the rows' slice of A (256×256, 256 KiB)
 // in L2 while they are multiplied.

@@ -124,6 +124,10 @@ func init() {
 		gemmPackedImpls["avx2"] = gemmPackedPanelsAVX2
 		gemmPackedPanels = gemmPackedPanelsAVX2
 		gemmPackedThreads = gemmPackedThreadsAVX2
+		cWorkers = cWorkersHooks{
+			started: func() int { return int(C.ct_started()) },
+			hold:    func(on bool) { C.ct_hold(b2i(on)) },
+		}
 		packedGemmFast = true
 	}
 }

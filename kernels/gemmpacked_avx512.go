@@ -101,6 +101,10 @@ func init() {
 		gemmPackedImpls["avx512"] = gemmPackedPanelsAVX512
 		gemmPackedPanels = gemmPackedPanelsAVX512
 		gemmPackedThreads = gemmPackedThreadsAVX512
+		cWorkers = cWorkersHooks{
+			started: func() int { return int(C.ct_started()) },
+			hold:    func(on bool) { C.ct_hold(b2i(on)) },
+		}
 		packedGemmFast = true
 	}
 }

@@ -218,39 +218,73 @@ func (p packedCase) run(t *testing.T, parts int) []float32 {
 	return got
 }
 
-func (p packedCase) check(t *testing.T, what string, got []float32) {
+// diff says where got differs from the panels kernel's answer, or "".
+func (p packedCase) diff(got []float32) string {
 	for i := range got {
 		if got[i] != p.want[i] {
-			t.Fatalf("%s: C[%d] = %v, the panels kernel %v", what, i, got[i], p.want[i])
+			return fmt.Sprintf("C[%d] = %v, the panels kernel %v", i, got[i], p.want[i])
 		}
 	}
+	return ""
 }
 
 // TestCThreadsWorkersKeptAcrossProducts: the C workers, kept from one
 // product to the next, run every part of every product exactly once
 // (a part run twice accumulates twice into C; one skipped leaves it short),
 // as the part count changes between products and after the workers have
-// gone to sleep (CT_SPIN_NS is 50 µs; the test pauses 2 ms).
+// gone to sleep (CT_SPIN_NS is 50 µs; the test pauses 2 ms); the pool
+// starts no worker after the first 8-part product. A lost wake-up would
+// hang the product: the test fails after a minute instead.
 func TestCThreadsWorkersKeptAcrossProducts(t *testing.T) {
 	if gemmPackedThreads == nil {
 		t.Skip("no C panels kernel on this CPU")
 	}
 	p := newPackedCase(t, rand.New(rand.NewPCG(12, 12)), 37, 300, 70)
-	for i, parts := range []int{2, 3, 5, 2, 4, 7, 2, 2, 3, 6, 2, 5, 4, 3, 2, 8, 2, 3, 2, 2} {
-		if i%3 == 2 {
-			time.Sleep(2 * time.Millisecond)
+	done := make(chan string, 1)
+	go func() {
+		if p.run(t, 8) == nil {
+			done <- "the workers were busy with no other product running"
+			return
 		}
-		got := p.run(t, parts)
-		if got == nil {
-			t.Fatalf("product %d (%d parts): the workers were busy with no other product running", i, parts)
+		kept := cWorkers.started()
+		if kept < 7 {
+			done <- fmt.Sprintf("%d workers after an 8-part product", kept)
+			return
 		}
-		p.check(t, fmt.Sprintf("product %d (%d parts)", i, parts), got)
+		for i, parts := range []int{2, 3, 5, 2, 4, 7, 2, 2, 3, 6, 2, 5, 4, 3, 2, 8, 2, 3, 2, 2} {
+			if i%3 == 2 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			got := p.run(t, parts)
+			if got == nil {
+				done <- fmt.Sprintf("product %d (%d parts): refused with no other product running", i, parts)
+				return
+			}
+			if msg := p.diff(got); msg != "" {
+				done <- fmt.Sprintf("product %d (%d parts): %s", i, parts, msg)
+				return
+			}
+		}
+		if n := cWorkers.started(); n != kept {
+			done <- fmt.Sprintf("%d workers after the products, %d before: one was started per product", n, kept)
+			return
+		}
+		done <- ""
+	}()
+	select {
+	case msg := <-done:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a product on the C workers has not returned in a minute: a worker missed its part")
 	}
 }
 
-// TestCThreadsBusyWorkersRefuse: products from several goroutines at once
-// either run whole on the C workers or are refused untouched (the caller
-// then uses the Go pool), and GemmPacked is right either way.
+// TestCThreadsBusyWorkersRefuse: a product given to the C workers while
+// another holds them is refused with C untouched, and GemmPacked then
+// runs it on the Go pool, correctly; products from several goroutines at
+// once either run whole on the C workers or are refused untouched.
 func TestCThreadsBusyWorkersRefuse(t *testing.T) {
 	if gemmPackedThreads == nil {
 		t.Skip("no C panels kernel on this CPU")
@@ -258,41 +292,67 @@ func TestCThreadsBusyWorkersRefuse(t *testing.T) {
 	p := newPackedCase(t, rand.New(rand.NewPCG(13, 13)), 64, 256, 300)
 	defer func(w int) { threadsMinWork = w }(threadsMinWork)
 	threadsMinWork = 0
+	gemmPacked := func() string {
+		got := append([]float32(nil), p.c0...)
+		if err := GemmPacked(p.a, p.k, p.m, p.pb, got, p.n, true); err != nil {
+			return err.Error()
+		}
+		return p.diff(got)
+	}
+	held := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread() // the pool's mutex is let go by the thread that took it
+		defer runtime.UnlockOSThread()
+		cWorkers.hold(true)
+		got := p.run(t, 2)
+		msg := gemmPacked()
+		cWorkers.hold(false)
+		if got != nil {
+			msg = "ran on the C workers while another product held them"
+		} else if msg != "" {
+			msg = "GemmPacked with the C workers held: " + msg
+		}
+		held <- msg
+	}()
+	select {
+	case msg := <-held:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a product waited a minute for the C workers instead of being refused")
+	}
+	if p.run(t, 2) == nil {
+		t.Fatal("refused once the C workers were let go")
+	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ran := 0
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
 				if got := p.run(t, 2+i%3); got != nil {
-					p.check(t, "concurrent product", got)
-					mu.Lock()
-					ran++
-					mu.Unlock()
+					if msg := p.diff(got); msg != "" {
+						t.Errorf("concurrent product: %s", msg)
+						return
+					}
 				}
-				got := append([]float32(nil), p.c0...)
-				if err := GemmPacked(p.a, p.k, p.m, p.pb, got, p.n, true); err != nil {
-					t.Error(err)
+				if msg := gemmPacked(); msg != "" {
+					t.Errorf("concurrent GemmPacked: %s", msg)
 					return
 				}
-				p.check(t, "concurrent GemmPacked", got)
 			}
 		}()
 	}
 	wg.Wait()
-	if ran == 0 {
-		t.Fatal("no product ran on the C workers")
-	}
 }
 
 // TestGemmPackedBiasEqualsSeeded: every packed kernel, and the C workers,
 // given a bias, leave C bit-identical to seeding C with the bias first
 // (C = bias, or C += bias when accumulating, as gemm did before) and then
-// accumulating the product by the same kernel; C's padding stays
-// untouched. Shapes end in
-// partial halves and panels and span two blocks of k.
+// accumulating the product by the same kernel; C's padding (NaN where C
+// is not accumulated) stays untouched. Shapes end in partial halves and
+// panels and span two blocks of k and of rows.
 func TestGemmPackedBiasEqualsSeeded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 14))
 	impls := map[string]func(p *packedProduct, p0, p1 int){}
@@ -307,7 +367,7 @@ func TestGemmPackedBiasEqualsSeeded(t *testing.T) {
 		}
 	}
 	for name, impl := range impls {
-		for _, s := range [][3]int{{7, 9, 300}, {13, 40, 257}, {6, 16, 5}, {1, 70, 33}} {
+		for _, s := range [][3]int{{7, 9, 300}, {13, 40, 257}, {6, 16, 5}, {1, 70, 33}, {300, 40, 300}, {1030, 40, 33}} {
 			m, n, k := s[0], s[1], s[2]
 			pb, err := PackB(randSlice(rng, k*n), false, k, n, n)
 			if err != nil {
@@ -318,6 +378,11 @@ func TestGemmPackedBiasEqualsSeeded(t *testing.T) {
 			a, bias := randSlice(rng, m*lda), randSlice(rng, n)
 			for _, accumulate := range []bool{false, true} {
 				c0 := randSlice(rng, m*ldc)
+				if !accumulate { // C = bias + A·B must not read C, which BLAS lets hold NaN
+					for i := range c0 {
+						c0[i] = float32(math.NaN())
+					}
+				}
 				want := append([]float32(nil), c0...)
 				beta := float32(0)
 				if accumulate {
@@ -328,7 +393,7 @@ func TestGemmPackedBiasEqualsSeeded(t *testing.T) {
 				got := append([]float32(nil), c0...)
 				impl(&packedProduct{a: a, lda: lda, m: m, k: k, data: pb.data, n: n, c: got, ldc: ldc, accumulate: accumulate, bias: bias}, 0, panels)
 				for i := range got {
-					if got[i] != want[i] {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%s %d×%d×%d acc=%v: C[%d,%d] = %v, seeded %v", name, m, n, k, accumulate, i/ldc, i%ldc, got[i], want[i])
 					}
 				}
