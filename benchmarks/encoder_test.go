@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +69,64 @@ func BenchmarkNativeEncoder(b *testing.B) {
 		}
 		sess.Close()
 	}
+}
+
+// BenchmarkEncoderPaired runs the native encoder and ONNX Runtime on the
+// same batch in alternating blocks, one round per iteration (-benchtime
+// 12x: twelve rounds), and reports each side's median time per batch and
+// the median over rounds of ORT's time ÷ the native time (above 1, the
+// native encoder is faster). This shared VM's speed moves by 1.3–1.6×
+// from one minute to the next, which BenchmarkNativeEncoder's two runs,
+// a minute apart, take into their ratio; blocks seconds apart in one round
+// share the machine's state.
+func BenchmarkEncoderPaired(b *testing.B) {
+	for _, cfg := range encoderShapes {
+		name := map[string]string{"bert": "minilm-l6", "xlm-roberta": "xlm-r-base"}[cfg.ModelType]
+		tensors := bert.RandomTensors(cfg, 1, true)
+		m, err := bert.New(cfg, tensors, benchBackend(b))
+		must(b, err)
+		sess := ortSession(b, cfg, tensors)
+		for _, size := range []int{1, 32} {
+			batch := encoderBatch(cfg, size, uint64(size))
+			checkEncoderParity(b, m, sess, cfg, batch)
+			sides := [2]func(){
+				func() { _, _, err := m.Forward(context.Background(), batch); must(b, err) },
+				func() { _, _, err := sess.Run(batch.IDs, batch.Types, int32(cfg.PadTokenID)); must(b, err) },
+			}
+			per := max(1, 4/size) // forwards per side per round
+			b.Run(fmt.Sprintf("%s/%dx%d", name, size, encoderSeq), func(b *testing.B) {
+				var times [2][]float64
+				var ratios []float64
+				round := 0
+				for b.Loop() {
+					var sum [2]float64
+					for j := range 2 {
+						side := (j + round) % 2 // alternate which side goes first
+						settle()
+						for range per {
+							t0 := time.Now()
+							sides[side]()
+							d := time.Since(t0).Seconds()
+							times[side], sum[side] = append(times[side], d), sum[side]+d
+						}
+					}
+					ratios = append(ratios, sum[1]/sum[0])
+					round++
+				}
+				b.ReportMetric(median(times[0])*1e3, "native-ms")
+				b.ReportMetric(median(times[1])*1e3, "ort-ms")
+				b.ReportMetric(median(ratios), "ort/native")
+			})
+		}
+		sess.Close()
+	}
+}
+
+// median is the middle of xs (the upper middle for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // settle lets the other runtime's worker threads park before a timing

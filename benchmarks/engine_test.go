@@ -23,9 +23,10 @@ var gemmShapes = []struct{ m, k, n int }{{128, 384, 1536}, {128, 1536, 384}, {12
 // BenchmarkGemm compares GFLOP/s of gleaner's path (engine → cpu backend →
 // kernels.Gemm → BLAS), the same with a bias+GELU epilogue, the same with
 // the weight bound (a model's weights: the packed kernel where the CPU has
-// it, at every size), OpenBLAS's cblas_sgemm called directly, and gonum's
-// pure-Go Sgemm (on a tenth of the rows: its rate, not its time, is what
-// is compared). Each variant starts after settle: OpenBLAS's threads spin
+// it, at every size), OpenBLAS's cblas_sgemm called directly, ONNX
+// Runtime's MatMul by a constant weight (MLAS, where make ort-lib has
+// installed it), and gonum's pure-Go Sgemm (on a tenth of the rows: its
+// rate, not its time, is what is compared). Each variant starts after settle: OpenBLAS's threads spin
 // after its calls, and on 2 cores the packed kernel timed right after the
 // BLAS variants ran at 79–95 GFLOP/s against 114–141 alone (AVX2 VM).
 func BenchmarkGemm(b *testing.B) {
@@ -63,10 +64,82 @@ func BenchmarkGemm(b *testing.B) {
 				b.Skip("OpenBLAS not loaded")
 			}
 		})
+		if o := newOrtGemm(b, s.m, s.k, s.n, a, w); o != nil {
+			run("onnxruntime", flops, func() { o.run(b) })
+			o.close()
+		}
 		m10 := s.m / 10
 		run("gonum", flops/10, func() {
 			kernels.GonumSgemm(false, false, m10, s.n, s.k, 1, a, s.k, w, s.n, 0, c, s.n)
 		})
+	}
+}
+
+// BenchmarkGemmPaired times, at the 128-row shapes, the packed kernel by a
+// bound weight, OpenBLAS called directly and ONNX Runtime's MatMul (when
+// installed) in alternating blocks of 10 products, one round per iteration
+// (-benchtime 30x: thirty rounds), and reports each side's median GFLOP/s
+// and the medians over rounds of the peers' time ÷ gleaner's (above 1,
+// gleaner is faster). Blocks seconds apart share this VM's state, which
+// BenchmarkGemm's variants, run one after another, do not.
+func BenchmarkGemmPaired(b *testing.B) {
+	be := benchBackend(b)
+	for _, s := range gemmShapes {
+		if s.m != 128 {
+			continue
+		}
+		a, w, c := randomMatrix(s.m, s.k, 1), randomMatrix(s.k, s.n, 2), randomMatrix(s.m, s.n, 12)
+		ab, err := engine.Upload(be, a)
+		must(b, err)
+		wb, err := engine.BindWeight(be, w)
+		must(b, err)
+		cb, err := engine.Upload(be, c)
+		must(b, err)
+		names := []string{"gleaner", "openblas", "onnxruntime"}
+		sides := []func(){
+			func() { must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wb, C: cb})) },
+			func() {
+				if !kernels.OpenBLASSgemm(false, false, s.m, s.n, s.k, 1, a, s.k, w, s.n, 0, c, s.n) {
+					b.Skip("OpenBLAS not loaded")
+				}
+			},
+		}
+		o := newOrtGemm(b, s.m, s.k, s.n, a, w)
+		if o != nil {
+			sides = append(sides, func() { o.run(b) })
+		}
+		flops := 2 * float64(s.m) * float64(s.k) * float64(s.n)
+		b.Run(fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), func(b *testing.B) {
+			times := make([][]float64, len(sides))
+			ratios := make([][]float64, len(sides))
+			round := 0
+			for b.Loop() {
+				sum := make([]float64, len(sides))
+				for j := range sides {
+					side := (j + round) % len(sides)
+					time.Sleep(50 * time.Millisecond) // a peer's threads spin after its calls
+					for range 10 {
+						t0 := time.Now()
+						sides[side]()
+						d := time.Since(t0).Seconds()
+						times[side], sum[side] = append(times[side], d), sum[side]+d
+					}
+				}
+				for i := 1; i < len(sides); i++ {
+					ratios[i] = append(ratios[i], sum[i]/sum[0])
+				}
+				round++
+			}
+			for i := range sides {
+				b.ReportMetric(flops/median(times[i])/1e9, names[i]+"-GFLOP/s")
+				if i > 0 {
+					b.ReportMetric(median(ratios[i]), names[i]+"/gleaner")
+				}
+			}
+		})
+		if o != nil {
+			o.close()
+		}
 	}
 }
 
