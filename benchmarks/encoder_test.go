@@ -41,6 +41,49 @@ const encoderSeq = 128
 // kernels in use (OPENBLAS_CORETYPE chooses them when set).
 func BenchmarkNativeEncoder(b *testing.B) {
 	b.Logf("blas: %s", kernels.BLASImpl())
+	eachEncoderBatch(b, func(e encoderCase) {
+		b.Run(fmt.Sprintf("%s/native/%dx%d", e.name, e.size, encoderSeq), func(b *testing.B) {
+			settle()
+			for b.Loop() {
+				e.native(b)
+			}
+			reportPairs(b, e.size)
+		})
+		b.Run(fmt.Sprintf("%s/ort/%dx%d", e.name, e.size, encoderSeq), func(b *testing.B) {
+			settle()
+			for b.Loop() {
+				e.ort(b)
+			}
+			reportPairs(b, e.size)
+		})
+	})
+}
+
+// encoderCase is one encoder shape's batch, run natively and in ONNX
+// Runtime from the same weights.
+type encoderCase struct {
+	name  string
+	cfg   bert.Config
+	m     *bert.Model
+	sess  *ort.Session
+	size  int
+	batch bert.Batch
+}
+
+func (e encoderCase) native(b *testing.B) {
+	_, _, err := e.m.Forward(context.Background(), e.batch)
+	must(b, err)
+}
+
+func (e encoderCase) ort(b *testing.B) {
+	_, _, err := e.sess.Run(e.batch.IDs, e.batch.Types, int32(e.cfg.PadTokenID))
+	must(b, err)
+}
+
+// eachEncoderBatch builds each of encoderShapes natively and in ONNX
+// Runtime, checks the two agree on batches of 1 and 32 pairs, and calls fn
+// for each batch.
+func eachEncoderBatch(b *testing.B, fn func(encoderCase)) {
 	for _, cfg := range encoderShapes {
 		name := map[string]string{"bert": "minilm-l6", "xlm-roberta": "xlm-r-base"}[cfg.ModelType]
 		tensors := bert.RandomTensors(cfg, 1, true)
@@ -50,22 +93,7 @@ func BenchmarkNativeEncoder(b *testing.B) {
 		for _, size := range []int{1, 32} {
 			batch := encoderBatch(cfg, size, uint64(size))
 			checkEncoderParity(b, m, sess, cfg, batch)
-			b.Run(fmt.Sprintf("%s/native/%dx%d", name, size, encoderSeq), func(b *testing.B) {
-				settle()
-				for b.Loop() {
-					_, _, err := m.Forward(context.Background(), batch)
-					must(b, err)
-				}
-				reportPairs(b, size)
-			})
-			b.Run(fmt.Sprintf("%s/ort/%dx%d", name, size, encoderSeq), func(b *testing.B) {
-				settle()
-				for b.Loop() {
-					_, _, err := sess.Run(batch.IDs, batch.Types, int32(cfg.PadTokenID))
-					must(b, err)
-				}
-				reportPairs(b, size)
-			})
+			fn(encoderCase{name: name, cfg: cfg, m: m, sess: sess, size: size, batch: batch})
 		}
 		sess.Close()
 	}
@@ -80,46 +108,33 @@ func BenchmarkNativeEncoder(b *testing.B) {
 // a minute apart, take into their ratio; blocks seconds apart in one round
 // share the machine's state.
 func BenchmarkEncoderPaired(b *testing.B) {
-	for _, cfg := range encoderShapes {
-		name := map[string]string{"bert": "minilm-l6", "xlm-roberta": "xlm-r-base"}[cfg.ModelType]
-		tensors := bert.RandomTensors(cfg, 1, true)
-		m, err := bert.New(cfg, tensors, benchBackend(b))
-		must(b, err)
-		sess := ortSession(b, cfg, tensors)
-		for _, size := range []int{1, 32} {
-			batch := encoderBatch(cfg, size, uint64(size))
-			checkEncoderParity(b, m, sess, cfg, batch)
-			sides := [2]func(){
-				func() { _, _, err := m.Forward(context.Background(), batch); must(b, err) },
-				func() { _, _, err := sess.Run(batch.IDs, batch.Types, int32(cfg.PadTokenID)); must(b, err) },
-			}
-			per := max(1, 4/size) // forwards per side per round
-			b.Run(fmt.Sprintf("%s/%dx%d", name, size, encoderSeq), func(b *testing.B) {
-				var times [2][]float64
-				var ratios []float64
-				round := 0
-				for b.Loop() {
-					var sum [2]float64
-					for j := range 2 {
-						side := (j + round) % 2 // alternate which side goes first
-						settle()
-						for range per {
-							t0 := time.Now()
-							sides[side]()
-							d := time.Since(t0).Seconds()
-							times[side], sum[side] = append(times[side], d), sum[side]+d
-						}
+	eachEncoderBatch(b, func(e encoderCase) {
+		sides := [2]func(*testing.B){e.native, e.ort}
+		per := max(1, 4/e.size) // forwards per side per round
+		b.Run(fmt.Sprintf("%s/%dx%d", e.name, e.size, encoderSeq), func(b *testing.B) {
+			var times [2][]float64
+			var ratios []float64
+			round := 0
+			for b.Loop() {
+				var sum [2]float64
+				for j := range 2 {
+					side := (j + round) % 2 // alternate which side goes first
+					settle()
+					for range per {
+						t0 := time.Now()
+						sides[side](b)
+						d := time.Since(t0).Seconds()
+						times[side], sum[side] = append(times[side], d), sum[side]+d
 					}
-					ratios = append(ratios, sum[1]/sum[0])
-					round++
 				}
-				b.ReportMetric(median(times[0])*1e3, "native-ms")
-				b.ReportMetric(median(times[1])*1e3, "ort-ms")
-				b.ReportMetric(median(ratios), "ort/native")
-			})
-		}
-		sess.Close()
-	}
+				ratios = append(ratios, sum[1]/sum[0])
+				round++
+			}
+			b.ReportMetric(median(times[0])*1e3, "native-ms")
+			b.ReportMetric(median(times[1])*1e3, "ort-ms")
+			b.ReportMetric(median(ratios), "ort/native")
+		})
+	})
 }
 
 // median is the middle of xs (the upper middle for an even count).

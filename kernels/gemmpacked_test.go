@@ -218,6 +218,23 @@ func (p packedCase) run(t *testing.T, parts int) []float32 {
 	return got
 }
 
+// within runs fn on a goroutine of its own and fails the test with fn's
+// message, or with late when fn has not returned in a minute: C code that
+// waits forever cannot be stopped, but the test need not wait with it.
+func within(t *testing.T, late string, fn func() string) {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() { done <- fn() }()
+	select {
+	case msg := <-done:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal(late)
+	}
+}
+
 // diff says where got differs from the panels kernel's answer, or "".
 func (p packedCase) diff(got []float32) string {
 	for i := range got {
@@ -240,16 +257,13 @@ func TestCThreadsWorkersKeptAcrossProducts(t *testing.T) {
 		t.Skip("no C panels kernel on this CPU")
 	}
 	p := newPackedCase(t, rand.New(rand.NewPCG(12, 12)), 37, 300, 70)
-	done := make(chan string, 1)
-	go func() {
+	within(t, "a product on the C workers has not returned in a minute: a worker missed its part", func() string {
 		if p.run(t, 8) == nil {
-			done <- "the workers were busy with no other product running"
-			return
+			return "the workers were busy with no other product running"
 		}
 		kept := cWorkers.started()
 		if kept < 7 {
-			done <- fmt.Sprintf("%d workers after an 8-part product", kept)
-			return
+			return fmt.Sprintf("%d workers after an 8-part product", kept)
 		}
 		for i, parts := range []int{2, 3, 5, 2, 4, 7, 2, 2, 3, 6, 2, 5, 4, 3, 2, 8, 2, 3, 2, 2} {
 			if i%3 == 2 {
@@ -257,28 +271,17 @@ func TestCThreadsWorkersKeptAcrossProducts(t *testing.T) {
 			}
 			got := p.run(t, parts)
 			if got == nil {
-				done <- fmt.Sprintf("product %d (%d parts): refused with no other product running", i, parts)
-				return
+				return fmt.Sprintf("product %d (%d parts): refused with no other product running", i, parts)
 			}
 			if msg := p.diff(got); msg != "" {
-				done <- fmt.Sprintf("product %d (%d parts): %s", i, parts, msg)
-				return
+				return fmt.Sprintf("product %d (%d parts): %s", i, parts, msg)
 			}
 		}
 		if n := cWorkers.started(); n != kept {
-			done <- fmt.Sprintf("%d workers after the products, %d before: one was started per product", n, kept)
-			return
+			return fmt.Sprintf("%d workers after the products, %d before: one was started per product", n, kept)
 		}
-		done <- ""
-	}()
-	select {
-	case msg := <-done:
-		if msg != "" {
-			t.Fatal(msg)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a product on the C workers has not returned in a minute: a worker missed its part")
-	}
+		return ""
+	})
 }
 
 // TestCThreadsBusyWorkersRefuse: a product given to the C workers while
@@ -299,8 +302,7 @@ func TestCThreadsBusyWorkersRefuse(t *testing.T) {
 		}
 		return p.diff(got)
 	}
-	held := make(chan string, 1)
-	go func() {
+	within(t, "a product waited a minute for the C workers instead of being refused", func() string {
 		runtime.LockOSThread() // the pool's mutex is let go by the thread that took it
 		defer runtime.UnlockOSThread()
 		cWorkers.hold(true)
@@ -308,20 +310,13 @@ func TestCThreadsBusyWorkersRefuse(t *testing.T) {
 		msg := gemmPacked()
 		cWorkers.hold(false)
 		if got != nil {
-			msg = "ran on the C workers while another product held them"
-		} else if msg != "" {
-			msg = "GemmPacked with the C workers held: " + msg
+			return "ran on the C workers while another product held them"
 		}
-		held <- msg
-	}()
-	select {
-	case msg := <-held:
 		if msg != "" {
-			t.Fatal(msg)
+			return "GemmPacked with the C workers held: " + msg
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("a product waited a minute for the C workers instead of being refused")
-	}
+		return ""
+	})
 	if p.run(t, 2) == nil {
 		t.Fatal("refused once the C workers were let go")
 	}
