@@ -101,7 +101,7 @@ func eachEncoderBatch(b *testing.B, fn func(encoderCase)) {
 
 // BenchmarkEncoderPaired runs the native encoder and ONNX Runtime on the
 // same batch in alternating blocks, one round per iteration (-benchtime
-// 12x: twelve rounds), and reports each side's median time per batch and
+// 8x: eight rounds), and reports each side's median time per batch and
 // the median over rounds of ORT's time ÷ the native time (above 1, the
 // native encoder is faster). This shared VM's speed moves by 1.3–1.6×
 // from one minute to the next, which BenchmarkNativeEncoder's two runs,
@@ -109,30 +109,12 @@ func eachEncoderBatch(b *testing.B, fn func(encoderCase)) {
 // share the machine's state.
 func BenchmarkEncoderPaired(b *testing.B) {
 	eachEncoderBatch(b, func(e encoderCase) {
-		sides := [2]func(*testing.B){e.native, e.ort}
 		per := max(1, 4/e.size) // forwards per side per round
 		b.Run(fmt.Sprintf("%s/%dx%d", e.name, e.size, encoderSeq), func(b *testing.B) {
-			var times [2][]float64
-			var ratios []float64
-			round := 0
-			for b.Loop() {
-				var sum [2]float64
-				for j := range 2 {
-					side := (j + round) % 2 // alternate which side goes first
-					settle()
-					for range per {
-						t0 := time.Now()
-						sides[side](b)
-						d := time.Since(t0).Seconds()
-						times[side], sum[side] = append(times[side], d), sum[side]+d
-					}
-				}
-				ratios = append(ratios, sum[1]/sum[0])
-				round++
-			}
+			times, ratios := pairedRounds(b, []func(*testing.B){e.native, e.ort}, per)
 			b.ReportMetric(median(times[0])*1e3, "native-ms")
 			b.ReportMetric(median(times[1])*1e3, "ort-ms")
-			b.ReportMetric(median(ratios), "ort/native")
+			b.ReportMetric(median(ratios[1]), "ort/native")
 		})
 	})
 }

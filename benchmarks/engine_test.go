@@ -26,9 +26,10 @@ var gemmShapes = []struct{ m, k, n int }{{128, 384, 1536}, {128, 1536, 384}, {12
 // it, at every size), OpenBLAS's cblas_sgemm called directly, ONNX
 // Runtime's MatMul by a constant weight (MLAS, where make ort-lib has
 // installed it), and gonum's pure-Go Sgemm (on a tenth of the rows: its
-// rate, not its time, is what is compared). Each variant starts after settle: OpenBLAS's threads spin
-// after its calls, and on 2 cores the packed kernel timed right after the
-// BLAS variants ran at 79–95 GFLOP/s against 114–141 alone (AVX2 VM).
+// rate, not its time, is what is compared). Each variant starts after
+// settle: OpenBLAS's threads spin after its calls, and on 2 cores the
+// packed kernel timed right after the BLAS variants ran at 79–95 GFLOP/s
+// against 114–141 alone (AVX2 VM).
 func BenchmarkGemm(b *testing.B) {
 	be := benchBackend(b)
 	b.Logf("blas: %s", kernels.BLASImpl())
@@ -76,12 +77,13 @@ func BenchmarkGemm(b *testing.B) {
 }
 
 // BenchmarkGemmPaired times, at the 128-row shapes, the packed kernel by a
-// bound weight, OpenBLAS called directly and ONNX Runtime's MatMul (when
-// installed) in alternating blocks of 10 products, one round per iteration
-// (-benchtime 30x: thirty rounds), and reports each side's median GFLOP/s
-// and the medians over rounds of the peers' time ÷ gleaner's (above 1,
-// gleaner is faster). Blocks seconds apart share this VM's state, which
-// BenchmarkGemm's variants, run one after another, do not.
+// bound weight, OpenBLAS called directly (where it is loaded) and ONNX
+// Runtime's MatMul (where it is installed) in alternating blocks of 10
+// products, one round per iteration (-benchtime 30x: thirty rounds), and
+// reports each side's median GFLOP/s and the medians over rounds of each
+// peer's time ÷ gleaner's (above 1, gleaner is faster). Blocks seconds
+// apart share this VM's state, which BenchmarkGemm's variants, run one
+// after another, do not.
 func BenchmarkGemmPaired(b *testing.B) {
 	be := benchBackend(b)
 	for _, s := range gemmShapes {
@@ -95,41 +97,23 @@ func BenchmarkGemmPaired(b *testing.B) {
 		must(b, err)
 		cb, err := engine.Upload(be, c)
 		must(b, err)
-		names := []string{"gleaner", "openblas", "onnxruntime"}
-		sides := []func(){
-			func() { must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wb, C: cb})) },
-			func() {
-				if !kernels.OpenBLASSgemm(false, false, s.m, s.n, s.k, 1, a, s.k, w, s.n, 0, c, s.n) {
-					b.Skip("OpenBLAS not loaded")
-				}
-			},
+		names := []string{"gleaner"}
+		sides := []func(*testing.B){func(b *testing.B) {
+			must(b, be.Gemm(engine.GemmOp{M: s.m, N: s.n, K: s.k, Alpha: 1, A: ab, B: wb, C: cb}))
+		}}
+		openblas := func(*testing.B) bool {
+			return kernels.OpenBLASSgemm(false, false, s.m, s.n, s.k, 1, a, s.k, w, s.n, 0, c, s.n)
+		}
+		if openblas(b) {
+			names, sides = append(names, "openblas"), append(sides, func(b *testing.B) { openblas(b) })
 		}
 		o := newOrtGemm(b, s.m, s.k, s.n, a, w)
 		if o != nil {
-			sides = append(sides, func() { o.run(b) })
+			names, sides = append(names, "onnxruntime"), append(sides, o.run)
 		}
 		flops := 2 * float64(s.m) * float64(s.k) * float64(s.n)
 		b.Run(fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), func(b *testing.B) {
-			times := make([][]float64, len(sides))
-			ratios := make([][]float64, len(sides))
-			round := 0
-			for b.Loop() {
-				sum := make([]float64, len(sides))
-				for j := range sides {
-					side := (j + round) % len(sides)
-					time.Sleep(50 * time.Millisecond) // a peer's threads spin after its calls
-					for range 10 {
-						t0 := time.Now()
-						sides[side]()
-						d := time.Since(t0).Seconds()
-						times[side], sum[side] = append(times[side], d), sum[side]+d
-					}
-				}
-				for i := 1; i < len(sides); i++ {
-					ratios[i] = append(ratios[i], sum[i]/sum[0])
-				}
-				round++
-			}
+			times, ratios := pairedRounds(b, sides, 10)
 			for i := range sides {
 				b.ReportMetric(flops/median(times[i])/1e9, names[i]+"-GFLOP/s")
 				if i > 0 {
@@ -138,9 +122,36 @@ func BenchmarkGemmPaired(b *testing.B) {
 			}
 		})
 		if o != nil {
-			o.close()
+			o.close() // the next shape's session need not share memory with this one
 		}
 	}
+}
+
+// pairedRounds runs one round per b.Loop iteration: each side per times,
+// in an order that rotates from round to round, each block after settle
+// (a peer's threads spin after its calls). It returns every call's
+// seconds per side and, per round, each side's total ÷ side 0's.
+func pairedRounds(b *testing.B, sides []func(*testing.B), per int) (times, ratios [][]float64) {
+	times, ratios = make([][]float64, len(sides)), make([][]float64, len(sides))
+	round := 0
+	for b.Loop() {
+		sum := make([]float64, len(sides))
+		for j := range sides {
+			side := (j + round) % len(sides)
+			settle()
+			for range per {
+				t0 := time.Now()
+				sides[side](b)
+				d := time.Since(t0).Seconds()
+				times[side], sum[side] = append(times[side], d), sum[side]+d
+			}
+		}
+		for i := range sides {
+			ratios[i] = append(ratios[i], sum[i]/sum[0])
+		}
+		round++
+	}
+	return times, ratios
 }
 
 func must(b *testing.B, err error) {

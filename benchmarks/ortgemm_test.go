@@ -1,3 +1,5 @@
+//go:build cgo
+
 package benchmarks
 
 import (
@@ -23,7 +25,8 @@ type ortGemm struct {
 }
 
 // newOrtGemm builds the session, or returns nil when ONNX Runtime is not
-// installed (make ort-lib).
+// installed (make ort-lib). The session is closed when b ends, or earlier
+// by close.
 func newOrtGemm(b *testing.B, m, k, n int, a, w []float32) *ortGemm {
 	b.Helper()
 	if ort.Init() != nil {
@@ -43,6 +46,7 @@ func newOrtGemm(b *testing.B, m, k, n int, a, w []float32) *ortGemm {
 	defer opts.Destroy()
 	must(b, opts.SetIntraOpNumThreads(runtime.GOMAXPROCS(0)))
 	o := &ortGemm{}
+	b.Cleanup(o.close)
 	if o.sess, err = ortgo.NewDynamicAdvancedSession(path, []string{"x"}, []string{"y"}, opts); err != nil {
 		b.Fatal(err)
 	}
@@ -59,8 +63,16 @@ func (o *ortGemm) run(b *testing.B) {
 	must(b, o.sess.Run([]ortgo.Value{o.in}, []ortgo.Value{o.out}))
 }
 
+// close frees the session and its tensors; a second call does nothing.
 func (o *ortGemm) close() {
-	o.sess.Destroy()
-	o.in.Destroy()
-	o.out.Destroy()
+	if o.sess != nil {
+		o.sess.Destroy()
+	}
+	if o.in != nil {
+		o.in.Destroy()
+	}
+	if o.out != nil {
+		o.out.Destroy()
+	}
+	o.sess, o.in, o.out = nil, nil, nil
 }

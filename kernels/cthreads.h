@@ -128,14 +128,18 @@ static void ct_give(ct_slot* s) {
 // thread and the others on the pool's workers, and returns 1 once every
 // part has returned. Where fewer workers could be started, it runs the
 // job in fewer parts (fn is told how many). It returns 0, having run
-// nothing, when parts is out of [2, CT_MAX_PARTS] or another thread's job
-// holds the workers: the caller then runs the job its own way rather than
-// wait with a core idle.
+// nothing, when parts is out of [2, CT_MAX_PARTS], no worker could start,
+// or another thread's job holds the workers: the caller then runs the job
+// its own way rather than on one core or wait with a core idle.
 static int ct_run(int parts, ct_part_fn fn, const void* job) {
 	if (parts < 2 || parts > CT_MAX_PARTS) return 0;
 	if (pthread_mutex_trylock(&ct_mu) != 0) return 0;
 	ct_grow(parts - 1);
 	if (parts > ct_workers + 1) parts = ct_workers + 1;
+	if (parts < 2) { // no worker could start: the caller's own pool spreads the product
+		pthread_mutex_unlock(&ct_mu);
+		return 0;
+	}
 	ct_fn = fn;
 	ct_job = job;
 	ct_parts = parts;

@@ -129,11 +129,11 @@ func gemm(g GemmArgs, pb *PackedB) error {
 		return nil
 	}
 	bias, beta := g.Bias, g.Beta
-	switch {
-	case g.K > 0 && pb != nil && bias != nil && (beta == 0 || beta == 1):
-		// The packed kernels add the bias inside each part, before the sums
-		// (a serial pass seeding C first was 4–5 % of a MiniLM forward).
-	case g.K > 0 && bias != nil:
+	// The packed kernels add the bias inside each part, before the sums (a
+	// serial pass seeding C first was 4–5 % of a MiniLM forward); they take
+	// beta 0 or 1.
+	packedBias := pb != nil && (beta == 0 || beta == 1)
+	if g.K > 0 && bias != nil && !packedBias {
 		// The product adds the bias (and beta·C) as it writes C: a second
 		// pass over a C larger than the caches costs more than the product
 		// (measured: 4096×384 output, 4.7 ms seeded, 6.2 ms with a pass

@@ -122,7 +122,7 @@ type packedProduct struct {
 // context 44–60 k times on the pool against 4 k on C threads. The C
 // workers are kept between products (started on first use, polling
 // briefly, then asleep). On the 2-core AVX2 VM, paired against a thread
-// started per part per product from 2^27: 1.11–1.38× faster at 56–75 M
+// started per part per product from 2^27: 1.06–1.38× faster at 56–75 M
 // multiply-adds (128×384×1152, 128×384×1536, 128×1536×384, 128×768×768),
 // 1.0–1.07× at 302 M; at 19 M (128×384×384) the Go pool was faster
 // (0.90–0.94×), so such products stay on it.
@@ -138,7 +138,7 @@ var cWorkers cWorkersHooks
 
 type cWorkersHooks struct {
 	started func() int // workers running
-	hold    func(bool) // take the pool as another product would, or let it go
+	hold    func(bool) // take the pool as another product would, or let it go: on one locked OS thread
 }
 
 // packedKC and packedMC block K and M so a panel's slice of B (32×256
