@@ -130,7 +130,7 @@ func gemm(g GemmArgs, pb *PackedB) error {
 	}
 	bias, beta := g.Bias, g.Beta
 	// The packed kernels add the bias inside each part, before the sums (a
-	// serial pass seeding C first was 4–5 % of a MiniLM forward); they take
+	// serial pass seeding C first was 3–6 % of a MiniLM forward); they take
 	// beta 0 or 1.
 	packedBias := pb != nil && (beta == 0 || beta == 1)
 	if g.K > 0 && bias != nil && !packedBias {

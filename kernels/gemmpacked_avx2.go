@@ -107,7 +107,8 @@ static void gemm_packed_avx2(const float* A, int lda, int m, int k, const float*
 }
 
 // gemm_packed_avx2_threads runs gemm_packed_avx2 over every panel in parts on
-// the C side's workers (ct_panels); 0: nothing ran (the workers were busy).
+// the C side's workers (ct_panels); 0: nothing ran (the workers were busy, or
+// none could start).
 static int gemm_packed_avx2_threads(const float* A, int lda, int m, int k, const float* P, int panels, int n, float* C, int ldc, int acc, const float* bias, int parts) {
 	return ct_panels(gemm_packed_avx2, A, lda, m, k, P, panels, n, C, ldc, acc, bias, parts);
 }
